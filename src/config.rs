@@ -1,0 +1,406 @@
+//! The configuration tree: YAML files, ROS parameters and the CLI's `--set key=value` all use
+//! the same dotted names (`canny.low_threshold`, `pyramid.levels`, ...), derived from this one
+//! serde tree. `config/default.yaml` documents every field.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub pyramid: PyramidConfig,
+    pub detector: DetectorConfig,
+    pub select: SelectConfig,
+    pub orient: OrientConfig,
+    pub canny: CannyConfig,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PyramidConfig {
+    /// Number of levels (1 = the input image only).
+    pub levels: u32,
+    /// Size ratio between consecutive levels.
+    pub scale_factor: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DetectorMethod {
+    /// FAST-9/16 candidates (optionally ranked by ORB's Harris score).
+    Fast,
+    /// Dense Harris response (`cv::cornerHarris`) + 3x3 NMS + threshold; no FAST.
+    Harris,
+    /// No corner detection (edges only).
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScoreType {
+    /// ORB's Harris score (7x7 block, k = 0.04) of each FAST corner.
+    Harris,
+    /// The FAST score itself.
+    Fast,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DetectorConfig {
+    pub method: DetectorMethod,
+    /// FAST threshold (ORB-SLAM3 `iniThFAST`).
+    pub fast_threshold: u32,
+    /// Threshold for the low-threshold retry in empty cells (ORB-SLAM3 `minThFAST`).
+    pub min_fast_threshold: u32,
+    /// Retry empty grid cells with `min_fast_threshold` (ORB-SLAM3); needs `select.spread`
+    /// `grid` or `quadtree`.
+    pub low_threshold_retry: bool,
+    /// FAST 3x3 non-maximum suppression on the FAST score.
+    pub nonmax_suppression: bool,
+    /// Keypoints closer than this to a level's border are dropped (ORB `edgeThreshold`).
+    pub border: u32,
+    /// The response used to rank FAST corners.
+    pub score: ScoreType,
+    /// Harris `k` (ORB score and dense Harris).
+    pub harris_k: f32,
+    /// Block size of ORB's Harris score.
+    pub harris_block_size: u32,
+    /// Dense Harris (`method: harris`): `cv::cornerHarris` block size.
+    pub dense_block_size: u32,
+    /// Dense Harris: Sobel aperture (3, 5 or 7).
+    pub dense_ksize: u32,
+    /// Dense Harris: keep local maxima above this fraction of the level's largest response.
+    pub dense_quality: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Spread {
+    /// Keep the best `n` per level by response (OpenCV ORB `retainBest`).
+    None,
+    /// Keep the best keypoints of each `cell_size` cell, round robin over cells.
+    Grid,
+    /// ORB-SLAM3's quadtree (`DistributeOctTree`): split until `n` nodes, best per node.
+    Quadtree,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelectConfig {
+    /// Keypoint budget per frame, split over levels as ORB does; 0 = keep all.
+    pub max_keypoints: u32,
+    pub spread: Spread,
+    /// Cell side in level pixels for `grid` spread and the low-threshold retry.
+    pub cell_size: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OrientConfig {
+    /// Intensity-centroid orientation; when off, `angle` is -1 (as `cv::FAST`).
+    pub enabled: bool,
+    /// Diameter of the circular patch (ORB `patchSize`); also the keypoint `size` at level 0.
+    pub patch_size: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CannyConfig {
+    pub enabled: bool,
+    pub low_threshold: f64,
+    pub high_threshold: f64,
+    /// L2 gradient magnitude (true) or L1 (false), as `cv::Canny`'s `L2gradient`.
+    pub l2_gradient: bool,
+    /// Gaussian pre-blur kernel size (0 = no blur; else odd, 3..=31).
+    pub blur_ksize: u32,
+    /// Gaussian sigma (0 = derived from the size, as `cv::GaussianBlur`).
+    pub blur_sigma: f64,
+}
+
+impl Default for PyramidConfig {
+    fn default() -> Self {
+        PyramidConfig {
+            levels: 8,
+            scale_factor: 1.2,
+        }
+    }
+}
+
+impl Default for DetectorConfig {
+    fn default() -> Self {
+        DetectorConfig {
+            method: DetectorMethod::Fast,
+            fast_threshold: 20,
+            min_fast_threshold: 7,
+            low_threshold_retry: false,
+            nonmax_suppression: true,
+            border: 31,
+            score: ScoreType::Harris,
+            harris_k: 0.04,
+            harris_block_size: 7,
+            dense_block_size: 2,
+            dense_ksize: 3,
+            dense_quality: 0.01,
+        }
+    }
+}
+
+impl Default for SelectConfig {
+    fn default() -> Self {
+        SelectConfig {
+            max_keypoints: 2000,
+            spread: Spread::None,
+            cell_size: 30,
+        }
+    }
+}
+
+impl Default for OrientConfig {
+    fn default() -> Self {
+        OrientConfig {
+            enabled: true,
+            patch_size: 31,
+        }
+    }
+}
+
+impl Default for CannyConfig {
+    fn default() -> Self {
+        CannyConfig {
+            enabled: true,
+            low_threshold: 50.0,
+            high_threshold: 150.0,
+            l2_gradient: true,
+            blur_ksize: 0,
+            blur_sigma: 0.0,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            pyramid: PyramidConfig::default(),
+            detector: DetectorConfig::default(),
+            select: SelectConfig::default(),
+            orient: OrientConfig::default(),
+            canny: CannyConfig::default(),
+        }
+    }
+}
+
+fn check(ok: bool, key: &str, why: impl FnOnce() -> String) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Config(format!("{key}: {}", why())))
+    }
+}
+
+impl Config {
+    /// Parses YAML text (unknown keys and out-of-range values are errors).
+    pub fn from_yaml(text: &str) -> Result<Self> {
+        let cfg: Config = serde_yaml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::from_yaml(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+    }
+
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(self).expect("config serializes")
+    }
+
+    /// Checks every range; a config that passes is safe for every backend.
+    pub fn validate(&self) -> Result<()> {
+        let p = &self.pyramid;
+        check((1..=32).contains(&p.levels), "pyramid.levels", || {
+            format!("{} is not in 1..=32", p.levels)
+        })?;
+        check(
+            p.scale_factor.is_finite() && p.scale_factor > 1.0 && p.scale_factor <= 4.0,
+            "pyramid.scale_factor",
+            || format!("{} is not in (1, 4]", p.scale_factor),
+        )?;
+        let d = &self.detector;
+        check((1..=255).contains(&d.fast_threshold), "detector.fast_threshold", || {
+            format!("{} is not in 1..=255", d.fast_threshold)
+        })?;
+        check(
+            (1..=d.fast_threshold).contains(&d.min_fast_threshold),
+            "detector.min_fast_threshold",
+            || format!("{} is not in 1..=fast_threshold", d.min_fast_threshold),
+        )?;
+        check((3..=256).contains(&d.border), "detector.border", || {
+            format!("{} is not in 3..=256", d.border)
+        })?;
+        check(
+            d.harris_k.is_finite() && d.harris_k > 0.0 && d.harris_k < 0.25,
+            "detector.harris_k",
+            || format!("{} is not in (0, 0.25)", d.harris_k),
+        )?;
+        check(
+            (3..=31).contains(&d.harris_block_size) && d.harris_block_size % 2 == 1,
+            "detector.harris_block_size",
+            || format!("{} is not odd in 3..=31", d.harris_block_size),
+        )?;
+        check((1..=31).contains(&d.dense_block_size), "detector.dense_block_size", || {
+            format!("{} is not in 1..=31", d.dense_block_size)
+        })?;
+        check(matches!(d.dense_ksize, 3 | 5 | 7), "detector.dense_ksize", || {
+            format!("{} is not 3, 5 or 7", d.dense_ksize)
+        })?;
+        check(
+            d.dense_quality.is_finite() && d.dense_quality > 0.0 && d.dense_quality <= 1.0,
+            "detector.dense_quality",
+            || format!("{} is not in (0, 1]", d.dense_quality),
+        )?;
+        check(
+            !d.low_threshold_retry || self.select.spread != Spread::None,
+            "detector.low_threshold_retry",
+            || "needs select.spread grid or quadtree (the retry works per cell)".into(),
+        )?;
+        let s = &self.select;
+        check(s.max_keypoints <= 1_000_000, "select.max_keypoints", || {
+            format!("{} is above 1000000", s.max_keypoints)
+        })?;
+        check((8..=1024).contains(&s.cell_size), "select.cell_size", || {
+            format!("{} is not in 8..=1024", s.cell_size)
+        })?;
+        let o = &self.orient;
+        check(
+            (3..=127).contains(&o.patch_size) && o.patch_size % 2 == 1,
+            "orient.patch_size",
+            || format!("{} is not odd in 3..=127", o.patch_size),
+        )?;
+        check(
+            !o.enabled || d.border as i64 >= (o.patch_size as i64) / 2 + 1,
+            "orient.enabled",
+            || {
+                format!(
+                    "the orientation patch (radius {}) needs detector.border >= {}",
+                    o.patch_size / 2,
+                    o.patch_size / 2 + 1
+                )
+            },
+        )?;
+        let c = &self.canny;
+        check(
+            c.low_threshold.is_finite() && c.low_threshold >= 0.0,
+            "canny.low_threshold",
+            || format!("{} is not a finite value >= 0", c.low_threshold),
+        )?;
+        check(
+            c.high_threshold.is_finite() && c.high_threshold >= 0.0,
+            "canny.high_threshold",
+            || format!("{} is not a finite value >= 0", c.high_threshold),
+        )?;
+        check(
+            c.blur_ksize == 0 || (c.blur_ksize % 2 == 1 && (3..=31).contains(&c.blur_ksize)),
+            "canny.blur_ksize",
+            || format!("{} is not 0 or odd in 3..=31", c.blur_ksize),
+        )?;
+        check(
+            c.blur_sigma.is_finite() && c.blur_sigma >= 0.0,
+            "canny.blur_sigma",
+            || format!("{} is not a finite value >= 0", c.blur_sigma),
+        )?;
+        Ok(())
+    }
+
+    /// Every setting as `(dotted.key, value)`, in tree order (drives ROS parameters).
+    pub fn flatten(&self) -> Vec<(String, serde_yaml::Value)> {
+        fn walk(prefix: &str, v: &serde_yaml::Value, out: &mut Vec<(String, serde_yaml::Value)>) {
+            match v {
+                serde_yaml::Value::Mapping(m) => {
+                    for (k, v) in m {
+                        let k = k.as_str().unwrap_or_default();
+                        let key = if prefix.is_empty() {
+                            k.to_string()
+                        } else {
+                            format!("{prefix}.{k}")
+                        };
+                        walk(&key, v, out);
+                    }
+                }
+                other => out.push((prefix.to_string(), other.clone())),
+            }
+        }
+        let mut out = Vec::new();
+        walk("", &serde_yaml::to_value(self).expect("config serializes"), &mut out);
+        out
+    }
+
+    /// Returns a copy with `key` (dotted) set to `value` (YAML scalar syntax), validated.
+    /// The original is untouched on error, so a bad update is never applied half-way.
+    pub fn with_value(&self, key: &str, value: &str) -> Result<Config> {
+        let parsed: serde_yaml::Value =
+            serde_yaml::from_str(value).map_err(|e| Error::Config(format!("{key}: {e}")))?;
+        self.with_values(&[(key.to_string(), parsed)])
+    }
+
+    /// Applies several dotted updates at once, validated as a whole.
+    pub fn with_values(&self, updates: &[(String, serde_yaml::Value)]) -> Result<Config> {
+        let mut tree = serde_yaml::to_value(self).expect("config serializes");
+        for (key, value) in updates {
+            let mut node = &mut tree;
+            for part in key.split('.') {
+                node = node
+                    .as_mapping_mut()
+                    .and_then(|m| m.get_mut(part))
+                    .ok_or_else(|| Error::Config(format!("unknown key {key:?}")))?;
+            }
+            if node.is_mapping() {
+                return Err(Error::Config(format!("{key:?} is a section, not a value")));
+            }
+            *node = value.clone();
+        }
+        let cfg: Config = serde_yaml::from_value(tree).map_err(|e| Error::Config(e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_roundtrip() {
+        let c = Config::default();
+        c.validate().unwrap();
+        assert_eq!(Config::from_yaml(&c.to_yaml()).unwrap(), c);
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let e = Config::from_yaml("canny:\n  lo: 3\n").unwrap_err().to_string();
+        assert!(e.contains("unknown field `lo`"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_is_named() {
+        let e = Config::from_yaml("pyramid:\n  levels: 0\n").unwrap_err().to_string();
+        assert!(e.contains("pyramid.levels"), "{e}");
+        let e = Config::from_yaml("pyramid:\n  scale_factor: 1.0\n").unwrap_err().to_string();
+        assert!(e.contains("pyramid.scale_factor"), "{e}");
+    }
+
+    #[test]
+    fn dotted_updates_are_atomic() {
+        let c = Config::default();
+        let d = c.with_value("canny.low_threshold", "10").unwrap();
+        assert_eq!(d.canny.low_threshold, 10.0);
+        assert!(c.with_value("canny.nope", "1").is_err());
+        assert!(c.with_value("pyramid.levels", "99").is_err());
+        assert!(c.with_value("canny", "1").is_err());
+        let keys: Vec<_> = c.flatten().into_iter().map(|(k, _)| k).collect();
+        assert!(keys.contains(&"detector.fast_threshold".to_string()));
+    }
+}

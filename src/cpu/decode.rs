@@ -1,0 +1,94 @@
+//! Encoding decode + gray conversion (CPU reference for `kernels/decode.cu`).
+//!
+//! * 8-bit colour: `cv::cvtColor(RGB2GRAY/BGR2GRAY/RGBA2GRAY/BGRA2GRAY)` on 8-bit images,
+//!   i.e. the fixed-point formula `(R*4899 + G*9617 + B*1868 + 8192) >> 14` (alpha ignored).
+//! * `yuv422`/`uyvy` and `yuv422_yuy2`/`yuyv`: the luma byte, as `COLOR_YUV2GRAY_UYVY/YUY2`.
+//! * `mono16`/`16UC1`: `round(v / 256)` with ties to even, saturated at 255, which is what
+//!   `cv::Mat::convertTo(CV_8U, 1.0/256)` (and so `cv_bridge`) produces. The byte order
+//!   follows the message's `is_bigendian`.
+
+use crate::image::{Encoding, GrayImage, ImageView};
+
+/// Fixed-point luma weights of OpenCV's RGB2GRAY for 8-bit images (sum = 1 << 14).
+pub const GRAY_R: u32 = 4899;
+pub const GRAY_G: u32 = 9617;
+pub const GRAY_B: u32 = 1868;
+pub const GRAY_SHIFT: u32 = 14;
+
+#[inline]
+pub fn gray_from_rgb(r: u8, g: u8, b: u8) -> u8 {
+    ((r as u32 * GRAY_R + g as u32 * GRAY_G + b as u32 * GRAY_B + (1 << (GRAY_SHIFT - 1)))
+        >> GRAY_SHIFT) as u8
+}
+
+/// `convertTo(CV_8U, 1/256)`: round half to even, saturate.
+#[inline]
+pub fn gray_from_mono16(v: u16) -> u8 {
+    let (q, r) = ((v >> 8) as u32, (v & 0xff) as u32);
+    let up = r > 128 || (r == 128 && q & 1 == 1);
+    (q + up as u32).min(255) as u8
+}
+
+/// Converts any supported frame to a packed gray image (reshaping `out`).
+pub fn decode(view: &ImageView, out: &mut GrayImage) {
+    let (w, h) = (view.width(), view.height());
+    out.reshape(w, h);
+    for y in 0..h {
+        let src = view.row(y);
+        let dst = out.row_mut(y);
+        match view.encoding() {
+            Encoding::Mono8 => dst.copy_from_slice(src),
+            Encoding::Mono16 => {
+                for (d, px) in dst.iter_mut().zip(src.chunks_exact(2)) {
+                    let v = if view.big_endian() {
+                        u16::from_be_bytes([px[0], px[1]])
+                    } else {
+                        u16::from_le_bytes([px[0], px[1]])
+                    };
+                    *d = gray_from_mono16(v);
+                }
+            }
+            Encoding::Rgb8 => rgb_rows(dst, src, 3, 0, 2),
+            Encoding::Bgr8 => rgb_rows(dst, src, 3, 2, 0),
+            Encoding::Rgba8 => rgb_rows(dst, src, 4, 0, 2),
+            Encoding::Bgra8 => rgb_rows(dst, src, 4, 2, 0),
+            Encoding::Uyvy => luma_bytes(dst, src, 1),
+            Encoding::Yuyv => luma_bytes(dst, src, 0),
+        }
+    }
+}
+
+fn rgb_rows(dst: &mut [u8], src: &[u8], bpp: usize, r: usize, b: usize) {
+    for (d, px) in dst.iter_mut().zip(src.chunks_exact(bpp)) {
+        *d = gray_from_rgb(px[r], px[1], px[b]);
+    }
+}
+
+fn luma_bytes(dst: &mut [u8], src: &[u8], offset: usize) {
+    for (d, s) in dst.iter_mut().zip(src.iter().skip(offset).step_by(2)) {
+        *d = *s;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mono16_rounds_half_to_even() {
+        assert_eq!(gray_from_mono16(128), 0);
+        assert_eq!(gray_from_mono16(129), 1);
+        assert_eq!(gray_from_mono16(384), 2);
+        assert_eq!(gray_from_mono16(383), 1);
+        assert_eq!(gray_from_mono16(65535), 255);
+        assert_eq!(gray_from_mono16(65407), 255);
+    }
+
+    #[test]
+    fn gray_weights_match_opencv_extremes() {
+        assert_eq!(gray_from_rgb(255, 255, 255), 255);
+        assert_eq!(gray_from_rgb(255, 0, 0), 76);
+        assert_eq!(gray_from_rgb(0, 255, 0), 150);
+        assert_eq!(gray_from_rgb(0, 0, 255), 29);
+    }
+}

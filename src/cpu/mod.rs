@@ -1,0 +1,177 @@
+//! CPU reference: plain Rust, OpenCV-exact, the oracle for the GPU backend's tests and the
+//! fallback when no GPU is present. One module per stage; `kernels/<stage>.cu` and
+//! `src/cuda/<stage>.rs` are its GPU twins.
+
+pub mod canny;
+pub mod decode;
+pub mod fast;
+pub mod harris;
+pub mod orient;
+pub mod pyramid;
+pub mod select;
+
+use std::time::Instant;
+
+use crate::config::{Config, DetectorMethod, ScoreType, Spread};
+use crate::image::{GrayImage, ImageView};
+use crate::pipeline::{Features, Keypoint, StageTiming};
+
+/// A corner on one pyramid level, in that level's pixel coordinates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Corner {
+    pub x: u32,
+    pub y: u32,
+    /// The FAST score (0 for dense Harris corners).
+    pub fast_score: u8,
+    /// The ranking response: Harris score, FAST score or dense Harris response.
+    pub response: f32,
+}
+
+/// Buffers of the CPU path, reused from frame to frame.
+#[derive(Default)]
+pub struct CpuPipeline {
+    /// levels[0] is the decoded gray input.
+    levels: Vec<GrayImage>,
+    edges: GrayImage,
+    canny: canny::CannyScratch,
+}
+
+impl CpuPipeline {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn levels(&self) -> &[GrayImage] {
+        &self.levels
+    }
+
+    pub fn process(&mut self, cfg: &Config, frame: &ImageView) -> Features {
+        let mut timings = Vec::new();
+        let mut t = Instant::now();
+        let mut lap = |stage: &'static str, timings: &mut Vec<StageTiming>| {
+            let now = Instant::now();
+            timings.push(StageTiming {
+                stage,
+                ms: (now - t).as_secs_f64() * 1e3,
+            });
+            t = now;
+        };
+        if self.levels.is_empty() {
+            self.levels.push(GrayImage::default());
+        }
+        decode::decode(frame, &mut self.levels[0]);
+        lap("decode", &mut timings);
+
+        let levels = if cfg.detector.method == DetectorMethod::None {
+            1
+        } else {
+            cfg.pyramid.levels as usize
+        };
+        pyramid::build(&mut self.levels, levels, cfg.pyramid.scale_factor);
+        lap("pyramid", &mut timings);
+
+        let keypoints = detect_keypoints(cfg, &self.levels[..levels]);
+        lap("detect", &mut timings);
+
+        let edges = cfg.canny.enabled.then(|| {
+            canny::canny(&self.levels[0], &cfg.canny, &mut self.edges, &mut self.canny);
+            self.edges.clone()
+        });
+        lap("canny", &mut timings);
+
+        Features {
+            keypoints,
+            edges,
+            level_sizes: self.levels[..levels]
+                .iter()
+                .map(|l| (l.width, l.height))
+                .collect(),
+            timings,
+        }
+    }
+}
+
+/// Corners of one level, before selection: FAST (with the optional per-cell low-threshold
+/// retry) or dense Harris, border-filtered, with their ranking response.
+pub fn level_candidates(cfg: &Config, img: &GrayImage) -> Vec<Corner> {
+    let d = &cfg.detector;
+    let mut corners = match d.method {
+        DetectorMethod::None => return Vec::new(),
+        DetectorMethod::Harris => harris::dense_corners(
+            img,
+            d.dense_block_size,
+            d.dense_ksize,
+            d.harris_k,
+            d.dense_quality,
+        ),
+        DetectorMethod::Fast if d.low_threshold_retry => select::fast_in_cells(
+            img,
+            d.fast_threshold as u8,
+            d.min_fast_threshold as u8,
+            d.nonmax_suppression,
+            cfg.select.cell_size,
+            d.border,
+        ),
+        DetectorMethod::Fast => fast::detect(img, d.fast_threshold as u8, d.nonmax_suppression),
+    };
+    let b = d.border;
+    let (w, h) = (img.width as u32, img.height as u32);
+    corners.retain(|c| c.x >= b && c.y >= b && c.x + b < w && c.y + b < h);
+    corners
+}
+
+/// ORB's level loop: candidates, budget, Harris score, spread, orientation, level-0 coords.
+pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
+    let budget = cfg.select.max_keypoints as usize;
+    let per_level = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
+    let umax = orient::circle_extents(cfg.orient.patch_size / 2);
+    let mut out = Vec::new();
+    for (level, img) in levels.iter().enumerate() {
+        let mut corners = level_candidates(cfg, img);
+        let n = (budget > 0).then_some(per_level[level]);
+        let harris_score = cfg.detector.method == DetectorMethod::Fast
+            && cfg.detector.score == ScoreType::Harris;
+        if harris_score {
+            // ORB ranks by FAST score first and keeps 2n before paying for Harris.
+            if let (Some(n), Spread::None) = (n, cfg.select.spread) {
+                select::retain_best(&mut corners, 2 * n);
+            }
+            for c in corners.iter_mut() {
+                c.response = harris::orb_score(
+                    img,
+                    c.x,
+                    c.y,
+                    cfg.detector.harris_block_size,
+                    cfg.detector.harris_k,
+                );
+            }
+        }
+        if let Some(n) = n {
+            select::select(&mut corners, n, &cfg.select, img.width, img.height);
+        }
+        corners.sort_by_key(|c| (c.y, c.x));
+        let scale = cfg.pyramid.scale_factor.powi(level as i32);
+        for c in corners {
+            let angle = if cfg.orient.enabled {
+                orient::ic_angle(img, c.x, c.y, &umax)
+            } else {
+                -1.0
+            };
+            let size = if cfg.orient.enabled {
+                cfg.orient.patch_size as f32 * scale
+            } else {
+                // cv::FAST's KeyPoint size.
+                7.0 * scale
+            };
+            out.push(Keypoint {
+                x: c.x as f32 * scale,
+                y: c.y as f32 * scale,
+                response: c.response,
+                size,
+                angle,
+                octave: level as i32,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,87 @@
+//! Reading image files (PNG/JPEG/PGM through the `image` crate) into frames, and writing.
+//!
+//! Colour files are handed to the pipeline as `rgb8` frames so that gray conversion is
+//! ours (OpenCV-exact), not the `image` crate's.
+
+use std::path::Path;
+
+use super::{Encoding, GrayImage, ImageView};
+use crate::error::{Error, Result};
+
+/// A decoded image file that owns its bytes; [`OwnedFrame::view`] borrows it as a frame.
+#[derive(Clone, Debug)]
+pub struct OwnedFrame {
+    pub data: Vec<u8>,
+    pub width: usize,
+    pub height: usize,
+    pub encoding: Encoding,
+}
+
+impl OwnedFrame {
+    pub fn view(&self) -> Result<ImageView<'_>> {
+        let step = self.width * self.encoding.bytes_per_pixel();
+        Ok(ImageView::with_encoding(
+            &self.data,
+            self.width,
+            self.height,
+            step,
+            self.encoding,
+            false,
+        )?)
+    }
+}
+
+/// Loads an image file as mono8 (gray files) or rgb8 (everything else).
+pub fn load_view_owned(path: &Path) -> Result<OwnedFrame> {
+    let img = ::image::ImageReader::open(path)
+        .map_err(|e| Error::io(path, e))?
+        .with_guessed_format()
+        .map_err(|e| Error::io(path, e))?
+        .decode()
+        .map_err(|e| Error::ImageFile {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+    let (width, height) = (img.width() as usize, img.height() as usize);
+    let gray = matches!(
+        img.color(),
+        ::image::ColorType::L8 | ::image::ColorType::L16 | ::image::ColorType::La8
+    );
+    Ok(if gray {
+        OwnedFrame {
+            data: img.into_luma8().into_raw(),
+            width,
+            height,
+            encoding: Encoding::Mono8,
+        }
+    } else {
+        OwnedFrame {
+            data: img.into_rgb8().into_raw(),
+            width,
+            height,
+            encoding: Encoding::Rgb8,
+        }
+    })
+}
+
+/// Loads an image file and converts it to gray exactly as `cv::cvtColor(..., RGB2GRAY)`.
+pub fn load_gray(path: &Path) -> Result<GrayImage> {
+    let frame = load_view_owned(path)?;
+    let mut gray = GrayImage::default();
+    crate::cpu::decode::decode(&frame.view()?, &mut gray);
+    Ok(gray)
+}
+
+pub fn save_gray_png(img: &GrayImage, path: &Path) -> Result<()> {
+    ::image::save_buffer(
+        path,
+        &img.data,
+        img.width as u32,
+        img.height as u32,
+        ::image::ExtendedColorType::L8,
+    )
+    .map_err(|e| Error::ImageFile {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })
+}

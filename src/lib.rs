@@ -1,0 +1,29 @@
+//! `gpu_features`: ORB-style oriented FAST corners (with ORB's Harris score) and Canny edges
+//! over an image pyramid, with a plain-Rust CPU reference that matches OpenCV bit for bit
+//! and a CUDA backend that must match the CPU reference.
+//!
+//! The library knows nothing of ROS: the node (`--features ros`) and the bag replay are thin
+//! shells around [`Pipeline`].
+//!
+//! Data flow of one frame (each arrow is a stage with the same name in `cpu/`, `cuda/` and
+//! `kernels/`):
+//!
+//! ```text
+//! bytes --decode--> gray level 0 --pyramid--> levels
+//!   |-> fast (+ harris score) -> nms -> select (budget, spread) -> orient -> keypoints
+//!   '-> canny (blur, sobel, magnitude, nms, hysteresis) ------------------> edge map
+//! ```
+
+pub mod config;
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod error;
+pub mod image;
+pub mod output;
+pub mod pipeline;
+
+pub use config::Config;
+pub use error::{DecodeError, Error, Result};
+pub use image::{Encoding, GrayImage, ImageView};
+pub use pipeline::{BackendChoice, BackendKind, Features, Keypoint, Pipeline, StageTiming};

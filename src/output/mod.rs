@@ -1,0 +1,5 @@
+//! Output formats shared by the CLI, the node and the replay.
+
+pub mod csv;
+pub mod overlay;
+pub mod pointcloud;

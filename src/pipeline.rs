@@ -1,0 +1,155 @@
+//! `Pipeline`: a backend plus its per-resolution state; `process(frame) -> Features`.
+
+use crate::config::Config;
+use crate::cpu::CpuPipeline;
+use crate::error::Result;
+use crate::image::{GrayImage, ImageView};
+
+/// One detected keypoint, in level-0 pixel coordinates (as OpenCV's `KeyPoint`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Keypoint {
+    pub x: f32,
+    pub y: f32,
+    /// Harris score, FAST score or dense Harris response, as configured.
+    pub response: f32,
+    /// Diameter of the meaningful neighbourhood in level-0 pixels (patch size * scale).
+    pub size: f32,
+    /// Orientation in degrees in [0, 360), or -1 when orientation is off.
+    pub angle: f32,
+    /// Pyramid level the keypoint was found on.
+    pub octave: i32,
+}
+
+/// Wall time of one stage, in milliseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageTiming {
+    pub stage: &'static str,
+    pub ms: f64,
+}
+
+/// Everything one frame produces.
+#[derive(Clone, Debug, Default)]
+pub struct Features {
+    /// Sorted by (octave, y, x): deterministic on every backend.
+    pub keypoints: Vec<Keypoint>,
+    /// Canny edge map of level 0 (0/255), when Canny is enabled.
+    pub edges: Option<GrayImage>,
+    /// (width, height) of every pyramid level.
+    pub level_sizes: Vec<(usize, usize)>,
+    pub timings: Vec<StageTiming>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// CUDA when a usable GPU is present, else CPU (the reason is logged once).
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(BackendChoice::Auto),
+            "cpu" => Ok(BackendChoice::Cpu),
+            "cuda" => Ok(BackendChoice::Cuda),
+            o => Err(format!("unknown backend {o:?} (auto, cpu or cuda)")),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    Cpu,
+    Cuda,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+}
+
+enum Backend {
+    Cpu(CpuPipeline),
+    #[cfg(feature = "cuda")]
+    Cuda(Box<crate::cuda::CudaPipeline>),
+}
+
+/// The pipeline: holds the config and the backend's buffers (sized on the first frame of
+/// each resolution, reused after).
+pub struct Pipeline {
+    config: Config,
+    backend: Backend,
+    /// Why `Auto` fell back to the CPU, if it did.
+    fallback_reason: Option<String>,
+}
+
+impl Pipeline {
+    pub fn new(config: Config, choice: BackendChoice) -> Result<Self> {
+        config.validate()?;
+        let (backend, fallback_reason) = match choice {
+            BackendChoice::Cpu => (Backend::Cpu(CpuPipeline::new()), None),
+            BackendChoice::Cuda => (Self::cuda_backend()?, None),
+            BackendChoice::Auto => match Self::cuda_backend() {
+                Ok(b) => (b, None),
+                Err(e) => (Backend::Cpu(CpuPipeline::new()), Some(e.to_string())),
+            },
+        };
+        Ok(Pipeline {
+            config,
+            backend,
+            fallback_reason,
+        })
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_backend() -> Result<Backend> {
+        Ok(Backend::Cuda(Box::new(crate::cuda::CudaPipeline::new()?)))
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn cuda_backend() -> Result<Backend> {
+        Err(crate::Error::Cuda(
+            "this build has no CUDA backend (built without the `cuda` feature)".into(),
+        ))
+    }
+
+    pub fn backend(&self) -> BackendKind {
+        match self.backend {
+            Backend::Cpu(_) => BackendKind::Cpu,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => BackendKind::Cuda,
+        }
+    }
+
+    /// Set when `BackendChoice::Auto` could not use CUDA: the reason, for a one-time log.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Replaces the config (validated first; the old one stays on error). Buffers that
+    /// depend on it are resized on the next frame.
+    pub fn set_config(&mut self, config: Config) -> Result<()> {
+        config.validate()?;
+        self.config = config;
+        Ok(())
+    }
+
+    /// Runs every enabled stage on one frame.
+    pub fn process(&mut self, frame: &ImageView) -> Result<Features> {
+        match &mut self.backend {
+            Backend::Cpu(p) => Ok(p.process(&self.config, frame)),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(p) => p.process(&self.config, frame),
+        }
+    }
+}
