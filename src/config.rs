@@ -229,9 +229,11 @@ impl Config {
             || format!("{} is not in (1, 4]", p.scale_factor),
         )?;
         let d = &self.detector;
-        check((1..=255).contains(&d.fast_threshold), "detector.fast_threshold", || {
-            format!("{} is not in 1..=255", d.fast_threshold)
-        })?;
+        check(
+            (1..=255).contains(&d.fast_threshold),
+            "detector.fast_threshold",
+            || format!("{} is not in 1..=255", d.fast_threshold),
+        )?;
         check(
             (1..=d.fast_threshold).contains(&d.min_fast_threshold),
             "detector.min_fast_threshold",
@@ -250,12 +252,16 @@ impl Config {
             "detector.harris_block_size",
             || format!("{} is not odd in 3..=31", d.harris_block_size),
         )?;
-        check((1..=31).contains(&d.dense_block_size), "detector.dense_block_size", || {
-            format!("{} is not in 1..=31", d.dense_block_size)
-        })?;
-        check(matches!(d.dense_ksize, 3 | 5 | 7), "detector.dense_ksize", || {
-            format!("{} is not 3, 5 or 7", d.dense_ksize)
-        })?;
+        check(
+            (1..=31).contains(&d.dense_block_size),
+            "detector.dense_block_size",
+            || format!("{} is not in 1..=31", d.dense_block_size),
+        )?;
+        check(
+            matches!(d.dense_ksize, 3 | 5 | 7),
+            "detector.dense_ksize",
+            || format!("{} is not 3, 5 or 7", d.dense_ksize),
+        )?;
         check(
             d.dense_quality.is_finite() && d.dense_quality > 0.0 && d.dense_quality <= 1.0,
             "detector.dense_quality",
@@ -270,9 +276,11 @@ impl Config {
         check(s.max_keypoints <= 1_000_000, "select.max_keypoints", || {
             format!("{} is above 1000000", s.max_keypoints)
         })?;
-        check((8..=1024).contains(&s.cell_size), "select.cell_size", || {
-            format!("{} is not in 8..=1024", s.cell_size)
-        })?;
+        check(
+            (8..=1024).contains(&s.cell_size),
+            "select.cell_size",
+            || format!("{} is not in 8..=1024", s.cell_size),
+        )?;
         let o = &self.orient;
         check(
             (3..=127).contains(&o.patch_size) && o.patch_size % 2 == 1,
@@ -333,7 +341,11 @@ impl Config {
             }
         }
         let mut out = Vec::new();
-        walk("", &serde_yaml::to_value(self).expect("config serializes"), &mut out);
+        walk(
+            "",
+            &serde_yaml::to_value(self).expect("config serializes"),
+            &mut out,
+        );
         out
     }
 
@@ -380,15 +392,21 @@ mod tests {
 
     #[test]
     fn unknown_key_is_named() {
-        let e = Config::from_yaml("canny:\n  lo: 3\n").unwrap_err().to_string();
+        let e = Config::from_yaml("canny:\n  lo: 3\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown field `lo`"), "{e}");
     }
 
     #[test]
     fn out_of_range_is_named() {
-        let e = Config::from_yaml("pyramid:\n  levels: 0\n").unwrap_err().to_string();
+        let e = Config::from_yaml("pyramid:\n  levels: 0\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("pyramid.levels"), "{e}");
-        let e = Config::from_yaml("pyramid:\n  scale_factor: 1.0\n").unwrap_err().to_string();
+        let e = Config::from_yaml("pyramid:\n  scale_factor: 1.0\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("pyramid.scale_factor"), "{e}");
     }
 

@@ -74,7 +74,12 @@ impl CpuPipeline {
         lap("detect", &mut timings);
 
         let edges = cfg.canny.enabled.then(|| {
-            canny::canny(&self.levels[0], &cfg.canny, &mut self.edges, &mut self.canny);
+            canny::canny(
+                &self.levels[0],
+                &cfg.canny,
+                &mut self.edges,
+                &mut self.canny,
+            );
             self.edges.clone()
         });
         lap("canny", &mut timings);
@@ -129,8 +134,8 @@ pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
     for (level, img) in levels.iter().enumerate() {
         let mut corners = level_candidates(cfg, img);
         let n = (budget > 0).then_some(per_level[level]);
-        let harris_score = cfg.detector.method == DetectorMethod::Fast
-            && cfg.detector.score == ScoreType::Harris;
+        let harris_score =
+            cfg.detector.method == DetectorMethod::Fast && cfg.detector.score == ScoreType::Harris;
         if harris_score {
             // ORB ranks by FAST score first and keeps 2n before paying for Harris.
             if let (Some(n), Spread::None) = (n, cfg.select.spread) {

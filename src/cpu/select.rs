@@ -18,7 +18,13 @@ pub fn retain_best(corners: &mut Vec<Corner>, n: usize) {
 }
 
 /// Keeps at most `n` corners, spread as configured.
-pub fn select(corners: &mut Vec<Corner>, n: usize, cfg: &SelectConfig, width: usize, height: usize) {
+pub fn select(
+    corners: &mut Vec<Corner>,
+    n: usize,
+    cfg: &SelectConfig,
+    width: usize,
+    height: usize,
+) {
     let _ = (corners, n, cfg, width, height);
     todo!("select::select")
 }
@@ -32,6 +38,13 @@ pub fn fast_in_cells(
     cell_size: u32,
     border: u32,
 ) -> Vec<Corner> {
-    let _ = (img, threshold, min_threshold, nonmax_suppression, cell_size, border);
+    let _ = (
+        img,
+        threshold,
+        min_threshold,
+        nonmax_suppression,
+        cell_size,
+        border,
+    );
     todo!("select::fast_in_cells")
 }
