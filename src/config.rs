@@ -25,6 +25,17 @@ pub struct PyramidConfig {
     pub levels: u32,
     /// Size ratio between consecutive levels.
     pub scale_factor: f32,
+    /// Resize kernel between levels.
+    pub interpolation: Interpolation,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Interpolation {
+    /// `cv::resize(..., INTER_LINEAR)` on 8-bit images (11-bit fixed-point weights).
+    Linear,
+    /// `cv::resize(..., INTER_LINEAR_EXACT)`, what OpenCV's ORB uses for its pyramid.
+    LinearExact,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,6 +136,7 @@ impl Default for PyramidConfig {
         PyramidConfig {
             levels: 8,
             scale_factor: 1.2,
+            interpolation: Interpolation::Linear,
         }
     }
 }

@@ -67,7 +67,12 @@ impl CpuPipeline {
         } else {
             cfg.pyramid.levels as usize
         };
-        pyramid::build(&mut self.levels, levels, cfg.pyramid.scale_factor);
+        pyramid::build(
+            &mut self.levels,
+            levels,
+            cfg.pyramid.scale_factor,
+            cfg.pyramid.interpolation,
+        );
         lap("pyramid", &mut timings);
 
         let keypoints = detect_keypoints(cfg, &self.levels[..levels]);
