@@ -14,6 +14,7 @@
 //!   '-> canny (blur, sobel, magnitude, nms, hysteresis) ------------------> edge map
 //! ```
 
+pub mod bag;
 pub mod config;
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -22,6 +23,8 @@ pub mod error;
 pub mod image;
 pub mod output;
 pub mod pipeline;
+#[cfg(feature = "ros")]
+pub mod ros;
 
 pub use config::Config;
 pub use error::{DecodeError, Error, Result};

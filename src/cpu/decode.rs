@@ -1,7 +1,7 @@
 //! Encoding decode + gray conversion (CPU reference for `kernels/decode.cu`).
 //!
 //! * 8-bit colour: `cv::cvtColor(RGB2GRAY/BGR2GRAY/RGBA2GRAY/BGRA2GRAY)` on 8-bit images,
-//!   i.e. the fixed-point formula `(R*4899 + G*9617 + B*1868 + 8192) >> 14` (alpha ignored).
+//!   i.e. the fixed-point formula `(R*9798 + G*19235 + B*3735 + 16384) >> 15` (alpha ignored).
 //! * `yuv422`/`uyvy` and `yuv422_yuy2`/`yuyv`: the luma byte, as `COLOR_YUV2GRAY_UYVY/YUY2`.
 //! * `mono16`/`16UC1`: `round(v / 256)` with ties to even, saturated at 255, which is what
 //!   `cv::Mat::convertTo(CV_8U, 1.0/256)` (and so `cv_bridge`) produces. The byte order
@@ -9,11 +9,12 @@
 
 use crate::image::{Encoding, GrayImage, ImageView};
 
-/// Fixed-point luma weights of OpenCV's RGB2GRAY for 8-bit images (sum = 1 << 14).
-pub const GRAY_R: u32 = 4899;
-pub const GRAY_G: u32 = 9617;
-pub const GRAY_B: u32 = 1868;
-pub const GRAY_SHIFT: u32 = 14;
+/// Fixed-point luma weights of OpenCV's RGB2GRAY for 8-bit images (sum = 1 << 15; the
+/// 14-bit weights of older releases differ on ~0.04% of pixels).
+pub const GRAY_R: u32 = 9798;
+pub const GRAY_G: u32 = 19235;
+pub const GRAY_B: u32 = 3735;
+pub const GRAY_SHIFT: u32 = 15;
 
 #[inline]
 pub fn gray_from_rgb(r: u8, g: u8, b: u8) -> u8 {

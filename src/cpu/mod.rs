@@ -2,6 +2,7 @@
 //! fallback when no GPU is present. One module per stage; `kernels/<stage>.cu` and
 //! `src/cuda/<stage>.rs` are its GPU twins.
 
+pub mod blur;
 pub mod canny;
 pub mod decode;
 pub mod fast;
@@ -142,9 +143,11 @@ pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
         let harris_score =
             cfg.detector.method == DetectorMethod::Fast && cfg.detector.score == ScoreType::Harris;
         if harris_score {
-            // ORB ranks by FAST score first and keeps 2n before paying for Harris.
+            // ORB ranks by FAST score first and keeps 2n before paying for Harris. OpenCV's
+            // retainBest keeps every tie of the 2n-th FAST score; so do we (a set, hence
+            // still deterministic), or the Harris ranking would see other candidates.
             if let (Some(n), Spread::None) = (n, cfg.select.spread) {
-                select::retain_best(&mut corners, 2 * n);
+                select::retain_best_with_ties(&mut corners, 2 * n);
             }
             for c in corners.iter_mut() {
                 c.response = harris::orb_score(
@@ -160,7 +163,8 @@ pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
             select::select(&mut corners, n, &cfg.select, img.width, img.height);
         }
         corners.sort_by_key(|c| (c.y, c.x));
-        let scale = cfg.pyramid.scale_factor.powi(level as i32);
+        // ORB's (float)pow(double scale, level), not an f32 power (differs from level 3 on).
+        let scale = pyramid::level_scale(cfg.pyramid.scale_factor, level);
         for c in corners {
             let angle = if cfg.orient.enabled {
                 orient::ic_angle(img, c.x, c.y, &umax)

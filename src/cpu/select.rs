@@ -1,23 +1,89 @@
 //! Keypoint selection: per-level budget and spatial spread (CPU reference for
 //! `kernels/select.cu`).
+//!
+//! Everything here is deterministic: equal responses are broken by position, `(y, x)`
+//! ascending, so the GPU twin can reproduce the exact same set.
 
-use super::Corner;
-use crate::config::SelectConfig;
+use std::cmp::Ordering;
+
+use super::{fast, Corner};
+use crate::config::{SelectConfig, Spread};
 use crate::image::GrayImage;
 
-/// ORB's split of `total` keypoints over `levels` levels (geometric in the scale).
+/// ORB's split of `total` keypoints over `levels` levels (geometric in the scale), with
+/// OpenCV's float arithmetic: `n_0 = total * (1 - f) / (1 - f^levels)`, `f = 1 / scale`,
+/// `n_i = cvRound(n_0 * f^i)` for all but the last level, which gets the remainder.
 pub fn features_per_level(total: usize, levels: usize, scale_factor: f32) -> Vec<usize> {
-    let _ = (total, levels, scale_factor);
-    todo!("select::features_per_level")
+    if levels == 0 {
+        return Vec::new();
+    }
+    let sf = super::pyramid::scale_factor_f64(scale_factor);
+    let factor = (1.0 / sf) as f32;
+    let mut desired =
+        total as f32 * (1.0 - factor) / (1.0 - (factor as f64).powf(levels as f64) as f32);
+    let mut out = Vec::with_capacity(levels);
+    let mut sum = 0usize;
+    for _ in 0..levels - 1 {
+        let n = desired.round_ties_even().max(0.0) as usize;
+        out.push(n);
+        sum += n;
+        desired *= factor;
+    }
+    out.push(total.saturating_sub(sum));
+    out
 }
 
-/// Keeps the `n` best corners by response (deterministic tie-break).
+/// Best first: response descending, then `(y, x)` ascending.
+fn by_rank(a: &Corner, b: &Corner) -> Ordering {
+    b.response
+        .total_cmp(&a.response)
+        .then(a.y.cmp(&b.y))
+        .then(a.x.cmp(&b.x))
+}
+
+/// Keeps exactly the `n` best corners by response (all when there are fewer), ties at the
+/// cut broken by `(y, x)` ascending; the kept corners end up best first.
+///
+/// OpenCV's `KeyPointsFilter::retainBest` instead keeps *every* corner tied with the n-th
+/// response (so it may return more than `n`); see [`retain_best_with_ties`].
 pub fn retain_best(corners: &mut Vec<Corner>, n: usize) {
-    let _ = (corners, n);
-    todo!("select::retain_best")
+    if corners.len() > n {
+        if n > 0 {
+            corners.select_nth_unstable_by(n - 1, by_rank);
+        }
+        corners.truncate(n);
+    }
+    corners.sort_unstable_by(by_rank);
 }
 
-/// Keeps at most `n` corners, spread as configured.
+/// OpenCV's `KeyPointsFilter::retainBest`: keeps every corner whose response is at least the
+/// n-th best response (ties included, so possibly more than `n`). Still deterministic as a
+/// set; the kept corners end up best first.
+pub fn retain_best_with_ties(corners: &mut Vec<Corner>, n: usize) {
+    if n == 0 {
+        corners.clear();
+        return;
+    }
+    corners.sort_unstable_by(by_rank);
+    if corners.len() > n {
+        let cut = corners[n - 1].response;
+        let keep = n + corners[n..]
+            .iter()
+            .take_while(|c| c.response >= cut)
+            .count();
+        corners.truncate(keep);
+    }
+}
+
+/// Keeps at most `n` corners, spread as configured (`width x height` is the level size):
+///
+/// - [`Spread::None`]: [`retain_best`].
+/// - [`Spread::Grid`]: corners are bucketed into `cell_size` squares; round `r` offers every
+///   cell's r-th best corner. Whole rounds are taken while they fit; the round that does not
+///   fit contributes its best offers (by response, then `(y, x)`).
+/// - [`Spread::Quadtree`]: ORB-SLAM3's `DistributeOctTree`, see [`quadtree`].
+///
+/// Output order: best first for `None`; raster order `(y, x)` for the spread modes.
 pub fn select(
     corners: &mut Vec<Corner>,
     n: usize,
@@ -25,11 +91,203 @@ pub fn select(
     width: usize,
     height: usize,
 ) {
-    let _ = (corners, n, cfg, width, height);
-    todo!("select::select")
+    match cfg.spread {
+        Spread::None => retain_best(corners, n),
+        _ if corners.len() <= n => corners.sort_unstable_by_key(|c| (c.y, c.x)),
+        Spread::Grid => grid(corners, n, cfg.cell_size.max(1) as usize),
+        Spread::Quadtree => quadtree(corners, n, width, height),
+    }
 }
 
-/// ORB-SLAM3's per-cell FAST with the low-threshold retry for empty cells.
+fn grid(corners: &mut Vec<Corner>, n: usize, cell: usize) {
+    let key = |c: &Corner| (c.y as usize / cell, c.x as usize / cell);
+    // Cells in raster order, each best first.
+    corners.sort_unstable_by(|a, b| key(a).cmp(&key(b)).then(by_rank(a, b)));
+    // Rank of each corner within its cell.
+    let mut rank = vec![0usize; corners.len()];
+    for i in 1..corners.len() {
+        if key(&corners[i]) == key(&corners[i - 1]) {
+            rank[i] = rank[i - 1] + 1;
+        }
+    }
+    let mut order: Vec<usize> = (0..corners.len()).collect();
+    order.sort_unstable_by(|&a, &b| {
+        rank[a]
+            .cmp(&rank[b])
+            .then(by_rank(&corners[a], &corners[b]))
+    });
+    order.truncate(n);
+    let mut kept: Vec<Corner> = order.into_iter().map(|i| corners[i]).collect();
+    kept.sort_unstable_by_key(|c| (c.y, c.x));
+    *corners = kept;
+}
+
+/// A quadtree node: the half-open box `[x0, x1) x [y0, y1)` and the corners inside it.
+struct Node {
+    x0: u32,
+    y0: u32,
+    x1: u32,
+    y1: u32,
+    pts: Vec<Corner>,
+}
+
+impl Node {
+    /// Splittable while it holds several corners and is larger than a pixel (corners are
+    /// distinct pixels, so this always ends).
+    fn splittable(&self) -> bool {
+        self.pts.len() > 1 && (self.x1 - self.x0 > 1 || self.y1 - self.y0 > 1)
+    }
+
+    /// ORB-SLAM3's `DivideNode`: halves rounded up, empty children dropped.
+    fn split(self) -> Vec<Node> {
+        let mx = self.x0 + (self.x1 - self.x0).div_ceil(2);
+        let my = self.y0 + (self.y1 - self.y0).div_ceil(2);
+        let mut kids: Vec<Node> = [
+            (self.x0, self.y0, mx, my),
+            (mx, self.y0, self.x1, my),
+            (self.x0, my, mx, self.y1),
+            (mx, my, self.x1, self.y1),
+        ]
+        .into_iter()
+        .map(|(x0, y0, x1, y1)| Node {
+            x0,
+            y0,
+            x1,
+            y1,
+            pts: Vec::new(),
+        })
+        .collect();
+        for c in self.pts {
+            let i = (c.x >= mx) as usize + 2 * (c.y >= my) as usize;
+            kids[i].pts.push(c);
+        }
+        kids.retain(|k| !k.pts.is_empty());
+        kids
+    }
+}
+
+/// ORB-SLAM3's `DistributeOctTree`, made deterministic and budget-exact:
+///
+/// 1. `round(w / h)` (at least 1) root nodes side by side over the level.
+/// 2. Every splittable node is split, round after round, until there are at least `n` nodes
+///    or nothing can be split. When a full round could overshoot `n` (`nodes + 3 *
+///    splittable > n`), nodes are split one at a time, most corners first (ties: top-left
+///    node first, where ORB-SLAM3 uses pointer order), stopping as soon as `n` is reached.
+/// 3. Each node keeps its best corner (ties by `(y, x)`).
+///
+/// Differences from ORB-SLAM3: it also stops when a whole round left the node count
+/// unchanged (all corners of each node in one child), which can end early; here the loop
+/// only ends when nothing is splittable. A final split may leave up to `n + 3` nodes, which
+/// ORB-SLAM3 keeps; here the best `n` of them are kept ([`retain_best`]).
+pub fn quadtree(corners: &mut Vec<Corner>, n: usize, width: usize, height: usize) {
+    if n == 0 || corners.is_empty() {
+        corners.clear();
+        return;
+    }
+    // The box must contain every corner, even if the caller's size is off.
+    let w = (width as u32).max(corners.iter().map(|c| c.x + 1).max().unwrap_or(1));
+    let h = (height as u32).max(corners.iter().map(|c| c.y + 1).max().unwrap_or(1));
+    let n_roots = ((w as f32 / h as f32).round() as u32).clamp(1, w);
+    let root_w = w as f32 / n_roots as f32;
+    let bound = |i: u32| {
+        if i == n_roots {
+            w
+        } else {
+            (root_w * i as f32) as u32
+        }
+    };
+    let mut nodes: Vec<Node> = (0..n_roots)
+        .map(|i| Node {
+            x0: bound(i),
+            y0: 0,
+            x1: bound(i + 1),
+            y1: h,
+            pts: Vec::new(),
+        })
+        .collect();
+    for &c in corners.iter() {
+        let mut i = ((c.x as f32 / root_w) as u32).min(n_roots - 1) as usize;
+        // Float rounding of the boundaries: move to the node that really holds x.
+        while c.x < nodes[i].x0 {
+            i -= 1;
+        }
+        while c.x >= nodes[i].x1 {
+            i += 1;
+        }
+        nodes[i].pts.push(c);
+    }
+    nodes.retain(|nd| !nd.pts.is_empty());
+
+    let mut first_round = true;
+    while nodes.len() < n {
+        let split_count = nodes.iter().filter(|nd| nd.splittable()).count();
+        if split_count == 0 {
+            break;
+        }
+        if first_round || nodes.len() + 3 * split_count <= n {
+            // A full round (ORB-SLAM3 always splits all roots once).
+            nodes = nodes
+                .into_iter()
+                .flat_map(|nd| {
+                    if nd.splittable() {
+                        nd.split()
+                    } else {
+                        vec![nd]
+                    }
+                })
+                .collect();
+        } else {
+            // One at a time, most corners first, until the budget is met.
+            let mut order: Vec<usize> = (0..nodes.len())
+                .filter(|&i| nodes[i].splittable())
+                .collect();
+            order.sort_by(|&a, &b| {
+                let (na, nb) = (&nodes[a], &nodes[b]);
+                nb.pts
+                    .len()
+                    .cmp(&na.pts.len())
+                    .then((na.y0, na.x0).cmp(&(nb.y0, nb.x0)))
+            });
+            let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+            let mut count = slots.len();
+            let mut added = Vec::new();
+            for i in order {
+                if count >= n {
+                    break;
+                }
+                let kids = slots[i].take().expect("split once").split();
+                count += kids.len() - 1;
+                added.extend(kids);
+            }
+            nodes = slots.into_iter().flatten().chain(added).collect();
+        }
+        first_round = false;
+    }
+
+    let mut kept: Vec<Corner> = nodes
+        .iter()
+        .map(|nd| {
+            *nd.pts
+                .iter()
+                .min_by(|a, b| by_rank(a, b))
+                .expect("non-empty")
+        })
+        .collect();
+    retain_best(&mut kept, n);
+    kept.sort_unstable_by_key(|c| (c.y, c.x));
+    *corners = kept;
+}
+
+/// ORB-SLAM3's `ComputeKeyPointsOctTree` detection: FAST per cell with a retry at
+/// `min_threshold` in cells where `threshold` found nothing.
+///
+/// The detectable area is `[border, size - border)` (what the border filter keeps). It is
+/// cut into `cols x rows` cells, `cols = floor((w - 2 * border + 6) / cell_size)` (at least
+/// 1) and the cell side `ceil((w - 2 * border + 6) / cols)`, as ORB-SLAM3 with
+/// `EDGE_THRESHOLD = border`. FAST runs on each cell grown by 3 px on every side (the 6 px
+/// overlap: FAST's own 3 px margin), so cells' detectable parts tile the area without
+/// overlap; NMS therefore does not look across cell edges, as in ORB-SLAM3. The result is
+/// deduplicated and in raster order, `response` = FAST score.
 pub fn fast_in_cells(
     img: &GrayImage,
     threshold: u8,
@@ -38,13 +296,221 @@ pub fn fast_in_cells(
     cell_size: u32,
     border: u32,
 ) -> Vec<Corner> {
-    let _ = (
-        img,
-        threshold,
-        min_threshold,
-        nonmax_suppression,
-        cell_size,
-        border,
-    );
-    todo!("select::fast_in_cells")
+    let (w, h) = (img.width as i64, img.height as i64);
+    let b = border.max(3) as i64;
+    // ORB-SLAM3's minBorder/maxBorder: the detectable area grown by FAST's 3 px margin.
+    let (min_x, min_y) = (b - 3, b - 3);
+    let (max_x, max_y) = (w - b + 3, h - b + 3);
+    let (span_x, span_y) = (max_x - min_x, max_y - min_y);
+    if span_x <= 6 || span_y <= 6 {
+        return Vec::new();
+    }
+    let cell = cell_size.max(1) as i64;
+    let cols = (span_x / cell).max(1);
+    let rows = (span_y / cell).max(1);
+    let (cw, ch) = ((span_x + cols - 1) / cols, (span_y + rows - 1) / rows);
+
+    let mut out = Vec::new();
+    let mut sub = GrayImage::default();
+    for r in 0..rows {
+        let y0 = min_y + r * ch;
+        let y1 = (y0 + ch + 6).min(max_y);
+        for c in 0..cols {
+            let x0 = min_x + c * cw;
+            let x1 = (x0 + cw + 6).min(max_x);
+            // FAST needs 7 px to test anything.
+            if x1 - x0 < 7 || y1 - y0 < 7 {
+                continue;
+            }
+            sub.reshape((x1 - x0) as usize, (y1 - y0) as usize);
+            for y in y0..y1 {
+                let src = &img.row(y as usize)[x0 as usize..x1 as usize];
+                sub.row_mut((y - y0) as usize).copy_from_slice(src);
+            }
+            let mut found = fast::detect(&sub, threshold, nonmax_suppression);
+            if found.is_empty() && min_threshold < threshold {
+                found = fast::detect(&sub, min_threshold, nonmax_suppression);
+            }
+            out.extend(found.into_iter().map(|mut k| {
+                k.x += x0 as u32;
+                k.y += y0 as u32;
+                k
+            }));
+        }
+    }
+    out.sort_unstable_by_key(|k| (k.y, k.x));
+    out.dedup_by_key(|k| (k.y, k.x));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corner(x: u32, y: u32, response: f32) -> Corner {
+        Corner {
+            x,
+            y,
+            fast_score: 0,
+            response,
+        }
+    }
+
+    /// A deterministic pseudo-random corner set (LCG), distinct positions.
+    fn cloud(n: usize, w: u32, h: u32, seed: u64) -> Vec<Corner> {
+        let mut s = seed;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 33) as u32
+        };
+        let mut v: Vec<Corner> = (0..n)
+            .map(|_| corner(next() % w, next() % h, (next() % 50) as f32))
+            .collect();
+        v.sort_unstable_by_key(|c| (c.y, c.x));
+        v.dedup_by_key(|c| (c.y, c.x));
+        v
+    }
+
+    fn is_subset(kept: &[Corner], all: &[Corner]) -> bool {
+        kept.iter().all(|k| all.contains(k))
+    }
+
+    #[test]
+    fn features_per_level_orb_default() {
+        // OpenCV ORB's nfeaturesPerLevel (the 500 case is also the per-octave count of every
+        // orb_default.csv golden with enough corners).
+        assert_eq!(
+            features_per_level(500, 8, 1.2),
+            [109, 90, 75, 63, 52, 44, 36, 31]
+        );
+        assert_eq!(
+            features_per_level(2000, 8, 1.2),
+            [434, 362, 302, 251, 209, 175, 145, 122]
+        );
+        for (total, levels, sf) in [(2000, 8, 1.2f32), (1000, 8, 1.2), (7, 5, 2.0), (0, 3, 1.5)] {
+            let v = features_per_level(total, levels, sf);
+            assert_eq!(v.len(), levels);
+            assert_eq!(v.iter().sum::<usize>(), total, "{total} {levels} {sf}");
+            assert!(v.windows(2).take(levels - 2).all(|p| p[0] >= p[1]));
+        }
+        assert_eq!(features_per_level(100, 1, 1.2), [100]);
+    }
+
+    #[test]
+    fn retain_best_is_exact_and_deterministic() {
+        let all = vec![
+            corner(5, 1, 3.0),
+            corner(1, 1, 3.0),
+            corner(0, 2, 9.0),
+            corner(2, 0, 3.0),
+            corner(9, 9, 1.0),
+        ];
+        let mut v = all.clone();
+        retain_best(&mut v, 3);
+        // 9 first, then the tied 3s by (y, x): (2,0) then (1,1).
+        assert_eq!(v, [all[2], all[3], all[1]]);
+        let mut r = all.clone();
+        r.reverse();
+        retain_best(&mut r, 3);
+        assert_eq!(r, v, "independent of input order");
+        let mut t = all.clone();
+        retain_best_with_ties(&mut t, 3);
+        assert_eq!(t.len(), 4, "OpenCV keeps every tie of the 3rd response");
+        let mut z = all.clone();
+        retain_best(&mut z, 0);
+        assert!(z.is_empty());
+    }
+
+    #[test]
+    fn spread_modes_respect_budget_and_pick_candidates() {
+        let all = cloud(3000, 640, 480, 7);
+        for spread in [Spread::None, Spread::Grid, Spread::Quadtree] {
+            let cfg = SelectConfig {
+                max_keypoints: 0,
+                spread,
+                cell_size: 30,
+            };
+            for n in [0, 1, 5, 100, 777, all.len(), all.len() + 10] {
+                let mut v = all.clone();
+                select(&mut v, n, &cfg, 640, 480);
+                assert_eq!(v.len(), n.min(all.len()), "{spread:?} n={n}");
+                assert!(is_subset(&v, &all), "{spread:?}");
+                let mut again = all.clone();
+                again.reverse();
+                select(&mut again, n, &cfg, 640, 480);
+                again.sort_unstable_by_key(|c| (c.y, c.x));
+                v.sort_unstable_by_key(|c| (c.y, c.x));
+                assert_eq!(v, again, "{spread:?} n={n} depends on input order");
+            }
+        }
+    }
+
+    /// Occupied 64x64 blocks: a crude spread measure.
+    fn coverage(v: &[Corner]) -> usize {
+        let mut b: Vec<_> = v.iter().map(|c| (c.x / 64, c.y / 64)).collect();
+        b.sort_unstable();
+        b.dedup();
+        b.len()
+    }
+
+    #[test]
+    fn spread_beats_none_on_a_clustered_set() {
+        // A dense strong cluster in one corner plus weak points everywhere.
+        let mut all = cloud(2000, 100, 100, 3);
+        for c in all.iter_mut() {
+            c.response += 100.0;
+        }
+        all.extend(
+            cloud(400, 640, 480, 11)
+                .into_iter()
+                .filter(|c| c.x >= 100 || c.y >= 100),
+        );
+        let n = 200;
+        let mut none = all.clone();
+        retain_best(&mut none, n);
+        assert_eq!(coverage(&none), 4, "the best 200 are all in the cluster");
+        for spread in [Spread::Grid, Spread::Quadtree] {
+            let cfg = SelectConfig {
+                max_keypoints: 0,
+                spread,
+                cell_size: 30,
+            };
+            let mut v = all.clone();
+            select(&mut v, n, &cfg, 640, 480);
+            assert!(coverage(&v) > 30, "{spread:?}: {}", coverage(&v));
+        }
+    }
+
+    #[test]
+    fn quadtree_keeps_the_best_of_each_node() {
+        // Two far-apart pairs and n = 2: one point per pair, the stronger one.
+        let mut v = vec![
+            corner(10, 10, 1.0),
+            corner(11, 10, 5.0),
+            corner(600, 400, 7.0),
+            corner(600, 401, 2.0),
+        ];
+        quadtree(&mut v, 2, 640, 480);
+        assert_eq!(v, [corner(11, 10, 5.0), corner(600, 400, 7.0)]);
+    }
+
+    #[test]
+    fn grid_round_robin() {
+        // Cell A has 3 strong corners, cell B one weak: n = 2 takes A's best and B's.
+        let mut v = vec![
+            corner(1, 1, 9.0),
+            corner(2, 1, 8.0),
+            corner(3, 1, 7.0),
+            corner(50, 1, 1.0),
+        ];
+        let cfg = SelectConfig {
+            max_keypoints: 0,
+            spread: Spread::Grid,
+            cell_size: 30,
+        };
+        select(&mut v, 2, &cfg, 64, 32);
+        assert_eq!(v, [corner(1, 1, 9.0), corner(50, 1, 1.0)]);
+    }
 }

@@ -1,0 +1,178 @@
+// Canny (GPU twin of src/cpu/canny.rs and src/cpu/blur.rs).
+//
+// 1. Optional Gaussian pre-blur: OpenCV's bit-exact fixed-point separable filter
+//    (blur_h: 8 fraction bits in u16, blur_v: 16 fraction bits, round half up),
+//    BORDER_REFLECT_101.
+// 2. canny_classify: one fused tiled kernel for 3x3 Sobel (replicated border), the integer
+//    magnitude (L1 or squared L2), OpenCV's fixed-point NMS and the double threshold, into
+//    classes NONE / WEAK / STRONG, and the union-find labels of candidate pixels.
+// 3. Hysteresis, exact: connected components of the candidate pixels (8-connectivity) by a
+//    lock-free union-find (atomicMin on roots), then every component that holds a STRONG
+//    pixel is an edge. A fixed number of launches, no iteration count to guess.
+#include "common.cuh"
+
+#define CLS_NONE 0
+#define CLS_WEAK 1
+#define CLS_STRONG 2
+#define CLS_EDGE_ROOT 3  // root of a component with a strong pixel (set by uf_resolve)
+#define CANNY_SHIFT 15
+#define TG22 13573
+
+__device__ __forceinline__ int reflect101(int p, int len) {
+    if (len == 1) return 0;
+    while (p < 0 || p >= len) p = p < 0 ? -p : 2 * len - 2 - p;
+    return p;
+}
+
+extern "C" __global__ void blur_h(const u8* __restrict__ src, int w, int h, const u32* __restrict__ k,
+                                  int ksize, u16* __restrict__ tmp) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    int r = ksize / 2;
+    const u8* row = src + (size_t)y * w;
+    u32 acc = 0;
+    for (int i = 0; i < ksize; ++i) acc += (u32)row[reflect101(x - r + i, w)] * k[i];
+    tmp[(size_t)y * w + x] = (u16)acc;
+}
+
+extern "C" __global__ void blur_v(const u16* __restrict__ tmp, int w, int h, const u32* __restrict__ k,
+                                  int ksize, u8* __restrict__ dst) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    int r = ksize / 2;
+    u32 acc = 1u << 15;
+    for (int i = 0; i < ksize; ++i) acc += (u32)tmp[(size_t)reflect101(y - r + i, h) * w + x] * k[i];
+    dst[(size_t)y * w + x] = (u8)(acc >> 16);
+}
+
+// Block (32, 8); grid (ceil(w/32), ceil(h/8)).
+extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int h, int l2, int low,
+                                          int high, u8* __restrict__ cls, int* __restrict__ label) {
+    const int GW = TILE_W + 4, GH = TILE_H + 4;  // gray tile: halo 2 (Sobel + NMS)
+    const int MW = TILE_W + 2, MH = TILE_H + 2;  // magnitude tile: halo 1
+    __shared__ u8 g[GH][GW];
+    __shared__ int mag[MH][MW];
+    const int x0 = blockIdx.x * TILE_W, y0 = blockIdx.y * TILE_H;
+    const int tid = threadIdx.y * TILE_W + threadIdx.x;
+    for (int i = tid; i < GW * GH; i += TILE_THREADS) {
+        int gx = clampi(x0 - 2 + i % GW, 0, w - 1), gy = clampi(y0 - 2 + i / GW, 0, h - 1);
+        g[i / GW][i % GW] = img[(size_t)gy * w + gx];
+    }
+    __syncthreads();
+    for (int i = tid; i < MW * MH; i += TILE_THREADS) {
+        int mx = i % MW, my = i / MW;
+        int px = x0 - 1 + mx, py = y0 - 1 + my;
+        int m = 0;
+        if (px >= 0 && py >= 0 && px < w && py < h) {
+            int cx = mx + 1, cy = my + 1;
+            int dx = (g[cy - 1][cx + 1] + 2 * g[cy][cx + 1] + g[cy + 1][cx + 1]) -
+                     (g[cy - 1][cx - 1] + 2 * g[cy][cx - 1] + g[cy + 1][cx - 1]);
+            int dy = (g[cy + 1][cx - 1] + 2 * g[cy + 1][cx] + g[cy + 1][cx + 1]) -
+                     (g[cy - 1][cx - 1] + 2 * g[cy - 1][cx] + g[cy - 1][cx + 1]);
+            m = l2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
+        }
+        mag[my][mx] = m;
+    }
+    __syncthreads();
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int x = x0 + tx, y = y0 + ty;
+    if (x >= w || y >= h) return;
+    const int mx = tx + 1, my = ty + 1, cx = tx + 2, cy = ty + 2;
+    const int m = mag[my][mx];
+    u8 c = CLS_NONE;
+    if (m > low) {
+        int xs = (g[cy - 1][cx + 1] + 2 * g[cy][cx + 1] + g[cy + 1][cx + 1]) -
+                 (g[cy - 1][cx - 1] + 2 * g[cy][cx - 1] + g[cy + 1][cx - 1]);
+        int ys = (g[cy + 1][cx - 1] + 2 * g[cy + 1][cx] + g[cy + 1][cx + 1]) -
+                 (g[cy - 1][cx - 1] + 2 * g[cy - 1][cx] + g[cy - 1][cx + 1]);
+        int ax = abs(xs);
+        int ay = abs(ys) << CANNY_SHIFT;
+        int tg22x = ax * TG22;
+        bool keep;
+        if (ay < tg22x) {
+            keep = m > mag[my][mx - 1] && m >= mag[my][mx + 1];
+        } else if (ay > tg22x + (ax << (CANNY_SHIFT + 1))) {
+            keep = m > mag[my - 1][mx] && m >= mag[my + 1][mx];
+        } else if ((xs ^ ys) < 0) {
+            keep = m > mag[my - 1][mx + 1] && m > mag[my + 1][mx - 1];
+        } else {
+            keep = m > mag[my - 1][mx - 1] && m > mag[my + 1][mx + 1];
+        }
+        if (keep) c = m > high ? CLS_STRONG : CLS_WEAK;
+    }
+    const size_t idx = (size_t)y * w + x;
+    cls[idx] = c;
+    label[idx] = c != CLS_NONE ? (int)idx : -1;
+}
+
+__device__ __forceinline__ int uf_find(const int* L, int x) {
+    const volatile int* V = L;
+    int p = V[x];
+    while (p != x) {
+        x = p;
+        p = V[x];
+    }
+    return x;
+}
+
+__device__ __forceinline__ void uf_union(int* L, int a, int b) {
+    bool done;
+    do {
+        a = uf_find(L, a);
+        b = uf_find(L, b);
+        if (a < b) {
+            int old = atomicMin(&L[b], a);
+            done = old == b;
+            b = old;
+        } else if (b < a) {
+            int old = atomicMin(&L[a], b);
+            done = old == a;
+            a = old;
+        } else {
+            done = true;
+        }
+    } while (!done);
+}
+
+// Union of every candidate pixel with its candidate neighbours left, up-left, up, up-right
+// (the other four are covered from the other side).
+extern "C" __global__ void uf_merge(int* __restrict__ label, int w, int h) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    int p = y * w + x;
+    if (label[p] < 0) return;
+    if (x > 0 && label[p - 1] >= 0) uf_union(label, p, p - 1);
+    if (y > 0) {
+        int q = p - w;
+        if (x > 0 && label[q - 1] >= 0) uf_union(label, p, q - 1);
+        if (label[q] >= 0) uf_union(label, p, q);
+        if (x + 1 < w && label[q + 1] >= 0) uf_union(label, p, q + 1);
+    }
+}
+
+// Path compression (label = root) and marking of roots of components with a strong pixel.
+extern "C" __global__ void uf_resolve(int* __restrict__ label, u8* __restrict__ cls, int w, int h) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    int p = y * w + x;
+    if (label[p] < 0) return;
+    int r = uf_find(label, p);
+    label[p] = r;
+    // cls[p] may be turned from STRONG/WEAK into EDGE_ROOT by another thread here: both
+    // STRONG and EDGE_ROOT read as >= STRONG, so the outcome does not depend on timing.
+    if (((volatile u8*)cls)[p] >= CLS_STRONG) cls[r] = CLS_EDGE_ROOT;
+}
+
+extern "C" __global__ void uf_final(const int* __restrict__ label, const u8* __restrict__ cls, int w,
+                                    int h, u8* __restrict__ edges) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    int p = y * w + x;
+    int r = label[p];
+    edges[p] = (r >= 0 && cls[r] == CLS_EDGE_ROOT) ? 255 : 0;
+}

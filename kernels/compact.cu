@@ -1,0 +1,54 @@
+// Deterministic keypoint compaction (no atomics): an ordered scan over the per-row survivor
+// counts written by fast_harris, so that the compacted candidates of every level come out in
+// raster order (y, then x) on every run, exactly the order of the CPU's fast::detect.
+//
+// Count layout: for each level, for each image row y, one count per tile column, i.e. the
+// row-count array is already in raster order. scan_tile_rows scans the TILE_H * tiles_x
+// counts of one tile row (one block each); scan_levels scans the tile-row totals of all
+// levels in order (one block) and writes the header {total, count[l]..., base[l]...}.
+#include "common.cuh"
+
+extern "C" __global__ void scan_tile_rows(const LevelDesc* __restrict__ levels, int nlev,
+                                          const u32* __restrict__ rc, u32* __restrict__ rc_off,
+                                          u32* __restrict__ tr_total) {
+    __shared__ u32 sh[32];
+    const int tr = blockIdx.x;
+    const LevelDesc L = levels[level_of_tile_row(levels, nlev, tr)];
+    const int local = tr - L.tr_start;
+    const int n = TILE_H * L.tiles_x;
+    const int base = L.rc_start + local * n;
+    u32 carry = 0;
+    for (int i0 = 0; i0 < n; i0 += blockDim.x) {
+        int i = i0 + threadIdx.x;
+        u32 v = i < n ? rc[base + i] : 0u;
+        u32 tot;
+        u32 ex = block_exclusive_scan(v, sh, &tot);
+        if (i < n) rc_off[base + i] = carry + ex;
+        carry += tot;
+    }
+    if (threadIdx.x == 0) tr_total[tr] = carry;
+}
+
+extern "C" __global__ void scan_levels(const LevelDesc* __restrict__ levels, int nlev,
+                                       const u32* __restrict__ tr_total, u32* __restrict__ tr_base,
+                                       u32* __restrict__ header) {
+    __shared__ u32 sh[32];
+    u32 running = 0;
+    for (int l = 0; l < nlev; ++l) {
+        const LevelDesc L = levels[l];
+        const u32 begin = running;
+        for (int i0 = 0; i0 < L.tiles_y; i0 += blockDim.x) {
+            int i = i0 + threadIdx.x;
+            u32 v = i < L.tiles_y ? tr_total[L.tr_start + i] : 0u;
+            u32 tot;
+            u32 ex = block_exclusive_scan(v, sh, &tot);
+            if (i < L.tiles_y) tr_base[L.tr_start + i] = running + ex;
+            running += tot;
+        }
+        if (threadIdx.x == 0) {
+            header[1 + l] = running - begin;
+            header[1 + nlev + l] = begin;
+        }
+    }
+    if (threadIdx.x == 0) header[0] = running;
+}

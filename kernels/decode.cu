@@ -1,0 +1,50 @@
+// Encoding decode + gray conversion (GPU twin of src/cpu/decode.rs). The raw message bytes
+// are uploaded as they came; every encoding is converted here.
+#include "common.cuh"
+
+// Encoding codes (src/cuda/decode.rs `encoding_code`).
+#define ENC_MONO8 0
+#define ENC_MONO16 1
+#define ENC_RGB8 2
+#define ENC_BGR8 3
+#define ENC_RGBA8 4
+#define ENC_BGRA8 5
+#define ENC_UYVY 6
+#define ENC_YUYV 7
+
+__device__ __forceinline__ u8 gray_from_rgb(u32 r, u32 g, u32 b) {
+    // cv::cvtColor RGB2GRAY on 8-bit images: fixed-point weights summing to 1 << 14.
+    return (u8)((r * 4899u + g * 9617u + b * 1868u + (1u << 13)) >> 14);
+}
+
+__device__ __forceinline__ u8 gray_from_mono16(u32 v) {
+    // convertTo(CV_8U, 1/256): round half to even, saturate.
+    u32 q = v >> 8, r = v & 0xffu;
+    u32 up = (r > 128u || (r == 128u && (q & 1u))) ? 1u : 0u;
+    u32 o = q + up;
+    return (u8)(o > 255u ? 255u : o);
+}
+
+extern "C" __global__ void decode_gray(const u8* __restrict__ raw, int step, int w, int h,
+                                       int enc, int big_endian, u8* __restrict__ out) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    const u8* row = raw + (size_t)y * step;
+    u8 g;
+    switch (enc) {
+    case ENC_MONO8: g = row[x]; break;
+    case ENC_MONO16: {
+        u32 a = row[2 * x], b = row[2 * x + 1];
+        g = gray_from_mono16(big_endian ? ((a << 8) | b) : ((b << 8) | a));
+        break;
+    }
+    case ENC_RGB8: g = gray_from_rgb(row[3 * x], row[3 * x + 1], row[3 * x + 2]); break;
+    case ENC_BGR8: g = gray_from_rgb(row[3 * x + 2], row[3 * x + 1], row[3 * x]); break;
+    case ENC_RGBA8: g = gray_from_rgb(row[4 * x], row[4 * x + 1], row[4 * x + 2]); break;
+    case ENC_BGRA8: g = gray_from_rgb(row[4 * x + 2], row[4 * x + 1], row[4 * x]); break;
+    case ENC_UYVY: g = row[2 * x + 1]; break;
+    default: g = row[2 * x]; break;  // ENC_YUYV
+    }
+    out[(size_t)y * w + x] = g;
+}

@@ -1,0 +1,148 @@
+// Fused FAST-9/16 + NMS + ORB Harris score (GPU twin of src/cpu/fast.rs and
+// harris::orb_score), one launch over every tile of every pyramid level.
+//
+// Each block loads one 32x8 output tile plus a halo into shared memory once. From that tile
+// it runs the binary-encoded segment test (one 16-bit mask per polarity, doubled to 32 bits,
+// 9-runs found by shifted ANDs; seed 001) and the OpenCV score on the tile and a one-pixel
+// ring (for NMS), keeps strict 3x3 maxima, and computes the Harris response of the survivors
+// from the same shared tile. Nothing is written to global memory but the survivors
+// themselves: per tile row a count (for the ordered scan in compact.cu) and per tile the
+// survivors in tile-raster order.
+#include "common.cuh"
+
+// OpenCV's circle (makeOffsets, pattern 16) as (dx, dy); src/cpu/fast.rs CIRCLE.
+__constant__ signed char c_circle_dx[16] = {0, 1, 2, 3, 3, 3, 2, 1, 0, -1, -2, -3, -3, -3, -2, -1};
+__constant__ signed char c_circle_dy[16] = {3, 3, 2, 1, 0, -1, -2, -3, -3, -3, -2, -1, 0, 1, 2, 3};
+
+__device__ __forceinline__ bool has_arc9(u32 mask16) {
+    u32 m = mask16 | (mask16 << 16);
+    u32 r2 = m & (m >> 1);
+    u32 r4 = r2 & (r2 >> 2);
+    u32 r8 = r4 & (r4 >> 4);
+    return (r8 & (m >> 8)) != 0;
+}
+
+// FAST score (0 = not a corner) at shared-tile position (sx, sy); `tw` = tile row pitch.
+__device__ __forceinline__ u32 fast_score_at(const u8* t, int tw, int sx, int sy, int thr) {
+    const u8* c = t + sy * tw + sx;
+    int v = c[0];
+    int d[16];
+    u32 bright = 0, dark = 0;
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        int p = c[c_circle_dy[k] * tw + c_circle_dx[k]];
+        d[k] = p - v;
+        bright |= (u32)(p > v + thr) << k;
+        dark |= (u32)(p < v - thr) << k;
+    }
+    if (!has_arc9(bright) && !has_arc9(dark)) return 0;
+    int best = 0;
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        int mn = 1 << 20, mx = -(1 << 20);
+#pragma unroll
+        for (int j = 0; j < 9; ++j) {
+            int e = d[(k + j) & 15];
+            mn = min(mn, e);
+            mx = max(mx, e);
+        }
+        best = max(best, max(mn, -mx));
+    }
+    return (u32)max(best - 1, 0);
+}
+
+// ORB's Harris response (OpenCV HarrisResponses) at shared-tile position (sx, sy).
+__device__ __forceinline__ float orb_harris_at(const u8* t, int tw, int sx, int sy, int bs,
+                                               float k, float scale_sq_sq) {
+    int r = bs / 2;
+    int a = 0, b = 0, c = 0;
+    for (int i = 0; i < bs; ++i) {
+        const u8* row = t + (sy - r + i) * tw + (sx - r);
+        for (int j = 0; j < bs; ++j) {
+            const u8* p = row + j;
+            int ix = (p[1] - p[-1]) * 2 + (p[-tw + 1] - p[-tw - 1]) + (p[tw + 1] - p[tw - 1]);
+            int iy = (p[tw] - p[-tw]) * 2 + (p[tw - 1] - p[-tw - 1]) + (p[tw + 1] - p[-tw + 1]);
+            a += ix * ix;
+            b += iy * iy;
+            c += ix * iy;
+        }
+    }
+    float fa = (float)a, fb = (float)b, fc = (float)c;
+    float s = __fadd_rn(fa, fb);
+    float det = __fsub_rn(__fmul_rn(fa, fb), __fmul_rn(fc, fc));
+    float tr = __fmul_rn(__fmul_rn(k, s), s);
+    return __fmul_rn(__fsub_rn(det, tr), scale_sq_sq);
+}
+
+// Block: (32, 8). Grid: total tiles over all levels. Dynamic shared memory:
+// (32 + 2 halo) * (8 + 2 halo) bytes of image + 34 * 10 bytes of scores.
+extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
+                                       int nlev, int threshold, int nms, int border, int harris,
+                                       int block_size, float harris_k, float scale_sq_sq, int halo,
+                                       int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
+    extern __shared__ u8 smem[];
+    const int tile = blockIdx.x;
+    const int l = level_of_tile(levels, nlev, tile);
+    const LevelDesc L = levels[l];
+    const int lt = tile - L.tile_start;
+    const int tile_x = lt % L.tiles_x, tile_y = lt / L.tiles_x;
+    const int x0 = tile_x * TILE_W, y0 = tile_y * TILE_H;
+    const int tw = TILE_W + 2 * halo, th = TILE_H + 2 * halo;
+    const u8* img = pyr + L.img_off;
+    u8* t = smem;
+    u8* sc = smem + tw * th;  // (TILE_W + 2) x (TILE_H + 2) scores
+    const int tid = threadIdx.y * TILE_W + threadIdx.x;
+
+    // Image tile; outside the level the border is replicated (only Harris windows of
+    // keypoints closer than block_size/2 + 1 to the border ever read it).
+    for (int i = tid; i < tw * th; i += TILE_THREADS) {
+        int gx = clampi(x0 - halo + i % tw, 0, L.w - 1);
+        int gy = clampi(y0 - halo + i / tw, 0, L.h - 1);
+        t[i] = img[gy * L.w + gx];
+    }
+    __syncthreads();
+
+    // FAST scores of the tile and a one-pixel ring; pixels closer than 3 to the border
+    // are never corners (OpenCV tests [3, w-3) x [3, h-3)).
+    const int sw = TILE_W + 2;
+    for (int i = tid; i < sw * (TILE_H + 2); i += TILE_THREADS) {
+        int px = x0 - 1 + i % sw, py = y0 - 1 + i / sw;
+        u32 s = 0;
+        if (px >= 3 && py >= 3 && px < L.w - 3 && py < L.h - 3)
+            s = fast_score_at(t, tw, px - x0 + halo, py - y0 + halo, threshold);
+        sc[i] = (u8)s;
+    }
+    __syncthreads();
+
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int x = x0 + tx, y = y0 + ty;
+    const u8* srow = sc + (ty + 1) * sw + (tx + 1);
+    u32 s = srow[0];
+    bool keep = s > 0;
+    if (keep && nms) {
+        keep = s > srow[-1] && s > srow[1] && s > srow[-sw - 1] && s > srow[-sw] &&
+               s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] && s > srow[sw + 1];
+    }
+    keep = keep && x >= border && y >= border && x + border < L.w && y + border < L.h;
+    float resp = (float)s;
+    if (keep && harris)
+        resp = orb_harris_at(t, tw, tx + halo, ty + halo, block_size, harris_k, scale_sq_sq);
+
+    // Ordered compaction inside the tile: warp ty is tile row ty.
+    __shared__ u32 row_n[TILE_H];
+    u32 ballot = __ballot_sync(0xffffffffu, keep);
+    u32 rank = __popc(ballot & ((1u << tx) - 1u));
+    if (tx == 0) {
+        row_n[ty] = __popc(ballot);
+        row_counts[L.rc_start + (tile_y * TILE_H + ty) * L.tiles_x + tile_x] = __popc(ballot);
+    }
+    __syncthreads();
+    if (keep) {
+        u32 base = 0;
+        for (int r = 0; r < ty; ++r) base += row_n[r];
+        u32 slot = base + rank;
+        if (slot < (u32)cap)
+            slots[(size_t)tile * cap + slot] =
+                make_uint2((u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint(resp));
+    }
+}

@@ -1,0 +1,31 @@
+// Pyramid level from the previous one: cv::resize INTER_LINEAR / INTER_LINEAR_EXACT on 8-bit
+// gray (GPU twin of src/cpu/pyramid.rs). The per-column / per-row taps and fixed-point
+// weights are the CPU's own `ResizeTables`, uploaded once per resolution; only the
+// arithmetic is here, in the same integer operations.
+#include "common.cuh"
+
+extern "C" __global__ void resize_linear(const u8* __restrict__ src, int sw, int sh,
+                                         u8* __restrict__ dst, int dw, int dh,
+                                         const u32* __restrict__ xofs, const u16* __restrict__ xw,
+                                         const u32* __restrict__ yofs, const u16* __restrict__ yw,
+                                         int exact) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= dw || y >= dh) return;
+    int x0 = (int)xofs[x], x1 = min(x0 + 1, sw - 1);
+    int y0 = (int)yofs[y], y1 = min(y0 + 1, sh - 1);
+    u32 a0 = xw[2 * x], a1 = xw[2 * x + 1];
+    u32 b0 = yw[2 * y], b1 = yw[2 * y + 1];
+    const u8* s0 = src + (size_t)y0 * sw;
+    const u8* s1 = src + (size_t)y1 * sw;
+    u32 r0 = s0[x0] * a0 + s0[x1] * a1;
+    u32 r1 = s1[x0] * a0 + s1[x1] * a1;
+    u32 v;
+    if (exact) {
+        v = (r0 * b0 + r1 * b1 + (1u << 15)) >> 16;
+    } else {
+        // OpenCV's SIMD vertical pass (VResizeLinearVec_32s8u), see src/cpu/pyramid.rs.
+        v = ((((r0 >> 4) * b0) >> 16) + (((r1 >> 4) * b1) >> 16) + 2u) >> 2;
+    }
+    dst[(size_t)y * dw + x] = (u8)(v > 255u ? 255u : v);
+}

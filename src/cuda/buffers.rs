@@ -1,0 +1,153 @@
+//! Raw device buffers and pinned host buffers, allocated once per resolution and reused.
+//! Plain `cuMemAlloc` / `cuMemHostAlloc` with RAII; pointers are passed to kernels as-is.
+
+use std::sync::Arc;
+
+use cudarc::driver::{result, sys, CudaContext};
+
+use super::context::cuda_err;
+use crate::error::Result;
+
+/// Device memory (`bytes` may be 0: then nothing is allocated and `ptr` is 0).
+pub struct DevBuf {
+    ctx: Arc<CudaContext>,
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+impl DevBuf {
+    pub fn new(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
+        let ptr = if bytes == 0 {
+            0
+        } else {
+            unsafe { result::malloc_sync(bytes) }
+                .map_err(|e| cuda_err(&format!("cuMemAlloc of {bytes} bytes"), e))?
+        };
+        Ok(DevBuf {
+            ctx: ctx.clone(),
+            ptr,
+            bytes,
+        })
+    }
+    pub fn empty(ctx: &Arc<CudaContext>) -> Self {
+        DevBuf {
+            ctx: ctx.clone(),
+            ptr: 0,
+            bytes: 0,
+        }
+    }
+    /// A buffer holding `data` (synchronous upload: only used at set-up, never per frame).
+    pub fn from_slice<T: Copy>(ctx: &Arc<CudaContext>, data: &[T]) -> Result<Self> {
+        let bytes = std::mem::size_of_val(data);
+        let b = Self::new(ctx, bytes)?;
+        if bytes > 0 {
+            unsafe { result::memcpy_htod_sync(b.ptr, data) }
+                .map_err(|e| cuda_err("uploading a table", e))?;
+        }
+        Ok(b)
+    }
+    #[inline]
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+    #[inline]
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        if self.ptr != 0 {
+            let _ = self.ctx.bind_to_thread();
+            let _ = unsafe { result::free_sync(self.ptr) };
+        }
+    }
+}
+
+/// Page-locked host memory for async copies.
+pub struct HostBuf {
+    ctx: Arc<CudaContext>,
+    ptr: *mut u8,
+    bytes: usize,
+}
+
+unsafe impl Send for HostBuf {}
+
+impl HostBuf {
+    /// `write_combined`: for upload staging the host only writes (faster PCIe reads);
+    /// never for buffers the host reads back.
+    pub fn new(ctx: &Arc<CudaContext>, bytes: usize, write_combined: bool) -> Result<Self> {
+        let flags = if write_combined {
+            sys::CU_MEMHOSTALLOC_WRITECOMBINED
+        } else {
+            0
+        };
+        let ptr = if bytes == 0 {
+            std::ptr::null_mut()
+        } else {
+            unsafe { result::malloc_host(bytes, flags) }
+                .map_err(|e| cuda_err(&format!("cuMemHostAlloc of {bytes} bytes"), e))?
+                as *mut u8
+        };
+        Ok(HostBuf {
+            ctx: ctx.clone(),
+            ptr,
+            bytes,
+        })
+    }
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        if self.bytes == 0 {
+            return &[];
+        }
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        if self.bytes == 0 {
+            return &mut [];
+        }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
+    }
+}
+
+impl Drop for HostBuf {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            let _ = self.ctx.bind_to_thread();
+            let _ = unsafe { result::free_host(self.ptr as *mut _) };
+        }
+    }
+}
+
+/// Async host -> device copy of `bytes` from pinned `src` (offset 0) to `dst + dst_off`.
+pub fn upload(stream: sys::CUstream, src: &HostBuf, dst: u64, bytes: usize) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    unsafe { result::memcpy_htod_async(dst, &src.as_slice()[..bytes], stream) }
+        .map_err(|e| cuda_err("host-to-device copy", e))
+}
+
+/// Async device -> host copy of `bytes` into pinned `dst` at `dst_off`.
+pub fn download(
+    stream: sys::CUstream,
+    src: u64,
+    dst: &mut HostBuf,
+    dst_off: usize,
+    bytes: usize,
+) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    unsafe {
+        result::memcpy_dtoh_async(
+            &mut dst.as_mut_slice()[dst_off..dst_off + bytes],
+            src,
+            stream,
+        )
+    }
+    .map_err(|e| cuda_err("device-to-host copy", e))
+}

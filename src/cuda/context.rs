@@ -1,0 +1,338 @@
+//! Device, context, stream and kernels: NVRTC compiles `kernels/*.cu` once for the device's
+//! own architecture (`sm_XY`) and the CUBIN is cached on disk, keyed by a hash of the source
+//! and options, the architecture, the driver version and the NVRTC version, so a restart
+//! loads it in milliseconds. Every failure here is an `Error::Cuda` with the reason; nothing
+//! panics (cudarc's loader panics on a missing library are checked first and caught).
+
+use std::ffi::{c_void, CString};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::{self, Ptx};
+
+use crate::error::{Error, Result};
+
+/// The kernel sources, in translation-unit order (the header first).
+pub const SOURCES: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../../kernels/common.cuh")),
+    ("decode.cu", include_str!("../../kernels/decode.cu")),
+    ("pyramid.cu", include_str!("../../kernels/pyramid.cu")),
+    (
+        "fast_harris.cu",
+        include_str!("../../kernels/fast_harris.cu"),
+    ),
+    ("compact.cu", include_str!("../../kernels/compact.cu")),
+    ("orient.cu", include_str!("../../kernels/orient.cu")),
+    ("canny.cu", include_str!("../../kernels/canny.cu")),
+    ("harris.cu", include_str!("../../kernels/harris.cu")),
+];
+
+/// One translation unit: the files concatenated with `#line` markers (so NVRTC errors name
+/// the right file and line), their `#include "..."` lines dropped.
+pub fn translation_unit() -> String {
+    let mut s = String::new();
+    for (name, text) in SOURCES {
+        s.push_str(&format!("#line 1 \"{name}\"\n"));
+        for line in text.lines() {
+            let t = line.trim_start();
+            if t.starts_with("#include \"") || t.starts_with("#pragma once") {
+                s.push('\n');
+            } else {
+                s.push_str(line);
+                s.push('\n');
+            }
+        }
+    }
+    s
+}
+
+pub(crate) fn cuda_err(what: &str, e: impl std::fmt::Debug) -> Error {
+    Error::Cuda(format!("{what}: {e:?}"))
+}
+
+/// Every kernel of the module.
+pub struct Kernels {
+    pub decode_gray: CudaFunction,
+    pub resize_linear: CudaFunction,
+    pub fast_harris: CudaFunction,
+    pub scan_tile_rows: CudaFunction,
+    pub scan_levels: CudaFunction,
+    pub gather_orient: CudaFunction,
+    pub blur_h: CudaFunction,
+    pub blur_v: CudaFunction,
+    pub canny_classify: CudaFunction,
+    pub uf_merge: CudaFunction,
+    pub uf_resolve: CudaFunction,
+    pub uf_final: CudaFunction,
+    pub harris_dense: CudaFunction,
+    pub harris_nms: CudaFunction,
+}
+
+/// How the kernel module was obtained.
+#[derive(Clone, Debug)]
+pub struct ModuleInfo {
+    pub arch: String,
+    pub from_cache: bool,
+    pub cache_path: Option<PathBuf>,
+    /// NVRTC compile (or cache load) time.
+    pub ms: f64,
+}
+
+/// A CUDA device with its context, one stream and the compiled kernels.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub k: Kernels,
+    _module: Arc<CudaModule>,
+    pub name: String,
+    pub module: ModuleInfo,
+}
+
+fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("GPU_FEATURES_KERNEL_CACHE") {
+        if d == "off" || d.is_empty() {
+            return None;
+        }
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("gpu_features"));
+    }
+    if let Some(d) = std::env::var_os("HOME") {
+        return Some(PathBuf::from(d).join(".cache").join("gpu_features"));
+    }
+    Some(std::env::temp_dir().join("gpu_features-cache"))
+}
+
+fn nvrtc_version() -> Result<(i32, i32)> {
+    let (mut a, mut b) = (0, 0);
+    let r = unsafe { nvrtc::sys::nvrtcVersion(&mut a, &mut b) };
+    if r != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(Error::Cuda(format!("nvrtcVersion failed: {r:?}")));
+    }
+    Ok((a, b))
+}
+
+fn driver_version() -> Result<i32> {
+    let mut v = 0;
+    unsafe { sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .map_err(|e| cuda_err("cuDriverGetVersion", e))?;
+    Ok(v)
+}
+
+/// NVRTC: source -> CUBIN for `arch` (e.g. "sm_90").
+fn compile_cubin(src: &str, opts: &[String]) -> Result<Vec<u8>> {
+    let csrc = CString::new(src).map_err(|e| cuda_err("kernel source", e))?;
+    let name = CString::new("gpu_features.cu").unwrap();
+    let prog = nvrtc::result::create_program(&csrc, Some(&name))
+        .map_err(|e| cuda_err("nvrtcCreateProgram", e))?;
+    struct Guard(nvrtc::sys::nvrtcProgram);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let _ = unsafe { nvrtc::result::destroy_program(self.0) };
+        }
+    }
+    let guard = Guard(prog);
+    if let Err(e) = unsafe { nvrtc::result::compile_program(guard.0, opts) } {
+        let log = unsafe { nvrtc::result::get_program_log(guard.0) }
+            .map(|l| {
+                let bytes: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+            .unwrap_or_default();
+        return Err(Error::Cuda(format!(
+            "NVRTC failed to compile the kernels ({e:?}, options {opts:?}):\n{log}"
+        )));
+    }
+    let mut size = 0usize;
+    let r = unsafe { nvrtc::sys::nvrtcGetCUBINSize(guard.0, &mut size) };
+    if r != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS || size == 0 {
+        return Err(Error::Cuda(format!("nvrtcGetCUBINSize failed: {r:?}")));
+    }
+    let mut cubin = vec![0u8; size];
+    let r = unsafe { nvrtc::sys::nvrtcGetCUBIN(guard.0, cubin.as_mut_ptr() as *mut _) };
+    if r != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(Error::Cuda(format!("nvrtcGetCUBIN failed: {r:?}")));
+    }
+    Ok(cubin)
+}
+
+impl Gpu {
+    /// Opens device 0, compiles (or loads the cached) kernels. Never panics.
+    pub fn new() -> Result<Gpu> {
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::Cuda(
+                "no CUDA driver: libcuda.so could not be loaded (no NVIDIA driver installed?)"
+                    .into(),
+            ));
+        }
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return Err(Error::Cuda(
+                "libnvrtc could not be loaded (install the CUDA runtime compiler, or add its \
+                 directory, e.g. /usr/local/cuda/lib64, to LD_LIBRARY_PATH)"
+                    .into(),
+            ));
+        }
+        match std::panic::catch_unwind(Self::open) {
+            Ok(r) => r,
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(Error::Cuda(format!("CUDA initialisation failed: {msg}")))
+            }
+        }
+    }
+
+    fn open() -> Result<Gpu> {
+        result::init().map_err(|e| cuda_err("cuInit (no usable driver or device)", e))?;
+        let n = result::device::get_count().map_err(|e| cuda_err("cuDeviceGetCount", e))?;
+        if n < 1 {
+            return Err(Error::Cuda("no CUDA device found".into()));
+        }
+        let ctx = CudaContext::new(0).map_err(|e| cuda_err("creating a CUDA context", e))?;
+        // One stream, raw pointers: cudarc's per-buffer event tracking is not needed.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| cuda_err("creating a stream", e))?;
+        let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| cuda_err("compute capability", e))?;
+        let arch = format!("sm_{major}{minor}");
+        let (module, info) = Self::load_kernels(&ctx, &arch)?;
+        let f = |n: &str| {
+            module
+                .load_function(n)
+                .map_err(|e| cuda_err(&format!("kernel {n} missing from the module"), e))
+        };
+        let k = Kernels {
+            decode_gray: f("decode_gray")?,
+            resize_linear: f("resize_linear")?,
+            fast_harris: f("fast_harris")?,
+            scan_tile_rows: f("scan_tile_rows")?,
+            scan_levels: f("scan_levels")?,
+            gather_orient: f("gather_orient")?,
+            blur_h: f("blur_h")?,
+            blur_v: f("blur_v")?,
+            canny_classify: f("canny_classify")?,
+            uf_merge: f("uf_merge")?,
+            uf_resolve: f("uf_resolve")?,
+            uf_final: f("uf_final")?,
+            harris_dense: f("harris_dense")?,
+            harris_nms: f("harris_nms")?,
+        };
+        Ok(Gpu {
+            ctx,
+            stream,
+            k,
+            _module: module,
+            name,
+            module: info,
+        })
+    }
+
+    fn load_kernels(ctx: &Arc<CudaContext>, arch: &str) -> Result<(Arc<CudaModule>, ModuleInfo)> {
+        let t = Instant::now();
+        let src = translation_unit();
+        let opts: Vec<String> = vec![
+            format!("--gpu-architecture={arch}"),
+            // Bit-exact float arithmetic with the CPU reference: no FMA contraction.
+            "--fmad=false".into(),
+            "--std=c++17".into(),
+        ];
+        let (nv_major, nv_minor) = nvrtc_version()?;
+        let drv = driver_version()?;
+        let mut h = fnv1a(src.as_bytes(), 0xcbf29ce484222325);
+        h = fnv1a(opts.join(" ").as_bytes(), h);
+        let file = format!("kernels-{h:016x}-{arch}-drv{drv}-nvrtc{nv_major}.{nv_minor}.cubin");
+        let path = cache_dir().map(|d| d.join(file));
+        if let Some(p) = &path {
+            if let Ok(bytes) = std::fs::read(p) {
+                if let Ok(m) = ctx.load_module(Ptx::from_binary(bytes)) {
+                    let info = ModuleInfo {
+                        arch: arch.into(),
+                        from_cache: true,
+                        cache_path: path.clone(),
+                        ms: t.elapsed().as_secs_f64() * 1e3,
+                    };
+                    return Ok((m, info));
+                }
+                // A stale or corrupt cache file: recompile and overwrite it.
+            }
+        }
+        let cubin = compile_cubin(&src, &opts)?;
+        let m = ctx
+            .load_module(Ptx::from_binary(cubin.clone()))
+            .map_err(|e| cuda_err(&format!("loading the {arch} kernel module"), e))?;
+        if let Some(p) = &path {
+            // Best effort: a read-only home only costs the compile on the next start.
+            if let Some(d) = p.parent() {
+                let _ = std::fs::create_dir_all(d);
+            }
+            let tmp = p.with_extension(format!("tmp{}", std::process::id()));
+            if std::fs::write(&tmp, &cubin).is_ok() {
+                let _ = std::fs::rename(&tmp, p);
+            }
+        }
+        let info = ModuleInfo {
+            arch: arch.into(),
+            from_cache: false,
+            cache_path: path,
+            ms: t.elapsed().as_secs_f64() * 1e3,
+        };
+        Ok((m, info))
+    }
+
+    /// Makes the context current on the calling thread (cheap; call at each entry point).
+    pub fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_err("binding the CUDA context", e))
+    }
+
+    /// Launches `f` on the pipeline's stream. `args` are pointers to the kernel arguments.
+    pub fn launch(
+        &self,
+        name: &str,
+        f: &CudaFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared: u32,
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+            return Ok(());
+        }
+        unsafe {
+            result::launch_kernel(
+                f.cu_function(),
+                grid,
+                block,
+                shared,
+                self.stream.cu_stream(),
+                args,
+            )
+        }
+        .map_err(|e| cuda_err(&format!("launching {name}"), e))
+    }
+
+    pub fn sync(&self) -> Result<()> {
+        unsafe { result::stream::synchronize(self.stream.cu_stream()) }
+            .map_err(|e| cuda_err("stream synchronize (a kernel failed)", e))
+    }
+}

@@ -1,0 +1,282 @@
+//! FAST + NMS + ORB Harris score + ordered compaction + orientation on the GPU (host side of
+//! `kernels/fast_harris.cu`, `kernels/compact.cu` and `kernels/orient.cu`).
+//!
+//! Four launches for all levels together: `fast_harris` (one block per 32x8 tile of every
+//! level), `scan_tile_rows`, `scan_levels`, `gather_orient`. The result is, per level, the
+//! candidates in raster order with their FAST score, response and angle.
+
+use super::buffers::{download, DevBuf, HostBuf};
+use super::context::Gpu;
+use super::pyramid::Pyramid;
+use crate::config::{Config, DetectorMethod, ScoreType};
+use crate::error::{Error, Result};
+
+const TILE_W: usize = 32;
+const TILE_H: usize = 8;
+
+/// Mirrors `struct LevelDesc` in kernels/common.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct LevelDesc {
+    w: i32,
+    h: i32,
+    img_off: i32,
+    tiles_x: i32,
+    tiles_y: i32,
+    tile_start: i32,
+    tr_start: i32,
+    rc_start: i32,
+}
+
+/// One compacted candidate as downloaded: `xy = x | y << 16`, FAST score, response bits,
+/// angle bits (-1 when orientation is off).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Candidate {
+    pub xy: u32,
+    pub fast_score: u32,
+    pub response: f32,
+    pub angle: f32,
+}
+
+impl Candidate {
+    pub fn x(&self) -> u32 {
+        self.xy & 0xffff
+    }
+    pub fn y(&self) -> u32 {
+        self.xy >> 16
+    }
+}
+
+pub struct Detector {
+    nlev: usize,
+    ntiles: usize,
+    ntr: usize,
+    /// Slots per tile: 64 with NMS (strict 3x3 maxima are never 8-adjacent), else 256.
+    cap: usize,
+    descs: DevBuf,
+    rc: DevBuf,
+    rc_off: DevBuf,
+    tr_total: DevBuf,
+    tr_base: DevBuf,
+    header: DevBuf,
+    slots: DevBuf,
+    out: DevBuf,
+    out_cap: usize,
+    umax: DevBuf,
+    half: i32,
+    host_header: HostBuf,
+    /// Grows (rarely) when a frame has more candidates than ever before.
+    host_out: HostBuf,
+}
+
+impl Detector {
+    pub fn new(gpu: &Gpu, pyr: &Pyramid, nms: bool, patch_size: u32) -> Result<Self> {
+        let nlev = pyr.levels.len();
+        let mut descs = Vec::with_capacity(nlev);
+        let (mut tiles, mut trs, mut rcs) = (0usize, 0usize, 0usize);
+        for lv in &pyr.levels {
+            let (tx, ty) = (lv.w.div_ceil(TILE_W), lv.h.div_ceil(TILE_H));
+            if lv.off > i32::MAX as usize {
+                return Err(Error::Cuda("pyramid larger than 2 GiB".into()));
+            }
+            descs.push(LevelDesc {
+                w: lv.w as i32,
+                h: lv.h as i32,
+                img_off: lv.off as i32,
+                tiles_x: tx as i32,
+                tiles_y: ty as i32,
+                tile_start: tiles as i32,
+                tr_start: trs as i32,
+                rc_start: rcs as i32,
+            });
+            tiles += tx * ty;
+            trs += ty;
+            rcs += ty * TILE_H * tx;
+        }
+        let cap = if nms { 64 } else { TILE_W * TILE_H };
+        let out_cap = tiles * cap;
+        let umax = crate::cpu::orient::circle_extents(patch_size / 2);
+        let c = &gpu.ctx;
+        let desc_bytes: Vec<i32> = descs
+            .iter()
+            .flat_map(|d| {
+                [
+                    d.w,
+                    d.h,
+                    d.img_off,
+                    d.tiles_x,
+                    d.tiles_y,
+                    d.tile_start,
+                    d.tr_start,
+                    d.rc_start,
+                ]
+            })
+            .collect();
+        Ok(Detector {
+            nlev,
+            ntiles: tiles,
+            ntr: trs,
+            cap,
+            descs: DevBuf::from_slice(c, &desc_bytes)?,
+            rc: DevBuf::new(c, rcs.max(1) * 4)?,
+            rc_off: DevBuf::new(c, rcs.max(1) * 4)?,
+            tr_total: DevBuf::new(c, trs.max(1) * 4)?,
+            tr_base: DevBuf::new(c, trs.max(1) * 4)?,
+            header: DevBuf::new(c, (1 + 2 * nlev) * 4)?,
+            slots: DevBuf::new(c, out_cap.max(1) * 8)?,
+            out: DevBuf::new(c, out_cap.max(1) * 16)?,
+            out_cap,
+            umax: DevBuf::from_slice(c, &umax)?,
+            half: (patch_size / 2) as i32,
+            host_header: HostBuf::new(c, (1 + 2 * nlev) * 4, false)?,
+            host_out: HostBuf::new(c, 65536 * 16, false)?,
+        })
+    }
+
+    /// Launches the four detection kernels on the stream (no sync).
+    pub fn run(&self, gpu: &Gpu, pyr: &Pyramid, cfg: &Config) -> Result<()> {
+        let d = &cfg.detector;
+        let harris_bs = d.harris_block_size as i32;
+        let halo = (harris_bs / 2 + 1).max(4);
+        let harris = (d.method == DetectorMethod::Fast && d.score == ScoreType::Harris) as i32;
+        let scale = 1.0f32 / ((4 * harris_bs) as f32 * 255.0f32);
+        let sss = scale * scale * scale * scale;
+        let (pyr_p, descs, nlev) = (pyr.buf.ptr(), self.descs.ptr(), self.nlev as i32);
+        let (thr, nms, border) = (
+            d.fast_threshold as i32,
+            d.nonmax_suppression as i32,
+            d.border as i32,
+        );
+        let k = d.harris_k;
+        let cap = self.cap as i32;
+        let (rc, rc_off, tr_total, tr_base) = (
+            self.rc.ptr(),
+            self.rc_off.ptr(),
+            self.tr_total.ptr(),
+            self.tr_base.ptr(),
+        );
+        let (header, slots, out) = (self.header.ptr(), self.slots.ptr(), self.out.ptr());
+        let shared = ((TILE_W as i32 + 2 * halo) * (TILE_H as i32 + 2 * halo)
+            + ((TILE_W + 2) * (TILE_H + 2)) as i32) as u32;
+        gpu.launch(
+            "fast_harris",
+            &gpu.k.fast_harris,
+            (self.ntiles as u32, 1, 1),
+            (TILE_W as u32, TILE_H as u32, 1),
+            shared,
+            &mut kargs![
+                pyr_p, descs, nlev, thr, nms, border, harris, harris_bs, k, sss, halo, cap, rc,
+                slots
+            ],
+        )?;
+        gpu.launch(
+            "scan_tile_rows",
+            &gpu.k.scan_tile_rows,
+            (self.ntr as u32, 1, 1),
+            (256, 1, 1),
+            0,
+            &mut kargs![descs, nlev, rc, rc_off, tr_total],
+        )?;
+        gpu.launch(
+            "scan_levels",
+            &gpu.k.scan_levels,
+            (1, 1, 1),
+            (1024, 1, 1),
+            0,
+            &mut kargs![descs, nlev, tr_total, tr_base, header],
+        )?;
+        let orient = cfg.orient.enabled as i32;
+        let half = self.half;
+        let umax = self.umax.ptr();
+        let p = atan_coefficients();
+        let eps = f64::EPSILON as f32;
+        let out_cap = self.out_cap as u32;
+        gpu.launch(
+            "gather_orient",
+            &gpu.k.gather_orient,
+            (self.ntiles as u32, 1, 1),
+            (64, 1, 1),
+            0,
+            &mut kargs![
+                pyr_p, descs, nlev, cap, rc, rc_off, tr_base, slots, orient, half, umax, p, eps,
+                out, out_cap
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Queues the header download (call before the sync).
+    pub fn download_header(&mut self, gpu: &Gpu) -> Result<()> {
+        let n = (1 + 2 * self.nlev) * 4;
+        download(
+            gpu.stream.cu_stream(),
+            self.header.ptr(),
+            &mut self.host_header,
+            0,
+            n,
+        )
+    }
+
+    /// After the sync: per level (count, base) from the header.
+    pub fn level_ranges(&self) -> Vec<(usize, usize)> {
+        let h = self.header_words();
+        (0..self.nlev)
+            .map(|l| (h[1 + l] as usize, h[1 + self.nlev + l] as usize))
+            .collect()
+    }
+
+    fn header_words(&self) -> Vec<u32> {
+        self.host_header
+            .as_slice()
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    /// Downloads the `total` candidates (synchronously: the final download of the frame).
+    pub fn download_candidates(&mut self, gpu: &Gpu) -> Result<Vec<Candidate>> {
+        let total = (self.header_words()[0] as usize).min(self.out_cap);
+        let bytes = total * 16;
+        if self.host_out.bytes() < bytes {
+            self.host_out = HostBuf::new(&gpu.ctx, bytes.next_power_of_two(), false)?;
+        }
+        download(
+            gpu.stream.cu_stream(),
+            self.out.ptr(),
+            &mut self.host_out,
+            0,
+            bytes,
+        )?;
+        gpu.sync()?;
+        let src = &self.host_out.as_slice()[..bytes];
+        Ok(src
+            .chunks_exact(16)
+            .map(|c| {
+                let w = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+                Candidate {
+                    xy: w(0),
+                    fast_score: w(4),
+                    response: f32::from_bits(w(8)),
+                    angle: f32::from_bits(w(12)),
+                }
+            })
+            .collect())
+    }
+}
+
+/// `cv::fastAtan2`'s polynomial coefficients as `float4 {P1, P3, P5, P7}`, computed exactly
+/// as src/cpu/orient.rs does (f32 products).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Float4(pub f32, pub f32, pub f32, pub f32);
+
+fn atan_coefficients() -> Float4 {
+    let deg = (180.0 / std::f64::consts::PI) as f32;
+    Float4(
+        0.999_787_841_279_480_7_f32 * deg,
+        -0.325_808_397_464_097_5_f32 * deg,
+        0.155_578_651_846_328_1_f32 * deg,
+        -0.044_326_555_547_921_28_f32 * deg,
+    )
+}

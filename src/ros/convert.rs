@@ -1,0 +1,191 @@
+//! Conversions between ROS messages and the library's types. No state, no I/O.
+
+use r2r::sensor_msgs::msg::{Image, PointCloud2, PointField};
+use r2r::std_msgs::msg::Header;
+
+use crate::error::DecodeError;
+use crate::image::{GrayImage, ImageView};
+use crate::output::pointcloud;
+use crate::pipeline::Keypoint;
+
+/// Validates a `sensor_msgs/Image` as a frame (short data, bad step, unknown encoding and
+/// empty images are errors, never panics).
+pub fn image_view(msg: &Image) -> Result<ImageView<'_>, DecodeError> {
+    ImageView::new(
+        &msg.data,
+        msg.width as usize,
+        msg.height as usize,
+        msg.step as usize,
+        &msg.encoding,
+        msg.is_bigendian != 0,
+    )
+}
+
+/// The `keypoints` cloud (layout: [`crate::output::pointcloud`]). `buf` is reused.
+pub fn keypoints_cloud(header: &Header, keypoints: &[Keypoint], mut buf: Vec<u8>) -> PointCloud2 {
+    pointcloud::encode(keypoints, &mut buf);
+    let n = keypoints.len() as u32;
+    PointCloud2 {
+        header: header.clone(),
+        height: 1,
+        width: n,
+        fields: pointcloud::FIELDS
+            .iter()
+            .map(|f| PointField {
+                name: f.name.to_string(),
+                offset: f.offset,
+                datatype: f.datatype,
+                count: f.count,
+            })
+            .collect(),
+        is_bigendian: false,
+        point_step: pointcloud::POINT_STEP as u32,
+        row_step: pointcloud::POINT_STEP as u32 * n,
+        data: buf,
+        is_dense: true,
+    }
+}
+
+/// A packed gray image as a `mono8` message.
+pub fn mono8_image(header: &Header, img: &GrayImage) -> Image {
+    Image {
+        header: header.clone(),
+        height: img.height as u32,
+        width: img.width as u32,
+        encoding: "mono8".into(),
+        is_bigendian: 0,
+        step: img.width as u32,
+        data: img.data.clone(),
+    }
+}
+
+/// The `debug_image`: the gray input as bgr8, edges in red, keypoints as green circles of
+/// their size with a line along their angle.
+pub fn debug_overlay(
+    header: &Header,
+    gray: &GrayImage,
+    edges: Option<&GrayImage>,
+    keypoints: &[Keypoint],
+) -> Image {
+    let (w, h) = (gray.width, gray.height);
+    let mut data = Vec::with_capacity(w * h * 3);
+    for (i, &g) in gray.data.iter().enumerate() {
+        let edge = edges.is_some_and(|e| e.data.get(i).copied().unwrap_or(0) != 0);
+        if edge {
+            data.extend_from_slice(&[0, 0, 255]);
+        } else {
+            data.extend_from_slice(&[g, g, g]);
+        }
+    }
+    let mut put = |x: i64, y: i64| {
+        if x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h {
+            let i = (y as usize * w + x as usize) * 3;
+            data[i..i + 3].copy_from_slice(&[0, 255, 0]);
+        }
+    };
+    for k in keypoints {
+        let (cx, cy) = (k.x as f64, k.y as f64);
+        let r = (k.size as f64 / 2.0).max(2.0);
+        let steps = ((r * 6.3) as usize).clamp(8, 720);
+        for s in 0..steps {
+            let t = s as f64 / steps as f64 * std::f64::consts::TAU;
+            put(
+                (cx + r * t.cos()).round() as i64,
+                (cy + r * t.sin()).round() as i64,
+            );
+        }
+        if k.angle >= 0.0 {
+            let a = (k.angle as f64).to_radians();
+            for s in 0..=(r as usize) {
+                let d = s as f64;
+                put(
+                    (cx + d * a.cos()).round() as i64,
+                    (cy + d * a.sin()).round() as i64,
+                );
+            }
+        }
+    }
+    Image {
+        header: header.clone(),
+        height: h as u32,
+        width: w as u32,
+        encoding: "bgr8".into(),
+        is_bigendian: 0,
+        step: (w * 3) as u32,
+        data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header {
+            stamp: r2r::builtin_interfaces::msg::Time {
+                sec: 12,
+                nanosec: 34,
+            },
+            frame_id: "cam".into(),
+        }
+    }
+
+    #[test]
+    fn malformed_images_are_errors() {
+        let mut m = Image {
+            header: header(),
+            height: 4,
+            width: 4,
+            encoding: "mono8".into(),
+            is_bigendian: 0,
+            step: 4,
+            data: vec![0; 16],
+        };
+        assert!(image_view(&m).is_ok());
+        m.data.truncate(15);
+        assert!(matches!(
+            image_view(&m),
+            Err(DecodeError::BufferTooShort { .. })
+        ));
+        m.data = vec![0; 16];
+        m.step = 3;
+        assert!(matches!(
+            image_view(&m),
+            Err(DecodeError::StepTooSmall { .. })
+        ));
+        m.step = 4;
+        m.encoding = "bayer_rggb8".into();
+        assert!(matches!(
+            image_view(&m),
+            Err(DecodeError::UnknownEncoding(_))
+        ));
+        m.encoding = "mono8".into();
+        m.width = 0;
+        m.height = 0;
+        assert!(matches!(image_view(&m), Err(DecodeError::ZeroSize { .. })));
+    }
+
+    #[test]
+    fn cloud_matches_layout() {
+        let kps = [Keypoint {
+            x: 3.0,
+            y: 4.0,
+            response: 0.5,
+            size: 31.0,
+            angle: 90.0,
+            octave: 1,
+        }];
+        let c = keypoints_cloud(&header(), &kps, Vec::new());
+        assert_eq!(c.header, header());
+        assert_eq!(
+            (c.width, c.height, c.point_step, c.row_step),
+            (1, 1, 24, 24)
+        );
+        assert_eq!(c.fields.len(), 6);
+        assert_eq!(c.fields[5].name, "octave");
+        assert_eq!(pointcloud::decode(&c.data).unwrap(), kps.to_vec());
+        let g = GrayImage::new(8, 8);
+        let d = debug_overlay(&header(), &g, Some(&g), &kps);
+        assert_eq!(d.data.len(), 8 * 8 * 3);
+    }
+}

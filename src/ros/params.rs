@@ -1,0 +1,586 @@
+//! ROS parameters of the node.
+//!
+//! Every pipeline setting is a parameter named exactly as its dotted YAML key
+//! (`canny.low_threshold`, `pyramid.levels`, ...; the list comes from [`Config::flatten`]),
+//! plus a few node settings:
+//!
+//! | name                   | type         | default        | at run time |
+//! |------------------------|--------------|----------------|-------------|
+//! | `backend`              | string       | `auto`         | read-only   |
+//! | `inputs`               | string array | (one, unnamed) | read-only   |
+//! | `image_qos.reliability`| string       | `best_effort`  | read-only   |
+//! | `image_qos.depth`      | integer      | `1`            | read-only   |
+//! | `diagnostics_period`   | double (s)   | `1.0`          | read-only   |
+//! | `debug_image`          | bool         | `false`        | yes         |
+//!
+//! Pipeline settings can all be changed at run time: an update is validated against the
+//! whole config ([`Config::with_values`]) and either applied completely or rejected with the
+//! reason; workers pick the new config up before their next frame, so settings that resize
+//! buffers (levels, scale) change between frames, never during one.
+
+use std::cell::RefCell;
+
+use r2r::indexmap::IndexMap;
+use r2r::{Parameter, ParameterValue, RosParams};
+use serde_yaml::Value;
+
+use crate::config::Config;
+use crate::pipeline::BackendChoice;
+
+/// Node settings fixed at start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSettings {
+    pub backend: String,
+    /// Camera names; empty = one camera with un-prefixed topics.
+    pub inputs: Vec<String>,
+    pub reliability: String,
+    pub depth: i64,
+    pub diagnostics_period: f64,
+}
+
+impl Default for NodeSettings {
+    fn default() -> Self {
+        NodeSettings {
+            backend: "auto".into(),
+            inputs: Vec::new(),
+            reliability: "best_effort".into(),
+            depth: 1,
+            diagnostics_period: 1.0,
+        }
+    }
+}
+
+impl NodeSettings {
+    pub fn backend_choice(&self) -> Result<BackendChoice, String> {
+        self.backend.parse()
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        self.backend_choice().map_err(|e| format!("backend: {e}"))?;
+        if !matches!(self.reliability.as_str(), "best_effort" | "reliable") {
+            return Err(format!(
+                "image_qos.reliability: {:?} is not best_effort or reliable",
+                self.reliability
+            ));
+        }
+        if !(1..=1000).contains(&self.depth) {
+            return Err(format!(
+                "image_qos.depth: {} is not in 1..=1000",
+                self.depth
+            ));
+        }
+        if !(self.diagnostics_period.is_finite() && self.diagnostics_period >= 0.05) {
+            return Err(format!(
+                "diagnostics_period: {} is not a number of seconds >= 0.05",
+                self.diagnostics_period
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for name in &self.inputs {
+            let ok = !name.is_empty()
+                && !name.starts_with('/')
+                && !name.ends_with('/')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/');
+            if !ok {
+                return Err(format!(
+                    "inputs: {name:?} is not a relative topic namespace ([A-Za-z0-9_/], no leading or trailing /)"
+                ));
+            }
+            if !seen.insert(name) {
+                return Err(format!("inputs: {name:?} is listed twice"));
+            }
+        }
+        Ok(())
+    }
+}
+
+const READ_ONLY: [&str; 5] = [
+    "backend",
+    "inputs",
+    "image_qos.reliability",
+    "image_qos.depth",
+    "diagnostics_period",
+];
+
+/// What the workers read before each frame.
+#[derive(Clone, Debug)]
+pub struct Live {
+    pub config: Config,
+    pub debug_image: bool,
+    /// Bumped on every accepted change.
+    pub generation: u64,
+}
+
+/// The node's parameters, shared by r2r's parameter services and the workers.
+pub struct NodeParams {
+    pub settings: NodeSettings,
+    pub live: Live,
+    /// Updates checked together by SetParametersAtomically (r2r checks each name, then sets
+    /// each): checked as one set, applied as one set.
+    pending: RefCell<Vec<(String, Value)>>,
+}
+
+/// Converts a YAML scalar of the config tree to a ROS parameter value.
+pub fn yaml_to_param(v: &Value) -> ParameterValue {
+    match v {
+        Value::Bool(b) => ParameterValue::Bool(*b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                ParameterValue::Integer(i)
+            } else if let Some(u) = n.as_u64() {
+                ParameterValue::Integer(u as i64)
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                // f32 fields serialize as e.g. 1.2000000476837158; show them as 1.2.
+                let short = f as f32;
+                if short as f64 == f {
+                    ParameterValue::Double(short.to_string().parse().unwrap_or(f))
+                } else {
+                    ParameterValue::Double(f)
+                }
+            }
+        }
+        Value::String(s) => ParameterValue::String(s.clone()),
+        other => ParameterValue::String(serde_yaml::to_string(other).unwrap_or_default()),
+    }
+}
+
+/// Converts a ROS parameter value to YAML for [`Config::with_values`]; type mismatches
+/// are left to the config's own deserialisation, which names the key and the expected type.
+pub fn param_to_yaml(v: &ParameterValue) -> Option<Value> {
+    Some(match v {
+        ParameterValue::Bool(b) => Value::Bool(*b),
+        ParameterValue::Integer(i) => Value::Number((*i).into()),
+        ParameterValue::Double(f) => Value::Number((*f).into()),
+        ParameterValue::String(s) => Value::String(s.clone()),
+        _ => return None,
+    })
+}
+
+fn type_name(v: &ParameterValue) -> &'static str {
+    match v {
+        ParameterValue::NotSet => "not set",
+        ParameterValue::Bool(_) => "bool",
+        ParameterValue::Integer(_) => "integer",
+        ParameterValue::Double(_) => "double",
+        ParameterValue::String(_) => "string",
+        ParameterValue::BoolArray(_) => "bool array",
+        ParameterValue::ByteArray(_) => "byte array",
+        ParameterValue::IntegerArray(_) => "integer array",
+        ParameterValue::DoubleArray(_) => "double array",
+        ParameterValue::StringArray(_) => "string array",
+    }
+}
+
+fn is_config_key(config: &Config, key: &str) -> bool {
+    config.flatten().iter().any(|(k, _)| k == key)
+}
+
+impl NodeParams {
+    pub fn new() -> Self {
+        NodeParams {
+            settings: NodeSettings::default(),
+            live: Live {
+                config: Config::default(),
+                debug_image: false,
+                generation: 0,
+            },
+            pending: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Applies the start-up values (params file, `-p name:=value`) all at once. Unknown
+    /// names are returned (the caller warns; ROS tolerates extra parameters).
+    pub fn apply_initial(
+        &mut self,
+        values: &[(String, ParameterValue)],
+    ) -> Result<Vec<String>, String> {
+        let mut config_updates = Vec::new();
+        let mut unknown = Vec::new();
+        let mut settings = self.settings.clone();
+        let mut debug_image = self.live.debug_image;
+        for (name, value) in values {
+            if is_config_key(&self.live.config, name) {
+                let y = param_to_yaml(value).ok_or_else(|| {
+                    format!("{name}: a {} is not a valid value", type_name(value))
+                })?;
+                config_updates.push((name.clone(), y));
+            } else if name == "debug_image" {
+                debug_image = as_bool(name, value)?;
+            } else if READ_ONLY.contains(&name.as_str()) {
+                set_setting(&mut settings, name, value)?;
+            } else {
+                unknown.push(name.clone());
+            }
+        }
+        settings.validate()?;
+        let config = self
+            .live
+            .config
+            .with_values(&config_updates)
+            .map_err(|e| e.to_string())?;
+        self.settings = settings;
+        self.live.config = config;
+        self.live.debug_image = debug_image;
+        self.live.generation += 1;
+        Ok(unknown)
+    }
+
+    /// Every parameter with its current value, in a stable order (node settings first).
+    pub fn all(&self) -> Vec<(String, ParameterValue)> {
+        let s = &self.settings;
+        let mut out = vec![
+            (
+                "backend".to_string(),
+                ParameterValue::String(s.backend.clone()),
+            ),
+            (
+                "inputs".to_string(),
+                // rcl cannot hold an empty array from a YAML file; [""] means "one, unnamed".
+                ParameterValue::StringArray(if s.inputs.is_empty() {
+                    vec![String::new()]
+                } else {
+                    s.inputs.clone()
+                }),
+            ),
+            (
+                "image_qos.reliability".to_string(),
+                ParameterValue::String(s.reliability.clone()),
+            ),
+            (
+                "image_qos.depth".to_string(),
+                ParameterValue::Integer(s.depth),
+            ),
+            (
+                "diagnostics_period".to_string(),
+                ParameterValue::Double(s.diagnostics_period),
+            ),
+            (
+                "debug_image".to_string(),
+                ParameterValue::Bool(self.live.debug_image),
+            ),
+        ];
+        out.extend(
+            self.live
+                .config
+                .flatten()
+                .into_iter()
+                .map(|(k, v)| (k, yaml_to_param(&v))),
+        );
+        out
+    }
+
+    /// Validates one run-time change against the current state plus the updates already
+    /// checked in this batch; nothing is applied.
+    fn check(&self, name: &str, value: &ParameterValue) -> Result<(), String> {
+        if is_config_key(&self.live.config, name) {
+            let y = param_to_yaml(value)
+                .ok_or_else(|| format!("a {} is not a valid value", type_name(value)))?;
+            let mut pending = self.pending.borrow_mut();
+            pending.retain(|(k, _)| k != name);
+            pending.push((name.to_string(), y));
+            if let Err(e) = self.live.config.with_values(&pending) {
+                pending.clear();
+                return Err(e.to_string());
+            }
+            Ok(())
+        } else if name == "debug_image" {
+            as_bool(name, value).map(|_| ())
+        } else if READ_ONLY.contains(&name.as_str()) {
+            let current = self
+                .all()
+                .into_iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v);
+            if current.as_ref() == Some(value) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{name} is read-only at run time (set it in the params file or with --ros-args -p, then restart)"
+                ))
+            }
+        } else {
+            Err(format!("unknown parameter {name:?}"))
+        }
+    }
+
+    /// Applies one run-time change, validated against the whole config first; on error
+    /// nothing changes. If `name` was checked as part of a batch, the whole batch is applied
+    /// together now (so interdependent values can change at once).
+    pub fn set(&mut self, name: &str, value: &ParameterValue) -> Result<(), String> {
+        if is_config_key(&self.live.config, name) {
+            let y = param_to_yaml(value)
+                .ok_or_else(|| format!("a {} is not a valid value", type_name(value)))?;
+            let batch = std::mem::take(&mut *self.pending.borrow_mut());
+            let mut updates: Vec<(String, Value)> = if batch.iter().any(|(k, _)| k == name) {
+                batch
+            } else {
+                Vec::new()
+            };
+            updates.retain(|(k, _)| k != name);
+            updates.push((name.to_string(), y));
+            let config = self
+                .live
+                .config
+                .with_values(&updates)
+                .map_err(|e| e.to_string())?;
+            if config != self.live.config {
+                self.live.config = config;
+                self.live.generation += 1;
+            }
+            Ok(())
+        } else if name == "debug_image" {
+            let b = as_bool(name, value)?;
+            if b != self.live.debug_image {
+                self.live.debug_image = b;
+                self.live.generation += 1;
+            }
+            Ok(())
+        } else {
+            self.check(name, value)
+        }
+    }
+}
+
+impl Default for NodeParams {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn as_bool(name: &str, v: &ParameterValue) -> Result<bool, String> {
+    match v {
+        ParameterValue::Bool(b) => Ok(*b),
+        o => Err(format!("{name}: expected a bool, got a {}", type_name(o))),
+    }
+}
+
+fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(), String> {
+    let wrong = |want: &str| format!("{name}: expected {want}, got a {}", type_name(v));
+    match (name, v) {
+        ("backend", ParameterValue::String(x)) => s.backend = x.clone(),
+        ("inputs", ParameterValue::StringArray(x)) => {
+            s.inputs = x.iter().filter(|n| !n.is_empty()).cloned().collect()
+        }
+        ("inputs", ParameterValue::String(x)) => {
+            s.inputs = if x.is_empty() {
+                vec![]
+            } else {
+                vec![x.clone()]
+            }
+        }
+        ("image_qos.reliability", ParameterValue::String(x)) => s.reliability = x.clone(),
+        ("image_qos.depth", ParameterValue::Integer(x)) => s.depth = *x,
+        ("diagnostics_period", ParameterValue::Double(x)) => s.diagnostics_period = *x,
+        ("diagnostics_period", ParameterValue::Integer(x)) => s.diagnostics_period = *x as f64,
+        ("backend" | "image_qos.reliability", _) => return Err(wrong("a string")),
+        ("inputs", _) => return Err(wrong("a string array")),
+        ("image_qos.depth", _) => return Err(wrong("an integer")),
+        ("diagnostics_period", _) => return Err(wrong("a double")),
+        _ => return Err(format!("unknown parameter {name:?}")),
+    }
+    Ok(())
+}
+
+fn rejected(name: &str, msg: String) -> r2r::Error {
+    r2r::Error::ParameterValueConv {
+        name: name.to_string(),
+        msg: format!("rejected: {msg}"),
+    }
+}
+
+impl RosParams for NodeParams {
+    /// Called once by `make_derived_parameter_handler`: takes the start-up values rcl parsed
+    /// (params file, `-p`), applies them as one validated set, then publishes every
+    /// parameter with its effective value.
+    fn register_parameters(
+        &mut self,
+        _prefix: &str,
+        _param: Option<Parameter>,
+        params: &mut IndexMap<String, Parameter>,
+    ) -> r2r::Result<()> {
+        let given: Vec<(String, ParameterValue)> = params
+            .iter()
+            .map(|(k, p)| (k.clone(), p.value.clone()))
+            .collect();
+        let unknown = self
+            .apply_initial(&given)
+            .map_err(|e| rejected("(start-up parameters)", e))?;
+        for name in unknown {
+            if name != "use_sim_time" {
+                eprintln!("[gpu_features_node] warning: ignoring unknown parameter {name:?}");
+            }
+        }
+        for (k, v) in self.all() {
+            params.insert(k, Parameter::new(v));
+        }
+        Ok(())
+    }
+
+    fn get_parameter(&mut self, name: &str) -> r2r::Result<ParameterValue> {
+        self.all()
+            .into_iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| r2r::Error::InvalidParameterName { name: name.into() })
+    }
+
+    fn set_parameter(&mut self, name: &str, value: &ParameterValue) -> r2r::Result<()> {
+        self.set(name, value).map_err(|e| rejected(name, e))
+    }
+
+    fn check_parameter(&self, name: &str, value: &ParameterValue) -> r2r::Result<()> {
+        self.check(name, value).map_err(|e| rejected(name, e))
+    }
+}
+
+/// Reads a ROS params file (`<node>: ros__parameters: {...}`, nested maps flattened to
+/// dotted names as rcl does) and returns the values meant for `node_name` (sections `/**`,
+/// `node_name`, `/node_name` or `/<ns>/node_name`, in file order).
+pub fn load_params_file(
+    path: &std::path::Path,
+    node_name: &str,
+) -> Result<Vec<(String, ParameterValue)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let doc: Value = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    let Value::Mapping(top) = doc else {
+        return Err(format!("{}: not a mapping", path.display()));
+    };
+    for (k, v) in top {
+        let k = k.as_str().unwrap_or_default();
+        let matches = k == "/**"
+            || k == node_name
+            || k.trim_start_matches('/') == node_name
+            || k.ends_with(&format!("/{node_name}"));
+        if !matches {
+            continue;
+        }
+        if let Some(p) = v.get("ros__parameters") {
+            flatten_into("", p, &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+fn flatten_into(
+    prefix: &str,
+    v: &Value,
+    out: &mut Vec<(String, ParameterValue)>,
+) -> Result<(), String> {
+    match v {
+        Value::Mapping(m) => {
+            for (k, v) in m {
+                let k = k.as_str().unwrap_or_default();
+                let key = if prefix.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten_into(&key, v, out)?;
+            }
+        }
+        Value::Sequence(items) => {
+            let strings: Option<Vec<String>> = items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect();
+            let value = if let Some(s) = strings {
+                ParameterValue::StringArray(s)
+            } else if let Some(i) = items.iter().map(Value::as_i64).collect::<Option<Vec<_>>>() {
+                ParameterValue::IntegerArray(i)
+            } else if let Some(f) = items.iter().map(Value::as_f64).collect::<Option<Vec<_>>>() {
+                ParameterValue::DoubleArray(f)
+            } else if let Some(b) = items.iter().map(Value::as_bool).collect::<Option<Vec<_>>>() {
+                ParameterValue::BoolArray(b)
+            } else {
+                return Err(format!("{prefix}: mixed-type arrays are not parameters"));
+            };
+            out.push((prefix.to_string(), value));
+        }
+        scalar => out.push((prefix.to_string(), yaml_to_param(scalar))),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_config_key_is_a_parameter() {
+        let p = NodeParams::new();
+        let names: Vec<String> = p.all().into_iter().map(|(k, _)| k).collect();
+        for (k, _) in Config::default().flatten() {
+            assert!(names.contains(&k), "{k}");
+        }
+        assert!(names.contains(&"backend".to_string()));
+    }
+
+    #[test]
+    fn runtime_updates_are_validated_whole() {
+        let mut p = NodeParams::new();
+        let g = p.live.generation;
+        p.set("canny.low_threshold", &ParameterValue::Double(10.0))
+            .unwrap();
+        assert_eq!(p.live.config.canny.low_threshold, 10.0);
+        assert!(p.live.generation > g);
+        // integers are accepted for double settings
+        p.set("canny.high_threshold", &ParameterValue::Integer(90))
+            .unwrap();
+        assert_eq!(p.live.config.canny.high_threshold, 90.0);
+        let before = p.live.clone();
+        let e = p
+            .set("pyramid.levels", &ParameterValue::Integer(0))
+            .unwrap_err();
+        assert!(e.contains("pyramid.levels"), "{e}");
+        assert_eq!(p.live.config, before.config);
+        assert!(p
+            .set("backend", &ParameterValue::String("cpu".into()))
+            .is_err());
+        assert!(p.set("nope", &ParameterValue::Integer(1)).is_err());
+        assert!(p
+            .set("pyramid.levels", &ParameterValue::String("x".into()))
+            .is_err());
+    }
+
+    #[test]
+    fn atomic_batches_apply_together() {
+        let mut p = NodeParams::new();
+        // fast_threshold 5 alone is invalid (min_fast_threshold 7 > 5)
+        assert!(p
+            .check("detector.fast_threshold", &ParameterValue::Integer(5))
+            .is_err());
+        p.check("detector.min_fast_threshold", &ParameterValue::Integer(3))
+            .unwrap();
+        p.check("detector.fast_threshold", &ParameterValue::Integer(5))
+            .unwrap();
+        p.set("detector.min_fast_threshold", &ParameterValue::Integer(3))
+            .unwrap();
+        p.set("detector.fast_threshold", &ParameterValue::Integer(5))
+            .unwrap();
+        assert_eq!(p.live.config.detector.fast_threshold, 5);
+        assert_eq!(p.live.config.detector.min_fast_threshold, 3);
+    }
+
+    #[test]
+    fn params_file_is_read_like_rcl() {
+        let dir = std::env::temp_dir().join(format!("gf-params-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("p.yaml");
+        std::fs::write(
+            &f,
+            "/**:\n  ros__parameters:\n    backend: cpu\nother:\n  ros__parameters:\n    backend: cuda\ngpu_features:\n  ros__parameters:\n    inputs: [left, right]\n    canny:\n      low_threshold: 20.0\n",
+        )
+        .unwrap();
+        let v = load_params_file(&f, "gpu_features").unwrap();
+        let mut p = NodeParams::new();
+        p.apply_initial(&v).unwrap();
+        assert_eq!(p.settings.backend, "cpu");
+        assert_eq!(p.settings.inputs, vec!["left", "right"]);
+        assert_eq!(p.live.config.canny.low_threshold, 20.0);
+        std::fs::remove_dir_all(dir).ok();
+    }
+}

@@ -1,0 +1,647 @@
+#!/usr/bin/env python3
+"""Integration test of gpu_features_node against a real rclpy process (loopback only).
+
+    test_node.py --node target/ros/release/gpu_features_node [--load-seconds 20]
+
+Starts the node, publishes real images (several encodings and sizes, then malformed ones),
+and checks that the outputs equal the library's for the same bytes (computed by the same
+binary's `--reference` mode, no ROS involved), that headers are copied, that parameters set
+over the SetParameters service apply on the next frame (and invalid ones are rejected),
+that malformed input is counted in /diagnostics while the node stays up, multi-camera
+inputs, the debug image, and clean shutdown on SIGTERM/SIGINT. Then measures latency under
+a 30 Hz load. Prints 'N passed, N failed' last; exit status 1 if anything failed.
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters, SetParametersAtomically
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+from sensor_msgs.msg import Image, PointCloud2
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, 'tests', 'data')
+PARAMS_FILE = os.path.join(ROOT, 'config', 'gpu_features.yaml')
+NS = '/gf_test'
+FLOAT32 = 7
+FIELDS = ['x', 'y', 'response', 'size', 'angle', 'octave']
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+# ---------------------------------------------------------------------------- frames
+
+class Frame:
+    """Raw bytes of one sensor_msgs/Image, with what it should be called."""
+
+    def __init__(self, name, data, width, height, step, encoding, big_endian=False):
+        self.name, self.data = name, bytes(data)
+        self.width, self.height, self.step = width, height, step
+        self.encoding, self.big_endian = encoding, big_endian
+
+
+def to_encoding(name, arr, encoding, pad=0):
+    """arr: HxW (mono8) or HxWx3 (rgb8) uint8 from the library's file loader."""
+    h, w = arr.shape[:2]
+    if arr.ndim == 2:
+        gray, rgb = arr, np.repeat(arr[:, :, None], 3, axis=2)
+    else:
+        rgb, gray = arr, None
+    be = False
+    if encoding == 'mono8':
+        if gray is None:
+            raise ValueError('mono8 only from gray files')
+        px = gray
+    elif encoding == 'rgb8':
+        px = rgb
+    elif encoding == 'bgr8':
+        px = rgb[:, :, ::-1]
+    elif encoding == 'rgba8':
+        px = np.concatenate([rgb, np.full((h, w, 1), 200, np.uint8)], axis=2)
+    elif encoding == 'bgra8':
+        px = np.concatenate([rgb[:, :, ::-1], np.full((h, w, 1), 7, np.uint8)], axis=2)
+    elif encoding in ('mono16', 'mono16_be'):
+        g = gray if gray is not None else rgb[:, :, 1]
+        v = g.astype(np.uint16) * 256 + (np.arange(w, dtype=np.uint16)[None, :] % 251)
+        be = encoding == 'mono16_be'
+        px = v.astype('>u2' if be else '<u2').view(np.uint8).reshape(h, w * 2)
+        encoding = 'mono16'
+    elif encoding in ('yuv422', 'yuv422_yuy2'):
+        g = gray if gray is not None else rgb[:, :, 1]
+        w2 = w - (w % 2)
+        g = g[:, :w2]
+        chroma = np.full_like(g, 128)
+        chroma[:, 1::2] = 90
+        if encoding == 'yuv422':   # U Y0 V Y1
+            px = np.stack([chroma, g], axis=2).reshape(h, w2 * 2)
+        else:                      # Y0 U Y1 V
+            px = np.stack([g, chroma], axis=2).reshape(h, w2 * 2)
+        w = w2
+    else:
+        raise ValueError(encoding)
+    rows = px.reshape(h, -1)
+    row_bytes = rows.shape[1]
+    if pad:
+        rows = np.concatenate([rows, np.full((h, pad), 0xAB, np.uint8)], axis=1)
+    return Frame(name, rows.tobytes(), w, h, row_bytes + pad, encoding, be)
+
+
+# ---------------------------------------------------------------------------- reference
+
+class Reference:
+    """Runs `gpu_features_node --reference` (the library, no ROS) on raw frames."""
+
+    def __init__(self, node_bin, tmp):
+        self.bin, self.tmp, self.n = node_bin, tmp, 0
+
+    def _run(self, manifest):
+        import yaml
+        path = os.path.join(self.tmp, f'manifest{self.n}.yaml')
+        self.n += 1
+        with open(path, 'w') as f:
+            yaml.safe_dump(manifest, f)
+        r = subprocess.run([self.bin, '--reference', path], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f'reference failed: {r.stderr}')
+
+    def load_images(self, files):
+        out = {}
+        items = [{'image': os.path.join(DATA, f), 'out': os.path.join(self.tmp, f'img_{f}')}
+                 for f in files]
+        self._run({'images': items})
+        for f, it in zip(files, items):
+            w, h, enc = open(it['out'] + '.meta').read().split()
+            w, h = int(w), int(h)
+            raw = np.frombuffer(open(it['out'] + '.raw', 'rb').read(), np.uint8)
+            out[f] = raw.reshape(h, w) if enc == 'mono8' else raw.reshape(h, w, 3)
+        return out
+
+    def compute(self, frames, params):
+        """-> {frame.name: (cloud_bytes, edges_bytes or None)}"""
+        items = []
+        for fr in frames:
+            raw = os.path.join(self.tmp, f'ref{self.n}_{fr.name}.bin')
+            with open(raw, 'wb') as f:
+                f.write(fr.data)
+            items.append({'raw': raw, 'width': fr.width, 'height': fr.height, 'step': fr.step,
+                          'encoding': fr.encoding, 'big_endian': fr.big_endian,
+                          'out': raw[:-4]})
+        self._run({'params_file': PARAMS_FILE, 'params': params, 'frames': items})
+        res = {}
+        for fr, it in zip(frames, items):
+            cloud = open(it['out'] + '.cloud', 'rb').read()
+            ep = it['out'] + '.edges'
+            edges = open(ep, 'rb').read() if os.path.exists(ep) else None
+            res[fr.name] = (cloud, edges)
+        return res
+
+
+# ---------------------------------------------------------------------------- ROS side
+
+class Harness:
+    def __init__(self, ns):
+        self.node = rclpy.create_node('gf_test_driver')
+        self.ns = ns
+        self.lock = threading.Lock()
+        self.clouds = {}    # topic -> {(sec, nsec): (recv_time, msg)}
+        self.images = {}
+        self.diag = []      # (recv_time, DiagnosticArray)
+        self.pubs = {}
+        self.subs = []
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 50)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def _on_diag(self, msg):
+        with self.lock:
+            self.diag.append((time.monotonic(), msg))
+
+    def listen(self, topic, kind):
+        store = self.clouds if kind is PointCloud2 else self.images
+        store.setdefault(topic, {})
+
+        def cb(msg, topic=topic, store=store):
+            t = time.monotonic()
+            with self.lock:
+                store[topic][(msg.header.stamp.sec, msg.header.stamp.nanosec)] = (t, msg)
+        qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE,
+                         history=HistoryPolicy.KEEP_LAST)
+        self.subs.append(self.node.create_subscription(kind, topic, cb, qos))
+
+    def publisher(self, topic):
+        if topic not in self.pubs:
+            qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             history=HistoryPolicy.KEEP_LAST)
+            self.pubs[topic] = self.node.create_publisher(Image, topic, qos)
+        return self.pubs[topic]
+
+    def wait_subscribers(self, topic, timeout=15.0):
+        pub = self.publisher(topic)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if pub.get_subscription_count() > 0:
+                return True
+            time.sleep(0.05)
+        return False
+
+    @staticmethod
+    def image_msg(fr, stamp, frame_id):
+        m = Image()
+        m.header.stamp.sec, m.header.stamp.nanosec = stamp
+        m.header.frame_id = frame_id
+        m.width, m.height, m.step = fr.width, fr.height, fr.step
+        m.encoding, m.is_bigendian = fr.encoding, int(fr.big_endian)
+        m.data = fr.data
+        return m
+
+    def get(self, store, topic, stamp):
+        with self.lock:
+            return store.get(topic, {}).get(stamp)
+
+    def send_and_wait(self, topic, fr, stamp, frame_id, wait_topics, timeout=20.0):
+        """Publishes (re-publishing every 2 s: the input is best effort) until every topic
+        in wait_topics has a message with this stamp. Returns {topic: msg}."""
+        pub = self.publisher(topic)
+        msg = self.image_msg(fr, stamp, frame_id)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            pub.publish(msg)
+            resend = time.monotonic() + 2.0
+            while time.monotonic() < min(resend, end):
+                got = {}
+                for t, kind in wait_topics:
+                    r = self.get(self.clouds if kind is PointCloud2 else self.images, t, stamp)
+                    if r:
+                        got[t] = r[1]
+                if len(got) == len(wait_topics):
+                    return got
+                time.sleep(0.005)
+        raise TimeoutError(f'no answer on {wait_topics} for {fr.name} stamp {stamp}')
+
+    def set_params(self, node_fqn, values, atomically=False):
+        srv_t = SetParametersAtomically if atomically else SetParameters
+        name = node_fqn + ('/set_parameters_atomically' if atomically else '/set_parameters')
+        cli = self.node.create_client(srv_t, name)
+        if not cli.wait_for_service(timeout_sec=10.0):
+            raise TimeoutError(name)
+        req = srv_t.Request()
+        for k, v in values.items():
+            p = Parameter()
+            p.name = k
+            if isinstance(v, bool):
+                p.value = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=v)
+            elif isinstance(v, int):
+                p.value = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=v)
+            elif isinstance(v, float):
+                p.value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=v)
+            else:
+                p.value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=v)
+            req.parameters.append(p)
+        fut = cli.call_async(req)
+        end = time.monotonic() + 10.0
+        while not fut.done() and time.monotonic() < end:
+            time.sleep(0.01)
+        self.node.destroy_client(cli)
+        if not fut.done():
+            raise TimeoutError(name)
+        r = fut.result()
+        return [r.result] if atomically else list(r.results)
+
+    def latest_diag(self, name_contains, since=0.0):
+        with self.lock:
+            for t, arr in reversed(self.diag):
+                if t < since:
+                    break
+                for st in arr.status:
+                    if name_contains in st.name:
+                        return st, {kv.key: kv.value for kv in st.values}
+        return None, None
+
+    def wait_diag(self, name_contains, pred, timeout=10.0):
+        end = time.monotonic() + timeout
+        since = time.monotonic()
+        while time.monotonic() < end:
+            st, kv = self.latest_diag(name_contains, since)
+            if kv is not None and pred(kv):
+                return st, kv
+            time.sleep(0.05)
+        st, kv = self.latest_diag(name_contains)
+        raise AssertionError(f'diagnostics {name_contains!r} never matched; last: {kv}')
+
+
+# ---------------------------------------------------------------------------- checks
+
+def check_cloud(msg, ref_cloud):
+    assert msg.height == 1, msg.height
+    assert msg.point_step == 24 and msg.row_step == 24 * msg.width, (msg.point_step, msg.row_step)
+    assert not msg.is_bigendian and msg.is_dense
+    assert [f.name for f in msg.fields] == FIELDS, [f.name for f in msg.fields]
+    assert all(f.datatype == FLOAT32 and f.count == 1 and f.offset == 4 * i
+               for i, f in enumerate(msg.fields))
+    data = bytes(msg.data)
+    assert len(data) == 24 * msg.width
+    if data != ref_cloud:
+        a = np.frombuffer(data, '<f4').reshape(-1, 6)
+        b = np.frombuffer(ref_cloud, '<f4').reshape(-1, 6)
+        raise AssertionError(f'keypoints differ from the library: node {len(a)} vs library {len(b)}'
+                             f'; first node {a[:2].tolist()} library {b[:2].tolist()}')
+    return msg.width
+
+
+def check_edges(msg, fr, ref_edges):
+    assert ref_edges is not None, 'library produced no edges'
+    assert msg.encoding == 'mono8', msg.encoding
+    assert (msg.width, msg.height, msg.step) == (fr.width, fr.height, fr.width), \
+        (msg.width, msg.height, msg.step)
+    data = bytes(msg.data)
+    assert set(np.unique(np.frombuffer(data, np.uint8)).tolist()) <= {0, 255}
+    assert data == ref_edges, f'edges differ: {sum(a != b for a, b in zip(data, ref_edges))} px'
+
+
+def check_header(msg, stamp, frame_id):
+    got = (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id)
+    assert got == (stamp[0], stamp[1], frame_id), got
+
+
+class Runner:
+    def __init__(self):
+        self.passed, self.failed = 0, 0
+
+    def case(self, name, fn):
+        t0 = time.monotonic()
+        try:
+            fn()
+            self.passed += 1
+            log(f'PASS {name} ({time.monotonic() - t0:.1f} s)')
+        except Exception as e:  # noqa: BLE001 - report every failure and go on
+            self.failed += 1
+            log(f'FAIL {name}: {e}')
+            traceback.print_exc(file=sys.stdout)
+
+
+def start_node(node_bin, extra, logpath):
+    cmd = [node_bin, '--ros-args', '--params-file', PARAMS_FILE] + extra
+    log('$ ' + ' '.join(cmd))
+    f = open(logpath, 'w')
+    return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT), f
+
+
+def stop_node(proc, sig, timeout=10.0):
+    proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+# ---------------------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--node', required=True)
+    ap.add_argument('--backend', default=os.environ.get('GF_ROS_TEST_BACKEND', 'cpu'))
+    ap.add_argument('--load-seconds', type=float, default=20.0)
+    ap.add_argument('--load-rate', type=float, default=30.0)
+    ap.add_argument('--load-encoding', default='bgr8')
+    args = ap.parse_args()
+    node_bin = os.path.abspath(args.node)
+    tmp = tempfile.mkdtemp(prefix='gf-ros-test-')
+    ref = Reference(node_bin, tmp)
+    R = Runner()
+    base_params = {'backend': args.backend}
+
+    imgs = ref.load_images(['camera.png', 'astronaut.png', 'box.png', 'coffee_odd.png',
+                            'basketball1.png', 'graf1.png'])
+    frames = [
+        to_encoding('camera_mono8', imgs['camera.png'], 'mono8'),
+        to_encoding('astronaut_rgb8', imgs['astronaut.png'], 'rgb8'),
+        to_encoding('astronaut_bgr8_padded', imgs['astronaut.png'], 'bgr8', pad=13),
+        to_encoding('coffee_odd_rgba8', imgs['coffee_odd.png'], 'rgba8'),
+        to_encoding('graf1_bgra8', imgs['graf1.png'], 'bgra8'),
+        to_encoding('box_mono16', imgs['box.png'], 'mono16'),
+        to_encoding('box_mono16_be', imgs['box.png'], 'mono16_be'),
+        to_encoding('basketball_yuv422', imgs['basketball1.png'], 'yuv422'),
+        to_encoding('basketball_yuyv', imgs['basketball1.png'], 'yuv422_yuy2'),
+        to_encoding('camera_mono8_again', imgs['camera.png'], 'mono8'),
+    ]
+
+    rclpy.init()
+    H = Harness(NS)
+    node_fqn = NS + '/gpu_features'
+    in_topic = NS + '/camera/image_raw'    # remapped input
+    kp_topic, edge_topic, dbg_topic = NS + '/keypoints', NS + '/edges', NS + '/debug_image'
+    H.listen(kp_topic, PointCloud2)
+    H.listen(edge_topic, Image)
+    H.listen(dbg_topic, Image)
+    proc, logf = start_node(node_bin, ['-r', '__ns:=' + NS, '-r', 'image:=camera/image_raw',
+                                       '-p', f'backend:={args.backend}',
+                                       '-p', 'diagnostics_period:=0.5'],
+                            os.path.join(tmp, 'node.log'))
+    stamp_counter = [1000]
+
+    def next_stamp():
+        stamp_counter[0] += 1
+        return (stamp_counter[0], 123456789)
+
+    def t_starts():
+        assert H.wait_subscribers(in_topic), 'node never subscribed to the remapped input'
+        _, kv = H.wait_diag('gpu_features', lambda kv: 'backend' in kv, timeout=15)
+        log(f'  diagnostics: backend={kv["backend"]}')
+        assert kv['backend'] == args.backend, kv['backend']
+
+    def t_outputs_equal_library():
+        want = ref.compute(frames, base_params)
+        for fr in frames:
+            stamp = next_stamp()
+            got = H.send_and_wait(in_topic, fr, stamp, 'cam_' + fr.name,
+                                  [(kp_topic, PointCloud2), (edge_topic, Image)])
+            n = check_cloud(got[kp_topic], want[fr.name][0])
+            check_edges(got[edge_topic], fr, want[fr.name][1])
+            check_header(got[kp_topic], stamp, 'cam_' + fr.name)
+            check_header(got[edge_topic], stamp, 'cam_' + fr.name)
+            log(f'  {fr.name:24s} {fr.width}x{fr.height} {fr.encoding:12s} step {fr.step}: '
+                f'{n} keypoints, edges equal')
+
+    def t_params_change_output():
+        fr = frames[0]
+        before = ref.compute([fr], base_params)[fr.name]
+        changes = [
+            ({'canny.low_threshold': 10.0, 'canny.high_threshold': 40.0}, 'edges'),
+            ({'detector.fast_threshold': 40}, 'keypoints'),
+            ({'pyramid.levels': 3, 'pyramid.scale_factor': 1.5}, 'keypoints'),
+            ({'select.max_keypoints': 50}, 'keypoints'),
+        ]
+        cur = dict(base_params)
+        for values, what in changes:
+            res = H.set_params(node_fqn, values)
+            assert all(r.successful for r in res), [r.reason for r in res]
+            cur.update(values)
+            want = ref.compute([fr], cur)[fr.name]
+            assert want != before, f'{values} does not change the library output?'
+            stamp = next_stamp()
+            got = H.send_and_wait(in_topic, fr, stamp, 'p', [(kp_topic, PointCloud2),
+                                                            (edge_topic, Image)])
+            n = check_cloud(got[kp_topic], want[0])
+            check_edges(got[edge_topic], fr, want[1])
+            log(f'  set {values}: next frame {n} keypoints, equals the library with it')
+            before = want
+        # interdependent values, as one atomic set (fast 5 alone is below min_fast 7)
+        res = H.set_params(node_fqn, {'detector.min_fast_threshold': 3,
+                                      'detector.fast_threshold': 5}, atomically=True)
+        assert res[0].successful, res[0].reason
+        cur.update({'detector.min_fast_threshold': 3, 'detector.fast_threshold': 5})
+        want = ref.compute([fr], cur)[fr.name]
+        got = H.send_and_wait(in_topic, fr, next_stamp(), 'p', [(kp_topic, PointCloud2)])
+        check_cloud(got[kp_topic], want[0])
+        log('  atomic {min_fast_threshold: 3, fast_threshold: 5} applied together')
+
+    def t_invalid_params_rejected():
+        fr = frames[0]
+        cases = [{'pyramid.levels': 0}, {'canny.low_threshold': -1.0},
+                 {'detector.fast_threshold': 'high'}, {'no.such.key': 1},
+                 {'backend': 'cuda'}, {'detector.min_fast_threshold': 200}]
+        for values in cases:
+            res = H.set_params(node_fqn, values)
+            assert len(res) == 1 and not res[0].successful, values
+            assert res[0].reason, f'{values}: rejected without a reason'
+            log(f'  {values} rejected: {res[0].reason}')
+        res = H.set_params(node_fqn, {'detector.fast_threshold': 1,
+                                      'pyramid.levels': 99}, atomically=True)
+        assert not res[0].successful
+        log(f'  atomic set with one bad value rejected whole: {res[0].reason}')
+        # nothing applied: the output is still the one of the last valid config
+        cur = dict(base_params, **{'canny.low_threshold': 10.0, 'canny.high_threshold': 40.0,
+                                   'detector.fast_threshold': 5, 'detector.min_fast_threshold': 3,
+                                   'pyramid.levels': 3, 'pyramid.scale_factor': 1.5,
+                                   'select.max_keypoints': 50})
+        want = ref.compute([fr], cur)[fr.name]
+        got = H.send_and_wait(in_topic, fr, next_stamp(), 'p', [(kp_topic, PointCloud2),
+                                                                (edge_topic, Image)])
+        check_cloud(got[kp_topic], want[0])
+        check_edges(got[edge_topic], fr, want[1])
+
+    def t_debug_image():
+        fr = frames[1]
+        stamp = next_stamp()
+        H.send_and_wait(in_topic, fr, stamp, 'dbg', [(kp_topic, PointCloud2)])
+        time.sleep(0.3)
+        assert H.get(H.images, dbg_topic, stamp) is None, 'debug_image published while off'
+        res = H.set_params(node_fqn, {'debug_image': True})
+        assert res[0].successful, res[0].reason
+        stamp = next_stamp()
+        got = H.send_and_wait(in_topic, fr, stamp, 'dbg', [(dbg_topic, Image)])
+        m = got[dbg_topic]
+        assert m.encoding == 'bgr8' and (m.width, m.height) == (fr.width, fr.height)
+        check_header(m, stamp, 'dbg')
+        H.set_params(node_fqn, {'debug_image': False})
+        log(f'  debug_image {m.width}x{m.height} bgr8 only once enabled')
+
+    def t_malformed_input():
+        _, kv0 = H.wait_diag('gpu_features', lambda kv: True)
+        errors0 = int(kv0['decode_errors'])
+        good = frames[0]
+        bad = [
+            Frame('short', good.data[:-1], good.width, good.height, good.step, 'mono8'),
+            Frame('bad_step', good.data, good.width, good.height, good.width - 1, 'mono8'),
+            Frame('unknown_enc', good.data, good.width, good.height, good.step, 'bayer_rggb8'),
+            Frame('empty', b'', 0, 0, 0, 'mono8'),
+            Frame('odd_yuv', b'\0' * (3 * 2 * 3), 3, 3, 6, 'yuv422'),
+            Frame('huge_claim', b'\0' * 64, 100000, 100000, 100000, 'mono8'),
+        ]
+        pub = H.publisher(in_topic)
+        for fr in bad:
+            # several copies: the input is best effort; spaced so none replaces another
+            for _ in range(3):
+                pub.publish(H.image_msg(fr, next_stamp(), 'bad'))
+                time.sleep(0.05)
+        assert proc.poll() is None, 'node died on malformed input'
+        st, kv = H.wait_diag('gpu_features',
+                             lambda kv: int(kv['decode_errors']) >= errors0 + len(bad))
+        log(f'  decode_errors {errors0} -> {kv["decode_errors"]}, level {st.level}: '
+            f'{st.message}')
+        # still working
+        H.send_and_wait(in_topic, good, next_stamp(), 'after', [(kp_topic, PointCloud2)])
+        assert proc.poll() is None
+
+    R.case('node starts, subscribes to the remapped topic, reports its backend', t_starts)
+    R.case('keypoints and edges equal the library, headers copied (encodings, sizes, '
+           'resolution changes)', t_outputs_equal_library)
+    R.case('SetParameters changes the output on the next frame', t_params_change_output)
+    R.case('invalid parameters rejected with a reason, nothing applied', t_invalid_params_rejected)
+    R.case('debug_image off by default, on at run time', t_debug_image)
+    R.case('malformed images counted in /diagnostics, node keeps running', t_malformed_input)
+
+    def t_sigterm():
+        rc = stop_node(proc, signal.SIGTERM)
+        logf.close()
+        out = open(os.path.join(tmp, 'node.log')).read()
+        assert rc == 0, f'exit status {rc} after SIGTERM; log:\n{out[-3000:]}'
+        summary = [line for line in out.splitlines() if 'gpu_features_node summary' in line]
+        assert summary, out[-2000:]
+        log('  ' + summary[0])
+    R.case('SIGTERM shuts down cleanly (exit 0, summary printed)', t_sigterm)
+
+    # ---- several cameras: one pipeline per input, outputs namespaced per input
+    def t_stereo():
+        ns = '/gf_stereo'
+        for side in ('left', 'right'):
+            H.listen(f'{ns}/{side}/keypoints', PointCloud2)
+            H.listen(f'{ns}/{side}/edges', Image)
+        p2, f2 = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                       '-p', 'inputs:=[left, right]'],
+                            os.path.join(tmp, 'stereo.log'))
+        try:
+            want = ref.compute([frames[0], frames[1]], base_params)
+            for side, fr in (('left', frames[0]), ('right', frames[1])):
+                assert H.wait_subscribers(f'{ns}/{side}/image'), f'no {side}/image subscription'
+                stamp = next_stamp()
+                got = H.send_and_wait(f'{ns}/{side}/image', fr, stamp, side,
+                                      [(f'{ns}/{side}/keypoints', PointCloud2),
+                                       (f'{ns}/{side}/edges', Image)])
+                check_cloud(got[f'{ns}/{side}/keypoints'], want[fr.name][0])
+                check_edges(got[f'{ns}/{side}/edges'], fr, want[fr.name][1])
+                check_header(got[f'{ns}/{side}/keypoints'], stamp, side)
+                log(f'  {side}: {fr.name} -> {ns}/{side}/keypoints, edges equal')
+            st, _ = H.wait_diag('gf_stereo/gpu_features: right', lambda kv: True)
+            log(f'  diagnostics status per input, e.g. {st.name!r}')
+        finally:
+            rc = stop_node(p2, signal.SIGINT)
+            f2.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('two inputs (stereo) each with its own pipeline; SIGINT exits 0', t_stereo)
+
+    # ---- load: 30 Hz for N seconds at 640x480 and 1920x1080
+    def load(width, height):
+        ns = f'/gf_load_{width}'
+        kp = f'{ns}/keypoints'
+        H.listen(kp, PointCloud2)
+        p3, f3 = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                       '-p', 'diagnostics_period:=1.0'],
+                            os.path.join(tmp, f'load{width}.log'))
+        try:
+            src = imgs['graf1.png']   # 800x640 rgb: tile/crop to the size
+            reps = (-(-height // src.shape[0]), -(-width // src.shape[1]), 1)
+            arr = np.tile(src, reps)[:height, :width]
+            fr = to_encoding(f'load{width}', np.ascontiguousarray(arr), args.load_encoding)
+            topic = f'{ns}/image'
+            assert H.wait_subscribers(topic)
+            # warm up (first frame sizes the buffers)
+            H.send_and_wait(topic, fr, (1, 0), 'load', [(kp, PointCloud2)])
+            msg = H.image_msg(fr, (0, 0), 'load')
+            pub = H.publisher(topic)
+            period = 1.0 / args.load_rate
+            sent = {}
+            t_start = time.monotonic()
+            t_next = t_start
+            i = 0
+            diag_since = time.monotonic()
+            while time.monotonic() - t_start < args.load_seconds:
+                now = time.monotonic()
+                if now < t_next:
+                    time.sleep(t_next - now)
+                i += 1
+                msg.header.stamp.sec, msg.header.stamp.nanosec = 100, i
+                sent[(100, i)] = time.monotonic()
+                pub.publish(msg)
+                t_next += period
+            send_s = time.monotonic() - t_start
+            time.sleep(1.5)
+            with H.lock:
+                got = {k: v[0] for k, v in H.clouds[kp].items() if k[0] == 100}
+            rtt = sorted((got[k] - sent[k]) * 1e3 for k in got if k in sent)
+            # node-side numbers: the diagnostics windows during the run, and its summary
+            with H.lock:
+                windows = [{kv.key: kv.value for kv in st.values}
+                           for t, arr_ in H.diag if t >= diag_since
+                           for st in arr_.status if st.name.startswith(ns.strip('/'))]
+        finally:
+            rc = stop_node(p3, signal.SIGTERM)
+            f3.close()
+        summary = [line for line in open(os.path.join(tmp, f'load{width}.log')).read().splitlines()
+                   if 'summary' in line]
+
+        def pct(v, q):
+            return v[min(len(v) - 1, int(round((len(v) - 1) * q)))] if v else float('nan')
+        last = windows[-1] if windows else {}
+        stage = {k[len('stage_ms.'):]: v for k, v in last.items() if k.startswith('stage_ms.')}
+        log(f'LOAD {width}x{height} {args.load_encoding} @ {args.load_rate:.0f} Hz for '
+            f'{send_s:.1f} s: sent {len(sent)}, answered {len(rtt)} '
+            f'({len(rtt) / send_s:.1f} fps), not answered {len(sent) - len(rtt)}')
+        log(f'  round trip publish->keypoints (ms): p50 {pct(rtt, .5):.1f}  p95 {pct(rtt, .95):.1f}'
+            f'  max {rtt[-1] if rtt else float("nan"):.1f}')
+        if summary:
+            log('  node: ' + summary[0].split('summary ', 1)[1])
+        log(f'  node per-stage ms (last window, backend {last.get("backend")}): {stage}')
+        assert rc == 0, f'exit {rc}'
+        assert len(rtt) > 0, 'no frame answered under load'
+        assert summary, 'no node summary'
+
+    R.case('load 640x480 @ 30 Hz: latency and drops', lambda: load(640, 480))
+    R.case('load 1920x1080 @ 30 Hz: latency and drops', lambda: load(1920, 1080))
+
+    H.executor.shutdown()
+    H.node.destroy_node()
+    rclpy.try_shutdown()
+    log(f'{R.passed} passed, {R.failed} failed')
+    return 0 if R.failed == 0 else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
