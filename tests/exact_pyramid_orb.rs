@@ -257,7 +257,10 @@ fn zz_debug_orb_default() {
         let theirs: Vec<_> = want.iter().filter(|r| r[5] as i32 == o).collect();
         let pos = theirs
             .iter()
-            .filter(|r| mine.iter().any(|k| k.x == r[0] as f32 && k.y == r[1] as f32))
+            .filter(|r| {
+                mine.iter()
+                    .any(|k| k.x == r[0] as f32 && k.y == r[1] as f32)
+            })
             .count();
         let full = theirs
             .iter()
@@ -266,7 +269,11 @@ fn zz_debug_orb_default() {
                     .any(|k| k.x == r[0] as f32 && k.y == r[1] as f32 && k.angle == r[3] as f32)
             })
             .count();
-        println!("oct {o}: ours {} theirs {} pos {pos} full {full}", mine.len(), theirs.len());
+        println!(
+            "oct {o}: ours {} theirs {} pos {pos} full {full}",
+            mine.len(),
+            theirs.len()
+        );
         if o == 1 {
             for r in theirs.iter().take(5) {
                 println!("  theirs {:?}", r);

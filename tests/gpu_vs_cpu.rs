@@ -22,7 +22,11 @@ fn gpu(test: &str) -> Option<CudaPipeline> {
                 "{test}: {} ({}, kernels {} in {:.1} ms)",
                 p.gpu().name,
                 m.arch,
-                if m.from_cache { "from cache" } else { "compiled" },
+                if m.from_cache {
+                    "from cache"
+                } else {
+                    "compiled"
+                },
                 m.ms
             );
             Some(p)
@@ -71,12 +75,20 @@ fn compare(what: &str, cpu: &Features, gpu: &Features) {
         "{what}: keypoint count"
     );
     for (i, (a, b)) in cpu.keypoints.iter().zip(&gpu.keypoints).enumerate() {
-        assert_eq!(kp_bits(a), kp_bits(b), "{what}: keypoint {i}: cpu {a:?} gpu {b:?}");
+        assert_eq!(
+            kp_bits(a),
+            kp_bits(b),
+            "{what}: keypoint {i}: cpu {a:?} gpu {b:?}"
+        );
     }
     match (&cpu.edges, &gpu.edges) {
         (None, None) => {}
         (Some(a), Some(b)) => {
-            assert_eq!((a.width, a.height), (b.width, b.height), "{what}: edge size");
+            assert_eq!(
+                (a.width, a.height),
+                (b.width, b.height),
+                "{what}: edge size"
+            );
             let diff = a.data.iter().zip(&b.data).filter(|(x, y)| x != y).count();
             let first = a.data.iter().zip(&b.data).position(|(x, y)| x != y);
             assert_eq!(
@@ -153,7 +165,9 @@ fn pipeline_matches_cpu_on_fixtures() {
             eprintln!(
                 "{what}: {} keypoints, {} edge pixels identical",
                 gf.keypoints.len(),
-                gf.edges.as_ref().map_or(0, |e| e.data.iter().filter(|&&v| v != 0).count())
+                gf.edges
+                    .as_ref()
+                    .map_or(0, |e| e.data.iter().filter(|&&v| v != 0).count())
             );
         }
     }
@@ -197,7 +211,11 @@ fn encode(frame: &OwnedFrame, enc: Encoding, big_endian: bool) -> (Vec<u8>, usiz
             }
             _ => {
                 let v = frame.data[y * w + x];
-                [v, v.wrapping_add((x * 7) as u8), v.wrapping_sub((y * 3) as u8)]
+                [
+                    v,
+                    v.wrapping_add((x * 7) as u8),
+                    v.wrapping_sub((y * 3) as u8),
+                ]
             }
         }
     };
@@ -213,7 +231,11 @@ fn encode(frame: &OwnedFrame, enc: Encoding, big_endian: bool) -> (Vec<u8>, usiz
                 Encoding::Mono8 => o[0] = g,
                 Encoding::Mono16 => {
                     let v = (g as u16) << 8 | (r as u16 ^ (x as u16 & 0xff));
-                    o.copy_from_slice(&if big_endian { v.to_be_bytes() } else { v.to_le_bytes() });
+                    o.copy_from_slice(&if big_endian {
+                        v.to_be_bytes()
+                    } else {
+                        v.to_le_bytes()
+                    });
                 }
                 Encoding::Rgb8 => o.copy_from_slice(&[r, g, b]),
                 Encoding::Bgr8 => o.copy_from_slice(&[b, g, r]),
@@ -242,8 +264,9 @@ fn decode_matches_cpu_for_every_encoding() {
                     continue;
                 }
                 let (data, step) = encode(&frame, enc, be);
-                let view = ImageView::with_encoding(&data, frame.width, frame.height, step, enc, be)
-                    .unwrap();
+                let view =
+                    ImageView::with_encoding(&data, frame.width, frame.height, step, enc, be)
+                        .unwrap();
                 let mut cpu = CpuPipeline::new();
                 cpu.process(&cfg, &view);
                 g.process(&cfg, &view).unwrap();
@@ -273,6 +296,9 @@ fn deterministic_and_survives_resolution_changes() {
         let a: Vec<_> = first[i].keypoints.iter().map(kp_bits).collect();
         let b: Vec<_> = f.keypoints.iter().map(kp_bits).collect();
         assert_eq!(a, b, "{name}: keypoints changed between runs");
-        assert_eq!(first[i].edges, f.edges, "{name}: edges changed between runs");
+        assert_eq!(
+            first[i].edges, f.edges,
+            "{name}: edges changed between runs"
+        );
     }
 }

@@ -389,11 +389,11 @@ pub struct HomographyResult {
     pub matching_score: f64,
 }
 
+/// Keypoints, their 256-bit descriptors and the image size.
+pub type Described = (Vec<Keypoint>, Vec<[u64; 4]>, (usize, usize));
+
 /// Keypoints + 256-bit descriptors of one image, on the CPU reference.
-pub fn detect_with_descriptors(
-    path: &Path,
-    config: &Config,
-) -> Result<(Vec<Keypoint>, Vec<[u64; 4]>, (usize, usize))> {
+pub fn detect_with_descriptors(path: &Path, config: &Config) -> Result<Described> {
     let frame = load_view_owned(path)?;
     let view = frame.view()?;
     let mut cpu = CpuPipeline::new();

