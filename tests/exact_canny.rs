@@ -421,7 +421,7 @@ fn hysteresis_follows_the_whole_spiral() {
 /// weak blob that touches nothing and must stay off.
 #[test]
 fn hysteresis_is_exact_on_a_snake() {
-    let (w, h, sw) = (61, 41, 50);
+    let (w, h, sw) = (61, 42, 50);
     let mut classes = vec![NONE; w * h];
     // Rows 0, 2, ..., 40 weak over columns 0..sw, joined alternately at the right / left.
     for y in (0..h).step_by(2) {
@@ -432,8 +432,8 @@ fn hysteresis_is_exact_on_a_snake() {
         }
     }
     let snake = classes.iter().filter(|&&v| v == WEAK).count();
-    // The seed: right of the last rows, touching (sw-1, 38) and (sw-1, 40) diagonally only.
-    classes[39 * w + sw] = STRONG;
+    // The seed, on the bottom row: touches only the snake's end (sw-1, 40), diagonally.
+    classes[41 * w + sw] = STRONG;
     // The isolated blob, 5 columns right of the snake.
     for y in 10..13 {
         classes[y * w + 55..y * w + 59].fill(WEAK);
@@ -458,7 +458,7 @@ fn hysteresis_is_exact_on_a_snake() {
     assert_eq!(count(&out), snake + 1);
     assert!((10..13).all(|y| out.row(y)[55..59].iter().all(|&v| v == 0)));
     // Without the seed nothing is an edge.
-    classes[39 * w + sw] = WEAK;
+    classes[41 * w + sw] = WEAK;
     hysteresis(w, h, &mut pad(&classes), &mut Vec::new(), &mut out);
     assert_eq!(count(&out), 0);
 }

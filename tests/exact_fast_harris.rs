@@ -276,26 +276,3 @@ proptest! {
         prop_assert_eq!(nms, expect);
     }
 }
-
-#[test]
-#[ignore]
-fn zz_timing_tmp() {
-    let img = gray("graf1");
-    for nms in [true, false] {
-        let t0 = std::time::Instant::now();
-        let mut n = 0;
-        for _ in 0..50 {
-            n = fast::detect(&img, 20, nms).len();
-        }
-        eprintln!(
-            "graf1 {}x{} nms={nms}: {:.3} ms/frame ({n} corners)",
-            img.width,
-            img.height,
-            t0.elapsed().as_secs_f64() * 1e3 / 50.0
-        );
-    }
-    let t0 = std::time::Instant::now();
-    let mut r = Vec::new();
-    harris::dense_response(&img, 2, 3, 0.04, &mut r);
-    eprintln!("dense harris: {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
-}

@@ -55,22 +55,45 @@ fn diff(a: &GrayImage, b: &GrayImage) -> (u8, usize) {
 fn check_pyramid(stems: &[&str], interp: Interpolation, tag: &str) {
     let mut worst = 0;
     let mut total = 0;
+    let mut size_mismatch = Vec::new();
     for stem in stems {
         let mut levels = vec![gray(stem)];
         pyramid::build(&mut levels, 8, 1.2, interp);
-        for (i, level) in levels.iter().enumerate().skip(1) {
+        // gen_golden.py sizes levels with the double 1.2, ORB (and `level_size`) with the
+        // float 1.2f: the same except box's level 3. So chain `resize_linear` through the
+        // goldens' sizes (each level from our previous one: drift would compound), and
+        // check that `build` gives the same images wherever the sizes agree.
+        let mut prev = levels[0].clone();
+        let mut same_sizes = true;
+        for i in 1..8 {
             let want = load_gray(&golden(stem, &format!("pyr_{tag}_{i}.png"))).unwrap();
-            let (max, count) = diff(level, &want);
+            let mut ours = GrayImage::new(want.width, want.height);
+            pyramid::resize_linear(&prev, &mut ours, interp);
+            let (max, count) = diff(&ours, &want);
             if count > 0 {
                 println!("{stem} {tag} level {i}: max diff {max}, {count} pixels differ");
             }
             worst = worst.max(max);
             total += count;
+            same_sizes &= (want.width, want.height) == (levels[i].width, levels[i].height);
+            if same_sizes {
+                assert!(levels[i] == ours, "{stem} level {i}: build != resize chain");
+            } else {
+                size_mismatch.push(format!("{stem}/{i}"));
+            }
+            prev = ours;
         }
     }
     println!("{tag}: max diff {worst}, {total} differing pixels over all fixtures and levels");
-    // Built level by level from our own previous level, so any drift would compound.
     assert_eq!((worst, total), (0, 0), "{tag} pyramid is not bit-exact");
+    // box is 324 wide: level 3 is 187 px in ORB, 188 in gen_golden.py (then levels 4..7
+    // differ in content since they are resized from it).
+    let expected: Vec<String> = if stems.contains(&"box") {
+        (3..8).map(|i| format!("box/{i}")).collect()
+    } else {
+        Vec::new()
+    };
+    assert_eq!(size_mismatch, expected);
 }
 
 #[test]
@@ -174,6 +197,7 @@ fn pyramid_of(stem: &str, cfg: &Config) -> Vec<GrayImage> {
 fn orb_single_level_matches_opencv() {
     // No budget: every FAST corner off the border, Harris response and angle.
     let cfg = orb_config(1, 0);
+    let (mut checked, mut exact_resp) = (0usize, 0usize);
     for stem in FIXTURES {
         let kps = detect_keypoints(&cfg, &pyramid_of(stem, &cfg));
         let want = csv(stem, "orb_l1.csv");
@@ -197,90 +221,67 @@ fn orb_single_level_matches_opencv() {
                 "{stem} ({x},{y})"
             );
             let (got, exp) = (k.response as f64, r[2]);
+            exact_resp += (k.response == exp as f32) as usize;
+            checked += 1;
             assert!(
                 (got - exp).abs() <= 1e-5 * exp.abs().max(1e-12),
                 "{stem} ({x},{y}): response {got} vs {exp}"
             );
         }
     }
+    println!("orb_l1: {checked} keypoints, {exact_resp} with a bit-exact response");
 }
 
 #[test]
 fn orb_default_reproduces_opencv() {
     // cv::ORB_create() defaults: nfeatures = 500 (not 2000), 8 levels, 1.2, Harris, 31/31/20.
+    //
+    // Measured: every OpenCV keypoint of every fixture is reproduced, bit for bit in x, y
+    // (level-0 coordinates), octave, angle and size, with the same count, so this asserts
+    // equality. What it takes (each was a measured miss before):
+    // - level scales from the float factor widened to double, as ORB's float API does
+    //   (`pyramid::level_scale`); the double 1.2 moves every keypoint of octaves 3..7;
+    // - the pre-Harris cut keeps every tie of the 2n-th FAST score as OpenCV's retainBest
+    //   does (with exactly 2n kept: 4851/4908 = 98.8%).
+    // Still different by design: the final cut on the Harris score keeps exactly n (ties by
+    // (y, x)) where OpenCV keeps all ties; no fixture has a Harris tie at the cut.
     let cfg = orb_config(8, 500);
-    let (mut matched, mut total, mut ours_total) = (0usize, 0usize, 0usize);
+    let (mut matched, mut total, mut bit_exact_response) = (0usize, 0usize, 0usize);
     for stem in FIXTURES {
         let kps = detect_keypoints(&cfg, &pyramid_of(stem, &cfg));
         let want = csv(stem, "orb_default.csv");
-        // Exact key: level-0 coordinates as f32 bits, octave, angle bits.
-        let key = |x: f32, y: f32, o: i32, a: f32| (x.to_bits(), y.to_bits(), o, a.to_bits());
-        let ours: std::collections::HashSet<_> = kps
+        // Exact key: level-0 coordinates as f32 bits, octave, angle bits, size bits.
+        let key = |x: f32, y: f32, o: i32, a: f32, s: f32| {
+            (x.to_bits(), y.to_bits(), o, a.to_bits(), s.to_bits())
+        };
+        let ours: HashMap<_, f32> = kps
             .iter()
-            .map(|k| key(k.x, k.y, k.octave, k.angle))
+            .map(|k| (key(k.x, k.y, k.octave, k.angle, k.size), k.response))
             .collect();
-        let hit = want
-            .iter()
-            .filter(|r| ours.contains(&key(r[0] as f32, r[1] as f32, r[5] as i32, r[3] as f32)))
-            .count();
+        let mut hit = 0;
+        for r in &want {
+            let k = key(r[0] as f32, r[1] as f32, r[5] as i32, r[3] as f32, r[4] as f32);
+            if let Some(&resp) = ours.get(&k) {
+                hit += 1;
+                let exp = r[2];
+                assert!(
+                    (resp as f64 - exp).abs() <= 1e-5 * exp.abs(),
+                    "{stem} {r:?}: response {resp}"
+                );
+                bit_exact_response += (resp == exp as f32) as usize;
+            }
+        }
         println!(
             "{stem}: {hit}/{} OpenCV keypoints reproduced exactly ({} ours)",
             want.len(),
             kps.len()
         );
+        assert_eq!(kps.len(), want.len(), "{stem}: keypoint count");
         matched += hit;
         total += want.len();
-        ours_total += kps.len();
     }
-    let frac = matched as f64 / total as f64;
     println!(
-        "orb_default: {matched}/{total} = {:.4} ({ours_total} ours)",
-        frac
+        "orb_default: {matched}/{total} reproduced, {bit_exact_response} with a bit-exact response"
     );
-    assert!(
-        frac >= FLOOR,
-        "only {frac:.4} of OpenCV's ORB keypoints reproduced"
-    );
-}
-
-// Measured fraction minus a small margin; see the report in `orb_default_reproduces_opencv`.
-const FLOOR: f64 = 0.0;
-
-#[test]
-fn zz_debug_orb_default() {
-    let cfg = orb_config(8, 500);
-    let stem = "camera";
-    let kps = detect_keypoints(&cfg, &pyramid_of(stem, &cfg));
-    let want = csv(stem, "orb_default.csv");
-    for o in 0..8 {
-        let mine: Vec<_> = kps.iter().filter(|k| k.octave == o).collect();
-        let theirs: Vec<_> = want.iter().filter(|r| r[5] as i32 == o).collect();
-        let pos = theirs
-            .iter()
-            .filter(|r| {
-                mine.iter()
-                    .any(|k| k.x == r[0] as f32 && k.y == r[1] as f32)
-            })
-            .count();
-        let full = theirs
-            .iter()
-            .filter(|r| {
-                mine.iter()
-                    .any(|k| k.x == r[0] as f32 && k.y == r[1] as f32 && k.angle == r[3] as f32)
-            })
-            .count();
-        println!(
-            "oct {o}: ours {} theirs {} pos {pos} full {full}",
-            mine.len(),
-            theirs.len()
-        );
-        if o == 1 {
-            for r in theirs.iter().take(5) {
-                println!("  theirs {:?}", r);
-            }
-            for k in mine.iter().take(5) {
-                println!("  ours {} {} {} {}", k.x, k.y, k.angle, k.response);
-            }
-        }
-    }
+    assert_eq!(matched, total, "OpenCV ORB keypoints not reproduced");
 }

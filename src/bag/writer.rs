@@ -65,6 +65,13 @@ impl McapBagWriter {
     /// Adds (or returns) the channel of `topic` with a message type whose schema
     /// [`cdr::schema_text`] knows.
     pub fn channel(&mut self, topic: &str, msgtype: &str) -> Result<u16> {
+        let text = cdr::schema_text(msgtype)
+            .ok_or_else(|| Error::Bag(format!("no schema known for {msgtype}")))?;
+        self.channel_with_schema(topic, msgtype, &text)
+    }
+
+    /// Adds (or returns) the channel of `topic` with `ros2msg` schema text of its own.
+    pub fn channel_with_schema(&mut self, topic: &str, msgtype: &str, text: &str) -> Result<u16> {
         if let Some((id, t)) = self.channels.get(topic) {
             if t != msgtype {
                 return Err(Error::Bag(format!(
@@ -76,8 +83,6 @@ impl McapBagWriter {
         let schema_id = match self.schemas.get(msgtype) {
             Some(&id) => id,
             None => {
-                let text = cdr::schema_text(msgtype)
-                    .ok_or_else(|| Error::Bag(format!("no schema known for {msgtype}")))?;
                 let tmp = self.tmp.clone();
                 let id = self
                     .w()

@@ -42,10 +42,8 @@ pub fn orb_score(img: &GrayImage, x: u32, y: u32, block_size: u32, k: f32) -> f3
     let (w, h) = (img.width, img.height);
     let r = (block_size / 2) as isize;
     let (x, y) = (x as isize, y as isize);
-    let inside = x - r - 1 >= 0
-        && y - r - 1 >= 0
-        && ((x + r + 1) as usize) < w
-        && ((y + r + 1) as usize) < h;
+    // The gradients reach one pixel beyond the block.
+    let inside = x - r > 0 && y - r > 0 && ((x + r + 1) as usize) < w && ((y + r + 1) as usize) < h;
     let px = |xx: isize, yy: isize| -> i32 {
         if inside {
             img.data[yy as usize * w + xx as usize] as i32

@@ -163,7 +163,7 @@ pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
             select::select(&mut corners, n, &cfg.select, img.width, img.height);
         }
         corners.sort_by_key(|c| (c.y, c.x));
-        // ORB's (float)pow(double scale, level), not an f32 power (differs from level 3 on).
+        // ORB's (float)pow((double)scale, level), not an f32 powi (differs from level 3 on).
         let scale = pyramid::level_scale(cfg.pyramid.scale_factor, level);
         for c in corners {
             let angle = if cfg.orient.enabled {

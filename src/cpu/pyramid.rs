@@ -17,19 +17,13 @@
 use crate::config::Interpolation;
 use crate::image::GrayImage;
 
-/// The scale factor as the `f64` the user wrote: `1.2f32 as f64` is 1.2000000477, whose
-/// powers round to different `f32`s than OpenCV's `pow(1.2, level)` from level 3 on. The
-/// shortest decimal form of the `f32` round-trips to the intended double.
-pub fn scale_factor_f64(scale_factor: f32) -> f64 {
-    format!("{scale_factor}")
-        .parse()
-        .unwrap_or(scale_factor as f64)
-}
-
-/// ORB's `layerScale[level]` = `(float)pow(scale_factor, level)`: level coordinates times
-/// this are level-0 coordinates.
+/// ORB's `layerScale[level]` = `(float)pow((double)scale_factor, level)`: level coordinates
+/// times this are level-0 coordinates. `cv::ORB::create` takes the factor as a `float`, so
+/// 1.2 is widened from `1.2f` (1.2000000477), not the double 1.2: from level 3 on the two
+/// give different `f32` scales, and rarely different level sizes (a 324-px side is 187 px
+/// at level 3 in ORB, 188 with the double).
 pub fn level_scale(scale_factor: f32, level: usize) -> f32 {
-    scale_factor_f64(scale_factor).powi(level as i32) as f32
+    (scale_factor as f64).powf(level as f64) as f32
 }
 
 /// ORB's size of `level`: `(cvRound(w0 * s), cvRound(h0 * s))` with
@@ -219,7 +213,7 @@ mod tests {
 
     #[test]
     fn orb_level_sizes() {
-        // ORB sizes of a 640x480 image (OpenCV 5.0), including the f32-vs-f64 scale trap.
+        // ORB sizes of a 640x480 image (OpenCV 5.0), and the float-factor trap (see level_scale).
         let sizes: Vec<_> = (0..8).map(|l| level_size(640, 480, 1.2, l)).collect();
         assert_eq!(
             sizes,
@@ -234,7 +228,8 @@ mod tests {
                 (179, 134)
             ]
         );
-        assert_eq!(level_scale(1.2, 7), 3.583_181_f32);
+        assert_eq!(level_scale(1.2, 3), 1.728_000_2_f32);
+        assert_eq!(level_size(324, 223, 1.2, 3), (187, 129));
     }
 
     #[test]

@@ -17,8 +17,8 @@ pub fn features_per_level(total: usize, levels: usize, scale_factor: f32) -> Vec
     if levels == 0 {
         return Vec::new();
     }
-    let sf = super::pyramid::scale_factor_f64(scale_factor);
-    let factor = (1.0 / sf) as f32;
+    // ORB: (float)(1.0 / scaleFactor), the float factor widened to double.
+    let factor = (1.0 / scale_factor as f64) as f32;
     let mut desired =
         total as f32 * (1.0 - factor) / (1.0 - (factor as f64).powf(levels as f64) as f32);
     let mut out = Vec::with_capacity(levels);

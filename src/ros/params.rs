@@ -288,7 +288,7 @@ impl NodeParams {
             Ok(())
         } else if name == "debug_image" {
             as_bool(name, value).map(|_| ())
-        } else if READ_ONLY.contains(&name.as_str()) {
+        } else if READ_ONLY.contains(&name) {
             let current = self
                 .all()
                 .into_iter()

@@ -1,0 +1,318 @@
+//! `gpu_features replay` end to end: bags built at test time from real frames (a camera pan
+//! over tests/data/graf1.png, and with the `rosbags` PyPI package when available), in both
+//! storage formats, replayed; the output bag must carry the input's frames and timestamps and
+//! exactly the library's keypoints and edges for the same image data.
+
+mod bag_common;
+
+use std::path::Path;
+use std::process::Command;
+
+use bag_common::*;
+use gpu_features::bag::{self, eval::HomographyPair, Bag};
+use gpu_features::Config;
+
+fn stamps(n: usize) -> (Vec<u64>, Vec<u64>) {
+    (
+        (0..n).map(|i| T0 + i as u64 * PERIOD).collect(),
+        (0..n).map(log_time).collect(),
+    )
+}
+
+#[test]
+fn mcap_file_every_image_topic() {
+    let dir = scratch("replay_mcap");
+    let frames = pan("graf1.png", 5, 256, 192);
+    let bag_path = dir.join("in.mcap");
+    write_mcap(&bag_path, &frames, true);
+    let out = dir.join("out");
+    let s = bag::run(&options(&bag_path, &out)).unwrap();
+    assert_eq!(s.frames, 10);
+    assert_eq!(s.per_topic[RAW], 5);
+    assert_eq!(s.per_topic[COMPRESSED], 5);
+    assert_eq!(s.skipped, 0);
+    assert_eq!(s.out_bag, out.join("out.mcap"));
+    let msgs = read_out(&s.out_bag);
+    assert!(
+        !msgs.contains_key(CHATTER),
+        "non-image topics are not copied"
+    );
+    let (st, lt) = stamps(5);
+    let a = check_topic(&msgs, RAW, 5, &st, &lt, &Config::default());
+    let b = check_topic(&msgs, COMPRESSED, 5, &st, &lt, &Config::default());
+    // Same pixels (png is lossless, bgr8 vs rgb8 gray conversion is the same).
+    assert_eq!(a, b);
+    assert!(a.iter().all(|&n| n > 20), "a real photo has corners: {a:?}");
+    // The input images are copied byte for byte.
+    for (i, f) in frames.iter().enumerate() {
+        assert_eq!(msgs[RAW][i].data, image_msg(i, f));
+    }
+    // MCAP profile and summary, as ROS tools expect.
+    let buf = std::fs::read(&s.out_bag).unwrap();
+    let summary = mcap::Summary::read(&buf).unwrap().unwrap();
+    assert_eq!(summary.stats.unwrap().message_count, 40);
+    assert!(buf.windows(4).any(|w| w == b"ros2"), "ros2 profile");
+    // No temporary file left behind.
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.contains("partial")), "{names:?}");
+    for f in ["report.md", "report.json", "latency.png", "keypoints.png"] {
+        assert!(names.contains(&f.to_string()), "{f} missing: {names:?}");
+    }
+}
+
+#[test]
+fn db3_bag_directory_one_topic_with_config() {
+    let dir = scratch("replay_db3");
+    let frames = pan("graf1.png", 4, 224, 160);
+    let bag_dir = dir.join("bag");
+    write_db3_dir(&bag_dir, &frames, true);
+    let b = Bag::open(&bag_dir).unwrap();
+    assert_eq!(b.storage(), bag::StorageKind::Sqlite3);
+    let topics = b.topics().unwrap();
+    assert_eq!(topics.len(), 3);
+    assert!(topics.iter().all(|t| t.count == Some(4)));
+
+    let out = dir.join("out");
+    let mut o = options(&bag_dir, &out);
+    o.topics = vec![RAW.to_string()];
+    o.config = Config::default()
+        .with_value("select.max_keypoints", "150")
+        .unwrap()
+        .with_value("canny.low_threshold", "30")
+        .unwrap();
+    let s = bag::run(&o).unwrap();
+    assert_eq!(s.frames, 4);
+    assert_eq!(s.per_topic.len(), 1);
+    let msgs = read_out(&s.out_bag);
+    assert!(!msgs.contains_key(COMPRESSED));
+    let (st, lt) = stamps(4);
+    let counts = check_topic(&msgs, RAW, 4, &st, &lt, &o.config);
+    assert!(counts.iter().all(|&n| n <= 150 && n > 0), "{counts:?}");
+
+    // The .db3 file alone (no metadata) reads the same.
+    let out2 = dir.join("out2");
+    let mut o2 = o.clone();
+    o2.bag = bag_dir.join("bag_0.db3");
+    o2.out_dir = out2.clone();
+    bag::run(&o2).unwrap();
+    let again = read_out(&out2.join("out.mcap"));
+    assert_eq!(again[RAW].len(), 4);
+    for (a, b) in again[&bag::replay::keypoints_topic(RAW)]
+        .iter()
+        .zip(&msgs[&bag::replay::keypoints_topic(RAW)])
+    {
+        assert_eq!(a.data, b.data);
+    }
+}
+
+#[test]
+fn report_contents_and_max_frames() {
+    let dir = scratch("replay_report");
+    let frames = pan("graf1.png", 6, 256, 192);
+    let bag_path = dir.join("in.mcap");
+    write_mcap(&bag_path, &frames, false);
+    let out = dir.join("out");
+    let mut o = options(&bag_path, &out);
+    o.max_frames = Some(4);
+    let s = bag::run(&o).unwrap();
+    assert_eq!(s.frames, 4);
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&s.report_json).unwrap()).unwrap();
+    assert_eq!(j["frames"], 4);
+    assert_eq!(j["per_frame"].as_array().unwrap().len(), 4);
+    let lat = &j["latency_ms"]["frame"];
+    assert_eq!(lat["n"], 4);
+    assert!(lat["p50"].as_f64().unwrap() > 0.0);
+    assert!(lat["p99"].as_f64().unwrap() >= lat["p50"].as_f64().unwrap());
+    let cov = j["coverage"]["mean"].as_f64().unwrap();
+    assert!(cov > 0.05 && cov <= 1.0, "{cov}");
+    let ed = j["edge_density"]["mean"].as_f64().unwrap();
+    assert!(ed > 0.0 && ed < 0.5, "{ed}");
+    // A slow pan over a still photo: most keypoints are found again in the next frame.
+    let tr = &j["tracking"];
+    assert_eq!(tr["frame_pairs"], 3);
+    let ratio = tr["ratio"].as_f64().unwrap();
+    assert!(
+        ratio > 0.3 && ratio <= tr["ratio_position"].as_f64().unwrap(),
+        "{tr}"
+    );
+    let levels = j["keypoints_per_level_mean"].as_array().unwrap();
+    assert_eq!(levels.len(), 8);
+    let md = std::fs::read_to_string(&s.report_md).unwrap();
+    for h in [
+        "## Latency per stage",
+        "## Keypoints",
+        "## Frame-to-frame tracking",
+        "p99",
+    ] {
+        assert!(md.contains(h), "{h} missing in report.md");
+    }
+    for p in &s.plots {
+        let img = ::image::open(p).unwrap();
+        assert_eq!((img.width(), img.height()), (720, 320));
+        assert!(md.contains(p.file_name().unwrap().to_str().unwrap()));
+    }
+}
+
+#[test]
+fn homography_protocol_on_graf_pair() {
+    let dir = scratch("replay_homography");
+    let frames = pan("graf1.png", 2, 200, 160);
+    let bag_path = dir.join("in.mcap");
+    write_mcap(&bag_path, &frames, false);
+    let ident = dir.join("identity.txt");
+    std::fs::write(&ident, "1 0 0\n0 1 0\n0 0 1\n").unwrap();
+    let mut o = options(&bag_path, &dir.join("out"));
+    let g1 = data("graf1.png");
+    o.homography = vec![
+        format!(
+            "{},{},{}",
+            g1.display(),
+            data("graf3.png").display(),
+            data("H1to3p.xml").display()
+        )
+        .parse()
+        .unwrap(),
+        HomographyPair {
+            name: "graf1-self".into(),
+            img1: g1.clone(),
+            img2: g1,
+            homography: ident,
+        },
+    ];
+    let s = bag::run(&o).unwrap();
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&s.report_json).unwrap()).unwrap();
+    let h = j["homography"].as_array().unwrap();
+    let graf = &h[0];
+    assert_eq!(graf["name"], "graf1-graf3");
+    let rep = graf["repeatability"].as_f64().unwrap();
+    let ms = graf["matching_score"].as_f64().unwrap();
+    // graf1 -> graf3 is a strong viewpoint change: some, far from all, keypoints repeat.
+    assert!(rep > 0.1 && rep < 0.9, "{graf}");
+    assert!(ms < rep, "{graf}");
+    // An image against itself: every keypoint corresponds and matches.
+    let me = &h[1];
+    assert_eq!(me["repeatability"], 1.0, "{me}");
+    assert!(me["matching_score"].as_f64().unwrap() > 0.97, "{me}");
+    let md = std::fs::read_to_string(&s.report_md).unwrap();
+    assert!(md.contains("graf1-graf3"));
+}
+
+fn bags_python() -> Option<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cands: Vec<String> = std::env::var("GPU_FEATURES_BAGS_PYTHON")
+        .into_iter()
+        .collect();
+    cands.push(root.join("target/py-bags/bin/python").display().to_string());
+    cands.push(root.join(".venv-py/bin/python").display().to_string());
+    cands.push("python3".into());
+    let ok = |p: &str| {
+        Command::new(p)
+            .args(["-c", "import rosbags, numpy"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if let Some(p) = cands.iter().find(|p| ok(p)) {
+        return Some(p.clone());
+    }
+    if std::env::var_os("CI").is_some() {
+        // CI runs on a clean machine: install the (small, pure-Python) package set.
+        let o = Command::new("bash")
+            .arg(root.join("scripts/setup-bags-python.sh"))
+            .output()
+            .ok()?;
+        let p = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if o.status.success() && ok(&p) {
+            return Some(p);
+        }
+        eprintln!(
+            "setup-bags-python.sh failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    None
+}
+
+#[test]
+fn rosbags_written_bags_both_formats() {
+    let Some(py) = bags_python() else {
+        eprintln!(
+            "SKIPPED rosbags_written_bags_both_formats: no Python with `rosbags` \
+             (run scripts/setup-bags-python.sh)"
+        );
+        return;
+    };
+    let dir = scratch("replay_rosbags");
+    // A real photo as binary PPM (make_bags.py reads it without OpenCV).
+    let ppm = dir.join("astronaut.ppm");
+    let rgb = ::image::open(data("astronaut.png")).unwrap().to_rgb8();
+    {
+        use ::image::codecs::pnm::{PnmEncoder, PnmSubtype, SampleEncoding};
+        use ::image::ImageEncoder;
+        let f = std::fs::File::create(&ppm).unwrap();
+        PnmEncoder::new(f)
+            .with_subtype(PnmSubtype::Pixmap(SampleEncoding::Binary))
+            .write_image(
+                rgb.as_raw(),
+                rgb.width(),
+                rgb.height(),
+                ::image::ExtendedColorType::Rgb8,
+            )
+            .unwrap();
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make_bags.py");
+    let bags = dir.join("bags");
+    let o = Command::new(&py)
+        .arg(&script)
+        .args([
+            "--out",
+            bags.to_str().unwrap(),
+            "--image",
+            ppm.to_str().unwrap(),
+        ])
+        .args(["--frames", "4", "--size", "240x180", "--compressed"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bags.join("manifest.json")).unwrap())
+            .unwrap();
+    let st: Vec<u64> = manifest["stamps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let lt: Vec<u64> = manifest["log_times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let mut per_format = Vec::new();
+    for fmt in ["mcap", "sqlite3"] {
+        let out = dir.join(format!("out_{fmt}"));
+        let s = bag::run(&options(&bags.join(fmt), &out)).unwrap();
+        assert_eq!(s.frames, 8, "{fmt}");
+        let msgs = read_out(&s.out_bag);
+        let raw = check_topic(&msgs, "/camera/image_raw", 4, &st, &lt, &Config::default());
+        let comp = check_topic(
+            &msgs,
+            "/camera/image_raw/compressed",
+            4,
+            &st,
+            &lt,
+            &Config::default(),
+        );
+        assert_eq!(raw, comp);
+        per_format.push(raw);
+    }
+    assert_eq!(
+        per_format[0], per_format[1],
+        "mcap and sqlite3 give the same"
+    );
+}
