@@ -273,6 +273,10 @@ fn mcap_err(path: &Path, e: mcap::McapError) -> Error {
         mcap::McapError::UnexpectedEof | mcap::McapError::UnexpectedEoc => {
             " (the file is truncated or was not closed properly)"
         }
+        // The start magic was checked on opening, so it is the end that is missing.
+        mcap::McapError::BadMagic => {
+            " at the end of the file (it is truncated or was not closed properly)"
+        }
         mcap::McapError::BadChunkCrc { .. } | mcap::McapError::BadDataCrc { .. } => {
             " (the file is corrupt)"
         }

@@ -407,7 +407,20 @@ fn progress_bar(total: Option<u64>, enabled: bool) -> indicatif::ProgressBar {
 }
 
 fn remove_stale(out_dir: &Path) -> Result<()> {
-    for name in ["out.mcap", "report.md", "report.json"] {
+    if !out_dir.is_dir() {
+        return Ok(());
+    }
+    for name in [
+        "out.mcap",
+        "report.md",
+        "report.json",
+        "latency.png",
+        "frame_latency.png",
+        "keypoints.png",
+        "levels.png",
+        "coverage.png",
+        "tracking.png",
+    ] {
         let p = out_dir.join(name);
         match std::fs::remove_file(&p) {
             Ok(()) => {}
@@ -511,6 +524,9 @@ pub fn main(args: &ReplayArgs) -> std::process::ExitCode {
 /// Runs a replay: see the module docs for the outputs.
 pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
     let t_start = Instant::now();
+    // Outputs of an earlier run go first, so that whatever happens next, DIR never holds a
+    // result that is not this run's.
+    remove_stale(&opts.out_dir)?;
     let bag = Bag::open(&opts.bag)?;
     let topics = select_topics(&bag, &opts.topics)?;
     let wanted: HashSet<String> = topics.iter().map(|t| t.name.clone()).collect();
@@ -525,7 +541,6 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         eprintln!("replay: CUDA not used, running on the CPU: {why}");
     }
     std::fs::create_dir_all(&opts.out_dir).map_err(|e| Error::io(&opts.out_dir, e))?;
-    remove_stale(&opts.out_dir)?;
     let out_bag = opts.out_dir.join("out.mcap");
     let mut writer = McapBagWriter::create(&out_bag)?;
 
@@ -546,6 +561,10 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
             return Err(Error::Bag(STOP.into()));
         }
         let ctx = |e: Error| {
+            let e = match e {
+                Error::Bag(s) => s,
+                other => other.to_string(),
+            };
             Error::Bag(format!(
                 "{}: message on {} at log time {} ns: {e}",
                 bag.path().display(),

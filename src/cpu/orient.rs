@@ -66,11 +66,16 @@ pub fn moments(img: &GrayImage, x: i32, y: i32, half: i32, umax: &[i32]) -> (i32
 }
 
 // cv::fastAtan2's coefficients: the minimax atan polynomial times (float)(180/pi), each
-// product rounded to float as OpenCV's `static const float` initialisers do.
+// product rounded to float as OpenCV's `static const float` initialisers do. The literals
+// are OpenCV's digits, parsed straight to f32 like its `f` literals (no double rounding).
 const DEG: f32 = (180.0 / std::f64::consts::PI) as f32;
+#[allow(clippy::excessive_precision)]
 const P1: f32 = 0.999_787_841_279_480_7_f32 * DEG;
+#[allow(clippy::excessive_precision)]
 const P3: f32 = -0.325_808_397_464_097_5_f32 * DEG;
+#[allow(clippy::excessive_precision)]
 const P5: f32 = 0.155_578_651_846_328_1_f32 * DEG;
+#[allow(clippy::excessive_precision)]
 const P7: f32 = -0.044_326_555_547_921_28_f32 * DEG;
 
 /// `cv::fastAtan2(y, x)`: degrees in [0, 360), ~0.01 degree accurate, bit-exact with OpenCV.
@@ -147,7 +152,7 @@ mod tests {
         }
         let umax = circle_extents(15);
         let a = ic_angle(&img, 20, 20, &umax);
-        assert!(a < 0.01 || a > 359.99, "{a}");
+        assert!(!(0.01..=359.99).contains(&a), "{a}");
         // Transposed: brighter with y, angle 90.
         let t = GrayImage::from_vec(41, 41, (0..41 * 41).map(|i| ((i / 41) * 5) as u8).collect())
             .unwrap();

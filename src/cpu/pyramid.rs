@@ -155,6 +155,7 @@ pub fn resize_with_tables(src: &GrayImage, dst: &mut GrayImage, tables: &ResizeT
     if dw == 0 || dh == 0 {
         return;
     }
+    assert!(src.width > 0 && src.height > 0, "resize of an empty image");
     // Horizontal sums of the two source rows the current destination row needs; rows are
     // shared between consecutive destination rows, so keep the last two.
     let mut cache: [(usize, Vec<u32>); 2] = [(usize::MAX, vec![0; dw]), (usize::MAX, vec![0; dw])];
@@ -162,19 +163,15 @@ pub fn resize_with_tables(src: &GrayImage, dst: &mut GrayImage, tables: &ResizeT
     for dy in 0..dh {
         let y0 = tables.y.offsets[dy] as usize;
         let y1 = (y0 + 1).min(last_row);
+        // Downscaling, this row's y0 is often the previous row's y1.
+        if cache[0].0 != y0 && cache[1].0 == y0 {
+            cache.swap(0, 1);
+        }
         for (slot, want) in [(0, y0), (1, y1)] {
-            if cache[slot].0 == want {
-                continue;
+            if cache[slot].0 != want {
+                hpass(src.row(want), &tables.x, &mut cache[slot].1);
+                cache[slot].0 = want;
             }
-            let other = 1 - slot;
-            if cache[other].0 == want {
-                cache.swap(0, 1);
-                if cache[slot].0 == want {
-                    continue;
-                }
-            }
-            hpass(src.row(want), &tables.x, &mut cache[slot].1);
-            cache[slot].0 = want;
         }
         let [b0, b1] = tables.y.weights[dy];
         let (r0, r1) = (&cache[0].1, &cache[1].1);

@@ -77,11 +77,11 @@ pub fn retain_best_with_ties(corners: &mut Vec<Corner>, n: usize) {
 
 /// Keeps at most `n` corners, spread as configured (`width x height` is the level size):
 ///
-/// - [`Spread::None`]: [`retain_best`].
-/// - [`Spread::Grid`]: corners are bucketed into `cell_size` squares; round `r` offers every
+/// - `None`: [`retain_best`].
+/// - `Grid`: corners are bucketed into `cell_size` squares; round `r` offers every
 ///   cell's r-th best corner. Whole rounds are taken while they fit; the round that does not
 ///   fit contributes its best offers (by response, then `(y, x)`).
-/// - [`Spread::Quadtree`]: ORB-SLAM3's `DistributeOctTree`, see [`quadtree`].
+/// - `Quadtree`: ORB-SLAM3's `DistributeOctTree`, see [`quadtree`].
 ///
 /// Output order: best first for `None`; raster order `(y, x)` for the spread modes.
 pub fn select(
@@ -278,15 +278,47 @@ pub fn quadtree(corners: &mut Vec<Corner>, n: usize, width: usize, height: usize
     *corners = kept;
 }
 
-/// ORB-SLAM3's `ComputeKeyPointsOctTree` detection: FAST per cell with a retry at
-/// `min_threshold` in cells where `threshold` found nothing.
+/// The FAST windows of [`fast_in_cells`], `(x0, y0, x1, y1)` half-open, in raster order.
 ///
-/// The detectable area is `[border, size - border)` (what the border filter keeps). It is
-/// cut into `cols x rows` cells, `cols = floor((w - 2 * border + 6) / cell_size)` (at least
-/// 1) and the cell side `ceil((w - 2 * border + 6) / cols)`, as ORB-SLAM3 with
-/// `EDGE_THRESHOLD = border`. FAST runs on each cell grown by 3 px on every side (the 6 px
-/// overlap: FAST's own 3 px margin), so cells' detectable parts tile the area without
-/// overlap; NMS therefore does not look across cell edges, as in ORB-SLAM3. The result is
+/// The detectable area is `[border, size - border)` (what the border filter keeps). As in
+/// ORB-SLAM3 (`EDGE_THRESHOLD = border`), it is grown by FAST's 3 px margin to a span of
+/// `size - 2 * border + 6`, cut into `floor(span / cell_size)` cells (at least 1) of side
+/// `ceil(span / cells)`, and each window is a cell plus 6 px (the overlap that FAST's margins
+/// eat), clipped to the span. Windows too small for FAST (under 7 px) are skipped. The
+/// windows' detectable parts tile the area without overlap.
+pub fn cell_windows(
+    width: usize,
+    height: usize,
+    cell_size: u32,
+    border: u32,
+) -> Vec<(u32, u32, u32, u32)> {
+    let b = border.max(3) as i64;
+    let (lo, hi_x, hi_y) = (b - 3, width as i64 - b + 3, height as i64 - b + 3);
+    let (span_x, span_y) = (hi_x - lo, hi_y - lo);
+    if span_x <= 6 || span_y <= 6 {
+        return Vec::new();
+    }
+    let cell = cell_size.max(1) as i64;
+    let (cols, rows) = ((span_x / cell).max(1), (span_y / cell).max(1));
+    let (cw, ch) = ((span_x + cols - 1) / cols, (span_y + rows - 1) / rows);
+    let mut out = Vec::new();
+    for r in 0..rows {
+        let y0 = lo + r * ch;
+        let y1 = (y0 + ch + 6).min(hi_y);
+        for c in 0..cols {
+            let x0 = lo + c * cw;
+            let x1 = (x0 + cw + 6).min(hi_x);
+            if x1 - x0 >= 7 && y1 - y0 >= 7 {
+                out.push((x0 as u32, y0 as u32, x1 as u32, y1 as u32));
+            }
+        }
+    }
+    out
+}
+
+/// ORB-SLAM3's `ComputeKeyPointsOctTree` detection: FAST on each of [`cell_windows`] at
+/// `threshold`, again at `min_threshold` in windows where that found nothing. NMS does not
+/// look across window edges (ORB-SLAM3 runs FAST on each window alone). The result is
 /// deduplicated and in raster order, `response` = FAST score.
 pub fn fast_in_cells(
     img: &GrayImage,
@@ -296,47 +328,23 @@ pub fn fast_in_cells(
     cell_size: u32,
     border: u32,
 ) -> Vec<Corner> {
-    let (w, h) = (img.width as i64, img.height as i64);
-    let b = border.max(3) as i64;
-    // ORB-SLAM3's minBorder/maxBorder: the detectable area grown by FAST's 3 px margin.
-    let (min_x, min_y) = (b - 3, b - 3);
-    let (max_x, max_y) = (w - b + 3, h - b + 3);
-    let (span_x, span_y) = (max_x - min_x, max_y - min_y);
-    if span_x <= 6 || span_y <= 6 {
-        return Vec::new();
-    }
-    let cell = cell_size.max(1) as i64;
-    let cols = (span_x / cell).max(1);
-    let rows = (span_y / cell).max(1);
-    let (cw, ch) = ((span_x + cols - 1) / cols, (span_y + rows - 1) / rows);
-
     let mut out = Vec::new();
     let mut sub = GrayImage::default();
-    for r in 0..rows {
-        let y0 = min_y + r * ch;
-        let y1 = (y0 + ch + 6).min(max_y);
-        for c in 0..cols {
-            let x0 = min_x + c * cw;
-            let x1 = (x0 + cw + 6).min(max_x);
-            // FAST needs 7 px to test anything.
-            if x1 - x0 < 7 || y1 - y0 < 7 {
-                continue;
-            }
-            sub.reshape((x1 - x0) as usize, (y1 - y0) as usize);
-            for y in y0..y1 {
-                let src = &img.row(y as usize)[x0 as usize..x1 as usize];
-                sub.row_mut((y - y0) as usize).copy_from_slice(src);
-            }
-            let mut found = fast::detect(&sub, threshold, nonmax_suppression);
-            if found.is_empty() && min_threshold < threshold {
-                found = fast::detect(&sub, min_threshold, nonmax_suppression);
-            }
-            out.extend(found.into_iter().map(|mut k| {
-                k.x += x0 as u32;
-                k.y += y0 as u32;
-                k
-            }));
+    for (x0, y0, x1, y1) in cell_windows(img.width, img.height, cell_size, border) {
+        let (x0, y0, x1, y1) = (x0 as usize, y0 as usize, x1 as usize, y1 as usize);
+        sub.reshape(x1 - x0, y1 - y0);
+        for y in y0..y1 {
+            sub.row_mut(y - y0).copy_from_slice(&img.row(y)[x0..x1]);
         }
+        let mut found = fast::detect(&sub, threshold, nonmax_suppression);
+        if found.is_empty() && min_threshold < threshold {
+            found = fast::detect(&sub, min_threshold, nonmax_suppression);
+        }
+        out.extend(found.into_iter().map(|mut k| {
+            k.x += x0 as u32;
+            k.y += y0 as u32;
+            k
+        }));
     }
     out.sort_unstable_by_key(|k| (k.y, k.x));
     out.dedup_by_key(|k| (k.y, k.x));
@@ -512,5 +520,107 @@ mod tests {
         };
         select(&mut v, 2, &cfg, 64, 32);
         assert_eq!(v, [corner(1, 1, 9.0), corner(50, 1, 1.0)]);
+    }
+
+    /// Noise: full contrast left of x = 160, +-12 grey levels right of it (few corners at
+    /// threshold 20, many at 7).
+    fn noise(w: usize, h: usize) -> GrayImage {
+        let mut s = 12345u64;
+        let data = (0..w * h)
+            .map(|i| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let r = (s >> 56) as u8;
+                if i % w < 160 {
+                    r
+                } else {
+                    128 - 12 + r % 25
+                }
+            })
+            .collect();
+        GrayImage::from_vec(w, h, data).unwrap()
+    }
+
+    #[test]
+    fn cell_windows_tile_the_detectable_area() {
+        for (w, h, cell, b) in [(640, 480, 30, 19), (101, 77, 30, 31), (300, 200, 8, 3)] {
+            let win = cell_windows(w, h, cell, b);
+            let mut hits = vec![0u8; w * h];
+            for &(x0, y0, x1, y1) in &win {
+                assert!(x1 - x0 <= cell.max(1) * 2 + 6 && y1 - y0 >= 7);
+                for y in y0 + 3..y1 - 3 {
+                    for x in x0 + 3..x1 - 3 {
+                        hits[y as usize * w + x as usize] += 1;
+                    }
+                }
+            }
+            for y in 0..h {
+                for x in 0..w {
+                    let inside = (b as usize..w - b as usize).contains(&x)
+                        && (b as usize..h - b as usize).contains(&y);
+                    assert_eq!(
+                        hits[y * w + x],
+                        inside as u8,
+                        "{w}x{h} c{cell} b{b} ({x},{y})"
+                    );
+                }
+            }
+        }
+        assert!(
+            cell_windows(38, 60, 30, 19).is_empty(),
+            "no room left inside the border"
+        );
+        assert_eq!(
+            cell_windows(40, 40, 30, 19),
+            [(16, 16, 24, 24)],
+            "2x2 px inside"
+        );
+    }
+
+    #[test]
+    fn fast_in_cells_without_retry_is_fast_inside_the_border() {
+        // Without NMS nothing looks across cells: exactly FAST's corners inside the border.
+        let img = noise(320, 200);
+        let b = 19;
+        let mut want = fast::detect(&img, 20, false);
+        want.retain(|c| c.x >= b && c.y >= b && c.x + b < 320 && c.y + b < 200);
+        assert!(want.len() > 100);
+        assert_eq!(fast_in_cells(&img, 20, 20, false, 30, b), want);
+        // With NMS: a subset of the plain FAST corners, missing none of FAST's NMS survivors.
+        let all = fast::detect(&img, 20, false);
+        let nms = fast::detect(&img, 20, true);
+        let cells = fast_in_cells(&img, 20, 20, true, 30, b);
+        assert!(cells.iter().all(|c| all.contains(c)));
+        assert!(nms
+            .iter()
+            .filter(|c| c.x >= b && c.y >= b && c.x + b < 320 && c.y + b < 200)
+            .all(|c| cells.contains(c)));
+    }
+
+    #[test]
+    fn fast_in_cells_retries_only_empty_cells() {
+        let img = noise(320, 200);
+        let (b, hi, lo) = (19, 60, 7);
+        let strong = fast::detect(&img, hi, false);
+        let weak = fast::detect(&img, lo, false);
+        let got = fast_in_cells(&img, hi, lo, false, 30, b);
+        let win = cell_windows(320, 200, 30, b);
+        let (mut retried, mut kept) = (0, 0);
+        for &(x0, y0, x1, y1) in &win {
+            let inner =
+                |c: &&Corner| c.x >= x0 + 3 && c.x + 3 < x1 && c.y >= y0 + 3 && c.y + 3 < y1;
+            let s: Vec<_> = strong.iter().filter(inner).copied().collect();
+            let g: Vec<_> = got.iter().filter(inner).copied().collect();
+            if s.is_empty() {
+                let w: Vec<_> = weak.iter().filter(inner).copied().collect();
+                assert_eq!(g, w, "empty cell {x0},{y0}: the min-threshold corners");
+                retried += !w.is_empty() as usize;
+            } else {
+                assert_eq!(g, s, "cell {x0},{y0}: the threshold corners only");
+                kept += 1;
+            }
+        }
+        assert!(retried > 5 && kept > 5, "retried {retried}, kept {kept}");
     }
 }

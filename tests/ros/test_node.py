@@ -334,8 +334,11 @@ class Runner:
             traceback.print_exc(file=sys.stdout)
 
 
+NODE_ARGS = []
+
+
 def start_node(node_bin, extra, logpath):
-    cmd = [node_bin, '--ros-args', '--params-file', PARAMS_FILE] + extra
+    cmd = [node_bin, '--ros-args', '--params-file', PARAMS_FILE] + extra + NODE_ARGS
     log('$ ' + ' '.join(cmd))
     f = open(logpath, 'w')
     return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT), f
@@ -360,12 +363,14 @@ def main():
     ap.add_argument('--load-seconds', type=float, default=20.0)
     ap.add_argument('--load-rate', type=float, default=30.0)
     ap.add_argument('--load-encoding', default='bgr8')
+    ap.add_argument('--image-reliability', default='best_effort')
     args = ap.parse_args()
     node_bin = os.path.abspath(args.node)
     tmp = tempfile.mkdtemp(prefix='gf-ros-test-')
     ref = Reference(node_bin, tmp)
     R = Runner()
     base_params = {'backend': args.backend}
+    NODE_ARGS.extend(['-p', f'image_qos.reliability:={args.image_reliability}'])
 
     imgs = ref.load_images(['camera.png', 'astronaut.png', 'box.png', 'coffee_odd.png',
                             'basketball1.png', 'graf1.png'])
