@@ -7,7 +7,8 @@ Per fixture <stem> it writes tests/golden/<stem>/:
   gray.png                    cvtColor(BGR2GRAY) (or the gray file itself)
   fast_t{T}_{nms|nonms}.csv   cv::FAST(gray, T, nms): x,y,response (OpenCV's order)
   orb_l1.csv                  ORB, 1 level, no budget, HARRIS: x,y,response,angle,size
-  orb_default.csv             ORB_create() defaults: x,y,response,angle,size,octave
+  orb_default.csv             ORB_create() defaults (500 points): x,y,response,angle,size,octave
+  orb_2000.csv                ORB_create(nfeatures=2000), the opencv_orb preset
   pyr_linear_{i}.png          level i: resize(level i-1, ORB size, INTER_LINEAR)
   pyr_exact_{i}.png           the same with INTER_LINEAR_EXACT (what ORB itself uses)
   canny_{lo}_{hi}_{l1|l2}.png cv::Canny(gray, lo, hi, 3, L2)
@@ -35,8 +36,9 @@ LEVELS, SCALE = 8, 1.2
 def orb_sizes(w, h):
     sizes = []
     for level in range(LEVELS):
-        # As ORB: scale = 1 / (float)pow(scaleFactor, level); size = cvRound(cols * scale).
-        scale = np.float32(1.0) / np.float32(SCALE ** level)
+        # As ORB: its float scaleFactor (1.2f) widened to double, scale = 1 / (float)pow(.., level),
+        # size = cvRound(cols * scale).
+        scale = np.float32(1.0) / np.float32(float(np.float32(SCALE)) ** level)
         sizes.append((int(np.rint(np.float32(w) * scale)), int(np.rint(np.float32(h) * scale))))
     return sizes
 
@@ -77,10 +79,11 @@ def main():
         kps = orb1.detect(gray, None)
         write_csv(os.path.join(out, "orb_l1.csv"), "x,y,response,angle,size",
                   [(int(k.pt[0]), int(k.pt[1]), float(k.response), float(k.angle), float(k.size)) for k in kps])
-        kps = cv2.ORB_create().detect(gray, None)
-        write_csv(os.path.join(out, "orb_default.csv"), "x,y,response,angle,size,octave",
-                  [(float(k.pt[0]), float(k.pt[1]), float(k.response), float(k.angle), float(k.size), k.octave)
-                   for k in kps])
+        for nfeatures, tag in [(500, "orb_default"), (2000, "orb_2000")]:
+            kps = cv2.ORB_create(nfeatures=nfeatures).detect(gray, None)
+            write_csv(os.path.join(out, f"{tag}.csv"), "x,y,response,angle,size,octave",
+                      [(float(k.pt[0]), float(k.pt[1]), float(k.response), float(k.angle), float(k.size),
+                        k.octave) for k in kps])
 
         sizes = orb_sizes(gray.shape[1], gray.shape[0])
         interps = [(cv2.INTER_LINEAR, "linear")]

@@ -59,10 +59,8 @@ fn check_pyramid(stems: &[&str], interp: Interpolation, tag: &str) {
     for stem in stems {
         let mut levels = vec![gray(stem)];
         pyramid::build(&mut levels, 8, 1.2, interp);
-        // gen_golden.py sizes levels with the double 1.2, ORB (and `level_size`) with the
-        // float 1.2f: the same except box's level 3. So chain `resize_linear` through the
-        // goldens' sizes (each level from our previous one: drift would compound), and
-        // check that `build` gives the same images wherever the sizes agree.
+        // Chain `resize_linear` through the goldens' sizes (each level from our previous one:
+        // drift would compound), and check that `build` gives the same images and sizes.
         let mut prev = levels[0].clone();
         let mut same_sizes = true;
         for (i, built) in levels.iter().enumerate().skip(1) {
@@ -86,14 +84,8 @@ fn check_pyramid(stems: &[&str], interp: Interpolation, tag: &str) {
     }
     println!("{tag}: max diff {worst}, {total} differing pixels over all fixtures and levels");
     assert_eq!((worst, total), (0, 0), "{tag} pyramid is not bit-exact");
-    // box is 324 wide: level 3 is 187 px in ORB, 188 in gen_golden.py (then levels 4..7
-    // differ in content since they are resized from it).
-    let expected: Vec<String> = if stems.contains(&"box") {
-        (3..8).map(|i| format!("box/{i}")).collect()
-    } else {
-        Vec::new()
-    };
-    assert_eq!(size_mismatch, expected);
+    // gen_golden.py sizes levels as ORB does (float 1.2f widened to double).
+    assert_eq!(size_mismatch, Vec::<String>::new());
 }
 
 #[test]
@@ -234,7 +226,18 @@ fn orb_single_level_matches_opencv() {
 
 #[test]
 fn orb_default_reproduces_opencv() {
-    // cv::ORB_create() defaults: nfeatures = 500 (not 2000), 8 levels, 1.2, Harris, 31/31/20.
+    // cv::ORB_create() defaults: nfeatures = 500, 8 levels, 1.2, Harris, 31/31/20.
+    check_orb(&orb_config(8, 500), "orb_default.csv");
+}
+
+#[test]
+fn opencv_orb_preset_reproduces_orb_2000() {
+    let path = format!("{}/config/opencv_orb.yaml", env!("CARGO_MANIFEST_DIR"));
+    let cfg = gpu_features::Config::from_file(std::path::Path::new(&path)).unwrap();
+    check_orb(&cfg, "orb_2000.csv");
+}
+
+fn check_orb(cfg: &gpu_features::Config, golden: &str) {
     //
     // Measured: every OpenCV keypoint of every fixture is reproduced, bit for bit in x, y
     // (level-0 coordinates), octave, angle and size, with the same count, so this asserts
@@ -245,11 +248,10 @@ fn orb_default_reproduces_opencv() {
     //   does (with exactly 2n kept: 4851/4908 = 98.8%).
     // Still different by design: the final cut on the Harris score keeps exactly n (ties by
     // (y, x)) where OpenCV keeps all ties; no fixture has a Harris tie at the cut.
-    let cfg = orb_config(8, 500);
     let (mut matched, mut total, mut bit_exact_response) = (0usize, 0usize, 0usize);
     for stem in FIXTURES {
-        let kps = detect_keypoints(&cfg, &pyramid_of(stem, &cfg));
-        let want = csv(stem, "orb_default.csv");
+        let kps = detect_keypoints(cfg, &pyramid_of(stem, cfg));
+        let want = csv(stem, golden);
         // Exact key: level-0 coordinates as f32 bits, octave, angle bits, size bits.
         let key = |x: f32, y: f32, o: i32, a: f32, s: f32| {
             (x.to_bits(), y.to_bits(), o, a.to_bits(), s.to_bits())
@@ -287,7 +289,7 @@ fn orb_default_reproduces_opencv() {
         total += want.len();
     }
     println!(
-        "orb_default: {matched}/{total} reproduced, {bit_exact_response} with a bit-exact response"
+        "{golden}: {matched}/{total} reproduced, {bit_exact_response} with a bit-exact response"
     );
     assert_eq!(matched, total, "OpenCV ORB keypoints not reproduced");
 }

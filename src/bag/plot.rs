@@ -67,20 +67,41 @@ fn fmt_num(v: f64) -> String {
 }
 
 impl Canvas {
+    /// A bar chart of `n` categories: x labels 1..=n under the bars' centres.
+    pub fn categorical(n: usize, ymax: f64) -> Canvas {
+        let mut c = Canvas::blank(0.0, n.max(1) as f64, 0.0, ymax);
+        c.y_axis();
+        let ink = [60, 60, 60];
+        for i in 0..n {
+            let x = c.px(i as f64 + 0.5);
+            let s = (i + 1).to_string();
+            c.text(x - 4 * s.len() as i32, H as i32 - BOTTOM + 8, &s, ink);
+        }
+        c.frame();
+        c
+    }
+
+    /// A chart with numeric x and y axes (x ticks rounded to integers when the range allows).
     pub fn new(x0: f64, x1: f64, y0: f64, y1: f64) -> Canvas {
+        let mut c = Canvas::blank(x0, x1, y0, y1);
+        c.y_axis();
+        c.x_axis();
+        c.frame();
+        c
+    }
+
+    fn blank(x0: f64, x1: f64, y0: f64, y1: f64) -> Canvas {
         let (x1, y1) = (
             if x1 > x0 { x1 } else { x0 + 1.0 },
             if y1 > y0 { y1 } else { y0 + 1.0 },
         );
-        let mut c = Canvas {
+        Canvas {
             img: RgbImage::from_pixel(W, H, Rgb([255, 255, 255])),
             x0,
             x1,
             y0,
             y1,
-        };
-        c.axes();
-        c
+        }
     }
 
     fn px(&self, x: f64) -> i32 {
@@ -127,7 +148,7 @@ impl Canvas {
         }
     }
 
-    fn axes(&mut self) {
+    fn y_axis(&mut self) {
         let grid = [225, 225, 225];
         let ink = [60, 60, 60];
         for i in 0..=4 {
@@ -137,13 +158,26 @@ impl Canvas {
             let s = fmt_num(v);
             self.text(LEFT - 6 - 8 * s.len() as i32, y - 5, &s, ink);
         }
+    }
+
+    fn x_axis(&mut self) {
+        let grid = [225, 225, 225];
+        let ink = [60, 60, 60];
+        let integral = self.x1 - self.x0 >= 4.0;
         for i in 0..=4 {
-            let v = self.x0 + (self.x1 - self.x0) * i as f64 / 4.0;
+            let mut v = self.x0 + (self.x1 - self.x0) * i as f64 / 4.0;
+            if integral {
+                v = v.round();
+            }
             let x = self.px(v);
             self.line_px((x, TOP), (x, H as i32 - BOTTOM), grid);
             let s = fmt_num(v);
             self.text(x - 4 * s.len() as i32, H as i32 - BOTTOM + 8, &s, ink);
         }
+    }
+
+    fn frame(&mut self) {
+        let ink = [60, 60, 60];
         let (b, l) = (H as i32 - BOTTOM, LEFT);
         self.line_px((l, TOP), (l, b), ink);
         self.line_px((l, b), (W as i32 - RIGHT, b), ink);

@@ -500,7 +500,7 @@ fn plots(r: &Report, dir: &Path) -> Result<Vec<(String, String)>> {
                 .map(|d| d.p99)
                 .fold(0.0, f64::max),
         );
-        let mut c = Canvas::new(0.0, stages.len() as f64, 0.0, ymax);
+        let mut c = Canvas::categorical(stages.len(), ymax);
         for (i, s) in stages.iter().enumerate() {
             let d = &r.latency_ms[*s];
             for (j, v) in [d.p50, d.p90, d.p99].into_iter().enumerate() {
@@ -514,7 +514,8 @@ fn plots(r: &Report, dir: &Path) -> Result<Vec<(String, String)>> {
             "latency.png".into(),
             format!(
                 "Latency per stage in ms: p50 (blue), p90 (orange), p99 (green) bars, stages \
-                 left to right: {}",
+                 1 to {}: {}",
+                names.len(),
                 names.join(", ")
             ),
         ));
@@ -545,19 +546,15 @@ fn plots(r: &Report, dir: &Path) -> Result<Vec<(String, String)>> {
         ));
         let lv = &r.keypoints_per_level_mean;
         if !lv.is_empty() {
-            let mut c = Canvas::new(
-                0.0,
-                lv.len() as f64,
-                0.0,
-                nice_max(lv.iter().cloned().fold(0.0, f64::max)),
-            );
+            let ymax = nice_max(lv.iter().cloned().fold(0.0, f64::max));
+            let mut c = Canvas::categorical(lv.len(), ymax);
             for (i, v) in lv.iter().enumerate() {
                 c.bar(i as f64 + 0.15, i as f64 + 0.85, *v, PALETTE[2]);
             }
             c.save(&dir.join("levels.png"))?;
             out.push((
                 "levels.png".into(),
-                "Mean keypoints per pyramid level (level 0 left)".into(),
+                "Mean keypoints per pyramid level (bar 1 = level 0)".into(),
             ));
         }
         let cov = series(&|s| s.coverage);

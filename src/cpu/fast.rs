@@ -82,24 +82,35 @@ pub fn has_arc9(mask: u16) -> bool {
 pub fn score(img: &GrayImage, x: usize, y: usize) -> u8 {
     let w = img.width as isize;
     let c = y as isize * w + x as isize;
-    let v = img.data[c as usize] as i16;
-    // d[k] = p_k - v over the circle, doubled so arcs never wrap.
-    let mut d = [0i16; 32];
-    for (k, &(dx, dy)) in CIRCLE.iter().enumerate() {
-        let p = img.data[(c + dy as isize * w + dx as isize) as usize] as i16;
-        d[k] = p - v;
-        d[k + 16] = p - v;
+    let ring = CIRCLE.map(|(dx, dy)| img.data[(c + dy as isize * w + dx as isize) as usize]);
+    ring_score(img.data[c as usize], &ring)
+}
+
+/// [`score`] from the centre value and the 16 circle pixels in [`CIRCLE`] order.
+///
+/// `d[k] = p_k - v` over the doubled circle; the min (max) of every 9-arc comes from runs of
+/// 2, 4, 8 then 9 (the same doubling as [`has_arc9`]), in fixed-size arrays that vectorise.
+#[inline]
+fn ring_score(v: u8, ring: &[u8; 16]) -> u8 {
+    let mut d = [0i16; 25];
+    for (k, e) in d.iter_mut().enumerate() {
+        *e = ring[k & 15] as i16 - v as i16;
     }
-    // Only corners are scored, so a direct scan of the 16 arcs is cheap enough.
+    let (mut mn2, mut mx2) = ([0i16; 24], [0i16; 24]);
+    for k in 0..24 {
+        mn2[k] = d[k].min(d[k + 1]);
+        mx2[k] = d[k].max(d[k + 1]);
+    }
+    let (mut mn4, mut mx4) = ([0i16; 22], [0i16; 22]);
+    for k in 0..22 {
+        mn4[k] = mn2[k].min(mn2[k + 2]);
+        mx4[k] = mx2[k].max(mx2[k + 2]);
+    }
     let mut best = 0i16;
     for k in 0..16 {
-        let win = &d[k..k + 9];
-        let (mut mn, mut mx) = (i16::MAX, i16::MIN);
-        for &e in win {
-            mn = mn.min(e);
-            mx = mx.max(e);
-        }
-        best = best.max(mn).max(-mx);
+        let mn9 = mn4[k].min(mn4[k + 4]).min(d[k + 8]);
+        let mx9 = mx4[k].max(mx4[k + 4]).max(d[k + 8]);
+        best = best.max(mn9).max(-mx9);
     }
     (best - 1).max(0) as u8
 }
@@ -118,6 +129,157 @@ pub fn is_corner_naive(img: &GrayImage, x: usize, y: usize, threshold: u8) -> bo
     })
 }
 
+/// Pixels per step of the vectorised row scan.
+const LANES: usize = 32;
+
+/// The 7 image rows `y - 3 ..= y + 3` around a scanned row.
+type Rows<'a> = [&'a [u8]; 7];
+
+/// `LANES` circle pixel `k` values for the centres `x0 .. x0 + LANES`.
+#[inline(always)]
+fn ring_lanes(rows: &Rows, k: usize, x0: usize) -> [u8; LANES] {
+    let (dx, dy) = CIRCLE[k];
+    let x = x0.wrapping_add_signed(dx as isize);
+    rows[(dy + 3) as usize][x..x + LANES].try_into().unwrap()
+}
+
+/// 9-arc test over `LANES` centres at once. `m[k][i]` is 1 when circle pixel `k` of centre
+/// `i` passes; the runs of 2, 4, 8, 9 are the byte-lane form of [`has_arc9`].
+#[inline(always)]
+fn arc9_lanes(m: &[[u8; LANES]; 16]) -> [u8; LANES] {
+    let run = |m: &[[u8; LANES]; 16], s: usize| {
+        let mut r = [[0u8; LANES]; 16];
+        for k in 0..16 {
+            for i in 0..LANES {
+                r[k][i] = m[k][i] & m[(k + s) & 15][i];
+            }
+        }
+        r
+    };
+    let r8 = run(&run(&run(m, 1), 2), 4);
+    let mut out = [0u8; LANES];
+    for k in 0..16 {
+        for i in 0..LANES {
+            out[i] |= r8[k][i] & m[(k + 8) & 15][i];
+        }
+    }
+    out
+}
+
+/// Corner flags (0 / 1) of the centres `x0 .. x0 + LANES` of the middle row; `None` when
+/// there is none. Needs `3 <= x0` and `x0 + LANES + 3 <= width`.
+///
+/// `p > v + t` and `p < v - t` are the same tests on bytes with saturating `v ± t`, since
+/// no byte is above 255 or below 0.
+#[inline(always)]
+fn corner_lanes(rows: &Rows, x0: usize, t: u8) -> Option<[u8; LANES]> {
+    let v: [u8; LANES] = rows[3][x0..x0 + LANES].try_into().unwrap();
+    let hi = v.map(|v| v.saturating_add(t));
+    let lo = v.map(|v| v.saturating_sub(t));
+    // A 9-arc spans two neighbouring compass pixels (0, 4, 8, 12): reject unless one such
+    // pair is brighter (or darker) together, i.e. (0 or 8) and (4 or 12).
+    let (p0, p4, p8, p12) = (
+        ring_lanes(rows, 0, x0),
+        ring_lanes(rows, 4, x0),
+        ring_lanes(rows, 8, x0),
+        ring_lanes(rows, 12, x0),
+    );
+    let mut any = 0u8;
+    for i in 0..LANES {
+        let (h, l) = (hi[i], lo[i]);
+        let b = ((p0[i] > h) | (p8[i] > h)) & ((p4[i] > h) | (p12[i] > h));
+        let d = ((p0[i] < l) | (p8[i] < l)) & ((p4[i] < l) | (p12[i] < l));
+        any |= (b | d) as u8;
+    }
+    if any == 0 {
+        return None;
+    }
+    let mut bright = [[0u8; LANES]; 16];
+    let mut dark = [[0u8; LANES]; 16];
+    for k in 0..16 {
+        let p = ring_lanes(rows, k, x0);
+        for i in 0..LANES {
+            bright[k][i] = (p[i] > hi[i]) as u8;
+            dark[k][i] = (p[i] < lo[i]) as u8;
+        }
+    }
+    let (b, d) = (arc9_lanes(&bright), arc9_lanes(&dark));
+    let mut flags = [0u8; LANES];
+    let mut any = 0u8;
+    for i in 0..LANES {
+        flags[i] = b[i] | d[i];
+        any |= flags[i];
+    }
+    (any != 0).then_some(flags)
+}
+
+/// Calls `found(x)` for every corner of the row whose 7-row window is `rows`, in order of x.
+#[inline(always)]
+fn scan_row(rows: &Rows, w: usize, threshold: u8, mut found: impl FnMut(usize)) {
+    let end = w - BORDER;
+    if end - BORDER < LANES {
+        // Too narrow for one vector step: the scalar segment test.
+        for x in BORDER..end {
+            let v = rows[3][x] as i32;
+            let (hi, lo) = (v + threshold as i32, v - threshold as i32);
+            let (mut bright, mut dark) = (0u16, 0u16);
+            for (k, &(dx, dy)) in CIRCLE.iter().enumerate() {
+                let p = rows[(dy + 3) as usize][x.wrapping_add_signed(dx as isize)] as i32;
+                bright |= ((p > hi) as u16) << k;
+                dark |= ((p < lo) as u16) << k;
+            }
+            if has_arc9(bright) || has_arc9(dark) {
+                found(x);
+            }
+        }
+        return;
+    }
+    let mut x0 = BORDER;
+    while x0 < end {
+        // The last step is shifted left to end at `end`; lanes already scanned are skipped.
+        let start = x0.min(end - LANES);
+        if let Some(flags) = corner_lanes(rows, start, threshold) {
+            for (i, &f) in flags.iter().enumerate().skip(x0 - start) {
+                if f != 0 {
+                    found(start + i);
+                }
+            }
+        }
+        x0 += LANES;
+    }
+}
+
+/// Scans every row; `found(x, y, score)` in raster order. Generic so that it can be compiled
+/// once more with AVX2 enabled.
+#[inline(always)]
+fn scan_image(img: &GrayImage, threshold: u8, found: &mut dyn FnMut(usize, usize, u8)) {
+    let w = img.width;
+    for y in BORDER..img.height - BORDER {
+        let rows: Rows = std::array::from_fn(|i| img.row(y + i - 3));
+        scan_row(&rows, w, threshold, |x| {
+            let ring =
+                CIRCLE.map(|(dx, dy)| rows[(dy + 3) as usize][x.wrapping_add_signed(dx as isize)]);
+            found(x, y, ring_score(rows[3][x], &ring));
+        });
+    }
+}
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[target_feature(enable = "avx2")]
+unsafe fn scan_image_avx2(img: &GrayImage, threshold: u8, found: &mut dyn FnMut(usize, usize, u8)) {
+    scan_image(img, threshold, found)
+}
+
+/// [`scan_image`] with the widest vectors this CPU has (same results on every path).
+fn scan(img: &GrayImage, threshold: u8, found: &mut dyn FnMut(usize, usize, u8)) {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { scan_image_avx2(img, threshold, found) };
+    }
+    scan_image(img, threshold, found)
+}
+
 /// All FAST corners in raster order (y, then x), `response` = FAST score as f32.
 pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<Corner> {
     let (w, h) = (img.width, img.height);
@@ -125,68 +287,69 @@ pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<C
     if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
         return out;
     }
-    let t = threshold as i32;
-    // Row ring for NMS: scores of rows y-2, y-1, y (0 = no corner) and the corners' x.
-    let mut scores = [vec![0u8; w], vec![0u8; w], vec![0u8; w]];
-    let mut xs: [Vec<usize>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    if !nonmax_suppression {
+        scan(img, threshold, &mut |x, y, s| out.push(corner(x, y, s)));
+        return out;
+    }
+    let mut nms = Nms {
+        scores: [vec![0u8; w], vec![0u8; w], vec![0u8; w]],
+        xs: [Vec::new(), Vec::new(), Vec::new()],
+        open: BORDER - 1,
+        out,
+    };
+    scan(img, threshold, &mut |x, y, s| {
+        nms.open_to(y);
+        nms.scores[y % 3][x] = s;
+        nms.xs[y % 3].push(x);
+    });
+    // Two more (empty) rows let the last real row, h - 4, go through NMS.
+    nms.open_to(h - BORDER + 1);
+    nms.out
+}
 
-    // One extra all-zero row (h - 3) lets the last real row go through NMS.
-    for y in BORDER..=h - BORDER {
-        let slot = y % 3;
-        scores[slot].fill(0);
-        xs[slot].clear();
-        if y < h - BORDER {
-            // Row slices for the compass pixels 0, 4, 8, 12 of CIRCLE (below, right, above,
-            // left) keep the pre-test free of per-pixel bounds arithmetic.
-            let (above, mid, below) = (img.row(y - 3), img.row(y), img.row(y + 3));
-            for x in BORDER..w - BORDER {
-                let v = mid[x] as i32;
-                let (hi, lo) = (v + t, v - t);
-                let (p0, p4, p8, p12) = (
-                    below[x] as i32,
-                    mid[x + 3] as i32,
-                    above[x] as i32,
-                    mid[x - 3] as i32,
-                );
-                // A 9-arc spans two neighbouring compass pixels: reject unless one such pair
-                // is brighter (or darker) together.
-                let b4 = (p0 > hi) as u8
-                    | ((p4 > hi) as u8) << 1
-                    | ((p8 > hi) as u8) << 2
-                    | ((p12 > hi) as u8) << 3;
-                let d4 = (p0 < lo) as u8
-                    | ((p4 < lo) as u8) << 1
-                    | ((p8 < lo) as u8) << 2
-                    | ((p12 < lo) as u8) << 3;
-                let rot = |m: u8| ((m >> 1) | (m << 3)) & 0xF;
-                if b4 & rot(b4) == 0 && d4 & rot(d4) == 0 {
-                    continue;
-                }
-                let (bright, dark) = ring_masks(img, x, y, threshold);
-                if has_arc9(bright) || has_arc9(dark) {
-                    let s = score(img, x, y);
-                    if nonmax_suppression {
-                        scores[slot][x] = s;
-                        xs[slot].push(x);
-                    } else {
-                        out.push(corner(x, y, s));
-                    }
-                }
+/// Non-maximum suppression over a ring of 3 score rows: slot `y % 3` holds row y's scores
+/// (0 = no corner) and the x of its corners.
+struct Nms {
+    scores: [Vec<u8>; 3],
+    xs: [Vec<usize>; 3],
+    /// The last row opened (rows up to `open - 1` are complete).
+    open: usize,
+    out: Vec<Corner>,
+}
+
+impl Nms {
+    /// Opens rows `open + 1 ..= to`. Opening row r means r - 1 is complete, so row r - 2 is
+    /// suppressed first, then r's slot (row r - 3's) is cleared.
+    fn open_to(&mut self, to: usize) {
+        while self.open < to {
+            self.open += 1;
+            let r = self.open;
+            if r >= BORDER + 2 {
+                self.suppress(r - 2);
             }
+            let slot = r % 3;
+            for &x in &self.xs[slot] {
+                self.scores[slot][x] = 0;
+            }
+            self.xs[slot].clear();
         }
-        if nonmax_suppression && y > BORDER {
-            let (py, pslot) = (y - 1, (y + 2) % 3);
-            let (above, mid, below) = (&scores[(y + 1) % 3], &scores[pslot], &scores[slot]);
-            for &x in &xs[pslot] {
-                let s = mid[x];
-                let beats = |r: &[u8]| s > r[x - 1] && s > r[x] && s > r[x + 1];
-                if s > mid[x - 1] && s > mid[x + 1] && beats(above) && beats(below) {
-                    out.push(corner(x, py, s));
-                }
+    }
+
+    /// Keeps the corners of row y strictly above all 8 neighbours.
+    fn suppress(&mut self, y: usize) {
+        let (above, mid, below) = (
+            &self.scores[(y + 2) % 3],
+            &self.scores[y % 3],
+            &self.scores[(y + 1) % 3],
+        );
+        for &x in &self.xs[y % 3] {
+            let s = mid[x];
+            let beats = |r: &[u8]| s > r[x - 1] && s > r[x] && s > r[x + 1];
+            if s > mid[x - 1] && s > mid[x + 1] && beats(above) && beats(below) {
+                self.out.push(corner(x, y, s));
             }
         }
     }
-    out
 }
 
 #[inline]
