@@ -18,12 +18,6 @@
 #define CANNY_SHIFT 15
 #define TG22 13573
 
-__device__ __forceinline__ int reflect101(int p, int len) {
-    if (len == 1) return 0;
-    while (p < 0 || p >= len) p = p < 0 ? -p : 2 * len - 2 - p;
-    return p;
-}
-
 extern "C" __global__ void blur_h(const u8* __restrict__ src, int w, int h, const u32* __restrict__ k,
                                   int ksize, u16* __restrict__ tmp) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;

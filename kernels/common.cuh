@@ -26,6 +26,13 @@ struct LevelDesc {
 
 __device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+// cv::borderInterpolate(p, len, BORDER_REFLECT_101) (src/cpu/blur.rs reflect101).
+__device__ __forceinline__ int reflect101(int p, int len) {
+    if (len == 1) return 0;
+    while (p < 0 || p >= len) p = p < 0 ? -p : 2 * len - 2 - p;
+    return p;
+}
+
 // Level of a global tile (or tile-row) index: levels are few (<= 32), a scan is enough.
 __device__ __forceinline__ int level_of_tile(const LevelDesc* lv, int nlev, int tile) {
     int l = 0;

@@ -93,11 +93,12 @@ extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDe
     u8* sc = smem + tw * th;  // (TILE_W + 2) x (TILE_H + 2) scores
     const int tid = threadIdx.y * TILE_W + threadIdx.x;
 
-    // Image tile; outside the level the border is replicated (only Harris windows of
-    // keypoints closer than block_size/2 + 1 to the border ever read it).
+    // Image tile; outside the level the border is BORDER_REFLECT_101 as in ORB's padded
+    // pyramid (only Harris windows of keypoints closer than block_size/2 + 1 to the border
+    // read it; harris::orb_score does the same).
     for (int i = tid; i < tw * th; i += TILE_THREADS) {
-        int gx = clampi(x0 - halo + i % tw, 0, L.w - 1);
-        int gy = clampi(y0 - halo + i / tw, 0, L.h - 1);
+        int gx = reflect101(x0 - halo + i % tw, L.w);
+        int gy = reflect101(y0 - halo + i / tw, L.h);
         t[i] = img[gy * L.w + gx];
     }
     __syncthreads();

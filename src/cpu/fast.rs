@@ -90,7 +90,7 @@ pub fn score(img: &GrayImage, x: usize, y: usize) -> u8 {
 ///
 /// `d[k] = p_k - v` over the doubled circle; the min (max) of every 9-arc comes from runs of
 /// 2, 4, 8 then 9 (the same doubling as [`has_arc9`]), in fixed-size arrays that vectorise.
-#[inline]
+#[inline(always)]
 fn ring_score(v: u8, ring: &[u8; 16]) -> u8 {
     let mut d = [0i16; 25];
     for (k, e) in d.iter_mut().enumerate() {
@@ -147,16 +147,7 @@ fn ring_lanes(rows: &Rows, k: usize, x0: usize) -> [u8; LANES] {
 /// `i` passes; the runs of 2, 4, 8, 9 are the byte-lane form of [`has_arc9`].
 #[inline(always)]
 fn arc9_lanes(m: &[[u8; LANES]; 16]) -> [u8; LANES] {
-    let run = |m: &[[u8; LANES]; 16], s: usize| {
-        let mut r = [[0u8; LANES]; 16];
-        for k in 0..16 {
-            for i in 0..LANES {
-                r[k][i] = m[k][i] & m[(k + s) & 15][i];
-            }
-        }
-        r
-    };
-    let r8 = run(&run(&run(m, 1), 2), 4);
+    let r8 = run_lanes(&run_lanes(&run_lanes(m, 1), 2), 4);
     let mut out = [0u8; LANES];
     for k in 0..16 {
         for i in 0..LANES {
@@ -164,6 +155,18 @@ fn arc9_lanes(m: &[[u8; LANES]; 16]) -> [u8; LANES] {
         }
     }
     out
+}
+
+/// `m[k] & m[k + s]` (circularly) for every `k`.
+#[inline(always)]
+fn run_lanes(m: &[[u8; LANES]; 16], s: usize) -> [[u8; LANES]; 16] {
+    let mut r = [[0u8; LANES]; 16];
+    for k in 0..16 {
+        for i in 0..LANES {
+            r[k][i] = m[k][i] & m[(k + s) & 15][i];
+        }
+    }
+    r
 }
 
 /// Corner flags (0 / 1) of the centres `x0 .. x0 + LANES` of the middle row; `None` when

@@ -39,7 +39,7 @@ pub fn assemble(
         let n = (budget > 0).then_some(per_level[level]);
         if harris_score {
             if let (Some(n), Spread::None) = (n, cfg.select.spread) {
-                select::retain_best(&mut corners, 2 * n);
+                select::retain_best_with_ties(&mut corners, 2 * n);
             }
             for c in corners.iter_mut() {
                 c.response = find(c).response;

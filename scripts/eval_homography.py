@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""OpenCV ORB side of the homography evaluation (repeatability and matching score in the
+Mikolajczyk protocol), for `gpu_features replay --opencv-eval FILE`.
+
+The protocol is the one in src/bag/eval.rs, implemented again here with numpy:
+  * a keypoint is the disc of diameter `size` around (x, y) (level-0 pixels);
+  * only keypoints in the common part count (H p1 inside image 2, H^-1 p2 inside image 1,
+    i.e. 0 <= x <= w-1 and 0 <= y <= h-1);
+  * overlap error = 1 - |A n B| / |A u B|, A = disc of p1 mapped into image 2 by the local
+    affine approximation (Jacobian) of H, B = disc of p2, both shapes rescaled about their
+    centres by k = 30 / r1 (A gets a 30 px radius), integrated on a 48x48 sample grid over
+    the pair's bounding box;
+  * correspondences: overlap error < 0.4, one-to-one, greedily by lowest error (ties by
+    index); repeatability = correspondences / min(n1, n2) over the common part;
+  * matching score: each image-1 keypoint's nearest neighbour in image 2 by Hamming distance
+    (first on ties); correct when that pair's overlap error < 0.4; / min(n1, n2).
+
+With --gpu-features BIN the script also runs `BIN detect` on the same images and scores
+*our* keypoints with OpenCV's ORB descriptor (`ORB.compute` on them): a cross-check of the
+Rust implementation of the protocol (the repeatability must agree) and a descriptor-neutral
+matching score.
+
+Usage:
+  eval_homography.py --pair graf1-graf3=tests/data/graf1.png,tests/data/graf3.png,tests/data/H1to3p.xml \
+      [--pair ...] [--gpu-features target/release/gpu_features] [--config FILE] [--out FILE.json]
+Needs opencv-python-headless and numpy (scripts/setup-python.sh).
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+MAX_ERR = 0.4
+GRID = 48
+NORM_R = 30.0
+
+
+def parse_h(path):
+    text = Path(path).read_text()
+    m = re.search(r"<data>(.*?)</data>", text, re.S)
+    if m:
+        body = m.group(1)
+    else:
+        m = re.search(r"data:\s*\[(.*?)\]", text, re.S)
+        body = m.group(1) if m else text
+    vals = [float(t) for t in re.split(r"[\s,]+", body.strip()) if t]
+    if len(vals) < 9:
+        sys.exit(f"{path}: no 3x3 homography")
+    return np.array(vals[:9], dtype=np.float64).reshape(3, 3)
+
+
+def apply(h, pts):
+    p = np.c_[pts, np.ones(len(pts))] @ h.T
+    return p[:, :2] / p[:, 2:3]
+
+
+def jacobian(h, x, y):
+    w = h[2, 0] * x + h[2, 1] * y + h[2, 2]
+    u = h[0, 0] * x + h[0, 1] * y + h[0, 2]
+    v = h[1, 0] * x + h[1, 1] * y + h[1, 2]
+    return np.array([[(h[0, 0] * w - u * h[2, 0]) / w**2, (h[0, 1] * w - u * h[2, 1]) / w**2],
+                     [(h[1, 0] * w - v * h[2, 0]) / w**2, (h[1, 1] * w - v * h[2, 1]) / w**2]])
+
+
+class Region:
+    """Keypoint of image 1 mapped into image 2 (see the module doc)."""
+
+    def __init__(self, h, x, y, size):
+        r1 = max(size / 2.0, 0.5)
+        self.k = NORM_R / r1
+        self.c = apply(h, np.array([[x, y]]))[0]
+        m = jacobian(h, x, y) * self.k * r1
+        self.inv = np.linalg.inv(m)
+        self.ext = np.array([np.hypot(m[0, 0], m[0, 1]), np.hypot(m[1, 0], m[1, 1])])
+
+
+def overlap_error(a, bx, by, bsize):
+    rb = a.k * max(bsize / 2.0, 0.5)
+    if abs(a.c[0] - bx) > a.ext[0] + rb or abs(a.c[1] - by) > a.ext[1] + rb:
+        return 1.0
+    x0 = min(a.c[0] - a.ext[0], bx - rb)
+    x1 = max(a.c[0] + a.ext[0], bx + rb)
+    y0 = min(a.c[1] - a.ext[1], by - rb)
+    y1 = max(a.c[1] + a.ext[1], by + rb)
+    xs = x0 + (np.arange(GRID) + 0.5) * ((x1 - x0) / GRID)
+    ys = y0 + (np.arange(GRID) + 0.5) * ((y1 - y0) / GRID)
+    gx, gy = np.meshgrid(xs, ys)
+    dx, dy = gx - a.c[0], gy - a.c[1]
+    u = a.inv[0, 0] * dx + a.inv[0, 1] * dy
+    v = a.inv[1, 0] * dx + a.inv[1, 1] * dy
+    in_a = u * u + v * v <= 1.0
+    in_b = (gx - bx) ** 2 + (gy - by) ** 2 <= rb * rb
+    union = np.count_nonzero(in_a | in_b)
+    return 1.0 if union == 0 else 1.0 - np.count_nonzero(in_a & in_b) / union
+
+
+def evaluate(name, h, kp1, d1, size1, kp2, d2, size2):
+    """kp*: arrays of (x, y, size); d*: uint8 descriptor rows; size*: (w, h)."""
+    hinv = np.linalg.inv(h)
+
+    def inside(p, wh):
+        return (p[:, 0] >= 0) & (p[:, 1] >= 0) & (p[:, 0] <= wh[0] - 1) & (p[:, 1] <= wh[1] - 1)
+
+    c1 = np.nonzero(inside(apply(h, kp1[:, :2]), size2))[0] if len(kp1) else np.array([], int)
+    c2 = np.nonzero(inside(apply(hinv, kp2[:, :2]), size1))[0] if len(kp2) else np.array([], int)
+    k2 = kp2[c2]
+    regions = [Region(h, *kp1[i, :3]) for i in c1]
+    max_r2 = k2[:, 2].max() / 2.0 if len(k2) else 0.0
+    pairs = []
+    for a, reg in enumerate(regions):
+        reach = max(reg.ext) + max_r2 * reg.k
+        near = np.nonzero((np.abs(k2[:, 0] - reg.c[0]) <= reach) & (np.abs(k2[:, 1] - reg.c[1]) <= reach))[0]
+        for b in near:
+            e = overlap_error(reg, k2[b, 0], k2[b, 1], k2[b, 2])
+            if e < MAX_ERR:
+                pairs.append((e, a, int(b)))
+    pairs.sort()
+    used1, used2, corr = set(), set(), 0
+    for _, a, b in pairs:
+        if a not in used1 and b not in used2:
+            used1.add(a)
+            used2.add(b)
+            corr += 1
+    correct = 0
+    if len(c2) and len(c1):
+        bits2 = np.unpackbits(d2[c2], axis=1)
+        for a, i in enumerate(c1):
+            dist = np.count_nonzero(np.unpackbits(d1[i])[None, :] != bits2, axis=1)
+            b = int(np.argmin(dist))
+            if overlap_error(regions[a], k2[b, 0], k2[b, 1], k2[b, 2]) < MAX_ERR:
+                correct += 1
+    denom = min(len(c1), len(c2))
+    ratio = (lambda n: n / denom) if denom else (lambda n: 0.0)
+    return {"name": name, "n1": len(kp1), "n2": len(kp2), "n1_common": int(len(c1)),
+            "n2_common": int(len(c2)), "correspondences": corr, "repeatability": ratio(corr),
+            "correct_matches": correct, "matching_score": ratio(correct)}
+
+
+def orb_for(cfg):
+    p = cfg.get("pyramid", {})
+    d = cfg.get("detector", {})
+    s = cfg.get("select", {})
+    o = cfg.get("orient", {})
+    return cv2.ORB_create(
+        nfeatures=int(s.get("max_keypoints", 2000)), scaleFactor=float(p.get("scale_factor", 1.2)),
+        nlevels=int(p.get("levels", 8)), edgeThreshold=int(d.get("border", 31)), firstLevel=0, WTA_K=2,
+        scoreType=cv2.ORB_HARRIS_SCORE if d.get("score", "harris") == "harris" else cv2.ORB_FAST_SCORE,
+        patchSize=int(o.get("patch_size", 31)), fastThreshold=int(d.get("fast_threshold", 20)))
+
+
+def kp_array(kps):
+    return np.array([[k.pt[0], k.pt[1], k.size] for k in kps], dtype=np.float64).reshape(-1, 3)
+
+
+def our_keypoints(binary, img, config, tmp):
+    cmd = [binary, "detect", "--backend", "cpu", "--out", tmp, "--no-overlay", str(img)]
+    if config:
+        cmd[2:2] = ["--config", str(config)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    rows = Path(tmp, Path(img).stem + ".keypoints.csv").read_text().splitlines()[1:]
+    out = []
+    for r in rows:
+        x, y, resp, size, angle, octave = (float(v) for v in r.split(","))
+        out.append(cv2.KeyPoint(x, y, size, angle, resp, int(octave)))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pair", action="append", required=True, help="[NAME=]IMG1,IMG2,H")
+    ap.add_argument("--config", type=Path, help="gpu_features YAML config (ORB parameters follow it)")
+    ap.add_argument("--gpu-features", help="gpu_features binary: also score our keypoints")
+    ap.add_argument("--out", type=Path, help="JSON output (default: stdout)")
+    args = ap.parse_args()
+    cfg = {}
+    if args.config:
+        import yaml  # noqa: PLC0415
+
+        cfg = yaml.safe_load(args.config.read_text()) or {}
+    orb = orb_for(cfg)
+    result = {"opencv_version": cv2.__version__, "pairs": [], "ours_with_orb_descriptor": []}
+    for spec in args.pair:
+        name, _, rest = spec.rpartition("=")
+        f1, f2, hf = rest.split(",")
+        name = name or f"{Path(f1).stem}-{Path(f2).stem}"
+        h = parse_h(hf)
+        g1 = cv2.imread(f1, cv2.IMREAD_GRAYSCALE)
+        g2 = cv2.imread(f2, cv2.IMREAD_GRAYSCALE)
+        s1, s2 = (g1.shape[1], g1.shape[0]), (g2.shape[1], g2.shape[0])
+        k1, d1 = orb.detectAndCompute(g1, None)
+        k2, d2 = orb.detectAndCompute(g2, None)
+        r = evaluate(name, h, kp_array(k1), d1, s1, kp_array(k2), d2, s2)
+        result["pairs"].append(r)
+        print(f"{name}: OpenCV ORB repeatability {r['repeatability']:.3f} matching score "
+              f"{r['matching_score']:.3f} ({r['n1_common']}/{r['n2_common']} in common)", file=sys.stderr)
+        if args.gpu_features:
+            with tempfile.TemporaryDirectory() as tmp:
+                o1 = our_keypoints(args.gpu_features, f1, args.config, tmp)
+                o2 = our_keypoints(args.gpu_features, f2, args.config, tmp)
+            # ORB.compute may drop keypoints too close to the border: score what it keeps.
+            o1, e1 = orb.compute(g1, o1)
+            o2, e2 = orb.compute(g2, o2)
+            r = evaluate(name, h, kp_array(o1), e1, s1, kp_array(o2), e2, s2)
+            result["ours_with_orb_descriptor"].append(r)
+            print(f"{name}: gpu_features keypoints + ORB descriptor: repeatability "
+                  f"{r['repeatability']:.3f} matching score {r['matching_score']:.3f}", file=sys.stderr)
+    text = json.dumps(result, indent=1)
+    if args.out:
+        args.out.write_text(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
