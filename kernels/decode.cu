@@ -12,9 +12,10 @@
 #define ENC_UYVY 6
 #define ENC_YUYV 7
 
-__device__ __forceinline__ u8 gray_from_rgb(u32 r, u32 g, u32 b) {
-    // cv::cvtColor RGB2GRAY on 8-bit images: fixed-point weights summing to 1 << 14.
-    return (u8)((r * 4899u + g * 9617u + b * 1868u + (1u << 13)) >> 14);
+// cv::cvtColor RGB2GRAY on 8-bit images: fixed-point weights (the CPU's GRAY_R/G/B and
+// GRAY_SHIFT from src/cpu/decode.rs, passed in as `wt` = {r, g, b, shift}).
+__device__ __forceinline__ u8 gray_from_rgb(u32 r, u32 g, u32 b, uint4 wt) {
+    return (u8)((r * wt.x + g * wt.y + b * wt.z + (1u << (wt.w - 1))) >> wt.w);
 }
 
 __device__ __forceinline__ u8 gray_from_mono16(u32 v) {
@@ -26,7 +27,7 @@ __device__ __forceinline__ u8 gray_from_mono16(u32 v) {
 }
 
 extern "C" __global__ void decode_gray(const u8* __restrict__ raw, int step, int w, int h,
-                                       int enc, int big_endian, u8* __restrict__ out) {
+                                       int enc, int big_endian, uint4 wt, u8* __restrict__ out) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
@@ -39,10 +40,10 @@ extern "C" __global__ void decode_gray(const u8* __restrict__ raw, int step, int
         g = gray_from_mono16(big_endian ? ((a << 8) | b) : ((b << 8) | a));
         break;
     }
-    case ENC_RGB8: g = gray_from_rgb(row[3 * x], row[3 * x + 1], row[3 * x + 2]); break;
-    case ENC_BGR8: g = gray_from_rgb(row[3 * x + 2], row[3 * x + 1], row[3 * x]); break;
-    case ENC_RGBA8: g = gray_from_rgb(row[4 * x], row[4 * x + 1], row[4 * x + 2]); break;
-    case ENC_BGRA8: g = gray_from_rgb(row[4 * x + 2], row[4 * x + 1], row[4 * x]); break;
+    case ENC_RGB8: g = gray_from_rgb(row[3 * x], row[3 * x + 1], row[3 * x + 2], wt); break;
+    case ENC_BGR8: g = gray_from_rgb(row[3 * x + 2], row[3 * x + 1], row[3 * x], wt); break;
+    case ENC_RGBA8: g = gray_from_rgb(row[4 * x], row[4 * x + 1], row[4 * x + 2], wt); break;
+    case ENC_BGRA8: g = gray_from_rgb(row[4 * x + 2], row[4 * x + 1], row[4 * x], wt); break;
     case ENC_UYVY: g = row[2 * x + 1]; break;
     default: g = row[2 * x]; break;  // ENC_YUYV
     }

@@ -142,6 +142,41 @@ def evaluate(name, h, kp1, d1, size1, kp2, d2, size2):
             "correct_matches": correct, "matching_score": ratio(correct)}
 
 
+def read_config(path):
+    """The two-level `section: / key: value` YAML of a gpu_features config (no PyYAML needed)."""
+    cfg, section = {}, None
+    for line in Path(path).read_text().splitlines():
+        line = line.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        key, _, value = line.strip().partition(":")
+        if not line.startswith((" ", "\t")):
+            section = cfg.setdefault(key, {})
+        elif section is not None:
+            section[key] = value.strip().strip("'\"")
+    return cfg
+
+
+def make_warp(photo, out_dir):
+    """Writes PHOTO's warp and its homography; returns the pair spec."""
+    img = cv2.imread(str(photo), cv2.IMREAD_COLOR)
+    h, w = img.shape[:2]
+    c, s_ = np.cos(np.radians(20)) * 0.8, np.sin(np.radians(20)) * 0.8
+    rot = np.array([[c, -s_, 0], [s_, c, 0], [0, 0, 1]])
+    to_c = np.array([[1, 0, -w / 2], [0, 1, -h / 2], [0, 0, 1]])
+    back = np.array([[1, 0, w / 2], [0, 1, h / 2], [0, 0, 1]])
+    persp = np.array([[1, 0, 0], [0, 1, 0], [1e-4, 5e-5, 1]])
+    H = back @ persp @ rot @ to_c
+    H /= H[2, 2]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    warped = cv2.warpPerspective(img, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+    f2 = out_dir / f"{photo.stem}_warp.png"
+    hf = out_dir / f"H_{photo.stem}_warp.txt"
+    cv2.imwrite(str(f2), warped)
+    hf.write_text("\n".join(" ".join(f"{v:.17g}" for v in row) for row in H) + "\n")
+    return f"{photo.stem}-warp={photo},{f2},{hf}"
+
+
 def orb_for(cfg):
     p = cfg.get("pyramid", {})
     d = cfg.get("detector", {})
@@ -152,6 +187,16 @@ def orb_for(cfg):
         nlevels=int(p.get("levels", 8)), edgeThreshold=int(d.get("border", 31)), firstLevel=0, WTA_K=2,
         scoreType=cv2.ORB_HARRIS_SCORE if d.get("score", "harris") == "harris" else cv2.ORB_FAST_SCORE,
         patchSize=int(o.get("patch_size", 31)), fastThreshold=int(d.get("fast_threshold", 20)))
+
+
+def gray(path):
+    img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if img is None:
+        sys.exit(f"cannot read {path}")
+    if img.ndim == 2:
+        return img if img.dtype == np.uint8 else (img / 257).round().astype(np.uint8)
+    code = cv2.COLOR_BGRA2GRAY if img.shape[2] == 4 else cv2.COLOR_BGR2GRAY
+    return cv2.cvtColor(img, code)
 
 
 def kp_array(kps):
@@ -173,16 +218,20 @@ def our_keypoints(binary, img, config, tmp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pair", action="append", required=True, help="[NAME=]IMG1,IMG2,H")
+    ap.add_argument("--pair", action="append", default=[], help="[NAME=]IMG1,IMG2,H")
+    ap.add_argument("--warp", action="append", default=[], metavar="PHOTO",
+                    help="also a synthetic pair: PHOTO and PHOTO warped by a known homography "
+                         "(rotation 20 deg, scale 0.8, mild perspective), written to --warp-dir")
+    ap.add_argument("--warp-dir", type=Path, default=Path("out/warps"))
     ap.add_argument("--config", type=Path, help="gpu_features YAML config (ORB parameters follow it)")
     ap.add_argument("--gpu-features", help="gpu_features binary: also score our keypoints")
     ap.add_argument("--out", type=Path, help="JSON output (default: stdout)")
     args = ap.parse_args()
-    cfg = {}
-    if args.config:
-        import yaml  # noqa: PLC0415
-
-        cfg = yaml.safe_load(args.config.read_text()) or {}
+    cfg = read_config(args.config) if args.config else {}
+    for photo in args.warp:
+        args.pair.append(make_warp(Path(photo), args.warp_dir))
+    if not args.pair:
+        ap.error("give at least one --pair or --warp")
     orb = orb_for(cfg)
     result = {"opencv_version": cv2.__version__, "pairs": [], "ours_with_orb_descriptor": []}
     for spec in args.pair:
@@ -190,8 +239,9 @@ def main():
         f1, f2, hf = rest.split(",")
         name = name or f"{Path(f1).stem}-{Path(f2).stem}"
         h = parse_h(hf)
-        g1 = cv2.imread(f1, cv2.IMREAD_GRAYSCALE)
-        g2 = cv2.imread(f2, cv2.IMREAD_GRAYSCALE)
+        # cvtColor, not IMREAD_GRAYSCALE (whose codec-side conversion rounds differently):
+        # the same gray image gpu_features computes.
+        g1, g2 = gray(f1), gray(f2)
         s1, s2 = (g1.shape[1], g1.shape[0]), (g2.shape[1], g2.shape[0])
         k1, d1 = orb.detectAndCompute(g1, None)
         k2, d2 = orb.detectAndCompute(g2, None)

@@ -72,8 +72,38 @@ fn kp_bits(k: &Keypoint) -> [u32; 6] {
     ]
 }
 
+/// Names the keypoints that only one backend has, to make a mismatch readable.
+fn keypoint_diff(cpu: &Features, gpu: &Features) -> String {
+    let a: std::collections::BTreeSet<_> = cpu.keypoints.iter().map(kp_bits).collect();
+    let b: std::collections::BTreeSet<_> = gpu.keypoints.iter().map(kp_bits).collect();
+    let show = |v: &[u32; 6]| {
+        format!(
+            "(oct {} x {} y {} r {:e} a {})",
+            v[5],
+            f32::from_bits(v[0]),
+            f32::from_bits(v[1]),
+            f32::from_bits(v[2]),
+            f32::from_bits(v[4])
+        )
+    };
+    let only_cpu: Vec<_> = a.difference(&b).take(6).map(show).collect();
+    let only_gpu: Vec<_> = b.difference(&a).take(6).map(show).collect();
+    format!(
+        "{} only on cpu, e.g. {only_cpu:?}; {} only on gpu, e.g. {only_gpu:?}",
+        a.difference(&b).count(),
+        b.difference(&a).count()
+    )
+}
+
 fn compare(what: &str, cpu: &Features, gpu: &Features) {
     assert_eq!(cpu.level_sizes, gpu.level_sizes, "{what}: level sizes");
+    let same = cpu.keypoints.len() == gpu.keypoints.len()
+        && cpu
+            .keypoints
+            .iter()
+            .zip(&gpu.keypoints)
+            .all(|(a, b)| kp_bits(a) == kp_bits(b));
+    assert!(same, "{what}: keypoints differ: {}", keypoint_diff(cpu, gpu));
     assert_eq!(
         cpu.keypoints.len(),
         gpu.keypoints.len(),
@@ -116,10 +146,10 @@ fn run_both(gpu: &mut CudaPipeline, cfg: &Config, view: &ImageView) -> (Features
 
 fn configs() -> Vec<(&'static str, Config)> {
     let mut out = Vec::new();
-    out.push(("default", Config::default()));
     let mut all = Config::default();
     all.select.max_keypoints = 0;
     out.push(("all-candidates", all.clone()));
+    out.push(("default", Config::default()));
     let mut c = all.clone();
     c.detector.score = ScoreType::Fast;
     c.orient.enabled = false;
@@ -313,7 +343,24 @@ fn decode_matches_cpu_for_every_encoding() {
                 gpu_features::cpu::decode::decode(&view, &mut cpu);
                 g.process(&cfg, &view).unwrap();
                 let gl = g.download_levels().unwrap();
-                assert_eq!(cpu, gl[0], "{name} {enc:?} big_endian={be}");
+                if cpu != gl[0] {
+                    let w = frame.width;
+                    let bad: Vec<_> = cpu
+                        .data
+                        .iter()
+                        .zip(&gl[0].data)
+                        .enumerate()
+                        .filter(|(_, (a, b))| a != b)
+                        .take(8)
+                        .map(|(i, (a, b))| {
+                            let (x, y) = (i % w, i / w);
+                            let bpp = enc.bytes_per_pixel();
+                            let raw = &data[y * step + x * bpp..y * step + (x + 1) * bpp];
+                            format!("({x},{y}) cpu {a} gpu {b} raw {raw:?}")
+                        })
+                        .collect();
+                    panic!("{name} {enc:?} big_endian={be}: {bad:?}");
+                }
             }
         }
         eprintln!("{name}: decode identical for every encoding");
@@ -343,4 +390,96 @@ fn deterministic_and_survives_resolution_changes() {
             "{name}: edges changed between runs"
         );
     }
+}
+
+#[test]
+fn fast_candidates_match_cpu_fast() {
+    let Some(mut g) = gpu("fast_candidates_match_cpu_fast") else {
+        return;
+    };
+    for (name, frame) in fixtures() {
+        let view = frame.view().unwrap();
+        for (t, nms) in [(20u32, true), (10, true), (40, false)] {
+            let mut cfg = Config::default();
+            cfg.pyramid.levels = 1;
+            cfg.select.max_keypoints = 0;
+            cfg.detector.score = ScoreType::Fast;
+            cfg.detector.fast_threshold = t;
+            cfg.detector.nonmax_suppression = nms;
+            cfg.detector.border = 3;
+            cfg.orient.enabled = false;
+            cfg.canny.enabled = false;
+            let mut gray = GrayImage::default();
+            gpu_features::cpu::decode::decode(&view, &mut gray);
+            let cpu: Vec<(u32, u32, f32)> = gpu_features::cpu::fast::detect(&gray, t as u8, nms)
+                .into_iter()
+                .filter(|c| c.x >= 3 && c.y >= 3)
+                .map(|c| (c.x, c.y, c.response))
+                .collect();
+            let f = g.process(&cfg, &view).unwrap();
+            let gk: Vec<(u32, u32, f32)> = f
+                .keypoints
+                .iter()
+                .map(|k| (k.x as u32, k.y as u32, k.response))
+                .collect();
+            assert_eq!(
+                cpu.len(),
+                gk.len(),
+                "{name} t{t} nms={nms}: counts; first cpu {:?} first gpu {:?}",
+                &cpu[..cpu.len().min(12)],
+                &gk[..gk.len().min(12)]
+            );
+            assert_eq!(cpu, gk, "{name} t{t} nms={nms}");
+        }
+        eprintln!("{name}: FAST candidates identical (t20 nms, t10 nms, t40 no nms)");
+    }
+}
+
+#[test]
+fn fast_debug_synthetic() {
+    let Some(mut g) = gpu("fast_debug_synthetic") else {
+        return;
+    };
+    let (w, h) = (64usize, 48usize);
+    let mut img = vec![100u8; w * h];
+    let circle = gpu_features::cpu::fast::CIRCLE;
+    for (cx, cy) in [(20i32, 20i32), (45, 30)] {
+        for (k, &(dx, dy)) in circle.iter().enumerate().take(9) {
+            img[((cy + dy) as usize) * w + (cx + dx) as usize] = if k == 4 { 125 } else { 140 };
+        }
+    }
+    let mut cfg = Config::default();
+    cfg.pyramid.levels = 1;
+    cfg.select.max_keypoints = 0;
+    cfg.detector.score = ScoreType::Fast;
+    cfg.detector.fast_threshold = 10;
+    cfg.detector.border = 3;
+    cfg.orient.enabled = false;
+    cfg.canny.enabled = false;
+    let view = ImageView::mono8(&img, w, h).unwrap();
+    let f = g.process(&cfg, &view).unwrap();
+    let gk: Vec<_> = f.keypoints.iter().map(|k| (k.x, k.y, k.response)).collect();
+    let gray = GrayImage::from_vec(w, h, img.clone()).unwrap();
+    let ck: Vec<_> = gpu_features::cpu::fast::detect(&gray, 10, true)
+        .iter()
+        .map(|c| (c.x as f32, c.y as f32, c.response))
+        .collect();
+    eprintln!("synthetic: cpu {ck:?} gpu {gk:?}");
+    // Astronaut as packed mono8 (the direct-upload path).
+    let (_, frame) = fixtures().into_iter().next().unwrap();
+    let mut gray = GrayImage::default();
+    gpu_features::cpu::decode::decode(&frame.view().unwrap(), &mut gray);
+    let view = ImageView::mono8(&gray.data, gray.width, gray.height).unwrap();
+    cfg.detector.fast_threshold = 20;
+    let f = g.process(&cfg, &view).unwrap();
+    let gk: Vec<_> = f.keypoints.iter().take(8).map(|k| (k.x, k.y, k.response)).collect();
+    let ck: Vec<_> = gpu_features::cpu::fast::detect(&gray, 20, true)
+        .iter()
+        .take(8)
+        .map(|c| (c.x as f32, c.y as f32, c.response))
+        .collect();
+    eprintln!("astronaut mono8: n cpu {} gpu {}\n cpu {ck:?}\n gpu {gk:?}",
+        gpu_features::cpu::fast::detect(&gray, 20, true).len(), f.keypoints.len());
+    let f2 = g.process(&cfg, &view).unwrap();
+    eprintln!("again: {:?}", f2.keypoints.iter().take(8).map(|k| (k.x, k.y, k.response)).collect::<Vec<_>>());
 }

@@ -202,6 +202,29 @@ fn homography_protocol_on_graf_pair() {
     assert!(md.contains("graf1-graf3"));
 }
 
+/// Prints `topic index width points` for every keypoints message, read with rosbags.
+const ROSBAGS_READ: &str = r#"
+import sys
+from pathlib import Path
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_typestore
+store = getattr(Stores, "ROS2_JAZZY", None) or Stores.ROS2_HUMBLE
+with AnyReader([Path(sys.argv[1])], default_typestore=get_typestore(store)) as r:
+    seen = {}
+    ann = {}
+    for c, t, raw in r.messages():
+        m = r.deserialize(raw, c.msgtype)
+        if c.topic.endswith("/keypoints/annotations"):
+            ann[(c.topic[: -len("/annotations")], t)] = len(m.points[0].points)
+    for c, t, raw in r.messages():
+        if c.msgtype == "sensor_msgs/msg/PointCloud2":
+            m = r.deserialize(raw, c.msgtype)
+            i = seen.get(c.topic, 0)
+            seen[c.topic] = i + 1
+            assert len(m.data) == m.width * 24 and m.fields[5].name == "octave"
+            print(c.topic, i, m.width, ann[(c.topic, t)])
+"#;
+
 fn bags_python() -> Option<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cands: Vec<String> = std::env::var("GPU_FEATURES_BAGS_PYTHON")
@@ -309,6 +332,22 @@ fn rosbags_written_bags_both_formats() {
             &Config::default(),
         );
         assert_eq!(raw, comp);
+        // rosbags (independent CDR + ros2msg implementation) reads the output bag, the
+        // foxglove annotations included (from the schema text the bag carries).
+        let check = Command::new(&py)
+            .args(["-c", ROSBAGS_READ, s.out_bag.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let text = String::from_utf8_lossy(&check.stdout);
+        for (i, n) in raw.iter().enumerate() {
+            let line = format!("/camera/image_raw/keypoints {i} {n} {n}");
+            assert!(text.contains(&line), "{line} not in\n{text}");
+        }
         per_format.push(raw);
     }
     assert_eq!(

@@ -691,7 +691,8 @@ mod tests {
         };
         let b = img.encode();
         // Encapsulation, sec, nanosec, frame_id (len 4 "cam\0"), height, width,
-        // encoding (len 6 "mono8\0" + 2 pad), is_bigendian (+3 pad), step, data len, data.
+        // encoding (len 6 "mono8\0"), is_bigendian (+1 pad to align step), step, data len,
+        // data.
         let mut want = vec![0, 1, 0, 0];
         want.extend_from_slice(&1700000000i32.to_le_bytes());
         want.extend_from_slice(&123u32.to_le_bytes());
@@ -700,8 +701,8 @@ mod tests {
         want.extend_from_slice(&2u32.to_le_bytes());
         want.extend_from_slice(&3u32.to_le_bytes());
         want.extend_from_slice(&6u32.to_le_bytes());
-        want.extend_from_slice(b"mono8\0\0\0");
-        want.extend_from_slice(&[0, 0, 0, 0]);
+        want.extend_from_slice(b"mono8\0");
+        want.extend_from_slice(&[0, 0]);
         want.extend_from_slice(&3u32.to_le_bytes());
         want.extend_from_slice(&6u32.to_le_bytes());
         want.extend_from_slice(&[1, 2, 3, 4, 5, 6]);

@@ -396,9 +396,9 @@ fn progress_bar(total: Option<u64>, enabled: bool) -> indicatif::ProgressBar {
         None => indicatif::ProgressBar::new_spinner(),
     };
     let tpl = if total.is_some() {
-        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} frames  {per_sec}  ETA {eta}"
+        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} frames  {msg}  ETA {eta}"
     } else {
-        "{spinner} [{elapsed_precise}] {pos} frames  {per_sec}"
+        "{spinner} [{elapsed_precise}] {pos} frames  {msg}"
     };
     if let Ok(style) = indicatif::ProgressStyle::with_template(tpl) {
         pb.set_style(style);
@@ -654,6 +654,10 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         st.frames += 1;
         done += 1;
         pb.inc(1);
+        if !pb.is_hidden() {
+            let secs = t_start.elapsed().as_secs_f64().max(1e-9);
+            pb.set_message(format!("{:.1} frames/s", done as f64 / secs));
+        }
         Ok(())
     });
     pb.finish_and_clear();

@@ -177,8 +177,11 @@ fn run_lanes(m: &[[u8; LANES]; 16], s: usize) -> [[u8; LANES]; 16] {
 #[inline(always)]
 fn corner_lanes(rows: &Rows, x0: usize, t: u8) -> Option<[u8; LANES]> {
     let v: [u8; LANES] = rows[3][x0..x0 + LANES].try_into().unwrap();
-    let hi = v.map(|v| v.saturating_add(t));
-    let lo = v.map(|v| v.saturating_sub(t));
+    let (mut hi, mut lo) = ([0u8; LANES], [0u8; LANES]);
+    for i in 0..LANES {
+        hi[i] = v[i].saturating_add(t);
+        lo[i] = v[i].saturating_sub(t);
+    }
     // A 9-arc spans two neighbouring compass pixels (0, 4, 8, 12): reject unless one such
     // pair is brighter (or darker) together, i.e. (0 or 8) and (4 or 12).
     let (p0, p4, p8, p12) = (
@@ -216,9 +219,16 @@ fn corner_lanes(rows: &Rows, x0: usize, t: u8) -> Option<[u8; LANES]> {
     (any != 0).then_some(flags)
 }
 
-/// Calls `found(x)` for every corner of the row whose 7-row window is `rows`, in order of x.
+/// Calls `found(x, y, score)` for every corner of row y, whose 7-row window is `rows`, in
+/// order of x.
 #[inline(always)]
-fn scan_row(rows: &Rows, w: usize, threshold: u8, mut found: impl FnMut(usize)) {
+fn scan_row(
+    rows: &Rows,
+    y: usize,
+    w: usize,
+    threshold: u8,
+    found: &mut dyn FnMut(usize, usize, u8),
+) {
     let end = w - BORDER;
     if end - BORDER < LANES {
         // Too narrow for one vector step: the scalar segment test.
@@ -232,7 +242,7 @@ fn scan_row(rows: &Rows, w: usize, threshold: u8, mut found: impl FnMut(usize)) 
                 dark |= ((p < lo) as u16) << k;
             }
             if has_arc9(bright) || has_arc9(dark) {
-                found(x);
+                found(x, y, lane_score(rows, x));
             }
         }
         return;
@@ -244,12 +254,22 @@ fn scan_row(rows: &Rows, w: usize, threshold: u8, mut found: impl FnMut(usize)) 
         if let Some(flags) = corner_lanes(rows, start, threshold) {
             for (i, &f) in flags.iter().enumerate().skip(x0 - start) {
                 if f != 0 {
-                    found(start + i);
+                    found(start + i, y, lane_score(rows, start + i));
                 }
             }
         }
         x0 += LANES;
     }
+}
+
+/// The FAST score of centre `x` of the middle row of `rows`.
+#[inline(always)]
+fn lane_score(rows: &Rows, x: usize) -> u8 {
+    let mut ring = [0u8; 16];
+    for (p, &(dx, dy)) in ring.iter_mut().zip(&CIRCLE) {
+        *p = rows[(dy + 3) as usize][x.wrapping_add_signed(dx as isize)];
+    }
+    ring_score(rows[3][x], &ring)
 }
 
 /// Scans every row; `found(x, y, score)` in raster order. Generic so that it can be compiled
@@ -259,11 +279,7 @@ fn scan_image(img: &GrayImage, threshold: u8, found: &mut dyn FnMut(usize, usize
     let w = img.width;
     for y in BORDER..img.height - BORDER {
         let rows: Rows = std::array::from_fn(|i| img.row(y + i - 3));
-        scan_row(&rows, w, threshold, |x| {
-            let ring =
-                CIRCLE.map(|(dx, dy)| rows[(dy + 3) as usize][x.wrapping_add_signed(dx as isize)]);
-            found(x, y, ring_score(rows[3][x], &ring));
-        });
+        scan_row(&rows, y, w, threshold, found);
     }
 }
 

@@ -82,99 +82,337 @@ fn sobel_kernels(ksize: u32) -> (&'static [i32], &'static [i32]) {
     }
 }
 
-/// OpenCV's row filter (8-bit in, f32 out): the vector body accumulates with FMA from
-/// zero in tap order over blocks of 64 outputs; the remaining columns are the scalar
-/// multiply-then-add loop.
-fn row_pass(img: &GrayImage, r: usize, kern: &[f32], out: &mut Vec<f32>) {
-    let (w, h) = (img.width, img.height);
-    let ph = h + 2 * r;
-    out.clear();
-    out.resize(ph * w, 0.0);
+/// `src` as f32 with `r` reflected (`BORDER_REFLECT_101`) pixels on each side.
+#[inline(always)]
+fn pad_row<T: Copy>(src: &[T], r: usize, row: &mut [f32], f: impl Fn(T) -> f32) {
+    let w = src.len();
+    for (i, v) in row.iter_mut().enumerate() {
+        if i < r || i >= r + w {
+            *v = f(src[reflect101(i as isize - r as isize, w)]);
+        }
+    }
+    for (d, &s) in row[r..r + w].iter_mut().zip(src) {
+        *d = f(s);
+    }
+}
+
+/// OpenCV's row filter (8-bit in, f32 out) of one padded row into `dst`: the vector body
+/// accumulates with FMA from zero in tap order over blocks of 64 outputs; the remaining
+/// columns are the scalar multiply-then-add loop. Tap-outer loops keep each output's
+/// operation order and vectorise over x.
+#[inline(always)]
+fn row_filter<const K: usize>(row: &[f32], kern: &[f32; K], dst: &mut [f32]) {
+    let w = dst.len();
     let fused_end = w - w % 64;
-    let mut row = vec![0f32; w + 2 * r];
-    for py in 0..ph {
-        let src = img.row(reflect101(py as isize - r as isize, h));
-        for (i, v) in row.iter_mut().enumerate() {
-            *v = src[reflect101(i as isize - r as isize, w)] as f32;
+    let (fused, tail) = dst.split_at_mut(fused_end);
+    fused.fill(0.0);
+    for (j, &k) in kern.iter().enumerate() {
+        for (d, &p) in fused.iter_mut().zip(&row[j..j + fused_end]) {
+            *d = p.mul_add(k, *d);
         }
-        let dst = &mut out[py * w..(py + 1) * w];
-        for (x, d) in dst.iter_mut().enumerate() {
-            let taps = &row[x..x + kern.len()];
-            *d = if x < fused_end {
-                taps.iter()
-                    .zip(kern)
-                    .fold(0.0, |s, (&p, &k)| p.mul_add(k, s))
-            } else {
-                let mut s = taps[0] * kern[0];
-                for (&p, &k) in taps.iter().zip(kern).skip(1) {
-                    s += p * k;
+    }
+    let row = &row[fused_end..];
+    for (d, &p) in tail.iter_mut().zip(row) {
+        *d = p * kern[0];
+    }
+    for (j, &k) in kern.iter().enumerate().skip(1) {
+        for (d, &p) in tail.iter_mut().zip(&row[j..]) {
+            *d += p * k;
+        }
+    }
+}
+
+/// OpenCV's symmetric / antisymmetric column filter (f32) of the `K` rows `rows` into `dst`:
+/// centre tap first, then each mirrored pair summed (or differenced) and multiplied in. The
+/// 3-tap filter fuses everywhere; longer ones fuse in 16-wide vector blocks and not in the
+/// scalar tail.
+#[inline(always)]
+fn col_filter<const K: usize>(rows: [&[f32]; K], kern: &[f32; K], antisym: bool, dst: &mut [f32]) {
+    let r = K / 2;
+    let w = dst.len();
+    let fused_end = if K == 3 { w } else { w - w % 16 };
+    for (d, &c) in dst.iter_mut().zip(rows[r]) {
+        *d = c * kern[r];
+    }
+    for j in 1..=r {
+        let (lo, hi, k) = (rows[r - j], rows[r + j], kern[r + j]);
+        let (fused, tail) = dst.split_at_mut(fused_end);
+        if antisym {
+            for ((d, &a), &b) in fused.iter_mut().zip(hi).zip(lo) {
+                *d = (a - b).mul_add(k, *d);
+            }
+            for ((d, &a), &b) in tail.iter_mut().zip(&hi[fused_end..]).zip(&lo[fused_end..]) {
+                *d += (a - b) * k;
+            }
+        } else {
+            for ((d, &a), &b) in fused.iter_mut().zip(hi).zip(lo) {
+                *d = (a + b).mul_add(k, *d);
+            }
+            for ((d, &a), &b) in tail.iter_mut().zip(&hi[fused_end..]).zip(&lo[fused_end..]) {
+                *d += (a + b) * k;
+            }
+        }
+    }
+}
+
+/// Sobel dx and dy (f32) of `img`, one row at a time in order: row filter then column
+/// filter over a ring of `K` padded rows (`BORDER_REFLECT_101`), dx = deriv rows x smooth
+/// columns, dy = smooth rows x deriv columns.
+struct Sobel<'a, const K: usize> {
+    img: &'a GrayImage,
+    sm: &'a [f32; K],
+    de: &'a [f32; K],
+    padded: Vec<f32>,
+    /// Slot `py % K` holds the row-filtered padded row py (image row py - K/2, reflected).
+    ring_d: Vec<f32>,
+    ring_s: Vec<f32>,
+    filled: usize,
+    /// The next output row.
+    y: usize,
+}
+
+impl<'a, const K: usize> Sobel<'a, K> {
+    #[inline(always)]
+    fn new(img: &'a GrayImage, sm: &'a [f32; K], de: &'a [f32; K]) -> Self {
+        let w = img.width;
+        Sobel {
+            img,
+            sm,
+            de,
+            padded: vec![0f32; w + K - 1],
+            ring_d: vec![0f32; K * w],
+            ring_s: vec![0f32; K * w],
+            filled: 0,
+            y: 0,
+        }
+    }
+
+    /// Writes the next row of dx and dy.
+    #[inline(always)]
+    fn next_row(&mut self, dx: &mut [f32], dy: &mut [f32]) {
+        let (w, h, r, y) = (self.img.width, self.img.height, K / 2, self.y);
+        while self.filled <= y + 2 * r {
+            let py = self.filled;
+            let src = self.img.row(reflect101(py as isize - r as isize, h));
+            pad_row(src, r, &mut self.padded, |v| v as f32);
+            let slot = py % K;
+            row_filter(
+                &self.padded,
+                self.de,
+                &mut self.ring_d[slot * w..(slot + 1) * w],
+            );
+            row_filter(
+                &self.padded,
+                self.sm,
+                &mut self.ring_s[slot * w..(slot + 1) * w],
+            );
+            self.filled += 1;
+        }
+        col_filter(rows_of(&self.ring_d, y, w), self.sm, false, dx);
+        col_filter(rows_of(&self.ring_s, y, w), self.de, true, dy);
+        self.y += 1;
+    }
+}
+
+/// The `K` ring rows `y .. y + K` (slots taken modulo `K`).
+#[inline(always)]
+fn rows_of<const K: usize>(ring: &[f32], y: usize, w: usize) -> [&[f32]; K] {
+    std::array::from_fn(|i| {
+        let slot = (y + i) % K;
+        &ring[slot * w..(slot + 1) * w]
+    })
+}
+
+/// Row sums of a `block`-wide window (anchor `block / 2`, reflected) in f64, in tap order.
+#[inline(always)]
+fn box_row(padded: &[f32], block: usize, acc: &mut [f64]) {
+    for (a, &p) in acc.iter_mut().zip(padded) {
+        *a = p as f64;
+    }
+    for j in 1..block {
+        for (a, &p) in acc.iter_mut().zip(&padded[j..]) {
+            *a += p as f64;
+        }
+    }
+}
+
+/// The response of one row from its box sums `a = Σdx²`, `b = Σdx·dy`, `c = Σdy²`.
+///
+/// OpenCV sees the continuous map as one row: 8-wide vector body (up to `end8`, a flat
+/// index), then a 4-wide body (other association, up to `end4`), then scalar code with `k`
+/// as the caller's double `kd`. `i0` is the flat index of the row's first pixel.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn response_row(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    k: f32,
+    kd: f64,
+    i0: usize,
+    ends: (usize, usize),
+    out: &mut [f32],
+) {
+    let w = out.len();
+    let (end8, end4) = ends;
+    let e8 = end8.clamp(i0, i0 + w) - i0;
+    let e4 = end4.clamp(i0, i0 + w) - i0;
+    for x in 0..e8 {
+        let (a, b, c) = (a[x], b[x], c[x]);
+        let tr = a + c;
+        out[x] = (a * c - b * b) - k * (tr * tr);
+    }
+    for x in e8..e4 {
+        let (a, b, c) = (a[x], b[x], c[x]);
+        let tr = a + c;
+        out[x] = (a * c - b * b) - k * tr * tr;
+    }
+    for x in e4..w {
+        let (a, b, c) = (a[x], b[x], c[x]);
+        let (det, tr) = (a * c - b * b, a + c);
+        out[x] = (det as f64 - kd * tr as f64 * tr as f64) as f32;
+    }
+}
+
+/// The dense response for a `K`-tap Sobel, streaming: Sobel rows; products dx², dx·dy, dy²;
+/// unnormalized `block`-square box sums with OpenCV's anchor (`block / 2`) and
+/// `BORDER_REFLECT_101` (direct row sums in f64, then running column sums in f64 as
+/// OpenCV's `ColumnSum<double, float>`, rounded to f32); then the response. Compiled twice
+/// (with and without FMA).
+#[inline(always)]
+fn dense_core<const K: usize>(
+    img: &GrayImage,
+    sm: &[f32; K],
+    de: &[f32; K],
+    block: usize,
+    k: f32,
+    out: &mut Vec<f32>,
+) {
+    let (w, h) = (img.width, img.height);
+    let n = w * h;
+    let anchor = block / 2;
+    // Our k is f32; its shortest decimal form recovers the double the user wrote (0.04,
+    // not 0.0399999991).
+    let kd: f64 = k.to_string().parse().unwrap_or(k as f64);
+    let ends = (n - n % 8, n - n % 4);
+    let mut sobel = Sobel::new(img, sm, de);
+    // Sobel rows, slot `sy % grad_n`: the box rows ask for them in order except for
+    // reflections at most `block` rows back.
+    let grad_n = block + 1;
+    let mut gx_ring = vec![0f32; grad_n * w];
+    let mut gy_ring = vec![0f32; grad_n * w];
+    let mut grad_done = 0;
+    let pw = w + block - 1;
+    let mut pads = [vec![0f32; pw], vec![0f32; pw], vec![0f32; pw]];
+    // Slot `py % block` holds the row sums of padded row py, per product.
+    let mut ring = [
+        vec![0f64; block * w],
+        vec![0f64; block * w],
+        vec![0f64; block * w],
+    ];
+    let mut sum = [vec![0f64; w], vec![0f64; w], vec![0f64; w]];
+    let mut row = [vec![0f32; w], vec![0f32; w], vec![0f32; w]];
+    let mut resp = vec![0f32; w];
+    for py in 0..h + block - 1 {
+        // Row sums of padded row py (image row sy).
+        let sy = reflect101(py as isize - anchor as isize, h);
+        while grad_done <= sy {
+            let slot = grad_done % grad_n;
+            sobel.next_row(
+                &mut gx_ring[slot * w..(slot + 1) * w],
+                &mut gy_ring[slot * w..(slot + 1) * w],
+            );
+            grad_done += 1;
+        }
+        let slot = sy % grad_n;
+        let (gx, gy) = (
+            &gx_ring[slot * w..(slot + 1) * w],
+            &gy_ring[slot * w..(slot + 1) * w],
+        );
+        let [pa, pb, pc] = &mut pads;
+        // Products, then padded: reflecting a product is the product of the reflections.
+        for (j, ((a, b), c)) in pa
+            .iter_mut()
+            .zip(pb.iter_mut())
+            .zip(pc.iter_mut())
+            .enumerate()
+        {
+            if j < anchor || j >= anchor + w {
+                let s = reflect101(j as isize - anchor as isize, w);
+                (*a, *b, *c) = (gx[s] * gx[s], gx[s] * gy[s], gy[s] * gy[s]);
+            }
+        }
+        let mid = anchor..anchor + w;
+        for ((a, (b, c)), (&x, &y)) in pa[mid.clone()]
+            .iter_mut()
+            .zip(pb[mid.clone()].iter_mut().zip(pc[mid].iter_mut()))
+            .zip(gx.iter().zip(gy))
+        {
+            (*a, *b, *c) = (x * x, x * y, y * y);
+        }
+        let slot = py % block;
+        for (r, p) in ring.iter_mut().zip(&pads) {
+            box_row(p, block, &mut r[slot * w..(slot + 1) * w]);
+        }
+
+        if py < block - 1 {
+            for (s, r) in sum.iter_mut().zip(&ring) {
+                for (s, &v) in s.iter_mut().zip(&r[slot * w..(slot + 1) * w]) {
+                    *s += v;
                 }
-                s
-            };
+            }
+            continue;
         }
+        // Output row y: add the newest row sums, emit, drop the oldest.
+        let y = py + 1 - block;
+        let (new, old) = (slot, y % block);
+        for ((s, r), o) in sum.iter_mut().zip(&ring).zip(row.iter_mut()) {
+            let (nr, or) = (&r[new * w..(new + 1) * w], &r[old * w..(old + 1) * w]);
+            for (((s, o), &nv), &ov) in s.iter_mut().zip(o.iter_mut()).zip(nr).zip(or) {
+                let s0 = *s + nv;
+                *o = s0 as f32;
+                *s = s0 - ov;
+            }
+        }
+        let [a, b, c] = &row;
+        response_row(a, b, c, k, kd, y * w, ends, &mut resp);
+        out.extend_from_slice(&resp);
     }
 }
 
-/// OpenCV's symmetric / antisymmetric column filter (f32), centre tap first, then each
-/// mirrored pair summed (or differenced) and multiplied in. The 3-tap filter fuses
-/// everywhere; longer ones fuse in 16-wide vector blocks and not in the scalar tail.
-fn col_pass(rows: &[f32], w: usize, h: usize, kern: &[f32], antisym: bool, out: &mut [f32]) {
-    let r = kern.len() / 2;
-    let fused_end = if kern.len() == 3 { w } else { w - w % 16 };
-    for y in 0..h {
-        let at = |dy: isize, x: usize| rows[(y + r).wrapping_add_signed(dy) * w + x];
-        for x in 0..w {
-            let mut s = at(0, x) * kern[r];
-            for j in 1..=r as isize {
-                let t = if antisym {
-                    at(j, x) - at(-j, x)
-                } else {
-                    at(j, x) + at(-j, x)
-                };
-                let k = kern[r + j as usize];
-                s = if x < fused_end {
-                    t.mul_add(k, s)
-                } else {
-                    s + t * k
-                };
-            }
-            out[y * w + x] = s;
-        }
-    }
+/// [`dense_core`] with hardware FMA: `mul_add` becomes one instruction instead of a call.
+/// FMA is exactly rounded, so the results are the same bits as the software path.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dense_core_fma<const K: usize>(
+    img: &GrayImage,
+    sm: &[f32; K],
+    de: &[f32; K],
+    block: usize,
+    k: f32,
+    out: &mut Vec<f32>,
+) {
+    dense_core(img, sm, de, block, k, out)
 }
 
-/// Unnormalized `block`-square box sum with OpenCV's anchor (`block / 2`) and
-/// `BORDER_REFLECT_101`: direct row sums in f64, then running column sums in f64 (OpenCV's
-/// `ColumnSum<double, float>`), rounded to f32.
-fn box_sum(src: &[f32], w: usize, h: usize, block: usize, out: &mut [f32]) {
-    let a = (block / 2) as isize;
-    let ph = h + block - 1;
-    let mut rows = vec![0f64; ph * w];
-    for py in 0..ph {
-        let sy = reflect101(py as isize - a, h);
-        let s = &src[sy * w..(sy + 1) * w];
-        for x in 0..w {
-            let mut acc = s[reflect101(x as isize - a, w)] as f64;
-            for j in 1..block as isize {
-                acc += s[reflect101(x as isize - a + j, w)] as f64;
-            }
-            rows[py * w + x] = acc;
-        }
+/// Dispatches to the FMA build where the CPU has it.
+fn dense_dispatch<const K: usize>(
+    img: &GrayImage,
+    sm: &[f32],
+    de: &[f32],
+    block: usize,
+    k: f32,
+    out: &mut Vec<f32>,
+) {
+    let sm: &[f32; K] = sm.try_into().unwrap();
+    let de: &[f32; K] = de.try_into().unwrap();
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+        unsafe { dense_core_fma(img, sm, de, block, k, out) };
+        return;
     }
-    let mut sum = vec![0f64; w];
-    for py in 0..block - 1 {
-        for (s, &v) in sum.iter_mut().zip(&rows[py * w..(py + 1) * w]) {
-            *s += v;
-        }
-    }
-    for y in 0..h {
-        let (new, old) = (&rows[(y + block - 1) * w..], &rows[y * w..]);
-        for x in 0..w {
-            let s0 = sum[x] + new[x];
-            out[y * w + x] = s0 as f32;
-            sum[x] = s0 - old[x];
-        }
-    }
+    dense_core(img, sm, de, block, k, out)
 }
 
 /// `cv::cornerHarris(img, block_size, ksize, k)` (default border, `BORDER_REFLECT_101`) into
@@ -188,52 +426,25 @@ pub fn dense_response(img: &GrayImage, block_size: u32, ksize: u32, k: f32, out:
     let (w, h) = (img.width, img.height);
     let n = w * h;
     out.clear();
-    out.resize(n, 0.0);
     if n == 0 {
         return;
     }
+    // Every pixel is appended exactly once, row by row.
+    out.reserve(n);
+    assert!(
+        block_size >= 1,
+        "dense Harris block_size must be at least 1"
+    );
     let (smooth, deriv) = sobel_kernels(ksize);
-    let r = smooth.len() / 2;
     let scale = 1.0 / ((1u32 << (ksize - 1)) as f64 * block_size as f64 * 255.0);
     // OpenCV scales the f32 kernel Mat by a float factor.
     let sm: Vec<f32> = smooth.iter().map(|&v| v as f32 * scale as f32).collect();
     let de: Vec<f32> = deriv.iter().map(|&v| v as f32).collect();
-
-    let mut tmp = Vec::new();
-    let mut dx = vec![0f32; n];
-    let mut dy = vec![0f32; n];
-    row_pass(img, r, &de, &mut tmp);
-    col_pass(&tmp, w, h, &sm, false, &mut dx);
-    row_pass(img, r, &sm, &mut tmp);
-    col_pass(&tmp, w, h, &de, true, &mut dy);
-
     let bs = block_size as usize;
-    let mut a = vec![0f32; n];
-    let mut b = vec![0f32; n];
-    let mut c = vec![0f32; n];
-    let prod = |f: &dyn Fn(f32, f32) -> f32| -> Vec<f32> {
-        dx.iter().zip(&dy).map(|(&x, &y)| f(x, y)).collect()
-    };
-    box_sum(&prod(&|x, _| x * x), w, h, bs, &mut a);
-    box_sum(&prod(&|x, y| x * y), w, h, bs, &mut b);
-    box_sum(&prod(&|_, y| y * y), w, h, bs, &mut c);
-
-    // OpenCV sees the continuous map as one row: 8-wide vector body, then a 4-wide body
-    // (other association), then scalar code with `k` as the caller's double. Our k is f32;
-    // its shortest decimal form recovers the double the user wrote (0.04, not 0.0399999991).
-    let kd: f64 = k.to_string().parse().unwrap_or(k as f64);
-    let (end8, end4) = (n - n % 8, n - n % 4);
-    for i in 0..n {
-        let (a, b, c) = (a[i], b[i], c[i]);
-        let det = a * c - b * b;
-        let tr = a + c;
-        out[i] = if i < end8 {
-            det - k * (tr * tr)
-        } else if i < end4 {
-            det - k * tr * tr
-        } else {
-            (det as f64 - kd * tr as f64 * tr as f64) as f32
-        };
+    match ksize {
+        3 => dense_dispatch::<3>(img, &sm, &de, bs, k, out),
+        5 => dense_dispatch::<5>(img, &sm, &de, bs, k, out),
+        _ => dense_dispatch::<7>(img, &sm, &de, bs, k, out),
     }
 }
 

@@ -53,13 +53,15 @@ impl Decoder {
         let enc = encoding_code(frame.encoding());
         let be = frame.big_endian() as i32;
         let out = gray;
+        use crate::cpu::decode::{GRAY_B, GRAY_G, GRAY_R, GRAY_SHIFT};
+        let wt: [u32; 4] = [GRAY_R, GRAY_G, GRAY_B, GRAY_SHIFT];
         gpu.launch(
             "decode_gray",
             &gpu.k.decode_gray,
             (w.div_ceil(32) as u32, h.div_ceil(8) as u32, 1),
             (32, 8, 1),
             0,
-            &mut kargs![raw, step, wi, hi, enc, be, out],
+            &mut kargs![raw, step, wi, hi, enc, be, wt, out],
         )
     }
 }
