@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub pyramid: PyramidConfig,
@@ -192,17 +192,6 @@ impl Default for CannyConfig {
     }
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            pyramid: PyramidConfig::default(),
-            detector: DetectorConfig::default(),
-            select: SelectConfig::default(),
-            orient: OrientConfig::default(),
-            canny: CannyConfig::default(),
-        }
-    }
-}
 
 fn check(ok: bool, key: &str, why: impl FnOnce() -> String) -> Result<()> {
     if ok {
@@ -300,7 +289,7 @@ impl Config {
             || format!("{} is not odd in 3..=127", o.patch_size),
         )?;
         check(
-            !o.enabled || d.border as i64 >= (o.patch_size as i64) / 2 + 1,
+            !o.enabled || d.border > o.patch_size / 2,
             "orient.enabled",
             || {
                 format!(

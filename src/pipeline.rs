@@ -75,7 +75,7 @@ impl BackendKind {
 }
 
 enum Backend {
-    Cpu(CpuPipeline),
+    Cpu(Box<CpuPipeline>),
     #[cfg(feature = "cuda")]
     Cuda(Box<crate::cuda::CudaPipeline>),
 }
@@ -93,11 +93,11 @@ impl Pipeline {
     pub fn new(config: Config, choice: BackendChoice) -> Result<Self> {
         config.validate()?;
         let (backend, fallback_reason) = match choice {
-            BackendChoice::Cpu => (Backend::Cpu(CpuPipeline::new()), None),
+            BackendChoice::Cpu => (Backend::Cpu(Box::default()), None),
             BackendChoice::Cuda => (Self::cuda_backend()?, None),
             BackendChoice::Auto => match Self::cuda_backend() {
                 Ok(b) => (b, None),
-                Err(e) => (Backend::Cpu(CpuPipeline::new()), Some(e.to_string())),
+                Err(e) => (Backend::Cpu(Box::default()), Some(e.to_string())),
             },
         };
         Ok(Pipeline {
