@@ -192,7 +192,6 @@ impl Default for CannyConfig {
     }
 }
 
-
 fn check(ok: bool, key: &str, why: impl FnOnce() -> String) -> Result<()> {
     if ok {
         Ok(())
