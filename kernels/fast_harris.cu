@@ -10,9 +10,13 @@
 // survivors in tile-raster order.
 #include "common.cuh"
 
-// OpenCV's circle (makeOffsets, pattern 16) as (dx, dy); src/cpu/fast.rs CIRCLE.
-__constant__ signed char c_circle_dx[16] = {0, 1, 2, 3, 3, 3, 2, 1, 0, -1, -2, -3, -3, -3, -2, -1};
-__constant__ signed char c_circle_dy[16] = {3, 3, 2, 1, 0, -1, -2, -3, -3, -3, -2, -1, 0, 1, 2, 3};
+// OpenCV's circle (makeOffsets, pattern 16) as (dx, dy), src/cpu/fast.rs CIRCLE:
+// (0,3) (1,3) (2,2) (3,1) (3,0) (3,-1) (2,-2) (1,-3) (0,-3) (-1,-3) (-2,-2) (-3,-1) (-3,0)
+// (-3,1) (-2,2) (-1,3), as flat offsets for a tile of row pitch `tw`.
+#define CIRCLE_OFFSETS(tw)                                                                   \
+    {3 * (tw), 3 * (tw) + 1, 2 * (tw) + 2, (tw) + 3, 3, -(tw) + 3, -2 * (tw) + 2,           \
+     -3 * (tw) + 1, -3 * (tw), -3 * (tw) - 1, -2 * (tw) - 2, -(tw) - 3, -3, (tw) - 3,        \
+     2 * (tw) - 2, 3 * (tw) - 1}
 
 __device__ __forceinline__ bool has_arc9(u32 mask16) {
     u32 m = mask16 | (mask16 << 16);
@@ -25,12 +29,13 @@ __device__ __forceinline__ bool has_arc9(u32 mask16) {
 // FAST score (0 = not a corner) at shared-tile position (sx, sy); `tw` = tile row pitch.
 __device__ __forceinline__ u32 fast_score_at(const u8* t, int tw, int sx, int sy, int thr) {
     const u8* c = t + sy * tw + sx;
+    const int off[16] = CIRCLE_OFFSETS(tw);
     int v = c[0];
     int d[16];
     u32 bright = 0, dark = 0;
 #pragma unroll
     for (int k = 0; k < 16; ++k) {
-        int p = c[c_circle_dy[k] * tw + c_circle_dx[k]];
+        int p = c[off[k]];
         d[k] = p - v;
         bright |= (u32)(p > v + thr) << k;
         dark |= (u32)(p < v - thr) << k;
@@ -74,13 +79,14 @@ __device__ __forceinline__ float orb_harris_at(const u8* t, int tw, int sx, int 
     return __fmul_rn(__fsub_rn(det, tr), scale_sq_sq);
 }
 
-// Block: (32, 8). Grid: total tiles over all levels. Dynamic shared memory:
-// (32 + 2 halo) * (8 + 2 halo) bytes of image + 34 * 10 bytes of scores.
+// Block: (32, 8). Grid: total tiles over all levels.
 extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
                                        int nlev, int threshold, int nms, int border, int harris,
                                        int block_size, float harris_k, float scale_sq_sq, int halo,
                                        int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
-    extern __shared__ u8 smem[];
+    // Sized for the largest halo (harris_block_size 31 -> 16); `halo` is the one in use.
+    __shared__ u8 t[(TILE_W + 32) * (TILE_H + 32)];
+    __shared__ u8 sc[(TILE_W + 2) * (TILE_H + 2)];
     const int tile = blockIdx.x;
     const int l = level_of_tile(levels, nlev, tile);
     const LevelDesc L = levels[l];
@@ -89,8 +95,6 @@ extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDe
     const int x0 = tile_x * TILE_W, y0 = tile_y * TILE_H;
     const int tw = TILE_W + 2 * halo, th = TILE_H + 2 * halo;
     const u8* img = pyr + L.img_off;
-    u8* t = smem;
-    u8* sc = smem + tw * th;  // (TILE_W + 2) x (TILE_H + 2) scores
     const int tid = threadIdx.y * TILE_W + threadIdx.x;
 
     // Image tile; outside the level the border is BORDER_REFLECT_101 as in ORB's padded

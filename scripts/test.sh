@@ -12,6 +12,8 @@ cargo fmt --all -- --check
 step "cargo clippy (default features, and without CUDA)"
 cargo clippy --all-targets -- -D warnings
 cargo clippy --no-default-features --lib --bins -- -D warnings
+step "Python for the bag tests (rosbags venv in target/py-bags, idempotent)"
+bash scripts/setup-bags-python.sh
 step "cargo test"
 # --nocapture so the GPU tests' "SKIPPED: no CUDA device" lines show in the log.
 cargo test --all-targets -- --nocapture

@@ -465,6 +465,15 @@ fn fast_debug_synthetic() {
         .map(|c| (c.x as f32, c.y as f32, c.response))
         .collect();
     eprintln!("synthetic: cpu {ck:?} gpu {gk:?}");
+    cfg.detector.nonmax_suppression = false;
+    let f = g.process(&cfg, &view).unwrap();
+    let gk: Vec<_> = f.keypoints.iter().map(|k| (k.x, k.y, k.response)).collect();
+    let ck: Vec<_> = gpu_features::cpu::fast::detect(&gray, 10, false)
+        .iter()
+        .map(|c| (c.x as f32, c.y as f32, c.response))
+        .collect();
+    eprintln!("synthetic no nms:\n cpu {ck:?}\n gpu {gk:?}");
+    cfg.detector.nonmax_suppression = true;
     // Astronaut as packed mono8 (the direct-upload path).
     let (_, frame) = fixtures().into_iter().next().unwrap();
     let mut gray = GrayImage::default();

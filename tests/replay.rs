@@ -355,3 +355,50 @@ fn rosbags_written_bags_both_formats() {
         "mcap and sqlite3 give the same"
     );
 }
+
+#[test]
+fn jpeg_compressed_images_decode() {
+    let f = &pan("graf1.png", 1, 320, 240)[0];
+    let mut jpg = std::io::Cursor::new(Vec::new());
+    ::image::write_buffer_with_format(
+        &mut jpg,
+        &f.rgb,
+        f.width as u32,
+        f.height as u32,
+        ::image::ExtendedColorType::Rgb8,
+        ::image::ImageFormat::Jpeg,
+    )
+    .unwrap();
+    let msg = gpu_features::bag::cdr::CompressedImage {
+        header: header(0),
+        format: "jpeg".into(),
+        data: std::borrow::Cow::Owned(jpg.into_inner()),
+    }
+    .encode();
+    let frame = bag::replay::decode_frame("sensor_msgs/msg/CompressedImage", &msg)
+        .unwrap()
+        .ok()
+        .unwrap();
+    let v = frame.view().unwrap();
+    assert_eq!((v.width(), v.height()), (320, 240));
+    assert_eq!(v.encoding(), gpu_features::Encoding::Rgb8);
+    // JPEG is lossy, but close to the original.
+    let diff: u64 = v
+        .data()
+        .iter()
+        .zip(&f.rgb)
+        .map(|(a, b)| (*a as i64 - *b as i64).unsigned_abs())
+        .sum();
+    assert!((diff as f64 / f.rgb.len() as f64) < 12.0, "{diff}");
+    // Not an image at all: skipped with a reason, not a crash.
+    let bad = gpu_features::bag::cdr::CompressedImage {
+        header: header(0),
+        format: "jpeg".into(),
+        data: std::borrow::Cow::Owned(vec![1, 2, 3]),
+    }
+    .encode();
+    match bag::replay::decode_frame("sensor_msgs/msg/CompressedImage", &bad).unwrap() {
+        Err(bag::replay::FrameSkip(why)) => assert!(why.contains("jpeg"), "{why}"),
+        Ok(_) => panic!("garbage decoded"),
+    }
+}

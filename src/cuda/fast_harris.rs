@@ -157,14 +157,12 @@ impl Detector {
             self.tr_base.ptr(),
         );
         let (header, slots, out) = (self.header.ptr(), self.slots.ptr(), self.out.ptr());
-        let shared = ((TILE_W as i32 + 2 * halo) * (TILE_H as i32 + 2 * halo)
-            + ((TILE_W + 2) * (TILE_H + 2)) as i32) as u32;
         gpu.launch(
             "fast_harris",
             &gpu.k.fast_harris,
             (self.ntiles as u32, 1, 1),
             (TILE_W as u32, TILE_H as u32, 1),
-            shared,
+            0,
             &mut kargs![
                 pyr_p, descs, nlev, thr, nms, border, harris, harris_bs, k, sss, halo, cap, rc,
                 slots

@@ -5,8 +5,8 @@ use r2r::std_msgs::msg::Header;
 
 use crate::error::DecodeError;
 use crate::image::{GrayImage, ImageView};
-use crate::output::pointcloud;
-use crate::pipeline::Keypoint;
+use crate::output::{overlay, pointcloud};
+use crate::pipeline::{Features, Keypoint};
 
 /// Validates a `sensor_msgs/Image` as a frame (short data, bad step, unknown encoding and
 /// empty images are errors, never panics).
@@ -59,60 +59,18 @@ pub fn mono8_image(header: &Header, img: &GrayImage) -> Image {
     }
 }
 
-/// The `debug_image`: the gray input as bgr8, edges in red, keypoints as green circles of
-/// their size with a line along their angle.
-pub fn debug_overlay(
-    header: &Header,
-    gray: &GrayImage,
-    edges: Option<&GrayImage>,
-    keypoints: &[Keypoint],
-) -> Image {
-    let (w, h) = (gray.width, gray.height);
-    let mut data = Vec::with_capacity(w * h * 3);
-    for (i, &g) in gray.data.iter().enumerate() {
-        let edge = edges.is_some_and(|e| e.data.get(i).copied().unwrap_or(0) != 0);
-        if edge {
-            data.extend_from_slice(&[0, 0, 255]);
-        } else {
-            data.extend_from_slice(&[g, g, g]);
-        }
-    }
-    let mut put = |x: i64, y: i64| {
-        if x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h {
-            let i = (y as usize * w + x as usize) * 3;
-            data[i..i + 3].copy_from_slice(&[0, 255, 0]);
-        }
-    };
-    for k in keypoints {
-        let (cx, cy) = (k.x as f64, k.y as f64);
-        let r = (k.size as f64 / 2.0).max(2.0);
-        let steps = ((r * 6.3) as usize).clamp(8, 720);
-        for s in 0..steps {
-            let t = s as f64 / steps as f64 * std::f64::consts::TAU;
-            put(
-                (cx + r * t.cos()).round() as i64,
-                (cy + r * t.sin()).round() as i64,
-            );
-        }
-        if k.angle >= 0.0 {
-            let a = (k.angle as f64).to_radians();
-            for s in 0..=(r as usize) {
-                let d = s as f64;
-                put(
-                    (cx + d * a.cos()).round() as i64,
-                    (cy + d * a.sin()).round() as i64,
-                );
-            }
-        }
-    }
+/// The `debug_image`: the CLI's overlay picture (`output::overlay`) as bgr8.
+pub fn debug_overlay(header: &Header, gray: &GrayImage, features: &Features) -> Image {
+    let mut pic = overlay::render(gray, features);
+    pic.to_bgr_in_place();
     Image {
         header: header.clone(),
-        height: h as u32,
-        width: w as u32,
+        height: pic.height as u32,
+        width: pic.width as u32,
         encoding: "bgr8".into(),
         is_bigendian: 0,
-        step: (w * 3) as u32,
-        data,
+        step: (pic.width * 3) as u32,
+        data: pic.data,
     }
 }
 
@@ -185,7 +143,12 @@ mod tests {
         assert_eq!(c.fields[5].name, "octave");
         assert_eq!(pointcloud::decode(&c.data).unwrap(), kps.to_vec());
         let g = GrayImage::new(8, 8);
-        let d = debug_overlay(&header(), &g, Some(&g), &kps);
+        let features = Features {
+            keypoints: kps.to_vec(),
+            edges: Some(g.clone()),
+            ..Default::default()
+        };
+        let d = debug_overlay(&header(), &g, &features);
         assert_eq!(d.data.len(), 8 * 8 * 3);
     }
 }

@@ -582,12 +582,7 @@ impl Worker {
                     > 0
             {
                 crate::cpu::decode::decode(&view, &mut gray);
-                let img = convert::debug_overlay(
-                    header,
-                    &gray,
-                    features.edges.as_ref(),
-                    &features.keypoints,
-                );
+                let img = convert::debug_overlay(header, &gray, &features);
                 let _ = self.pub_debug.publish(&img);
             }
             let latency = pending.received.elapsed().as_secs_f64() * 1e3;
