@@ -164,28 +164,34 @@ pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
         }
         corners.sort_by_key(|c| (c.y, c.x));
         // ORB's (float)pow((double)scale, level), not an f32 powi (differs from level 3 on).
-        let scale = pyramid::level_scale(cfg.pyramid.scale_factor, level);
         for c in corners {
             let angle = if cfg.orient.enabled {
                 orient::ic_angle(img, c.x, c.y, &umax)
             } else {
                 -1.0
             };
-            let size = if cfg.orient.enabled {
-                cfg.orient.patch_size as f32 * scale
-            } else {
-                // cv::FAST's KeyPoint size.
-                7.0 * scale
-            };
-            out.push(Keypoint {
-                x: c.x as f32 * scale,
-                y: c.y as f32 * scale,
-                response: c.response,
-                size,
-                angle,
-                octave: level as i32,
-            });
+            out.push(to_keypoint(cfg, level, &c, angle));
         }
     }
     out
+}
+
+/// A level corner as a level-0 keypoint, with ORB's scale: its `(float)pow((double)scale,
+/// level)`, not an f32 `powi` (which differs from level 3 on).
+pub fn to_keypoint(cfg: &Config, level: usize, c: &Corner, angle: f32) -> Keypoint {
+    let scale = pyramid::level_scale(cfg.pyramid.scale_factor, level);
+    // Without orientation the keypoint is cv::FAST's, whose size is 7.
+    let diameter = if cfg.orient.enabled {
+        cfg.orient.patch_size as f32
+    } else {
+        7.0
+    };
+    Keypoint {
+        x: c.x as f32 * scale,
+        y: c.y as f32 * scale,
+        response: c.response,
+        size: diameter * scale,
+        angle,
+        octave: level as i32,
+    }
 }
