@@ -26,34 +26,33 @@ __device__ __forceinline__ bool has_arc9(u32 mask16) {
     return (r8 & (m >> 8)) != 0;
 }
 
-// FAST score (0 = not a corner) at shared-tile position (sx, sy); `tw` = tile row pitch.
+__device__ __forceinline__ bool is_corner(const int* p, int v, int t) {
+    u32 bright = 0, dark = 0;
+    for (int k = 0; k < 16; ++k) {
+        bright |= (p[k] > v + t) ? (1u << k) : 0u;
+        dark |= (p[k] < v - t) ? (1u << k) : 0u;
+    }
+    return has_arc9(bright) || has_arc9(dark);
+}
+
+// FAST score (0 = not a corner) at position (sx, sy) of an image with row pitch `tw`:
+// OpenCV's cornerScore is the largest threshold at which the pixel is still a corner
+// (max over 9-arcs of the smallest same-signed difference, minus 1). Being a corner is
+// monotone in the threshold, so a binary search over [thr, 255) on the two 16-bit masks
+// finds it exactly.
 __device__ __forceinline__ u32 fast_score_at(const u8* t, int tw, int sx, int sy, int thr) {
     const u8* c = t + sy * tw + sx;
     const int off[16] = CIRCLE_OFFSETS(tw);
-    int v = c[0];
-    int d[16];
-    u32 bright = 0, dark = 0;
-#pragma unroll
-    for (int k = 0; k < 16; ++k) {
-        int p = c[off[k]];
-        d[k] = p - v;
-        bright |= (u32)(p > v + thr) << k;
-        dark |= (u32)(p < v - thr) << k;
+    const int v = c[0];
+    int p[16];
+    for (int k = 0; k < 16; ++k) p[k] = c[off[k]];
+    if (!is_corner(p, v, thr)) return 0;
+    int lo = thr, hi = 255;  // corner at lo; never a corner at 255
+    while (hi - lo > 1) {
+        int mid = (lo + hi) >> 1;
+        if (is_corner(p, v, mid)) lo = mid; else hi = mid;
     }
-    if (!has_arc9(bright) && !has_arc9(dark)) return 0;
-    int best = 0;
-#pragma unroll
-    for (int k = 0; k < 16; ++k) {
-        int mn = 1 << 20, mx = -(1 << 20);
-#pragma unroll
-        for (int j = 0; j < 9; ++j) {
-            int e = d[(k + j) & 15];
-            mn = min(mn, e);
-            mx = max(mx, e);
-        }
-        best = max(best, max(mn, -mx));
-    }
-    return (u32)max(best - 1, 0);
+    return (u32)lo;
 }
 
 // ORB's Harris response (OpenCV HarrisResponses) at shared-tile position (sx, sy).
@@ -151,3 +150,4 @@ extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDe
                 make_uint2((u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint(resp));
     }
 }
+

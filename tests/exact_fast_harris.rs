@@ -45,7 +45,10 @@ fn csv(stem: &str, name: &str) -> Vec<Vec<f64>> {
 }
 
 /// (x, y) -> golden response, plus the points in raster order.
-fn golden_points(rows: &[Vec<f64>]) -> (Vec<(u32, u32)>, HashMap<(u32, u32), f64>) {
+/// Points in file order, and their golden response by position.
+type GoldenPoints = (Vec<(u32, u32)>, HashMap<(u32, u32), f64>);
+
+fn golden_points(rows: &[Vec<f64>]) -> GoldenPoints {
     let mut pts: Vec<(u32, u32)> = rows.iter().map(|r| (r[0] as u32, r[1] as u32)).collect();
     let map = rows
         .iter()

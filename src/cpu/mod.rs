@@ -140,30 +140,10 @@ pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
     for (level, img) in levels.iter().enumerate() {
         let mut corners = level_candidates(cfg, img);
         let n = (budget > 0).then_some(per_level[level]);
-        let harris_score =
-            cfg.detector.method == DetectorMethod::Fast && cfg.detector.score == ScoreType::Harris;
-        if harris_score {
-            // ORB ranks by FAST score first and keeps 2n before paying for Harris. OpenCV's
-            // retainBest keeps every tie of the 2n-th FAST score; so do we (a set, hence
-            // still deterministic), or the Harris ranking would see other candidates.
-            if let (Some(n), Spread::None) = (n, cfg.select.spread) {
-                select::retain_best_with_ties(&mut corners, 2 * n);
-            }
-            for c in corners.iter_mut() {
-                c.response = harris::orb_score(
-                    img,
-                    c.x,
-                    c.y,
-                    cfg.detector.harris_block_size,
-                    cfg.detector.harris_k,
-                );
-            }
-        }
-        if let Some(n) = n {
-            select::select(&mut corners, n, &cfg.select, img.width, img.height);
-        }
-        corners.sort_by_key(|c| (c.y, c.x));
-        // ORB's (float)pow((double)scale, level), not an f32 powi (differs from level 3 on).
+        let (bs, k) = (cfg.detector.harris_block_size, cfg.detector.harris_k);
+        select_level(cfg, &mut corners, n, img.width, img.height, |c| {
+            harris::orb_score(img, c.x, c.y, bs, k)
+        });
         for c in corners {
             let angle = if cfg.orient.enabled {
                 orient::ic_angle(img, c.x, c.y, &umax)
@@ -194,4 +174,32 @@ pub fn to_keypoint(cfg: &Config, level: usize, c: &Corner, angle: f32) -> Keypoi
         angle,
         octave: level as i32,
     }
+}
+
+/// ORB's selection on one level's candidates, shared by every backend: with the Harris
+/// score, a first cut to 2n by FAST score, then `harris(c)` as the response; then the budget
+/// `n` with the configured spread; leaves the kept corners in (y, x) order.
+pub fn select_level(
+    cfg: &Config,
+    corners: &mut Vec<Corner>,
+    n: Option<usize>,
+    width: usize,
+    height: usize,
+    mut harris: impl FnMut(&Corner) -> f32,
+) {
+    if cfg.detector.method == DetectorMethod::Fast && cfg.detector.score == ScoreType::Harris {
+        // ORB ranks by FAST score first and keeps 2n before paying for Harris. OpenCV's
+        // retainBest keeps every tie of the 2n-th FAST score; so do we (a set, hence still
+        // deterministic), or the Harris ranking would see other candidates.
+        if let (Some(n), Spread::None) = (n, cfg.select.spread) {
+            select::retain_best_with_ties(corners, 2 * n);
+        }
+        for c in corners.iter_mut() {
+            c.response = harris(c);
+        }
+    }
+    if let Some(n) = n {
+        select::select(corners, n, &cfg.select, width, height);
+    }
+    corners.sort_by_key(|c| (c.y, c.x));
 }

@@ -70,13 +70,13 @@ pub fn moments(img: &GrayImage, x: i32, y: i32, half: i32, umax: &[i32]) -> (i32
 // are OpenCV's digits, parsed straight to f32 like its `f` literals (no double rounding).
 const DEG: f32 = (180.0 / std::f64::consts::PI) as f32;
 #[allow(clippy::excessive_precision)]
-const P1: f32 = 0.999_787_841_279_480_7_f32 * DEG;
+pub const ATAN_P1: f32 = 0.999_787_841_279_480_7_f32 * DEG;
 #[allow(clippy::excessive_precision)]
-const P3: f32 = -0.325_808_397_464_097_5_f32 * DEG;
+pub const ATAN_P3: f32 = -0.325_808_397_464_097_5_f32 * DEG;
 #[allow(clippy::excessive_precision)]
-const P5: f32 = 0.155_578_651_846_328_1_f32 * DEG;
+pub const ATAN_P5: f32 = 0.155_578_651_846_328_1_f32 * DEG;
 #[allow(clippy::excessive_precision)]
-const P7: f32 = -0.044_326_555_547_921_28_f32 * DEG;
+pub const ATAN_P7: f32 = -0.044_326_555_547_921_28_f32 * DEG;
 
 /// `cv::fastAtan2(y, x)`: degrees in [0, 360), ~0.01 degree accurate, bit-exact with OpenCV.
 pub fn fast_atan2(y: f32, x: f32) -> f32 {
@@ -85,7 +85,7 @@ pub fn fast_atan2(y: f32, x: f32) -> f32 {
     let eps = f64::EPSILON as f32;
     let poly = |c: f32| {
         let c2 = c * c;
-        (((P7 * c2 + P5) * c2 + P3) * c2 + P1) * c
+        (((ATAN_P7 * c2 + ATAN_P5) * c2 + ATAN_P3) * c2 + ATAN_P1) * c
     };
     let mut a = if ax >= ay {
         poly(ay / (ax + eps))

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{result, sys, CudaContext};
+use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
 use super::context::cuda_err;
 use crate::error::Result;
@@ -123,17 +123,17 @@ impl Drop for HostBuf {
 }
 
 /// Async host -> device copy of `bytes` from pinned `src` (offset 0) to `dst + dst_off`.
-pub fn upload(stream: sys::CUstream, src: &HostBuf, dst: u64, bytes: usize) -> Result<()> {
+pub fn upload(stream: &CudaStream, src: &HostBuf, dst: u64, bytes: usize) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
-    unsafe { result::memcpy_htod_async(dst, &src.as_slice()[..bytes], stream) }
+    unsafe { result::memcpy_htod_async(dst, &src.as_slice()[..bytes], stream.cu_stream()) }
         .map_err(|e| cuda_err("host-to-device copy", e))
 }
 
 /// Async device -> host copy of `bytes` into pinned `dst` at `dst_off`.
 pub fn download(
-    stream: sys::CUstream,
+    stream: &CudaStream,
     src: u64,
     dst: &mut HostBuf,
     dst_off: usize,
@@ -146,7 +146,7 @@ pub fn download(
         result::memcpy_dtoh_async(
             &mut dst.as_mut_slice()[dst_off..dst_off + bytes],
             src,
-            stream,
+            stream.cu_stream(),
         )
     }
     .map_err(|e| cuda_err("device-to-host copy", e))

@@ -113,13 +113,7 @@ impl Canny {
 
     pub fn download(&mut self, gpu: &Gpu) -> Result<()> {
         let n = self.w * self.h;
-        download(
-            gpu.stream.cu_stream(),
-            self.edges.ptr(),
-            &mut self.host_edges,
-            0,
-            n,
-        )
+        download(&gpu.stream, self.edges.ptr(), &mut self.host_edges, 0, n)
     }
 
     /// The downloaded edge map (valid after the stream sync).

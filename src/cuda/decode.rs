@@ -42,7 +42,7 @@ impl Decoder {
         let n = self.raw_bytes;
         self.host.as_mut_slice()[..n].copy_from_slice(&frame.data()[..n]);
         let (w, h) = (frame.width(), frame.height());
-        let stream = gpu.stream.cu_stream();
+        let stream = &gpu.stream;
         if frame.encoding() == Encoding::Mono8 && frame.step() == w {
             return upload(stream, &self.host, gray, n);
         }

@@ -207,13 +207,7 @@ impl Detector {
     /// Queues the header download (call before the sync).
     pub fn download_header(&mut self, gpu: &Gpu) -> Result<()> {
         let n = (1 + 2 * self.nlev) * 4;
-        download(
-            gpu.stream.cu_stream(),
-            self.header.ptr(),
-            &mut self.host_header,
-            0,
-            n,
-        )
+        download(&gpu.stream, self.header.ptr(), &mut self.host_header, 0, n)
     }
 
     /// After the sync: per level (count, base) from the header.
@@ -239,13 +233,7 @@ impl Detector {
         if self.host_out.bytes() < bytes {
             self.host_out = HostBuf::new(&gpu.ctx, bytes.next_power_of_two(), false)?;
         }
-        download(
-            gpu.stream.cu_stream(),
-            self.out.ptr(),
-            &mut self.host_out,
-            0,
-            bytes,
-        )?;
+        download(&gpu.stream, self.out.ptr(), &mut self.host_out, 0, bytes)?;
         gpu.sync()?;
         let src = &self.host_out.as_slice()[..bytes];
         Ok(src
@@ -270,11 +258,6 @@ impl Detector {
 pub struct Float4(pub f32, pub f32, pub f32, pub f32);
 
 fn atan_coefficients() -> Float4 {
-    let deg = (180.0 / std::f64::consts::PI) as f32;
-    Float4(
-        0.999_787_841_279_480_7_f32 * deg,
-        -0.325_808_397_464_097_5_f32 * deg,
-        0.155_578_651_846_328_1_f32 * deg,
-        -0.044_326_555_547_921_28_f32 * deg,
-    )
+    use crate::cpu::orient::{ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7};
+    Float4(ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7)
 }

@@ -29,7 +29,6 @@ macro_rules! kargs {
     };
 }
 
-pub mod bench;
 pub mod buffers;
 pub mod canny;
 pub mod context;
@@ -239,7 +238,7 @@ impl CudaPipeline {
         if host_detect {
             let hp = st.host_pyr.as_mut().expect("host pyramid");
             let n = st.pyr.buf.bytes();
-            download(gpu.stream.cu_stream(), st.pyr.buf.ptr(), hp, 0, n)?;
+            download(&gpu.stream, st.pyr.buf.ptr(), hp, 0, n)?;
         } else if let Some(det) = st.det.as_mut() {
             det.download_header(gpu)?;
         }
@@ -279,12 +278,12 @@ impl CudaPipeline {
         });
 
         let mut timings = Vec::with_capacity(MARKS.len());
-        for i in 1..MARKS.len() {
-            let ms = self.events[i - 1]
-                .elapsed_ms(&self.events[i])
+        for (pair, &stage) in self.events.windows(2).zip(&MARKS[1..]) {
+            let ms = pair[0]
+                .elapsed_ms(&pair[1])
                 .map_err(|e| context::cuda_err("reading an event", e))?;
             timings.push(StageTiming {
-                stage: MARKS[i],
+                stage,
                 ms: ms as f64,
             });
         }

@@ -4,8 +4,8 @@
 //! (`cpu::detect_keypoints`), so the selected set is the CPU's by construction.
 
 use super::fast_harris::Candidate;
-use crate::config::{Config, DetectorMethod, ScoreType, Spread};
-use crate::cpu::{pyramid, select, Corner};
+use crate::config::Config;
+use crate::cpu::{self, select, Corner};
 use crate::pipeline::Keypoint;
 
 /// `levels`: (width, height) per level; `ranges`: (count, base) per level into `cands`.
@@ -17,8 +17,6 @@ pub fn assemble(
 ) -> Vec<Keypoint> {
     let budget = cfg.select.max_keypoints as usize;
     let per_level = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
-    let harris_score =
-        cfg.detector.method == DetectorMethod::Fast && cfg.detector.score == ScoreType::Harris;
     let mut out = Vec::new();
     for (level, (&(w, h), &(count, base))) in levels.iter().zip(ranges).enumerate() {
         let lc = &cands[base.min(cands.len())..(base + count).min(cands.len())];
@@ -37,37 +35,14 @@ pub fn assemble(
             &lc[lc.binary_search_by_key(&key, |k| k.xy).expect("candidate")]
         };
         let n = (budget > 0).then_some(per_level[level]);
-        if harris_score {
-            if let (Some(n), Spread::None) = (n, cfg.select.spread) {
-                select::retain_best_with_ties(&mut corners, 2 * n);
-            }
-            for c in corners.iter_mut() {
-                c.response = find(c).response;
-            }
-        }
-        if let Some(n) = n {
-            select::select(&mut corners, n, &cfg.select, w, h);
-        }
-        corners.sort_by_key(|c| (c.y, c.x));
-        let scale = pyramid::level_scale(cfg.pyramid.scale_factor, level);
+        cpu::select_level(cfg, &mut corners, n, w, h, |c| find(c).response);
         for c in corners {
-            let size = if cfg.orient.enabled {
-                cfg.orient.patch_size as f32 * scale
+            let angle = if cfg.orient.enabled {
+                find(&c).angle
             } else {
-                7.0 * scale
+                -1.0
             };
-            out.push(Keypoint {
-                x: c.x as f32 * scale,
-                y: c.y as f32 * scale,
-                response: c.response,
-                size,
-                angle: if cfg.orient.enabled {
-                    find(&c).angle
-                } else {
-                    -1.0
-                },
-                octave: level as i32,
-            });
+            out.push(cpu::to_keypoint(cfg, level, &c, angle));
         }
     }
     out
