@@ -146,10 +146,29 @@ impl Pipeline {
 
     /// Runs every enabled stage on one frame.
     pub fn process(&mut self, frame: &ImageView) -> Result<Features> {
-        match &mut self.backend {
-            Backend::Cpu(p) => Ok(p.process(&self.config, frame)),
+        let mut out = Features::default();
+        self.process_into(frame, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Pipeline::process`] into `out`, reusing its buffers (keypoints, edge map): a
+    /// stream of frames of one resolution stops allocating them after the first frame.
+    /// On error `out` holds no stale keypoints or edges.
+    pub fn process_into(&mut self, frame: &ImageView, out: &mut Features) -> Result<()> {
+        let r = match &mut self.backend {
+            Backend::Cpu(p) => {
+                p.process_into(&self.config, frame, out);
+                Ok(())
+            }
             #[cfg(feature = "cuda")]
-            Backend::Cuda(p) => p.process(&self.config, frame),
+            Backend::Cuda(p) => p.process_into(&self.config, frame, out),
+        };
+        if r.is_err() {
+            out.keypoints.clear();
+            out.edges = None;
+            out.level_sizes.clear();
+            out.timings.clear();
         }
+        r
     }
 }

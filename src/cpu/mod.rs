@@ -33,7 +33,6 @@ pub struct Corner {
 pub struct CpuPipeline {
     /// levels[0] is the decoded gray input.
     levels: Vec<GrayImage>,
-    edges: GrayImage,
     canny: canny::CannyScratch,
 }
 
@@ -47,7 +46,14 @@ impl CpuPipeline {
     }
 
     pub fn process(&mut self, cfg: &Config, frame: &ImageView) -> Features {
-        let mut timings = Vec::new();
+        let mut out = Features::default();
+        self.process_into(cfg, frame, &mut out);
+        out
+    }
+
+    /// Runs every stage into `out`, reusing its keypoint and edge buffers.
+    pub fn process_into(&mut self, cfg: &Config, frame: &ImageView, out: &mut Features) {
+        out.timings.clear();
         let mut t = Instant::now();
         let mut lap = |stage: &'static str, timings: &mut Vec<StageTiming>| {
             let now = Instant::now();
@@ -61,7 +67,7 @@ impl CpuPipeline {
             self.levels.push(GrayImage::default());
         }
         decode::decode(frame, &mut self.levels[0]);
-        lap("decode", &mut timings);
+        lap("decode", &mut out.timings);
 
         let levels = if cfg.detector.method == DetectorMethod::None {
             1
@@ -74,31 +80,22 @@ impl CpuPipeline {
             cfg.pyramid.scale_factor,
             cfg.pyramid.interpolation,
         );
-        lap("pyramid", &mut timings);
+        lap("pyramid", &mut out.timings);
 
-        let keypoints = detect_keypoints(cfg, &self.levels[..levels]);
-        lap("detect", &mut timings);
+        detect_keypoints_into(cfg, &self.levels[..levels], &mut out.keypoints);
+        lap("detect", &mut out.timings);
 
-        let edges = cfg.canny.enabled.then(|| {
-            canny::canny(
-                &self.levels[0],
-                &cfg.canny,
-                &mut self.edges,
-                &mut self.canny,
-            );
-            self.edges.clone()
-        });
-        lap("canny", &mut timings);
-
-        Features {
-            keypoints,
-            edges,
-            level_sizes: self.levels[..levels]
-                .iter()
-                .map(|l| (l.width, l.height))
-                .collect(),
-            timings,
+        if cfg.canny.enabled {
+            let edges = out.edges.get_or_insert_with(GrayImage::default);
+            canny::canny(&self.levels[0], &cfg.canny, edges, &mut self.canny);
+        } else {
+            out.edges = None;
         }
+        lap("canny", &mut out.timings);
+
+        out.level_sizes.clear();
+        out.level_sizes
+            .extend(self.levels[..levels].iter().map(|l| (l.width, l.height)));
     }
 }
 
@@ -133,10 +130,17 @@ pub fn level_candidates(cfg: &Config, img: &GrayImage) -> Vec<Corner> {
 
 /// ORB's level loop: candidates, budget, Harris score, spread, orientation, level-0 coords.
 pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
+    let mut out = Vec::new();
+    detect_keypoints_into(cfg, levels, &mut out);
+    out
+}
+
+/// [`detect_keypoints`] into `out` (cleared first, capacity kept).
+pub fn detect_keypoints_into(cfg: &Config, levels: &[GrayImage], out: &mut Vec<Keypoint>) {
+    out.clear();
     let budget = cfg.select.max_keypoints as usize;
     let per_level = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
     let umax = orient::circle_extents(cfg.orient.patch_size / 2);
-    let mut out = Vec::new();
     for (level, img) in levels.iter().enumerate() {
         let mut corners = level_candidates(cfg, img);
         let n = (budget > 0).then_some(per_level[level]);
@@ -153,7 +157,6 @@ pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
             out.push(to_keypoint(cfg, level, &c, angle));
         }
     }
-    out
 }
 
 /// A level corner as a level-0 keypoint, with ORB's scale: its `(float)pow((double)scale,

@@ -148,59 +148,211 @@ pub fn resize_linear(src: &GrayImage, dst: &mut GrayImage, interpolation: Interp
 }
 
 /// [`resize_linear`] with precomputed tables (`tables` must match both sizes).
+///
+/// Two passes, as OpenCV: a fixed-point horizontal pass of each needed source row into a
+/// 16-bit row buffer (two are kept, shared between consecutive destination rows), then a
+/// vertical pass over the two buffered rows. Both are written so that LLVM vectorises the
+/// vertical pass and keeps the horizontal one free of bounds checks; on x86-64 the same
+/// code is also compiled for AVX2 and picked at run time (identical results on every path).
 pub fn resize_with_tables(src: &GrayImage, dst: &mut GrayImage, tables: &ResizeTables) {
     let (dw, dh) = (dst.width, dst.height);
     assert_eq!(tables.x.offsets.len(), dw, "resize tables: width mismatch");
     assert_eq!(tables.y.offsets.len(), dh, "resize tables: height mismatch");
+    assert_eq!(tables.x.weights.len(), dw, "resize tables: width mismatch");
+    assert_eq!(tables.y.weights.len(), dh, "resize tables: height mismatch");
     if dw == 0 || dh == 0 {
         return;
     }
     assert!(src.width > 0 && src.height > 0, "resize of an empty image");
-    // Horizontal sums of the two source rows the current destination row needs; rows are
-    // shared between consecutive destination rows, so keep the last two.
-    let mut cache: [(usize, Vec<u32>); 2] = [(usize::MAX, vec![0; dw]), (usize::MAX, vec![0; dw])];
-    let last_row = src.height - 1;
-    for dy in 0..dh {
-        let y0 = tables.y.offsets[dy] as usize;
-        let y1 = (y0 + 1).min(last_row);
-        // Downscaling, this row's y0 is often the previous row's y1.
-        if cache[0].0 != y0 && cache[1].0 == y0 {
-            cache.swap(0, 1);
-        }
-        for (slot, want) in [(0, y0), (1, y1)] {
-            if cache[slot].0 != want {
-                hpass(src.row(want), &tables.x, &mut cache[slot].1);
-                cache[slot].0 = want;
+    let sw = src.width;
+    assert!(
+        tables.x.offsets.iter().all(|&o| (o as usize) < sw),
+        "resize tables: column offset out of range"
+    );
+    assert!(
+        tables.y.offsets.iter().all(|&o| (o as usize) < src.height),
+        "resize tables: row offset out of range"
+    );
+    let h = HTaps::new(&tables.x, sw);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { resize_rows_avx2(src, dst, tables, &h) };
+    }
+    resize_rows(src, dst, tables, &h)
+}
+
+/// The horizontal taps in a form the inner loop can use without clamping: every pair reads
+/// `row[ofs[d]]` and `row[ofs[d] + 1]`, with `ofs[d] + 1 < src width`. A tap on the last
+/// sample (whose second sample is clamped to itself) becomes the pair ending there with
+/// weights `(0, w0 + w1)`: the same products, so the same sums. A 1-pixel-wide source has
+/// no pairs; it is read as `(row[0], row[0])`, which is exact for the same reason.
+struct HTaps {
+    ofs: Vec<u32>,
+    w0: Vec<u32>,
+    w1: Vec<u32>,
+    /// The source is a single column (`ofs` are all 0 and `w1` all 0).
+    single: bool,
+}
+
+impl HTaps {
+    fn new(t: &AxisTable, sw: usize) -> Self {
+        let last = sw as u32 - 1;
+        let single = sw == 1;
+        let n = t.offsets.len();
+        let mut h = HTaps {
+            ofs: Vec::with_capacity(n),
+            w0: Vec::with_capacity(n),
+            w1: Vec::with_capacity(n),
+            single,
+        };
+        for (&o, &[a0, a1]) in t.offsets.iter().zip(&t.weights) {
+            let (a0, a1) = (a0 as u32, a1 as u32);
+            if single {
+                h.ofs.push(0);
+                h.w0.push(a0 + a1);
+                h.w1.push(0);
+            } else if o >= last {
+                h.ofs.push(last - 1);
+                h.w0.push(0);
+                h.w1.push(a0 + a1);
+            } else {
+                h.ofs.push(o);
+                h.w0.push(a0);
+                h.w1.push(a1);
             }
         }
-        let [b0, b1] = tables.y.weights[dy];
-        let (r0, r1) = (&cache[0].1, &cache[1].1);
-        let out = dst.row_mut(dy);
-        match tables.interpolation {
-            Interpolation::Linear => {
-                let (b0, b1) = (b0 as u32, b1 as u32);
-                for x in 0..dw {
-                    // OpenCV's SIMD vertical pass (see the module doc).
-                    let v = ((((r0[x] >> 4) * b0) >> 16) + (((r1[x] >> 4) * b1) >> 16) + 2) >> 2;
-                    out[x] = v.min(255) as u8;
-                }
-            }
-            Interpolation::LinearExact => {
-                let (b0, b1) = (b0 as u32, b1 as u32);
-                for x in 0..dw {
-                    let v = (r0[x] * b0 + r1[x] * b1 + (1 << 15)) >> 16;
-                    out[x] = v.min(255) as u8;
-                }
-            }
+        h
+    }
+}
+
+/// Horizontal pass of one source row: `p0 * w0 + p1 * w1`, shifted right by `SHIFT`
+/// (4 for `Linear`, whose vertical pass drops those bits anyway; 0 for `LinearExact`).
+/// Fits `u16`: at most `255 * one`, i.e. 32640 after the shift (`Linear`) or 65280.
+#[inline(always)]
+fn hpass<const SHIFT: u32>(row: &[u8], h: &HTaps, out: &mut [u16]) {
+    let n = out.len();
+    let (ofs, w0, w1) = (&h.ofs[..n], &h.w0[..n], &h.w1[..n]);
+    if h.single {
+        let p = row[0] as u32;
+        for (o, &a) in out.iter_mut().zip(w0) {
+            *o = ((p * a) >> SHIFT) as u16;
+        }
+        return;
+    }
+    // Checked once for the whole row by `resize_with_tables` / `HTaps::new`: every
+    // `ofs[x] + 1 < row.len()`.
+    debug_assert!(ofs.iter().all(|&i| (i as usize) + 1 < row.len()));
+    for x in 0..n {
+        // SAFETY: x < n = len of ofs/w0/w1/out; ofs[x] + 1 < row.len() (see HTaps).
+        unsafe {
+            let i = *ofs.get_unchecked(x) as usize;
+            let p0 = *row.get_unchecked(i) as u32;
+            let p1 = *row.get_unchecked(i + 1) as u32;
+            let v = p0 * *w0.get_unchecked(x) + p1 * *w1.get_unchecked(x);
+            *out.get_unchecked_mut(x) = (v >> SHIFT) as u16;
         }
     }
 }
 
-fn hpass(row: &[u8], t: &AxisTable, out: &mut [u32]) {
-    let last = row.len() - 1;
-    for ((o, &i), &[a0, a1]) in out.iter_mut().zip(&t.offsets).zip(&t.weights) {
-        let i = i as usize;
-        *o = row[i] as u32 * a0 as u32 + row[(i + 1).min(last)] as u32 * a1 as u32;
+/// Two source rows through the same taps (one pass over the tables).
+#[inline(always)]
+fn hpass2<const SHIFT: u32>(ra: &[u8], rb: &[u8], h: &HTaps, oa: &mut [u16], ob: &mut [u16]) {
+    let n = oa.len();
+    if h.single || ob.len() != n {
+        hpass::<SHIFT>(ra, h, oa);
+        hpass::<SHIFT>(rb, h, ob);
+        return;
+    }
+    let (ofs, w0, w1) = (&h.ofs[..n], &h.w0[..n], &h.w1[..n]);
+    assert_eq!(ra.len(), rb.len());
+    debug_assert!(ofs.iter().all(|&i| (i as usize) + 1 < ra.len()));
+    for x in 0..n {
+        // SAFETY: as in `hpass`, for both rows (same length).
+        unsafe {
+            let i = *ofs.get_unchecked(x) as usize;
+            let (a0, a1) = (*w0.get_unchecked(x), *w1.get_unchecked(x));
+            let va = *ra.get_unchecked(i) as u32 * a0 + *ra.get_unchecked(i + 1) as u32 * a1;
+            let vb = *rb.get_unchecked(i) as u32 * a0 + *rb.get_unchecked(i + 1) as u32 * a1;
+            *oa.get_unchecked_mut(x) = (va >> SHIFT) as u16;
+            *ob.get_unchecked_mut(x) = (vb >> SHIFT) as u16;
+        }
+    }
+}
+
+/// `Linear`'s vertical pass, as OpenCV's SIMD `VResizeLinearVec_32s8u`: rows hold the
+/// horizontal sums `>> 4`, each product keeps its high 16 bits, then `(. + 2) >> 2`.
+#[inline(always)]
+fn vpass_linear(r0: &[u16], r1: &[u16], b0: u16, b1: u16, out: &mut [u8]) {
+    let n = out.len();
+    let (r0, r1) = (&r0[..n], &r1[..n]);
+    for ((o, &a), &b) in out.iter_mut().zip(r0).zip(r1) {
+        let t0 = ((a as u32 * b0 as u32) >> 16) as u16;
+        let t1 = ((b as u32 * b1 as u32) >> 16) as u16;
+        // t0, t1 <= 0xFFFF * 0xFFFF >> 16 < 2^16 each; their sum + 2 fits u32.
+        let v = (t0 as u32 + t1 as u32 + 2) >> 2;
+        *o = v.min(255) as u8;
+    }
+}
+
+/// `LinearExact`'s vertical pass: `(r0 * b0 + r1 * b1 + 2^15) >> 16`.
+#[inline(always)]
+fn vpass_exact(r0: &[u16], r1: &[u16], b0: u16, b1: u16, out: &mut [u8]) {
+    let n = out.len();
+    let (r0, r1) = (&r0[..n], &r1[..n]);
+    let (b0, b1) = (b0 as u32, b1 as u32);
+    for ((o, &a), &b) in out.iter_mut().zip(r0).zip(r1) {
+        let v = (a as u32 * b0).wrapping_add(b as u32 * b1).wrapping_add(1 << 15) >> 16;
+        *o = v.min(255) as u8;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn resize_rows_avx2(src: &GrayImage, dst: &mut GrayImage, t: &ResizeTables, h: &HTaps) {
+    resize_rows(src, dst, t, h)
+}
+
+#[inline(always)]
+fn resize_rows(src: &GrayImage, dst: &mut GrayImage, t: &ResizeTables, h: &HTaps) {
+    match t.interpolation {
+        Interpolation::Linear => resize_rows_k::<4>(src, dst, t, h, vpass_linear),
+        Interpolation::LinearExact => resize_rows_k::<0>(src, dst, t, h, vpass_exact),
+    }
+}
+
+#[inline(always)]
+fn resize_rows_k<const SHIFT: u32>(
+    src: &GrayImage,
+    dst: &mut GrayImage,
+    t: &ResizeTables,
+    h: &HTaps,
+    vpass: impl Fn(&[u16], &[u16], u16, u16, &mut [u8]),
+) {
+    let (dw, dh) = (dst.width, dst.height);
+    // Horizontal sums of the two source rows the current destination row needs; rows are
+    // shared between consecutive destination rows, so keep the last two.
+    let mut rows = [vec![0u16; dw], vec![0u16; dw]];
+    let mut have = [usize::MAX; 2];
+    let last_row = src.height - 1;
+    for dy in 0..dh {
+        let y0 = t.y.offsets[dy] as usize;
+        let y1 = (y0 + 1).min(last_row);
+        // Downscaling, this row's y0 is often the previous row's y1.
+        if have[0] != y0 && have[1] == y0 {
+            rows.swap(0, 1);
+            have.swap(0, 1);
+        }
+        let [ra, rb] = &mut rows;
+        match (have[0] != y0, have[1] != y1) {
+            (true, true) => hpass2::<SHIFT>(src.row(y0), src.row(y1), h, ra, rb),
+            (true, false) => hpass::<SHIFT>(src.row(y0), h, ra),
+            (false, true) => hpass::<SHIFT>(src.row(y1), h, rb),
+            (false, false) => {}
+        }
+        have = [y0, y1];
+        let [b0, b1] = t.y.weights[dy];
+        vpass(ra, rb, b0, b1, dst.row_mut(dy));
     }
 }
 

@@ -205,6 +205,18 @@ impl CudaPipeline {
     }
 
     /// Runs every enabled stage on one frame.
+    /// [`CudaPipeline::process`] into `out`.
+    // TODO(gpu): reuse `out`'s buffers instead of replacing them.
+    pub fn process_into(
+        &mut self,
+        cfg: &Config,
+        frame: &ImageView,
+        out: &mut Features,
+    ) -> Result<()> {
+        *out = self.process(cfg, frame)?;
+        Ok(())
+    }
+
     pub fn process(&mut self, cfg: &Config, frame: &ImageView) -> Result<Features> {
         self.gpu.bind()?;
         self.ensure_state(cfg, frame)?;

@@ -22,7 +22,7 @@ use r2r::QosProfile;
 use super::convert;
 use super::params::NodeParams;
 use crate::image::GrayImage;
-use crate::pipeline::{BackendChoice, Pipeline};
+use crate::pipeline::{BackendChoice, Features, Pipeline};
 
 pub const NODE_NAME: &str = "gpu_features";
 
@@ -456,6 +456,7 @@ impl Worker {
         let mut error_log = RateLimit::new(Duration::from_secs(2));
         let mut cloud_buf = Vec::new();
         let mut gray = GrayImage::default();
+        let mut features = Features::default();
         loop {
             let pending = {
                 let mut g = self.slot.frame.lock().unwrap();
@@ -521,10 +522,11 @@ impl Worker {
             };
 
             // A panic in a stage must not take the node down: count it, rebuild the backend.
-            let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pipeline.process(&view)));
-            let features = match result {
-                Ok(Ok(f)) => f,
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pipeline.process_into(&view, &mut features)
+            }));
+            match result {
+                Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     if error_log.allow().is_some() {
                         r2r::log_error!(
