@@ -15,6 +15,7 @@
 //! ```
 
 pub mod bag;
+pub mod bench;
 pub mod config;
 pub mod cpu;
 #[cfg(feature = "cuda")]

@@ -189,6 +189,9 @@ fn configs() -> Vec<(&'static str, Config)> {
     let mut c = Config::default();
     c.detector.method = DetectorMethod::None;
     out.push(("edges-only", c));
+    let mut c = Config::default();
+    c.detector.method = DetectorMethod::Harris;
+    out.push(("dense-harris", c));
     out
 }
 
@@ -476,5 +479,190 @@ fn fast_synthetic_scores_and_nms() {
             .map(|c| (c.x as f32, c.y as f32, c.response))
             .collect();
         assert_eq!(ck, gk, "nms={nms}");
+    }
+}
+
+/// Detector configs for the selection tests (Canny off: it is covered above).
+fn selection_bases() -> Vec<(&'static str, Config)> {
+    let mut base = Config::default();
+    base.canny.enabled = false;
+    let mut out = vec![("harris-orient", base.clone())];
+    let mut c = base.clone();
+    c.detector.score = ScoreType::Fast;
+    c.orient.enabled = false;
+    out.push(("fast-score-no-orient", c));
+    let mut c = base.clone();
+    c.detector.nonmax_suppression = false;
+    c.detector.fast_threshold = 30;
+    out.push(("no-nms-t30", c));
+    let mut c = base.clone();
+    c.detector.fast_threshold = 8;
+    c.detector.harris_block_size = 9;
+    c.detector.border = 16;
+    c.orient.patch_size = 21;
+    c.pyramid.levels = 4;
+    c.pyramid.scale_factor = 1.5;
+    out.push(("t8-b9-p21-l4-s1.5", c));
+    out
+}
+
+const BUDGETS: [u32; 8] = [0, 1, 7, 100, 500, 2000, 5000, 100_000];
+
+/// The GPU budget selection (`spread: none`: 2n pre-cut by FAST score with ties, top n by
+/// response with (y, x) tie-break, ordered compaction, orientation of the kept corners)
+/// against `cpu::select_level`, through `process_into` with reused outputs.
+#[test]
+fn gpu_selection_matches_cpu_for_budgets() {
+    let Some(mut g) = gpu("gpu_selection_matches_cpu_for_budgets") else {
+        return;
+    };
+    let mut cpu = CpuPipeline::new();
+    let (mut fc, mut fg) = (Features::default(), Features::default());
+    let mut cases = 0;
+    for (name, frame) in fixtures() {
+        let view = frame.view().unwrap();
+        for (cname, base) in selection_bases() {
+            let mut counts = Vec::new();
+            for budget in BUDGETS {
+                let mut cfg = base.clone();
+                cfg.select.max_keypoints = budget;
+                cpu.process_into(&cfg, &view, &mut fc);
+                g.process_into(&cfg, &view, &mut fg).expect("gpu process_into");
+                compare(&format!("{name}/{cname}/budget {budget}"), &fc, &fg);
+                counts.push(fg.keypoints.len());
+                cases += 1;
+            }
+            eprintln!("{name}/{cname}: identical for budgets {BUDGETS:?}: {counts:?} keypoints");
+        }
+    }
+    eprintln!("gpu selection: {cases} cases identical");
+}
+
+/// A periodic pattern: every interior corner has the same FAST score and Harris response,
+/// so the budget is decided by the (y, x) tie-break alone (and the 2n pre-cut by its ties).
+#[test]
+fn gpu_selection_breaks_ties_like_cpu() {
+    let Some(mut g) = gpu("gpu_selection_breaks_ties_like_cpu") else {
+        return;
+    };
+    let (w, h) = (333usize, 251usize);
+    let mut img = vec![40u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            if x % 16 >= 5 && x % 16 < 10 && y % 16 >= 5 && y % 16 < 10 {
+                img[y * w + x] = 200;
+            }
+        }
+    }
+    let view = ImageView::mono8(&img, w, h).unwrap();
+    let mut cpu = CpuPipeline::new();
+    let (mut fc, mut fg) = (Features::default(), Features::default());
+    for (cname, base) in selection_bases() {
+        for levels in [1, 3] {
+            for budget in [1, 2, 3, 7, 50, 101, 400, 1000] {
+                let mut cfg = base.clone();
+                cfg.pyramid.levels = levels;
+                cfg.select.max_keypoints = budget;
+                cfg.detector.border = cfg.detector.border.min(16);
+                cpu.process_into(&cfg, &view, &mut fc);
+                g.process_into(&cfg, &view, &mut fg).unwrap();
+                compare(
+                    &format!("ties/{cname}/levels {levels}/budget {budget}"),
+                    &fc,
+                    &fg,
+                );
+            }
+        }
+    }
+    eprintln!("ties: identical for every budget");
+}
+
+/// Stage times of the default config on the 800x640 fixture (informative only): median
+/// of 50 frames after a warm-up, outputs reused.
+#[test]
+fn stage_times_default_config() {
+    let Some(mut g) = gpu("stage_times_default_config") else {
+        return;
+    };
+    let fx = fixtures();
+    let (name, frame) = fx.iter().find(|(n, _)| n == "graf1").unwrap();
+    let view = frame.view().unwrap();
+    let cfg = Config::default();
+    let mut f = Features::default();
+    for _ in 0..5 {
+        g.process_into(&cfg, &view, &mut f).unwrap();
+    }
+    let mut per_stage: Vec<(&'static str, Vec<f64>)> = Vec::new();
+    let mut wall = Vec::new();
+    for _ in 0..50 {
+        let t = std::time::Instant::now();
+        g.process_into(&cfg, &view, &mut f).unwrap();
+        wall.push(t.elapsed().as_secs_f64() * 1e3);
+        for (i, s) in f.timings.iter().enumerate() {
+            if per_stage.len() <= i {
+                per_stage.push((s.stage, Vec::new()));
+            }
+            per_stage[i].1.push(s.ms);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let stages: Vec<String> = per_stage
+        .iter_mut()
+        .map(|(s, v)| format!("{s} {:.3}", median(v)))
+        .collect();
+    eprintln!(
+        "{name} {}x{} default config: {} keypoints; median ms: {}; wall {:.3}",
+        frame.width,
+        frame.height,
+        f.keypoints.len(),
+        stages.join(", "),
+        median(&mut wall)
+    );
+}
+
+/// Dense Harris (`detector.method: harris`: cv::cornerHarris + 3x3 NMS + quality) on the GPU
+/// against `cpu::harris::dense_corners` and the selection, bit for bit.
+#[test]
+fn dense_harris_matches_cpu() {
+    let Some(mut g) = gpu("dense_harris_matches_cpu") else {
+        return;
+    };
+    let mut cpu = CpuPipeline::new();
+    let (mut fc, mut fg) = (Features::default(), Features::default());
+    let cases: [(u32, u32, f32, u32, bool, u32); 7] = [
+        (2, 3, 0.01, 0, true, 31),
+        (2, 3, 0.01, 500, true, 31),
+        (3, 5, 0.05, 2000, false, 8),
+        (5, 7, 0.01, 100, true, 20),
+        (1, 3, 0.02, 0, false, 3),
+        (7, 3, 0.001, 7, false, 5),
+        (2, 7, 0.01, 5000, true, 31),
+    ];
+    for (name, frame) in fixtures() {
+        let view = frame.view().unwrap();
+        let mut counts = Vec::new();
+        for (block, ksize, quality, budget, orient, border) in cases {
+            let mut cfg = Config::default();
+            cfg.canny.enabled = false;
+            cfg.detector.method = DetectorMethod::Harris;
+            cfg.detector.dense_block_size = block;
+            cfg.detector.dense_ksize = ksize;
+            cfg.detector.dense_quality = quality;
+            cfg.detector.border = border;
+            cfg.orient.enabled = orient;
+            cfg.select.max_keypoints = budget;
+            cpu.process_into(&cfg, &view, &mut fc);
+            g.process_into(&cfg, &view, &mut fg).unwrap();
+            compare(
+                &format!("{name}/dense b{block} k{ksize} q{quality} n{budget} border {border}"),
+                &fc,
+                &fg,
+            );
+            counts.push(fg.keypoints.len());
+        }
+        eprintln!("{name}: dense harris identical in 7 configurations: {counts:?} keypoints");
     }
 }

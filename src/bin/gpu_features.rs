@@ -50,6 +50,9 @@ enum Command {
     },
     /// Replay a ROS 2 bag (MCAP or sqlite3) through the pipeline: DIR/out.mcap + report.
     Replay(gpu_features::bag::replay::ReplayArgs),
+    /// Time every stage and the whole pipeline per frame size on real photos, beside the CPU
+    /// reference and OpenCV (when python3 has cv2); prints a markdown table with ratios.
+    Bench(gpu_features::bench::BenchArgs),
     /// Print the effective configuration as YAML.
     Config {
         #[arg(long)]
@@ -165,6 +168,13 @@ fn main() -> ExitCode {
             images,
         } => detect(pipeline, out, *no_overlay, images),
         Command::Replay(args) => gpu_features::bag::replay::main(args),
+        Command::Bench(args) => match gpu_features::bench::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Config { config, set } => match load_config(config.as_deref(), set) {
             Ok(cfg) => {
                 print!("{}", cfg.to_yaml());

@@ -42,6 +42,8 @@ pub struct CannyScratch {
     /// Flood-fill stack of padded indices; capacity `width * height` (each pixel is pushed
     /// at most once), so it never grows mid-frame.
     stack: Vec<u32>,
+    /// Two scratch rows of the seed search of the hysteresis.
+    seeds: Vec<u8>,
 }
 
 /// Output of [`sobel_magnitude`], input of [`nms_classify`].
@@ -95,6 +97,22 @@ pub fn thresholds(cfg: &CannyConfig) -> (i32, i32) {
 /// `|dx| + |dy|` (L1) or `dx^2 + dy^2` (L2, not square-rooted; thresholds are squared).
 /// `mag` is resized and its padding ring zeroed here. `img` must not be empty.
 pub fn sobel_magnitude(img: &GrayImage, l2: bool, g: &mut Gradients) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { sobel_magnitude_avx2(img, l2, g) };
+    }
+    sobel_magnitude_impl(img, l2, g)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sobel_magnitude_avx2(img: &GrayImage, l2: bool, g: &mut Gradients) {
+    sobel_magnitude_impl(img, l2, g)
+}
+
+#[inline(always)]
+fn sobel_magnitude_impl(img: &GrayImage, l2: bool, g: &mut Gradients) {
     let (w, h) = (img.width, img.height);
     let pw = w + 2;
     g.width = w;
@@ -109,41 +127,96 @@ pub fn sobel_magnitude(img: &GrayImage, l2: bool, g: &mut Gradients) {
     } = g;
     dx.resize(w * h, 0);
     dy.resize(w * h, 0);
-    mag.clear();
     mag.resize(pw * (h + 2), 0);
+    zero_ring(mag, pw, h + 2);
     smooth.resize(pw, 0);
     diff.resize(pw, 0);
     for y in 0..h {
         let up = img.row(y.saturating_sub(1));
         let mid = img.row(y);
         let down = img.row((y + 1).min(h - 1));
-        // Vertical pass: [1 2 1] for dx, [-1 0 1] for dy, at padded column x + 1.
+        let mrow = &mut mag[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
+        sobel_row(
+            [up, mid, down],
+            l2,
+            smooth,
+            diff,
+            &mut dx[y * w..(y + 1) * w],
+            &mut dy[y * w..(y + 1) * w],
+            mrow,
+        );
+    }
+}
+
+/// Zeroes the one-pixel ring of a padded `pw x ph` map.
+fn zero_ring<T: Copy + Default>(m: &mut [T], pw: usize, ph: usize) {
+    m[..pw].fill(T::default());
+    m[(ph - 1) * pw..ph * pw].fill(T::default());
+    for y in 1..ph - 1 {
+        m[y * pw] = T::default();
+        m[y * pw + pw - 1] = T::default();
+    }
+}
+
+/// One row of [`sobel_magnitude`] from the rows above, at and below it (replicated at the
+/// image border by the caller): `dx`, `dy` and the magnitude (unpadded, `w` each).
+/// `smooth` and `diff` are scratch rows of `w + 2`.
+#[inline(always)]
+fn sobel_row(
+    rows: [&[u8]; 3],
+    l2: bool,
+    smooth: &mut [i32],
+    diff: &mut [i32],
+    dx: &mut [i16],
+    dy: &mut [i16],
+    mag: &mut [i32],
+) {
+    if l2 {
+        sobel_row_k::<true>(rows, smooth, diff, dx, dy, mag)
+    } else {
+        sobel_row_k::<false>(rows, smooth, diff, dx, dy, mag)
+    }
+}
+
+#[inline(always)]
+fn sobel_row_k<const L2: bool>(
+    [up, mid, down]: [&[u8]; 3],
+    smooth: &mut [i32],
+    diff: &mut [i32],
+    dx: &mut [i16],
+    dy: &mut [i16],
+    mag: &mut [i32],
+) {
+    let w = mid.len();
+    let (up, down) = (&up[..w], &down[..w]);
+    // Vertical pass: [1 2 1] for dx, [-1 0 1] for dy, at padded column x + 1.
+    {
+        let (s, d) = (&mut smooth[1..w + 1], &mut diff[1..w + 1]);
         for x in 0..w {
             let (a, b, c) = (up[x] as i32, mid[x] as i32, down[x] as i32);
-            smooth[x + 1] = a + 2 * b + c;
-            diff[x + 1] = c - a;
+            s[x] = a + 2 * b + c;
+            d[x] = c - a;
         }
-        // Replicated border columns.
-        smooth[0] = smooth[1];
-        smooth[w + 1] = smooth[w];
-        diff[0] = diff[1];
-        diff[w + 1] = diff[w];
-        let drow = &mut dx[y * w..(y + 1) * w];
-        let erow = &mut dy[y * w..(y + 1) * w];
-        let mrow = &mut mag[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
-        let s3 = smooth.windows(3);
-        let d3 = diff.windows(3);
-        for ((((gx, gy), m), s), d) in drow.iter_mut().zip(erow).zip(mrow).zip(s3).zip(d3) {
-            let vx = s[2] - s[0];
-            let vy = d[0] + 2 * d[1] + d[2];
-            *gx = vx as i16;
-            *gy = vy as i16;
-            *m = if l2 {
-                vx * vx + vy * vy
-            } else {
-                vx.abs() + vy.abs()
-            };
-        }
+    }
+    // Replicated border columns.
+    smooth[0] = smooth[1];
+    smooth[w + 1] = smooth[w];
+    diff[0] = diff[1];
+    diff[w + 1] = diff[w];
+    let (s0, s2) = (&smooth[..w], &smooth[2..w + 2]);
+    let (d0, d1, d2) = (&diff[..w], &diff[1..w + 1], &diff[2..w + 2]);
+    let (dx, dy, mag) = (&mut dx[..w], &mut dy[..w], &mut mag[..w]);
+    for x in 0..w {
+        // |vx|, |vy| <= 1020: no overflow anywhere.
+        let vx = s2[x] - s0[x];
+        let vy = d0[x] + 2 * d1[x] + d2[x];
+        dx[x] = vx as i16;
+        dy[x] = vy as i16;
+        mag[x] = if L2 {
+            vx * vx + vy * vy
+        } else {
+            vx.abs() + vy.abs()
+        };
     }
 }
 
@@ -163,61 +236,149 @@ pub fn sobel_magnitude(img: &GrayImage, l2: bool, g: &mut Gradients) {
 /// (OpenCV marks a strong pixel weak when its left or upper neighbour is already strong;
 /// hysteresis promotes it anyway, so the edge map is the same.)
 pub fn nms_classify(g: &Gradients, low: i32, high: i32, class: &mut Vec<u8>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { nms_classify_avx2(g, low, high, class) };
+    }
+    nms_classify_impl(g, low, high, class)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn nms_classify_avx2(g: &Gradients, low: i32, high: i32, class: &mut Vec<u8>) {
+    nms_classify_impl(g, low, high, class)
+}
+
+#[inline(always)]
+fn nms_classify_impl(g: &Gradients, low: i32, high: i32, class: &mut Vec<u8>) {
     let (w, h, dx, dy, mag) = (g.width, g.height, &g.dx, &g.dy, &g.mag);
     let pw = w + 2;
-    class.clear();
     class.resize(pw * (h + 2), NONE);
+    zero_ring(class, pw, h + 2);
     for y in 0..h {
-        let up = &mag[y * pw..(y + 1) * pw];
-        let mid = &mag[(y + 1) * pw..(y + 2) * pw];
-        let down = &mag[(y + 2) * pw..(y + 3) * pw];
-        let gx = &dx[y * w..(y + 1) * w];
-        let gy = &dy[y * w..(y + 1) * w];
-        let crow = &mut class[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
-        for x in 0..w {
-            // Padded column of pixel x.
-            let j = x + 1;
-            let m = mid[j];
-            if m <= low {
-                continue;
-            }
-            let (xs, ys) = (gx[x] as i32, gy[x] as i32);
-            let ax = xs.abs();
-            let ay = ys.abs() << CANNY_SHIFT;
-            let tg22x = ax * TG22;
-            let keep = if ay < tg22x {
-                m > mid[j - 1] && m >= mid[j + 1]
-            } else if ay > tg22x + (ax << (CANNY_SHIFT + 1)) {
-                m > up[j] && m >= down[j]
-            } else if (xs ^ ys) < 0 {
-                m > up[j + 1] && m > down[j - 1]
-            } else {
-                m > up[j - 1] && m > down[j + 1]
-            };
-            if keep {
-                crow[x] = if m > high { STRONG } else { WEAK };
-            }
-        }
+        nms_row(
+            [
+                &mag[y * pw..(y + 1) * pw],
+                &mag[(y + 1) * pw..(y + 2) * pw],
+                &mag[(y + 2) * pw..(y + 3) * pw],
+            ],
+            &dx[y * w..(y + 1) * w],
+            &dy[y * w..(y + 1) * w],
+            low,
+            high,
+            &mut class[(y + 1) * pw + 1..(y + 1) * pw + 1 + w],
+        );
+    }
+}
+
+/// One row of [`nms_classify`], branch-free so that it vectorises: `mags` are the padded
+/// magnitude rows above, at and below (`w + 2` each), `out` the `w` classes of the row.
+/// The direction class picks the two neighbours `a` (compared with `>`) and `b` (compared
+/// with `>=` in the horizontal and vertical cases, `>` in the diagonal ones, i.e.
+/// `m + 1 > b` or `m > b`: magnitudes are integers far below `i32::MAX`).
+#[inline(always)]
+fn nms_row(mags: [&[i32]; 3], dx: &[i16], dy: &[i16], low: i32, high: i32, out: &mut [u8]) {
+    let w = out.len();
+    let [up, mid, down] = mags;
+    let (ul, uc, ur) = (&up[..w], &up[1..w + 1], &up[2..w + 2]);
+    let (ml, mc, mr) = (&mid[..w], &mid[1..w + 1], &mid[2..w + 2]);
+    let (dl, dc, dr) = (&down[..w], &down[1..w + 1], &down[2..w + 2]);
+    let (dx, dy) = (&dx[..w], &dy[..w]);
+    for x in 0..w {
+        let m = mc[x];
+        let (xs, ys) = (dx[x] as i32, dy[x] as i32);
+        // |xs|, |ys| <= 1020 (Sobel of 8-bit data): all products below fit i32.
+        let ax = xs.wrapping_abs();
+        let ay = ys.wrapping_abs() << CANNY_SHIFT;
+        let tg22x = ax.wrapping_mul(TG22);
+        // Direction masks (all ones / zero); horizontal and vertical exclude each other.
+        let hm = -((ay < tg22x) as i32);
+        let vm = -((ay > tg22x.wrapping_add(ax << (CANNY_SHIFT + 1))) as i32);
+        let dm = !(hm | vm);
+        // Diagonal neighbours: up at x - s, down at x + s (s = -1 when the signs differ).
+        // Everything is blended with masks rather than picked by a data-dependent index,
+        // so that the loop stays vectorised.
+        let neg = (xs ^ ys) >> 31;
+        let da = (ur[x] & neg) | (ul[x] & !neg);
+        let db = (dl[x] & neg) | (dr[x] & !neg);
+        let a = (ml[x] & hm) | (uc[x] & vm) | (da & dm);
+        let b = (mr[x] & hm) | (dc[x] & vm) | (db & dm);
+        // `m >= b` is `m + 1 > b` (magnitudes are far below i32::MAX).
+        let ge = !dm & 1;
+        let keep = (m > low) & (m > a) & (m.wrapping_add(ge) > b);
+        out[x] = keep as u8 * (1 + (m > high) as u8);
     }
 }
 
 /// Hysteresis with exact connectivity: a depth-first flood fill from every [`STRONG`]
 /// pixel through 8-connected [`WEAK`] ones (promoted to `STRONG` when pushed, so each pixel
-/// is pushed once). Then writes `out` (`w x h`): 255 where `STRONG`, else 0.
+/// is pushed once). Only strong pixels with a weak neighbour start a fill (the others
+/// cannot reach anything), which gives the same set. Then writes `out` (`w x h`): 255 where `STRONG`, else 0.
 pub fn hysteresis(w: usize, h: usize, class: &mut [u8], stack: &mut Vec<u32>, out: &mut GrayImage) {
     let pw = w + 2;
     stack.clear();
     if stack.capacity() < w * h {
         stack.reserve(w * h);
     }
+    let mut tmp = Vec::new();
     for y in 1..=h {
-        let row = &class[y * pw + 1..y * pw + 1 + w];
-        for (x, &c) in row.iter().enumerate() {
-            if c == STRONG {
-                stack.push((y * pw + 1 + x) as u32);
+        push_seeds(class, pw, y, &mut tmp, stack);
+    }
+    flood(w, h, class, stack);
+    write_edges(w, h, class, out);
+}
+
+/// Pushes the padded index of every [`STRONG`] pixel of padded row `y` (`1..=h`) that has a
+/// [`WEAK`] 8-neighbour: the only ones the flood fill can grow from (a weak pixel next to a
+/// strong one makes that strong pixel a seed, so the fill reaches the same set). `tmp` is
+/// a scratch buffer (resized to `2 * pw`).
+///
+/// Classes are 0, 1 or 2, so bit 0 marks weak pixels and bit 1 strong ones: the test is a
+/// few byte-wise ORs / ANDs over the three rows (vectorised), then a scan that skips 8
+/// bytes at a time where there is no seed.
+#[inline(always)]
+fn push_seeds(class: &[u8], pw: usize, y: usize, tmp: &mut Vec<u8>, stack: &mut Vec<u32>) {
+    let w = pw - 2;
+    tmp.resize(2 * pw, 0);
+    let (nb, seed) = tmp.split_at_mut(pw);
+    let up = &class[(y - 1) * pw..y * pw];
+    let mid = &class[y * pw..(y + 1) * pw];
+    let down = &class[(y + 1) * pw..(y + 2) * pw];
+    // Column ORs of the weak bit.
+    for x in 0..pw {
+        nb[x] = (up[x] | mid[x] | down[x]) & WEAK;
+    }
+    // seed[i] = 1 for a seed at padded column i + 1.
+    let (l, c, r) = (&nb[..w], &nb[1..w + 1], &nb[2..w + 2]);
+    let (m, seed) = (&mid[1..w + 1], &mut seed[..w]);
+    for i in 0..w {
+        seed[i] = (m[i] >> 1) & (l[i] | c[i] | r[i]);
+    }
+    let base = y * pw + 1;
+    let mut chunks = seed.chunks_exact(8);
+    let mut x = 0;
+    for ch in &mut chunks {
+        if u64::from_le_bytes(ch.try_into().unwrap()) != 0 {
+            for (i, &b) in ch.iter().enumerate() {
+                if b != 0 {
+                    stack.push((base + x + i) as u32);
+                }
             }
         }
+        x += 8;
     }
+    for (i, &b) in chunks.remainder().iter().enumerate() {
+        if b != 0 {
+            stack.push((base + x + i) as u32);
+        }
+    }
+}
+
+/// The flood fill of [`hysteresis`] from the strong pixels already on `stack`.
+fn flood(w: usize, h: usize, class: &mut [u8], stack: &mut Vec<u32>) {
+    let pw = w + 2;
+    assert!(class.len() >= pw * (h + 2));
     let offsets = [
         -(pw as isize) - 1,
         -(pw as isize),
@@ -238,6 +399,11 @@ pub fn hysteresis(w: usize, h: usize, class: &mut [u8], stack: &mut Vec<u32>, ou
             }
         }
     }
+}
+
+/// `out` (reshaped to `w x h`): 255 where the padded `class` is [`STRONG`], else 0.
+fn write_edges(w: usize, h: usize, class: &[u8], out: &mut GrayImage) {
+    let pw = w + 2;
     out.reshape(w, h);
     for y in 0..h {
         let src = &class[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
@@ -249,27 +415,214 @@ pub fn hysteresis(w: usize, h: usize, class: &mut [u8], stack: &mut Vec<u32>, ou
 
 /// Writes the 0/255 edge map of `img` into `out` (reshaped): `cv::Canny(img, low, high, 3,
 /// l2_gradient)`, after `cv::GaussianBlur` when `cfg.blur_ksize > 0`.
+///
+/// Same stages as [`sobel_magnitude`] + [`nms_classify`] + [`hysteresis`] (the same row
+/// functions, so the same bits), fused row by row: Sobel rows go to a ring of three
+/// magnitude rows, each row is classified as soon as the one below it is known, and its
+/// strong pixels are pushed right away, so only the class map is image-sized.
 pub fn canny(img: &GrayImage, cfg: &CannyConfig, out: &mut GrayImage, scratch: &mut CannyScratch) {
     let (w, h) = (img.width, img.height);
     if w == 0 || h == 0 {
         out.reshape(w, h);
         return;
     }
-    let s = scratch;
+    let CannyScratch {
+        blurred,
+        blur,
+        grad,
+        class,
+        stack,
+        seeds,
+    } = scratch;
     let src = if cfg.blur_ksize > 0 {
-        gaussian_blur(
-            img,
-            cfg.blur_ksize as usize,
-            cfg.blur_sigma,
-            &mut s.blurred,
-            &mut s.blur,
-        );
-        &s.blurred
+        gaussian_blur(img, cfg.blur_ksize as usize, cfg.blur_sigma, blurred, blur);
+        &*blurred
     } else {
         img
     };
-    sobel_magnitude(src, cfg.l2_gradient, &mut s.grad);
     let (low, high) = thresholds(cfg);
-    nms_classify(&s.grad, low, high, &mut s.class);
-    hysteresis(w, h, &mut s.class, &mut s.stack, out);
+    let f = Fused {
+        l2: cfg.l2_gradient,
+        low,
+        high,
+    };
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        unsafe { classify_fused_avx2(src, &f, grad, class, stack, seeds) };
+        flood(w, h, class, stack);
+        write_edges(w, h, class, out);
+        return;
+    }
+    classify_fused(src, &f, grad, class, stack, seeds);
+    flood(w, h, class, stack);
+    write_edges(w, h, class, out);
+}
+
+/// Parameters of the fused classification.
+struct Fused {
+    l2: bool,
+    low: i32,
+    high: i32,
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn classify_fused_avx2(
+    img: &GrayImage,
+    f: &Fused,
+    g: &mut Gradients,
+    class: &mut Vec<u8>,
+    stack: &mut Vec<u32>,
+    seeds: &mut Vec<u8>,
+) {
+    classify_fused(img, f, g, class, stack, seeds)
+}
+
+/// Sobel + NMS row by row into `s.class` (padded), pushing strong pixels onto `s.stack`.
+#[inline(always)]
+fn classify_fused(
+    img: &GrayImage,
+    f: &Fused,
+    g: &mut Gradients,
+    class: &mut Vec<u8>,
+    stack: &mut Vec<u32>,
+    seeds: &mut Vec<u8>,
+) {
+    let (w, h) = (img.width, img.height);
+    let (l2, low, high) = (f.l2, f.low, f.high);
+    let pw = w + 2;
+    class.resize(pw * (h + 2), NONE);
+    zero_ring(class, pw, h + 2);
+    stack.clear();
+    if stack.capacity() < w * h {
+        stack.reserve(w * h);
+    }
+    // Ring of 4 padded magnitude rows (slot 3 stays all zero: the rows outside the image)
+    // and 2 rows of dx / dy.
+    g.mag.clear();
+    g.mag.resize(4 * pw, 0);
+    g.dx.resize(2 * w, 0);
+    g.dy.resize(2 * w, 0);
+    g.smooth.resize(pw, 0);
+    g.diff.resize(pw, 0);
+    // The ring holds no full-image data: mark the gradients as not of this image.
+    g.width = 0;
+    g.height = 0;
+    let sobel = |g: &mut Gradients, y: usize| {
+        let rows = [
+            img.row(y.saturating_sub(1)),
+            img.row(y),
+            img.row((y + 1).min(h - 1)),
+        ];
+        let (slot, half) = (y % 3, y % 2);
+        sobel_row(
+            rows,
+            l2,
+            &mut g.smooth,
+            &mut g.diff,
+            &mut g.dx[half * w..(half + 1) * w],
+            &mut g.dy[half * w..(half + 1) * w],
+            &mut g.mag[slot * pw + 1..slot * pw + 1 + w],
+        );
+    };
+    sobel(g, 0);
+    for y in 0..h {
+        if y + 1 < h {
+            sobel(g, y + 1);
+        }
+        let slot = |r: Option<usize>| r.map_or(3, |r| r % 3) * pw;
+        let (su, sm, sd) = (
+            slot(y.checked_sub(1)),
+            slot(Some(y)),
+            slot((y + 1 < h).then_some(y + 1)),
+        );
+        let half = y % 2;
+        let crow = &mut class[(y + 1) * pw..(y + 2) * pw];
+        nms_row(
+            [
+                &g.mag[su..su + pw],
+                &g.mag[sm..sm + pw],
+                &g.mag[sd..sd + pw],
+            ],
+            &g.dx[half * w..(half + 1) * w],
+            &g.dy[half * w..(half + 1) * w],
+            low,
+            high,
+            &mut crow[1..w + 1],
+        );
+        // Padded row y (image row y - 1) has both its neighbours rows now.
+        if y >= 1 {
+            push_seeds(class, pw, y, seeds, stack);
+        }
+    }
+    push_seeds(class, pw, h, seeds, stack);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(w: usize, h: usize, seed: u64) -> GrayImage {
+        let mut s = seed | 1;
+        let data = (0..w * h)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                // Few levels: long edges and ties between neighbours.
+                ((s >> 24) % 3 * 100) as u8
+            })
+            .collect();
+        GrayImage::from_vec(w, h, data).unwrap()
+    }
+
+    /// The fused `canny` equals the three public stages run one after the other, and the
+    /// portable (non-AVX2) versions of every stage give the same bits as the dispatched ones.
+    #[test]
+    fn fused_and_portable_paths_match_stages() {
+        for (i, &(w, h)) in [(1, 1), (1, 6), (6, 1), (2, 2), (9, 13), (64, 40), (77, 51)]
+            .iter()
+            .enumerate()
+        {
+            let img = noise(w, h, 3 + i as u64);
+            for l2 in [false, true] {
+                for (lo, hi) in [(20.0, 60.0), (0.0, 0.0), (100.0, 300.0)] {
+                    let cfg = CannyConfig {
+                        enabled: true,
+                        low_threshold: lo,
+                        high_threshold: hi,
+                        l2_gradient: l2,
+                        blur_ksize: 0,
+                        blur_sigma: 0.0,
+                    };
+                    let (low, high) = thresholds(&cfg);
+                    let mut fused = GrayImage::default();
+                    canny(&img, &cfg, &mut fused, &mut CannyScratch::default());
+
+                    let mut g = Gradients::default();
+                    sobel_magnitude(&img, l2, &mut g);
+                    let mut g2 = Gradients::default();
+                    sobel_magnitude_impl(&img, l2, &mut g2);
+                    assert_eq!((&g.dx, &g.dy, &g.mag), (&g2.dx, &g2.dy, &g2.mag));
+                    let (mut c, mut c2) = (Vec::new(), Vec::new());
+                    nms_classify(&g, low, high, &mut c);
+                    nms_classify_impl(&g, low, high, &mut c2);
+                    assert_eq!(c, c2);
+                    let mut staged = GrayImage::default();
+                    hysteresis(w, h, &mut c, &mut Vec::new(), &mut staged);
+                    assert_eq!(fused, staged, "{w}x{h} l2={l2} {lo}/{hi}");
+
+                    let (mut g3, mut c3, mut st, mut sd) =
+                        (Gradients::default(), Vec::new(), Vec::new(), Vec::new());
+                    let f = Fused { l2, low, high };
+                    classify_fused(&img, &f, &mut g3, &mut c3, &mut st, &mut sd);
+                    flood(w, h, &mut c3, &mut st);
+                    let mut portable = GrayImage::default();
+                    write_edges(w, h, &c3, &mut portable);
+                    assert_eq!(fused, portable, "{w}x{h} l2={l2} {lo}/{hi}");
+                }
+            }
+        }
+    }
 }

@@ -3,7 +3,8 @@
 //!
 //! Four launches for all levels together: `fast_harris` (one block per 32x8 tile of every
 //! level), `scan_tile_rows`, `scan_levels`, `gather_orient`. The result is, per level, the
-//! candidates in raster order with their FAST score, response and angle.
+//! candidates in raster order with their FAST score, response and angle (the angle only
+//! when asked: with the GPU budget selection, `select.cu` orients the kept corners only).
 
 use super::buffers::{download, DevBuf, HostBuf};
 use super::context::Gpu;
@@ -66,7 +67,8 @@ pub struct Detector {
     umax: DevBuf,
     half: i32,
     host_header: HostBuf,
-    /// Grows (rarely) when a frame has more candidates than ever before.
+    /// Pinned records of the final download (candidates or selected keypoints): sized once
+    /// per resolution for `out_cap` records, the most a frame can produce.
     host_out: HostBuf,
 }
 
@@ -130,12 +132,51 @@ impl Detector {
             umax: DevBuf::from_slice(c, &umax)?,
             half: (patch_size / 2) as i32,
             host_header: HostBuf::new(c, (1 + 2 * nlev) * 4, false)?,
-            host_out: HostBuf::new(c, 65536 * 16, false)?,
+            host_out: HostBuf::new(c, out_cap.max(1) * 16, false)?,
         })
     }
 
-    /// Launches the four detection kernels on the stream (no sync).
-    pub fn run(&self, gpu: &Gpu, pyr: &Pyramid, cfg: &Config) -> Result<()> {
+    pub fn nlev(&self) -> usize {
+        self.nlev
+    }
+    /// Capacity of the candidate buffer, in records.
+    pub fn out_cap(&self) -> usize {
+        self.out_cap
+    }
+    /// Device pointers: level descriptors, candidate header, candidates, circle extents.
+    pub fn descs_ptr(&self) -> u64 {
+        self.descs.ptr()
+    }
+    pub fn header_ptr(&self) -> u64 {
+        self.header.ptr()
+    }
+    pub fn out_ptr(&self) -> u64 {
+        self.out.ptr()
+    }
+    pub fn umax_ptr(&self) -> u64 {
+        self.umax.ptr()
+    }
+    pub fn half(&self) -> i32 {
+        self.half
+    }
+    /// Tiles over all levels (the grid of the per-tile kernels).
+    pub fn ntiles(&self) -> usize {
+        self.ntiles
+    }
+    /// Slots per tile, row counts and slots (the detection kernels' outputs).
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+    pub fn rc_ptr(&self) -> u64 {
+        self.rc.ptr()
+    }
+    pub fn slots_ptr(&self) -> u64 {
+        self.slots.ptr()
+    }
+
+    /// Launches the four detection kernels on the stream (no sync). `orient`: compute the
+    /// angle of every candidate (else -1).
+    pub fn run(&self, gpu: &Gpu, pyr: &Pyramid, cfg: &Config, orient: bool) -> Result<()> {
         let d = &cfg.detector;
         let harris_bs = d.harris_block_size as i32;
         let halo = (harris_bs / 2 + 1).max(4);
@@ -150,13 +191,7 @@ impl Detector {
         );
         let k = d.harris_k;
         let cap = self.cap as i32;
-        let (rc, rc_off, tr_total, tr_base) = (
-            self.rc.ptr(),
-            self.rc_off.ptr(),
-            self.tr_total.ptr(),
-            self.tr_base.ptr(),
-        );
-        let (header, slots, out) = (self.header.ptr(), self.slots.ptr(), self.out.ptr());
+        let (rc, slots) = (self.rc.ptr(), self.slots.ptr());
         gpu.launch(
             "fast_harris",
             &gpu.k.fast_harris,
@@ -168,6 +203,21 @@ impl Detector {
                 slots
             ],
         )?;
+        self.compact(gpu, pyr, orient)
+    }
+
+    /// The ordered compaction of the survivors that a detection kernel left in the row
+    /// counts and tile slots (`scan_tile_rows`, `scan_levels`, `gather_orient`).
+    pub fn compact(&self, gpu: &Gpu, pyr: &Pyramid, orient: bool) -> Result<()> {
+        let (pyr_p, descs, nlev) = (pyr.buf.ptr(), self.descs.ptr(), self.nlev as i32);
+        let cap = self.cap as i32;
+        let (rc, rc_off, tr_total, tr_base) = (
+            self.rc.ptr(),
+            self.rc_off.ptr(),
+            self.tr_total.ptr(),
+            self.tr_base.ptr(),
+        );
+        let (header, slots, out) = (self.header.ptr(), self.slots.ptr(), self.out.ptr());
         gpu.launch(
             "scan_tile_rows",
             &gpu.k.scan_tile_rows,
@@ -184,7 +234,7 @@ impl Detector {
             0,
             &mut kargs![descs, nlev, tr_total, tr_base, header],
         )?;
-        let orient = cfg.orient.enabled as i32;
+        let orient = orient as i32;
         let half = self.half;
         let umax = self.umax.ptr();
         let p = atan_coefficients();
@@ -204,50 +254,65 @@ impl Detector {
         Ok(())
     }
 
-    /// Queues the header download (call before the sync).
-    pub fn download_header(&mut self, gpu: &Gpu) -> Result<()> {
+    /// Queues the download of a header of `1 + 2 * nlev` words from `header` (device) and
+    /// of `records` 16-byte records from `recs` (no sync).
+    pub fn queue_download(
+        &mut self,
+        gpu: &Gpu,
+        header: u64,
+        recs: u64,
+        records: usize,
+    ) -> Result<()> {
         let n = (1 + 2 * self.nlev) * 4;
-        download(&gpu.stream, self.header.ptr(), &mut self.host_header, 0, n)
+        download(&gpu.stream, header, &mut self.host_header, 0, n)?;
+        let records = records.min(self.out_cap);
+        download(&gpu.stream, recs, &mut self.host_out, 0, records * 16)
     }
 
-    /// After the sync: per level (count, base) from the header.
-    pub fn level_ranges(&self) -> Vec<(usize, usize)> {
-        let h = self.header_words();
-        (0..self.nlev)
-            .map(|l| (h[1 + l] as usize, h[1 + self.nlev + l] as usize))
-            .collect()
+    /// Queues the candidate header download (no sync).
+    pub fn queue_candidate_header(&mut self, gpu: &Gpu) -> Result<()> {
+        let h = self.header.ptr();
+        self.queue_download(gpu, h, 0, 0)
     }
 
-    fn header_words(&self) -> Vec<u32> {
-        self.host_header
-            .as_slice()
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
+    /// After the sync of [`Detector::queue_candidate_header`]: queues the download of every
+    /// candidate (then sync again).
+    pub fn queue_candidates(&mut self, gpu: &Gpu) -> Result<()> {
+        let total = (self.header_word(0) as usize).min(self.out_cap);
+        download(
+            &gpu.stream,
+            self.out.ptr(),
+            &mut self.host_out,
+            0,
+            total * 16,
+        )
     }
 
-    /// Downloads the `total` candidates (synchronously: the final download of the frame).
-    pub fn download_candidates(&mut self, gpu: &Gpu) -> Result<Vec<Candidate>> {
-        let total = (self.header_words()[0] as usize).min(self.out_cap);
-        let bytes = total * 16;
-        if self.host_out.bytes() < bytes {
-            self.host_out = HostBuf::new(&gpu.ctx, bytes.next_power_of_two(), false)?;
+    /// Word `i` of the downloaded header.
+    pub fn header_word(&self, i: usize) -> u32 {
+        let c = &self.host_header.as_slice()[4 * i..4 * i + 4];
+        u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+    }
+
+    /// After the sync: per level (count, base) from the downloaded header, clamped to the
+    /// records that were downloaded (`records`).
+    pub fn level_range(&self, level: usize, records: usize) -> (usize, usize) {
+        let count = self.header_word(1 + level) as usize;
+        let base = (self.header_word(1 + self.nlev + level) as usize).min(records);
+        (count.min(records - base), base)
+    }
+
+    /// Downloaded record `i` (valid after the sync).
+    #[inline]
+    pub fn record(&self, i: usize) -> Candidate {
+        let c = &self.host_out.as_slice()[16 * i..16 * i + 16];
+        let w = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+        Candidate {
+            xy: w(0),
+            fast_score: w(4),
+            response: f32::from_bits(w(8)),
+            angle: f32::from_bits(w(12)),
         }
-        download(&gpu.stream, self.out.ptr(), &mut self.host_out, 0, bytes)?;
-        gpu.sync()?;
-        let src = &self.host_out.as_slice()[..bytes];
-        Ok(src
-            .chunks_exact(16)
-            .map(|c| {
-                let w = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
-                Candidate {
-                    xy: w(0),
-                    fast_score: w(4),
-                    response: f32::from_bits(w(8)),
-                    angle: f32::from_bits(w(12)),
-                }
-            })
-            .collect())
     }
 }
 
@@ -257,7 +322,7 @@ impl Detector {
 #[derive(Clone, Copy)]
 pub struct Float4(pub f32, pub f32, pub f32, pub f32);
 
-fn atan_coefficients() -> Float4 {
+pub fn atan_coefficients() -> Float4 {
     use crate::cpu::orient::{ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7};
     Float4(ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7)
 }

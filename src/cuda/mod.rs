@@ -6,19 +6,22 @@
 //! | decode | `decode.cu` | [`decode`] |
 //! | pyramid | `pyramid.cu` | [`pyramid`] |
 //! | fast + nms + harris score | `fast_harris.cu` (fused) | [`fast_harris`] |
+//! | dense harris + nms + quality | `harris.cu` | [`harris`] |
 //! | ordered compaction | `compact.cu` | [`fast_harris`] |
-//! | orientation | `orient.cu` (fused into the gather) | [`fast_harris`] |
-//! | budget + spread | — (host, CPU reference functions) | [`select`] |
+//! | orientation | `orient.cu` (fused into the gather), `select.cu` | [`fast_harris`], [`select`] |
+//! | budget (spread none) | `select.cu` | [`select`] |
+//! | spread grid / quadtree | — (host, CPU reference functions) | [`select`] |
 //! | canny (+ blur, hysteresis) | `canny.cu` | [`canny`] |
 //!
-//! Per frame: one pinned upload, kernels on one stream, and one final download (edges,
-//! candidate header, then the candidates). Buffers are sized once per resolution/config
-//! and reused; no allocation, no compile and no other host sync happens per frame (the
-//! pinned candidate buffer grows, once, if a frame has more candidates than any before).
+//! Per frame: one pinned upload, kernels on one stream, and one final download (edges, the
+//! selected keypoints and their per-level header: one host sync). Buffers are sized once per
+//! resolution/config and reused; no allocation and no compile happens per frame. Without
+//! the GPU selection (no budget, or a spread mode) the candidate count is not known in
+//! advance: the header is downloaded first (one more sync), then the candidates.
 //!
-//! Not on the GPU yet: dense Harris (`detector.method: harris`) and the ORB-SLAM3 per-cell
-//! low-threshold retry (`detector.low_threshold_retry`). For those configs the pyramid is
-//! downloaded with the other results and the CPU reference detects on it, so every valid
+//! Not on the GPU yet: the ORB-SLAM3 per-cell low-threshold retry
+//! (`detector.low_threshold_retry`, which needs a grid/quadtree spread). For it the pyramid
+//! is downloaded with the other results and the CPU reference detects on it, so every valid
 //! config gives the CPU's answer on this backend too.
 
 /// Kernel argument list: `kargs![a, b, c]` -> `[*mut c_void; 3]` pointing at the variables
@@ -34,6 +37,7 @@ pub mod canny;
 pub mod context;
 pub mod decode;
 pub mod fast_harris;
+pub mod harris;
 pub mod pyramid;
 pub mod select;
 
@@ -43,7 +47,7 @@ use cudarc::driver::{sys, CudaEvent};
 
 use self::buffers::{download, HostBuf};
 pub use self::context::{Gpu, ModuleInfo};
-use crate::config::{Config, DetectorMethod, Interpolation};
+use crate::config::{Config, DetectorMethod, Interpolation, Spread};
 use crate::error::Result;
 use crate::image::{Encoding, GrayImage, ImageView};
 use crate::pipeline::{Features, StageTiming};
@@ -59,6 +63,7 @@ struct StateKey {
     scale_bits: u32,
     interpolation: Interpolation,
     detect: bool,
+    dense: bool,
     nms: bool,
     patch_size: u32,
     canny: bool,
@@ -81,6 +86,7 @@ impl StateKey {
             scale_bits: cfg.pyramid.scale_factor.to_bits(),
             interpolation: cfg.pyramid.interpolation,
             detect,
+            dense: cfg.detector.method == DetectorMethod::Harris,
             nms: cfg.detector.nonmax_suppression,
             patch_size: cfg.orient.patch_size,
             canny: cfg.canny.enabled,
@@ -94,13 +100,19 @@ struct State {
     decoder: decode::Decoder,
     pyr: pyramid::Pyramid,
     det: Option<fast_harris::Detector>,
+    sel: Option<select::Selector>,
+    dense: Option<harris::Dense>,
+    /// ORB's scale of every level (`cpu::pyramid::level_scale`).
+    scales: Vec<f32>,
     canny: Option<canny::Canny>,
     /// Pinned copy of the whole pyramid, for the configs detected on the host.
     host_pyr: Option<HostBuf>,
 }
 
 /// Stage boundaries, recorded as CUDA events on the stream.
-const MARKS: [&str; 6] = ["start", "decode", "pyramid", "detect", "canny", "download"];
+const MARKS: [&str; 7] = [
+    "start", "decode", "pyramid", "detect", "select", "canny", "download",
+];
 
 pub struct CudaPipeline {
     gpu: Gpu,
@@ -158,6 +170,18 @@ impl CudaPipeline {
         } else {
             None
         };
+        let sel = match &det {
+            Some(d) => Some(select::Selector::new(g, d)?),
+            None => None,
+        };
+        let dense = if key.dense {
+            Some(harris::Dense::new(g, &pyr)?)
+        } else {
+            None
+        };
+        let scales = (0..pyr.levels.len())
+            .map(|l| crate::cpu::pyramid::level_scale(cfg.pyramid.scale_factor, l))
+            .collect();
         let canny = if key.canny {
             Some(canny::Canny::new(g, w, h, &cfg.canny)?)
         } else {
@@ -173,6 +197,9 @@ impl CudaPipeline {
             decoder: decode::Decoder::new(g, frame)?,
             pyr,
             det,
+            sel,
+            dense,
+            scales,
             canny,
             host_pyr,
         });
@@ -205,66 +232,91 @@ impl CudaPipeline {
     }
 
     /// Runs every enabled stage on one frame.
-    /// [`CudaPipeline::process`] into `out`.
-    // TODO(gpu): reuse `out`'s buffers instead of replacing them.
+    pub fn process(&mut self, cfg: &Config, frame: &ImageView) -> Result<Features> {
+        let mut out = Features::default();
+        self.process_into(cfg, frame, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`CudaPipeline::process`] into `out`, reusing its buffers (keypoints, edge map, level
+    /// sizes, timings): after the first frame of a resolution nothing is allocated, on the
+    /// host or the device, for the ORB path (FAST + Harris score, `spread: none`).
     pub fn process_into(
         &mut self,
         cfg: &Config,
         frame: &ImageView,
         out: &mut Features,
     ) -> Result<()> {
-        *out = self.process(cfg, frame)?;
-        Ok(())
-    }
-
-    pub fn process(&mut self, cfg: &Config, frame: &ImageView) -> Result<Features> {
         self.gpu.bind()?;
         self.ensure_state(cfg, frame)?;
         let gpu = &self.gpu;
+        let ev = &self.events;
         let st = self.state.as_mut().expect("state");
-        // Dense Harris and the per-cell retry run on the host from the GPU's pyramid.
+        // The per-cell retry runs on the host from the GPU's pyramid.
         let host_detect = st.key.detect
-            && (cfg.detector.method == DetectorMethod::Harris || cfg.detector.low_threshold_retry);
+            && cfg.detector.method == DetectorMethod::Fast
+            && cfg.detector.low_threshold_retry;
+        let budget = cfg.select.max_keypoints as usize;
+        // The budget selection runs on the GPU for spread none; the spread modes on the host.
+        let gpu_select =
+            st.key.detect && !host_detect && budget > 0 && cfg.select.spread == Spread::None;
 
-        self.events[0]
+        ev[0]
             .record(&gpu.stream)
             .map_err(|e| context::cuda_err("recording an event", e))?;
         let gray = st.pyr.level_ptr(0);
         st.decoder.run(gpu, frame, gray)?;
-        mark(&self.events[1], gpu)?;
+        mark(&ev[1], gpu)?;
         st.pyr.run(gpu)?;
-        mark(&self.events[2], gpu)?;
+        mark(&ev[2], gpu)?;
         if let (Some(det), false) = (&st.det, host_detect) {
-            det.run(gpu, &st.pyr, cfg)?;
+            // With the GPU selection only the kept corners are oriented (in select.cu).
+            let orient = cfg.orient.enabled && !gpu_select;
+            match st.dense.as_mut() {
+                Some(dense) => dense.run(gpu, &st.pyr, det, cfg, orient)?,
+                None => det.run(gpu, &st.pyr, cfg, orient)?,
+            }
         }
-        mark(&self.events[3], gpu)?;
+        mark(&ev[3], gpu)?;
+        if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, st.sel.as_mut()) {
+            sel.per_level(cfg, det.nlev());
+            sel.run(gpu, &st.pyr, det, cfg)?;
+        }
+        mark(&ev[4], gpu)?;
         if let Some(c) = st.canny.as_mut() {
             c.run(gpu, gray, &cfg.canny)?;
         }
-        mark(&self.events[4], gpu)?;
+        mark(&ev[5], gpu)?;
 
-        // The final download: edges, candidate header (and the pyramid for host detection).
+        // The final download: edges, then the keypoint records with their header (or the
+        // pyramid for host detection). Without the GPU selection the candidate count is only
+        // known after a first sync on the header.
         if let Some(c) = st.canny.as_mut() {
             c.download(gpu)?;
         }
+        let mut records = 0usize;
         if host_detect {
             let hp = st.host_pyr.as_mut().expect("host pyramid");
             let n = st.pyr.buf.bytes();
             download(&gpu.stream, st.pyr.buf.ptr(), hp, 0, n)?;
+        } else if let (true, Some(det), Some(sel)) = (gpu_select, st.det.as_mut(), &st.sel) {
+            records = sel.max_kept().min(det.out_cap());
+            det.queue_download(gpu, sel.header_ptr(), sel.kp_ptr(), records)?;
         } else if let Some(det) = st.det.as_mut() {
-            det.download_header(gpu)?;
+            det.queue_candidate_header(gpu)?;
+            gpu.sync()?;
+            records = (det.header_word(0) as usize).min(det.out_cap());
+            det.queue_candidates(gpu)?;
         }
-        gpu.sync()?;
-        let cands = match (&mut st.det, host_detect) {
-            (Some(det), false) => Some(det.download_candidates(gpu)?),
-            _ => None,
-        };
-        mark(&self.events[5], gpu)?;
+        mark(&ev[6], gpu)?;
         gpu.sync()?;
 
         let t_host = Instant::now();
-        let level_sizes: Vec<(usize, usize)> = st.pyr.levels.iter().map(|l| (l.w, l.h)).collect();
-        let keypoints = if host_detect {
+        out.level_sizes.clear();
+        out.level_sizes
+            .extend(st.pyr.levels.iter().map(|l| (l.w, l.h)));
+        out.keypoints.clear();
+        if host_detect {
             let hp = st.host_pyr.as_ref().expect("host pyramid").as_slice();
             let levels: Vec<GrayImage> = st
                 .pyr
@@ -276,39 +328,44 @@ impl CudaPipeline {
                     data: hp[l.off..l.off + l.w * l.h].to_vec(),
                 })
                 .collect();
-            crate::cpu::detect_keypoints(cfg, &levels)
-        } else if let (Some(det), Some(cands)) = (&st.det, cands) {
-            select::assemble(cfg, &level_sizes, &det.level_ranges(), &cands)
-        } else {
-            Vec::new()
-        };
+            crate::cpu::detect_keypoints_into(cfg, &levels, &mut out.keypoints);
+        } else if let Some(det) = &st.det {
+            if gpu_select || budget == 0 {
+                select::push_keypoints(cfg, det, &st.scales, records, &mut out.keypoints);
+            } else {
+                select::assemble(cfg, det, &out.level_sizes, records, &mut out.keypoints);
+            }
+        }
         let host_ms = t_host.elapsed().as_secs_f64() * 1e3;
-        let edges = st.canny.as_ref().map(|c| GrayImage {
-            width: st.key.width,
-            height: st.key.height,
-            data: c.edges_host().to_vec(),
-        });
+        if let Some(c) = &st.canny {
+            let e = out.edges.get_or_insert_with(GrayImage::default);
+            e.width = st.key.width;
+            e.height = st.key.height;
+            e.data.clear();
+            e.data.extend_from_slice(c.edges_host());
+        } else {
+            out.edges = None;
+        }
 
-        let mut timings = Vec::with_capacity(MARKS.len());
-        for (pair, &stage) in self.events.windows(2).zip(&MARKS[1..]) {
+        out.timings.clear();
+        for (pair, &stage) in ev.windows(2).zip(&MARKS[1..]) {
             let ms = pair[0]
                 .elapsed_ms(&pair[1])
                 .map_err(|e| context::cuda_err("reading an event", e))?;
-            timings.push(StageTiming {
+            out.timings.push(StageTiming {
                 stage,
                 ms: ms as f64,
             });
         }
-        timings.push(StageTiming {
-            stage: "select (host)",
+        out.timings.push(StageTiming {
+            stage: if gpu_select || budget == 0 {
+                "keypoints (host)"
+            } else {
+                "select (host)"
+            },
             ms: host_ms,
         });
-        Ok(Features {
-            keypoints,
-            edges,
-            level_sizes,
-            timings,
-        })
+        Ok(())
     }
 }
 

@@ -1,25 +1,183 @@
-//! Budget + spatial spread for the CUDA backend, on the host: the GPU hands over every
-//! candidate (raster order, FAST score, Harris response, angle), and this runs the CPU
-//! reference's own selection functions on them, in the CPU's level loop order
-//! (`cpu::detect_keypoints`), so the selected set is the CPU's by construction.
+//! Budget + spatial spread for the CUDA backend (host side of `kernels/select.cu`).
+//!
+//! - `select.spread: none` with a budget (ORB's path): on the GPU, [`Selector`]. Per level
+//!   the 2n pre-cut by FAST score keeping every tie (Harris score only), the top n by
+//!   response with ties broken by (y, x), an ordered compaction, then the orientation of the
+//!   kept corners only; the host downloads the final records (at most the budget) and turns
+//!   them into keypoints ([`push_keypoints`]). Equal to `cpu::select_level` by construction
+//!   (same sets, same order); tests/gpu_vs_cpu.rs checks it bit for bit.
+//! - No budget (`max_keypoints: 0`): every candidate is kept; the GPU orients all of them and
+//!   the host converts them ([`push_keypoints`]).
+//! - `select.spread: grid | quadtree` with a budget: still on the host. Both are sequential,
+//!   data-dependent procedures (round-robin over cells; ORB-SLAM3's quadtree splitting) that
+//!   need every candidate with its response, so every candidate is downloaded (with its angle,
+//!   computed on the GPU, to avoid a second round trip) and the CPU reference's own
+//!   `cpu::select_level` runs on them ([`assemble`]).
 
-use super::fast_harris::Candidate;
-use crate::config::Config;
+use super::buffers::DevBuf;
+use super::context::Gpu;
+use super::fast_harris::{Candidate, Detector};
+use super::pyramid::Pyramid;
+use crate::config::{Config, DetectorMethod, ScoreType};
 use crate::cpu::{self, select, Corner};
+use crate::error::{Error, Result};
 use crate::pipeline::Keypoint;
 
-/// `levels`: (width, height) per level; `ranges`: (count, base) per level into `cands`.
+/// Mirrors `SEL_MAX_LEVELS` in kernels/select.cu (`pyramid.levels` is at most 32).
+const MAX_LEVELS: usize = 32;
+
+/// Mirrors `struct SelParams` in kernels/select.cu.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SelParams {
+    n: [u32; MAX_LEVELS],
+}
+
+/// Device buffers of the GPU selection, sized once per resolution.
+pub struct Selector {
+    sel_idx: DevBuf,
+    kept: DevBuf,
+    kp: DevBuf,
+    kp_header: DevBuf,
+    /// `features_per_level` of the last config: (budget, levels, scale bits) -> per level.
+    per_level_key: (usize, usize, u32),
+    per_level: Vec<usize>,
+}
+
+impl Selector {
+    pub fn new(gpu: &Gpu, det: &Detector) -> Result<Self> {
+        let c = &gpu.ctx;
+        let (nlev, cap) = (det.nlev(), det.out_cap().max(1));
+        if nlev > MAX_LEVELS {
+            return Err(Error::Cuda(format!(
+                "{nlev} pyramid levels (at most {MAX_LEVELS})"
+            )));
+        }
+        Ok(Selector {
+            sel_idx: DevBuf::new(c, cap * 4)?,
+            kept: DevBuf::new(c, nlev.max(1) * 4)?,
+            kp: DevBuf::new(c, cap * 16)?,
+            kp_header: DevBuf::new(c, (1 + 2 * nlev) * 4)?,
+            per_level_key: (usize::MAX, 0, 0),
+            per_level: Vec::new(),
+        })
+    }
+
+    /// ORB's per-level budget for `cfg` (cached: recomputed only when the config changes).
+    pub fn per_level(&mut self, cfg: &Config, nlev: usize) -> &[usize] {
+        let budget = cfg.select.max_keypoints as usize;
+        let key = (budget, nlev, cfg.pyramid.scale_factor.to_bits());
+        if key != self.per_level_key {
+            self.per_level = select::features_per_level(budget, nlev, cfg.pyramid.scale_factor);
+            self.per_level_key = key;
+        }
+        &self.per_level
+    }
+
+    /// The most records the selection can produce (the sum of the per-level budgets).
+    pub fn max_kept(&self) -> usize {
+        self.per_level.iter().sum()
+    }
+
+    pub fn header_ptr(&self) -> u64 {
+        self.kp_header.ptr()
+    }
+    pub fn kp_ptr(&self) -> u64 {
+        self.kp.ptr()
+    }
+
+    /// Queues `select_level` and `orient_kept` after the detector (no sync). Call
+    /// [`Selector::per_level`] for this config first.
+    pub fn run(&self, gpu: &Gpu, pyr: &Pyramid, det: &Detector, cfg: &Config) -> Result<()> {
+        let nlev = det.nlev();
+        let mut p = SelParams { n: [0; MAX_LEVELS] };
+        for (d, &n) in p.n.iter_mut().zip(&self.per_level) {
+            *d = n.min(u32::MAX as usize / 2) as u32;
+        }
+        let precut = (cfg.detector.method == DetectorMethod::Fast
+            && cfg.detector.score == ScoreType::Harris) as i32;
+        let (header, cand) = (det.header_ptr(), det.out_ptr());
+        let (sel_idx, kept) = (self.sel_idx.ptr(), self.kept.ptr());
+        let nlev_i = nlev as i32;
+        gpu.launch(
+            "select_level",
+            &gpu.k.select_level,
+            (nlev as u32, 1, 1),
+            (1024, 1, 1),
+            0,
+            &mut kargs![header, nlev_i, p, precut, cand, sel_idx, kept],
+        )?;
+        let per_block = 64usize;
+        let most = self.per_level.iter().copied().max().unwrap_or(0);
+        let blocks_y = most.div_ceil(per_block).clamp(1, 1024) as u32;
+        let (pyr_p, descs) = (pyr.buf.ptr(), det.descs_ptr());
+        let orient = cfg.orient.enabled as i32;
+        let half = det.half();
+        let umax = det.umax_ptr();
+        let atan = super::fast_harris::atan_coefficients();
+        let eps = f64::EPSILON as f32;
+        let (kp, kp_header) = (self.kp.ptr(), self.kp_header.ptr());
+        gpu.launch(
+            "orient_kept",
+            &gpu.k.orient_kept,
+            (nlev as u32, blocks_y, 1),
+            (per_block as u32, 1, 1),
+            0,
+            &mut kargs![
+                pyr_p, descs, nlev_i, header, kept, sel_idx, cand, orient, half, umax, atan, eps,
+                kp, kp_header
+            ],
+        )
+    }
+}
+
+/// Appends the downloaded records (`records` of them, levels one after the other, (y, x)
+/// order inside a level) to `out` as level-0 keypoints, exactly as `cpu::to_keypoint`.
+pub fn push_keypoints(
+    cfg: &Config,
+    det: &Detector,
+    scales: &[f32],
+    records: usize,
+    out: &mut Vec<Keypoint>,
+) {
+    // Without orientation the keypoint is cv::FAST's, whose size is 7 (cpu::to_keypoint).
+    let diameter = if cfg.orient.enabled {
+        cfg.orient.patch_size as f32
+    } else {
+        7.0
+    };
+    for (level, &scale) in scales.iter().enumerate().take(det.nlev()) {
+        let (count, base) = det.level_range(level, records);
+        out.reserve(count);
+        for i in base..base + count {
+            let c = det.record(i);
+            out.push(Keypoint {
+                x: c.x() as f32 * scale,
+                y: c.y() as f32 * scale,
+                response: c.response,
+                size: diameter * scale,
+                angle: if cfg.orient.enabled { c.angle } else { -1.0 },
+                octave: level as i32,
+            });
+        }
+    }
+}
+
+/// The host selection for the spread modes: every candidate was downloaded (raster order,
+/// FAST score, response, angle); runs the CPU reference's `select_level` on them, in the
+/// CPU's level loop order, so the selected set is the CPU's by construction.
 pub fn assemble(
     cfg: &Config,
+    det: &Detector,
     levels: &[(usize, usize)],
-    ranges: &[(usize, usize)],
-    cands: &[Candidate],
-) -> Vec<Keypoint> {
+    records: usize,
+    out: &mut Vec<Keypoint>,
+) {
     let budget = cfg.select.max_keypoints as usize;
     let per_level = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
-    let mut out = Vec::new();
-    for (level, (&(w, h), &(count, base))) in levels.iter().zip(ranges).enumerate() {
-        let lc = &cands[base.min(cands.len())..(base + count).min(cands.len())];
+    for (level, &(w, h)) in levels.iter().enumerate() {
+        let (count, base) = det.level_range(level, records);
+        let lc: Vec<Candidate> = (base..base + count).map(|i| det.record(i)).collect();
         let mut corners: Vec<Corner> = lc
             .iter()
             .map(|c| Corner {
@@ -45,5 +203,4 @@ pub fn assemble(
             out.push(cpu::to_keypoint(cfg, level, &c, angle));
         }
     }
-    out
 }
