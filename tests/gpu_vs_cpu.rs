@@ -192,6 +192,11 @@ fn configs() -> Vec<(&'static str, Config)> {
     let mut c = Config::default();
     c.detector.method = DetectorMethod::Harris;
     out.push(("dense-harris", c));
+    let mut c = Config::default();
+    c.select.spread = Spread::Quadtree;
+    c.detector.low_threshold_retry = true;
+    c.canny.enabled = false;
+    out.push(("quadtree-retry-host", c));
     out
 }
 
@@ -527,7 +532,8 @@ fn gpu_selection_matches_cpu_for_budgets() {
                 let mut cfg = base.clone();
                 cfg.select.max_keypoints = budget;
                 cpu.process_into(&cfg, &view, &mut fc);
-                g.process_into(&cfg, &view, &mut fg).expect("gpu process_into");
+                g.process_into(&cfg, &view, &mut fg)
+                    .expect("gpu process_into");
                 compare(&format!("{name}/{cname}/budget {budget}"), &fc, &fg);
                 counts.push(fg.keypoints.len());
                 cases += 1;
@@ -577,8 +583,8 @@ fn gpu_selection_breaks_ties_like_cpu() {
     eprintln!("ties: identical for every budget");
 }
 
-/// Stage times of the default config on the 800x640 fixture (informative only): median
-/// of 50 frames after a warm-up, outputs reused.
+/// Stage times on the 800x640 fixture (informative only): median of 50 frames after a
+/// warm-up, outputs reused; the default (ORB) config and dense Harris.
 #[test]
 fn stage_times_default_config() {
     let Some(mut g) = gpu("stage_times_default_config") else {
@@ -587,40 +593,43 @@ fn stage_times_default_config() {
     let fx = fixtures();
     let (name, frame) = fx.iter().find(|(n, _)| n == "graf1").unwrap();
     let view = frame.view().unwrap();
-    let cfg = Config::default();
-    let mut f = Features::default();
-    for _ in 0..5 {
-        g.process_into(&cfg, &view, &mut f).unwrap();
-    }
-    let mut per_stage: Vec<(&'static str, Vec<f64>)> = Vec::new();
-    let mut wall = Vec::new();
-    for _ in 0..50 {
-        let t = std::time::Instant::now();
-        g.process_into(&cfg, &view, &mut f).unwrap();
-        wall.push(t.elapsed().as_secs_f64() * 1e3);
-        for (i, s) in f.timings.iter().enumerate() {
-            if per_stage.len() <= i {
-                per_stage.push((s.stage, Vec::new()));
-            }
-            per_stage[i].1.push(s.ms);
+    let mut dense = Config::default();
+    dense.detector.method = DetectorMethod::Harris;
+    for (cname, cfg) in [("default", Config::default()), ("dense-harris", dense)] {
+        let mut f = Features::default();
+        for _ in 0..5 {
+            g.process_into(&cfg, &view, &mut f).unwrap();
         }
+        let mut per_stage: Vec<(&'static str, Vec<f64>)> = Vec::new();
+        let mut wall = Vec::new();
+        for _ in 0..50 {
+            let t = std::time::Instant::now();
+            g.process_into(&cfg, &view, &mut f).unwrap();
+            wall.push(t.elapsed().as_secs_f64() * 1e3);
+            for (i, s) in f.timings.iter().enumerate() {
+                if per_stage.len() <= i {
+                    per_stage.push((s.stage, Vec::new()));
+                }
+                per_stage[i].1.push(s.ms);
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let stages: Vec<String> = per_stage
+            .iter_mut()
+            .map(|(s, v)| format!("{s} {:.3}", median(v)))
+            .collect();
+        eprintln!(
+            "{name} {}x{} {cname}: {} keypoints; median ms: {}; wall {:.3}",
+            frame.width,
+            frame.height,
+            f.keypoints.len(),
+            stages.join(", "),
+            median(&mut wall)
+        );
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let stages: Vec<String> = per_stage
-        .iter_mut()
-        .map(|(s, v)| format!("{s} {:.3}", median(v)))
-        .collect();
-    eprintln!(
-        "{name} {}x{} default config: {} keypoints; median ms: {}; wall {:.3}",
-        frame.width,
-        frame.height,
-        f.keypoints.len(),
-        stages.join(", "),
-        median(&mut wall)
-    );
 }
 
 /// Dense Harris (`detector.method: harris`: cv::cornerHarris + 3x3 NMS + quality) on the GPU

@@ -105,7 +105,8 @@ struct State {
     /// ORB's scale of every level (`cpu::pyramid::level_scale`).
     scales: Vec<f32>,
     canny: Option<canny::Canny>,
-    /// Pinned copy of the whole pyramid, for the configs detected on the host.
+    /// Pinned copy of the whole pyramid, for the configs detected on the host (allocated on
+    /// the first such frame).
     host_pyr: Option<HostBuf>,
 }
 
@@ -187,11 +188,6 @@ impl CudaPipeline {
         } else {
             None
         };
-        let host_pyr = if key.detect {
-            Some(HostBuf::new(&g.ctx, pyr.buf.bytes(), false)?)
-        } else {
-            None
-        };
         self.state = Some(State {
             key,
             decoder: decode::Decoder::new(g, frame)?,
@@ -201,7 +197,7 @@ impl CudaPipeline {
             dense,
             scales,
             canny,
-            host_pyr,
+            host_pyr: None,
         });
         Ok(())
     }
@@ -296,6 +292,9 @@ impl CudaPipeline {
         }
         let mut records = 0usize;
         if host_detect {
+            if st.host_pyr.is_none() {
+                st.host_pyr = Some(HostBuf::new(&gpu.ctx, st.pyr.buf.bytes(), false)?);
+            }
             let hp = st.host_pyr.as_mut().expect("host pyramid");
             let n = st.pyr.buf.bytes();
             download(&gpu.stream, st.pyr.buf.ptr(), hp, 0, n)?;
