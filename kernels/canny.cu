@@ -161,12 +161,20 @@ extern "C" __global__ void uf_resolve(int* __restrict__ label, u8* __restrict__ 
     if (((volatile u8*)cls)[p] >= CLS_STRONG) cls[r] = CLS_EDGE_ROOT;
 }
 
+// The edge map, packed to one bit per pixel (8x less to download; the host unpacks it to
+// 0/255 bytes): word `y * words_per_row + x / 32` holds pixels x..x+31 of row y, bit i =
+// pixel x + i. One warp is one row of 32 pixels (blockDim = 32 x TILE_H): its ballot is the
+// word. Pixels past the row's end read as 0.
 extern "C" __global__ void uf_final(const int* __restrict__ label, const u8* __restrict__ cls, int w,
-                                    int h, u8* __restrict__ edges) {
+                                    int h, int words_per_row, u32* __restrict__ bits) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h) return;
-    int p = y * w + x;
-    int r = label[p];
-    edges[p] = (r >= 0 && cls[r] == CLS_EDGE_ROOT) ? 255 : 0;
+    if (y >= h) return;  // the whole warp: it shares y
+    bool e = false;
+    if (x < w) {
+        int r = label[y * w + x];
+        e = r >= 0 && cls[r] == CLS_EDGE_ROOT;
+    }
+    u32 m = __ballot_sync(0xffffffffu, e);
+    if ((threadIdx.x & 31) == 0) bits[(size_t)y * words_per_row + (x >> 5)] = m;
 }

@@ -130,6 +130,11 @@ fn compare(what: &str, cpu: &Features, gpu: &Features) {
                 (b.width, b.height),
                 "{what}: edge size"
             );
+            assert_eq!(
+                (a.data.len(), b.data.len()),
+                (a.width * a.height, b.width * b.height),
+                "{what}: edge map length"
+            );
             let diff = a.data.iter().zip(&b.data).filter(|(x, y)| x != y).count();
             let first = a.data.iter().zip(&b.data).position(|(x, y)| x != y);
             assert_eq!(
@@ -404,6 +409,28 @@ fn deterministic_and_survives_resolution_changes() {
             "{name}: edges changed between runs"
         );
         eprintln!("{name}: stage times (ms, informative only) {:?}", f.timings);
+    }
+    // Into one reused `Features` whose edge map holds stale bytes (and, every other frame,
+    // the wrong length): every byte is rewritten, the length is w*h.
+    let mut reused = Features::default();
+    for (k, (i, (name, frame))) in fx
+        .iter()
+        .enumerate()
+        .chain(fx.iter().enumerate())
+        .enumerate()
+    {
+        if let Some(e) = reused.edges.as_mut() {
+            e.data.fill(0x5a);
+            if k % 2 == 1 {
+                e.data.extend_from_slice(&[0x5a; 77]);
+            }
+        }
+        g.process_into(&cfg, &frame.view().unwrap(), &mut reused)
+            .unwrap();
+        assert_eq!(
+            first[i].edges, reused.edges,
+            "{name}: edges differ when written into a reused Features"
+        );
     }
 }
 

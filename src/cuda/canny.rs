@@ -1,5 +1,8 @@
 //! Canny on the GPU (host side of `kernels/canny.cu`): optional bit-exact Gaussian blur,
-//! the fused Sobel/magnitude/NMS/threshold kernel, then exact union-find hysteresis.
+//! the fused Sobel/magnitude/NMS/threshold kernel, then exact union-find hysteresis, whose
+//! last kernel packs the edge map to one bit per pixel. The host unpacks it to 0/255 bytes
+//! ([`unpack_edges`]): an eighth of the bytes to download, and no byte map to copy out of
+//! pinned memory.
 
 use super::buffers::{download, DevBuf, HostBuf};
 use super::context::Gpu;
@@ -12,10 +15,12 @@ pub struct Canny {
     h: usize,
     cls: DevBuf,
     label: DevBuf,
-    edges: DevBuf,
+    /// 32-bit words per row of the packed edge map.
+    words_per_row: usize,
+    bits: DevBuf,
     /// Blur buffers and the fixed-point kernel, when the config blurs.
     blur: Option<(DevBuf, DevBuf, DevBuf, usize)>,
-    host_edges: HostBuf,
+    host_bits: HostBuf,
 }
 
 impl Canny {
@@ -36,19 +41,21 @@ impl Canny {
         } else {
             None
         };
+        let words_per_row = w.div_ceil(32);
         Ok(Canny {
             w,
             h,
             cls: DevBuf::new(c, n)?,
             label: DevBuf::new(c, n * 4)?,
-            edges: DevBuf::new(c, n)?,
+            words_per_row,
+            bits: DevBuf::new(c, words_per_row * h * 4)?,
             blur,
-            host_edges: HostBuf::new(c, n, false)?,
+            host_bits: HostBuf::new(c, words_per_row * h * 4, false)?,
         })
     }
 
-    /// Queues the whole Canny on the stream, edges into the device buffer and then into
-    /// pinned host memory (no sync).
+    /// Queues the whole Canny on the stream, the packed edge map into its device buffer (no
+    /// sync; [`Canny::download`] queues its download).
     pub fn run(&mut self, gpu: &Gpu, src: u64, cfg: &CannyConfig) -> Result<()> {
         let (w, h) = (self.w as i32, self.h as i32);
         let grid = (self.w.div_ceil(32) as u32, self.h.div_ceil(8) as u32, 1);
@@ -76,7 +83,7 @@ impl Canny {
         }
         let (low, high) = thresholds(cfg);
         let l2 = cfg.l2_gradient as i32;
-        let (cls, label, edges) = (self.cls.ptr(), self.label.ptr(), self.edges.ptr());
+        let (cls, label) = (self.cls.ptr(), self.label.ptr());
         gpu.launch(
             "canny_classify",
             &gpu.k.canny_classify,
@@ -101,23 +108,127 @@ impl Canny {
             0,
             &mut kargs![label, cls, w, h],
         )?;
+        let (wpr, bits) = (self.words_per_row as i32, self.bits.ptr());
         gpu.launch(
             "uf_final",
             &gpu.k.uf_final,
             grid,
             block,
             0,
-            &mut kargs![label, cls, w, h, edges],
+            &mut kargs![label, cls, w, h, wpr, bits],
         )
     }
 
+    /// Queues the download of the packed edge map into pinned memory.
     pub fn download(&mut self, gpu: &Gpu) -> Result<()> {
-        let n = self.w * self.h;
-        download(&gpu.stream, self.edges.ptr(), &mut self.host_edges, 0, n)
+        let n = self.bits.bytes();
+        download(&gpu.stream, self.bits.ptr(), &mut self.host_bits, 0, n)
     }
 
-    /// The downloaded edge map (valid after the stream sync).
-    pub fn edges_host(&self) -> &[u8] {
-        &self.host_edges.as_slice()[..self.w * self.h]
+    /// Unpacks the downloaded edge map into `dst` (w*h bytes, 0/255). Only call once the
+    /// download has completed (an event recorded after it, or the stream, synchronized).
+    pub fn edges_into(&self, dst: &mut [u8]) {
+        let bits = self.host_bits.as_slice();
+        unpack_edges(bits, self.w, self.h, self.words_per_row, dst);
+    }
+}
+
+/// Byte `v` of a packed word as 8 pixels (bit i -> byte i: 0 or 255), little-endian.
+const UNPACK: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut v = 0;
+    while v < 256 {
+        let mut b = 0;
+        while b < 8 {
+            if (v >> b) & 1 == 1 {
+                t[v] |= 0xff << (8 * b);
+            }
+            b += 1;
+        }
+        v += 1;
+    }
+    t
+};
+
+/// The edge map packed by `uf_final` (`words_per_row` little-endian u32 words per row, bit i
+/// of word k = pixel 32k + i) into `dst` (w*h bytes, 0 or 255).
+pub fn unpack_edges(bits: &[u8], w: usize, h: usize, words_per_row: usize, dst: &mut [u8]) {
+    let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let row_bytes = words_per_row * 4;
+    for (row, src) in dst[..w * h]
+        .chunks_exact_mut(w.max(1))
+        .zip(bits.chunks_exact(row_bytes.max(1)))
+        .take(h)
+    {
+        let mut px = row.chunks_exact_mut(32);
+        for (out, wb) in (&mut px).zip(src.chunks_exact(4)) {
+            let m = word(wb);
+            if m == 0 {
+                out.fill(0);
+            } else {
+                for (k, o) in out.chunks_exact_mut(8).enumerate() {
+                    o.copy_from_slice(&UNPACK[((m >> (8 * k)) & 0xff) as usize].to_le_bytes());
+                }
+            }
+        }
+        let rest = px.into_remainder();
+        if !rest.is_empty() {
+            let m = word(&src[(w / 32) * 4..]);
+            for (i, o) in rest.iter_mut().enumerate() {
+                *o = if (m >> i) & 1 == 1 { 255 } else { 0 };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unpack_edges;
+
+    /// The packing of `uf_final` on the host: word y * wpr + x / 32, bit x % 32.
+    fn pack(map: &[u8], w: usize, h: usize) -> (Vec<u8>, usize) {
+        let wpr = w.div_ceil(32);
+        let mut words = vec![0u32; wpr * h];
+        for y in 0..h {
+            for x in 0..w {
+                if map[y * w + x] != 0 {
+                    words[y * wpr + x / 32] |= 1 << (x % 32);
+                }
+            }
+        }
+        (words.iter().flat_map(|v| v.to_le_bytes()).collect(), wpr)
+    }
+
+    #[test]
+    fn unpack_inverts_the_packing() {
+        let mut seed = 0x2545f4914f6cdd1du64;
+        for (w, h) in [
+            (1, 1),
+            (31, 3),
+            (32, 2),
+            (33, 5),
+            (64, 4),
+            (401, 7),
+            (3840, 3),
+        ] {
+            for density in [0u64, 3, 50, 100] {
+                let map: Vec<u8> = (0..w * h)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        if seed % 100 < density {
+                            255
+                        } else {
+                            0
+                        }
+                    })
+                    .collect();
+                let (bits, wpr) = pack(&map, w, h);
+                let mut out = vec![0x5au8; w * h];
+                unpack_edges(&bits, w, h, wpr, &mut out);
+                assert_eq!(out, map, "{w}x{h}, density {density}%");
+            }
+        }
     }
 }

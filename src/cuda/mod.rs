@@ -13,8 +13,11 @@
 //! | spread grid / quadtree | — (host, CPU reference functions) | [`select`] |
 //! | canny (+ blur, hysteresis) | `canny.cu` | [`canny`] |
 //!
-//! Per frame: one pinned upload, kernels on one stream, and one final download (edges, the
-//! selected keypoints and their per-level header: one host sync). Buffers are sized once per
+//! Per frame: one pinned upload, kernels on one stream, and one final download (the
+//! selected keypoints and their per-level header: one host sync). Canny runs first, right
+//! after the decode, and its edge map (packed to 1 bit per pixel) is downloaded at once: the
+//! host waits on that download's event and unpacks the map into `Features::edges` while the
+//! GPU runs the pyramid, the detection and the selection. Buffers are sized once per
 //! resolution/config and reused; no allocation and no compile happens per frame. Without
 //! the GPU selection (no budget, or a spread mode) the candidate count is not known in
 //! advance: the header is downloaded first (one more sync), then the candidates.
@@ -112,7 +115,7 @@ struct State {
 
 /// Stage boundaries, recorded as CUDA events on the stream.
 const MARKS: [&str; 7] = [
-    "start", "decode", "pyramid", "detect", "select", "canny", "download",
+    "start", "decode", "canny", "pyramid", "detect", "select", "download",
 ];
 
 pub struct CudaPipeline {
@@ -257,14 +260,22 @@ impl CudaPipeline {
         let gpu_select =
             st.key.detect && !host_detect && budget > 0 && cfg.select.spread == Spread::None;
 
+        // Canny runs first, right after the decode, and its packed edge map is downloaded
+        // at once: the host unpacks it while the GPU runs the pyramid, the detection and
+        // the selection.
         ev[0]
             .record(&gpu.stream)
             .map_err(|e| context::cuda_err("recording an event", e))?;
         let gray = st.pyr.level_ptr(0);
         st.decoder.run(gpu, frame, gray)?;
         mark(&ev[1], gpu)?;
-        st.pyr.run(gpu)?;
+        if let Some(c) = st.canny.as_mut() {
+            c.run(gpu, gray, &cfg.canny)?;
+            c.download(gpu)?;
+        }
         mark(&ev[2], gpu)?;
+        st.pyr.run(gpu)?;
+        mark(&ev[3], gpu)?;
         if let (Some(det), false) = (&st.det, host_detect) {
             // With the GPU selection only the kept corners are oriented (in select.cu).
             let orient = cfg.orient.enabled && !gpu_select;
@@ -273,23 +284,16 @@ impl CudaPipeline {
                 None => det.run(gpu, &st.pyr, cfg, orient)?,
             }
         }
-        mark(&ev[3], gpu)?;
+        mark(&ev[4], gpu)?;
         if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, st.sel.as_mut()) {
             sel.per_level(cfg, det.nlev());
             sel.run(gpu, &st.pyr, det, cfg)?;
         }
-        mark(&ev[4], gpu)?;
-        if let Some(c) = st.canny.as_mut() {
-            c.run(gpu, gray, &cfg.canny)?;
-        }
         mark(&ev[5], gpu)?;
 
-        // The final download: edges, then the keypoint records with their header (or the
-        // pyramid for host detection). Without the GPU selection the candidate count is only
-        // known after a first sync on the header.
-        if let Some(c) = st.canny.as_mut() {
-            c.download(gpu)?;
-        }
+        // The final download: the keypoint records with their header (or the pyramid for
+        // host detection). Without the GPU selection the candidate count is only known
+        // after a first sync on the header.
         let mut records = 0usize;
         if host_detect {
             if st.host_pyr.is_none() {
@@ -308,6 +312,25 @@ impl CudaPipeline {
             det.queue_candidates(gpu)?;
         }
         mark(&ev[6], gpu)?;
+
+        // The edge map, as soon as its download is done (the rest of the frame still runs).
+        if let Some(c) = &st.canny {
+            ev[2]
+                .synchronize()
+                .map_err(|e| context::cuda_err("waiting for the edge map", e))?;
+            let n = st.key.width * st.key.height;
+            let e = out.edges.get_or_insert_with(GrayImage::default);
+            e.width = st.key.width;
+            e.height = st.key.height;
+            // Every byte is overwritten: resize (zero-fill) only when the size changes.
+            if e.data.len() != n {
+                e.data.clear();
+                e.data.resize(n, 0);
+            }
+            c.edges_into(&mut e.data);
+        } else {
+            out.edges = None;
+        }
         gpu.sync()?;
 
         let t_host = Instant::now();
@@ -336,15 +359,6 @@ impl CudaPipeline {
             }
         }
         let host_ms = t_host.elapsed().as_secs_f64() * 1e3;
-        if let Some(c) = &st.canny {
-            let e = out.edges.get_or_insert_with(GrayImage::default);
-            e.width = st.key.width;
-            e.height = st.key.height;
-            e.data.clear();
-            e.data.extend_from_slice(c.edges_host());
-        } else {
-            out.edges = None;
-        }
 
         out.timings.clear();
         for (pair, &stage) in ev.windows(2).zip(&MARKS[1..]) {
