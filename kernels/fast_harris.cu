@@ -151,3 +151,146 @@ extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDe
     }
 }
 
+
+// ---------------------------------------------------------------------------------------
+// ORB-SLAM3's per-cell FAST with the low-threshold retry (GPU twin of
+// cpu::select::fast_in_cells). The windows' detectable parts tile [b, w-b) x [b, h-b)
+// (b = max(border, 3)) into cells of cw x ch pixels; the CPU runs FAST on each window alone,
+// at `ini`, and again at `lo` in a window where that found nothing. The FAST score does not
+// depend on the threshold and a pixel is a corner at t (t >= 1) iff its score is >= t, so
+// one pass at `lo` decides both: a pixel is kept by the window's NMS at either threshold iff
+// its score is >= lo and beats every 8-neighbour of its own cell (neighbours in other cells
+// or outside the area are outside the window's FAST region: never corners there), whatever
+// the threshold. `fast_cells` keeps those pixels and flags the cells holding one with
+// score >= ini; `cell_filter` then drops, per tile, the pixels below their cell's threshold
+// (ini when flagged, else lo) and recounts the rows for the ordered compaction.
+
+#define CELL_MAX_LEVELS 32
+
+// Mirrors `CellParams` in src/cuda/fast_harris.rs.
+struct CellParams {
+    int b;    // max(border, 3): the detectable area is [b, w-b) x [b, h-b)
+    int ini;  // detector.fast_threshold
+    int lo;   // min(min_fast_threshold, fast_threshold): the scoring threshold
+    int cw[CELL_MAX_LEVELS], ch[CELL_MAX_LEVELS];
+    int cols[CELL_MAX_LEVELS], rows[CELL_MAX_LEVELS];  // 0: no window on this level
+    int start[CELL_MAX_LEVELS];                        // first global cell of the level
+};
+
+// Global cell of (x, y) on level l, -1 outside the detectable area.
+__device__ __forceinline__ int cell_of(const CellParams& cp, int l, int w, int h, int x, int y) {
+    if (cp.cols[l] == 0 || x < cp.b || y < cp.b || x >= w - cp.b || y >= h - cp.b) return -1;
+    return cp.start[l] + ((y - cp.b) / cp.ch[l]) * cp.cols[l] + (x - cp.b) / cp.cw[l];
+}
+
+// Block: (32, 8). Grid: total tiles over all levels. As fast_harris, but scores at cp.lo,
+// NMS within each cell, and the per-cell flags (zeroed by the host before the launch).
+extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
+                                      int nlev, CellParams cp, int nms, int harris, int block_size,
+                                      float harris_k, float scale_sq_sq, int halo, int cap,
+                                      u8* __restrict__ flags, u32* __restrict__ row_counts,
+                                      uint2* __restrict__ slots) {
+    __shared__ u8 t[(TILE_W + 32) * (TILE_H + 32)];
+    __shared__ u8 sc[(TILE_W + 2) * (TILE_H + 2)];
+    const int tile = blockIdx.x;
+    const int l = level_of_tile(levels, nlev, tile);
+    const LevelDesc L = levels[l];
+    const int lt = tile - L.tile_start;
+    const int tile_x = lt % L.tiles_x, tile_y = lt / L.tiles_x;
+    const int x0 = tile_x * TILE_W, y0 = tile_y * TILE_H;
+    const int tw = TILE_W + 2 * halo, th = TILE_H + 2 * halo;
+    const u8* img = pyr + L.img_off;
+    const int tid = threadIdx.y * TILE_W + threadIdx.x;
+
+    for (int i = tid; i < tw * th; i += TILE_THREADS) {
+        int gx = reflect101(x0 - halo + i % tw, L.w);
+        int gy = reflect101(y0 - halo + i / tw, L.h);
+        t[i] = img[gy * L.w + gx];
+    }
+    __syncthreads();
+
+    const int sw = TILE_W + 2;
+    for (int i = tid; i < sw * (TILE_H + 2); i += TILE_THREADS) {
+        int px = x0 - 1 + i % sw, py = y0 - 1 + i / sw;
+        u32 s = 0;
+        if (px >= 3 && py >= 3 && px < L.w - 3 && py < L.h - 3)
+            s = fast_score_at(t, tw, px - x0 + halo, py - y0 + halo, cp.lo);
+        sc[i] = (u8)s;
+    }
+    __syncthreads();
+
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int x = x0 + tx, y = y0 + ty;
+    const u8* srow = sc + (ty + 1) * sw + (tx + 1);
+    u32 s = srow[0];
+    int cell = s > 0 ? cell_of(cp, l, L.w, L.h, x, y) : -1;
+    bool keep = cell >= 0;
+    if (keep && nms) {
+        for (int dy = -1; dy <= 1 && keep; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+                if (dx == 0 && dy == 0) continue;
+                if (cell_of(cp, l, L.w, L.h, x + dx, y + dy) != cell) continue;
+                if (!(s > srow[dy * sw + dx])) { keep = false; break; }
+            }
+    }
+    if (keep && (int)s >= cp.ini) flags[cell] = 1;
+    float resp = (float)s;
+    if (keep && harris)
+        resp = orb_harris_at(t, tw, tx + halo, ty + halo, block_size, harris_k, scale_sq_sq);
+
+    __shared__ u32 row_n[TILE_H];
+    u32 ballot = __ballot_sync(0xffffffffu, keep);
+    u32 rank = __popc(ballot & ((1u << tx) - 1u));
+    if (tx == 0) {
+        row_n[ty] = __popc(ballot);
+        row_counts[L.rc_start + (tile_y * TILE_H + ty) * L.tiles_x + tile_x] = __popc(ballot);
+    }
+    __syncthreads();
+    if (keep) {
+        u32 base = 0;
+        for (int r = 0; r < ty; ++r) base += row_n[r];
+        u32 slot = base + rank;
+        if (slot < (u32)cap)
+            slots[(size_t)tile * cap + slot] =
+                make_uint2((u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint(resp));
+    }
+}
+
+// Block: 256 threads (>= cap). Grid: total tiles. Keeps, in order, the tile's slots whose
+// score reaches their cell's threshold (ini in a flagged cell, else lo) and rewrites the
+// tile's row counts.
+extern "C" __global__ void cell_filter(const LevelDesc* __restrict__ levels, int nlev, CellParams cp,
+                                       const u8* __restrict__ flags, int cap,
+                                       u32* __restrict__ row_counts, uint2* __restrict__ slots) {
+    __shared__ u32 sh[32];
+    __shared__ u32 row_new[TILE_H];
+    __shared__ u32 total;
+    const int tile = blockIdx.x;
+    const int l = level_of_tile(levels, nlev, tile);
+    const LevelDesc L = levels[l];
+    const int lt = tile - L.tile_start;
+    const int tile_x = lt % L.tiles_x, tile_y = lt / L.tiles_x;
+    const int x0 = tile_x * TILE_W, y0 = tile_y * TILE_H;
+    u32* rc = row_counts + L.rc_start + tile_y * TILE_H * L.tiles_x + tile_x;
+    if (threadIdx.x < TILE_H) row_new[threadIdx.x] = 0;
+    if (threadIdx.x == 0) {
+        u32 n = 0;
+        for (int r = 0; r < TILE_H; ++r) n += rc[r * L.tiles_x];
+        total = n < (u32)cap ? n : (u32)cap;
+    }
+    __syncthreads();
+    const u32 i = threadIdx.x;
+    bool keep = false;
+    uint2 v = make_uint2(0, 0);
+    if (i < total) {
+        v = slots[(size_t)tile * cap + i];
+        const int pos = v.x & 0xffff, s = v.x >> 16;
+        const int cell = cell_of(cp, l, L.w, L.h, x0 + pos % TILE_W, y0 + pos / TILE_W);
+        keep = s >= (flags[cell] ? cp.ini : cp.lo);
+        if (keep) atomicAdd(&row_new[pos / TILE_W], 1u);
+    }
+    u32 kept;
+    const u32 r = block_exclusive_scan(keep ? 1u : 0u, sh, &kept);
+    if (keep) slots[(size_t)tile * cap + r] = v;
+    if (threadIdx.x < TILE_H) rc[threadIdx.x * L.tiles_x] = row_new[threadIdx.x];
+}

@@ -702,3 +702,138 @@ fn dense_harris_matches_cpu() {
         eprintln!("{name}: dense harris identical in 7 configurations: {counts:?} keypoints");
     }
 }
+
+/// config/orb_slam3.yaml, as shipped.
+fn orb_slam3() -> Config {
+    let c = Config::from_yaml(include_str!("../config/orb_slam3.yaml")).unwrap();
+    c.validate().unwrap();
+    c
+}
+
+/// Variants of the ORB-SLAM3 preset: retry on/off, FAST/Harris score, thresholds, NMS,
+/// cell sizes, spread, border.
+fn orb_slam3_variants() -> Vec<(String, Config)> {
+    let base = orb_slam3();
+    let mut out = vec![("orb_slam3".to_string(), base.clone())];
+    let mut c = base.clone();
+    c.detector.low_threshold_retry = false;
+    out.push(("no-retry".into(), c));
+    let mut c = base.clone();
+    c.detector.score = ScoreType::Harris;
+    out.push(("harris-score".into(), c));
+    for cell in [16, 30, 64] {
+        for (ini, min) in [(20, 7), (40, 5), (12, 12)] {
+            let mut c = base.clone();
+            c.select.cell_size = cell;
+            c.detector.fast_threshold = ini;
+            c.detector.min_fast_threshold = min;
+            out.push((format!("cell{cell}-t{ini}-{min}"), c));
+        }
+    }
+    let mut c = base.clone();
+    c.detector.nonmax_suppression = false;
+    c.detector.fast_threshold = 30;
+    c.detector.min_fast_threshold = 10;
+    out.push(("no-nms-t30-10".into(), c));
+    let mut c = base.clone();
+    c.select.spread = Spread::Grid;
+    c.detector.score = ScoreType::Harris;
+    c.select.cell_size = 16;
+    out.push(("grid-harris-cell16".into(), c));
+    let mut c = base.clone();
+    c.detector.border = 31;
+    c.select.cell_size = 8;
+    c.orient.enabled = false;
+    out.push(("border31-cell8-no-orient".into(), c));
+    let mut c = base.clone();
+    c.detector.border = 3;
+    c.orient.enabled = false;
+    c.pyramid.levels = 3;
+    c.pyramid.scale_factor = 1.5;
+    out.push(("border3-l3-s1.5".into(), c));
+    out
+}
+
+/// ORB-SLAM3's per-cell FAST with the low-threshold retry on the GPU (`fast_cells`,
+/// `cell_filter`) against `cpu::select::fast_in_cells` and the host spread, for the preset
+/// and its variants, every candidate (budget 0) and several budgets, through `process_into`
+/// with reused outputs.
+#[test]
+fn orb_slam3_per_cell_retry_matches_cpu() {
+    let Some(mut g) = gpu("orb_slam3_per_cell_retry_matches_cpu") else {
+        return;
+    };
+    let mut cpu = CpuPipeline::new();
+    let (mut fc, mut fg) = (Features::default(), Features::default());
+    let mut cases = 0;
+    for (name, frame) in fixtures() {
+        let view = frame.view().unwrap();
+        for (cname, base) in orb_slam3_variants() {
+            let mut counts = Vec::new();
+            for budget in [0, 100, 1000, 5000] {
+                let mut cfg = base.clone();
+                cfg.select.max_keypoints = budget;
+                cpu.process_into(&cfg, &view, &mut fc);
+                g.process_into(&cfg, &view, &mut fg)
+                    .expect("gpu process_into");
+                compare(&format!("{name}/{cname}/budget {budget}"), &fc, &fg);
+                counts.push(fg.keypoints.len());
+                cases += 1;
+            }
+            eprintln!("{name}/{cname}: identical for budgets 0, 100, 1000, 5000: {counts:?}");
+        }
+    }
+    eprintln!("orb_slam3 per-cell retry: {cases} cases identical");
+}
+
+/// Synthetic frames for the per-cell detection: noise whose contrast changes from block to
+/// block (cells empty at the high threshold next to full ones), and a periodic pattern of
+/// equal scores (ties across cell edges, where the per-cell NMS keeps both neighbours).
+#[test]
+fn orb_slam3_per_cell_retry_synthetic() {
+    let Some(mut g) = gpu("orb_slam3_per_cell_retry_synthetic") else {
+        return;
+    };
+    let mut frames = Vec::new();
+    for (w, h, seed) in [(641usize, 479usize, 1u64), (333, 251, 2), (1000, 77, 3)] {
+        let mut s = seed;
+        let img: Vec<u8> = (0..w * h)
+            .map(|i| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let r = (s >> 56) as u32;
+                let (x, y) = (i % w, i / w);
+                let amp = 4 + ((x / 23 + y / 17) * 37 % 120) as u32;
+                (128 - amp / 2 + r * amp / 256) as u8
+            })
+            .collect();
+        frames.push((format!("noise{w}x{h}"), w, h, img));
+    }
+    let (w, h) = (333usize, 251usize);
+    let mut img = vec![40u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            if x % 16 >= 5 && x % 16 < 10 && y % 16 >= 5 && y % 16 < 10 {
+                img[y * w + x] = 200;
+            }
+        }
+    }
+    frames.push(("squares".into(), w, h, img));
+    let mut cpu = CpuPipeline::new();
+    let (mut fc, mut fg) = (Features::default(), Features::default());
+    for (name, w, h, img) in &frames {
+        let view = ImageView::mono8(img, *w, *h).unwrap();
+        for (cname, base) in orb_slam3_variants() {
+            for budget in [0, 300] {
+                let mut cfg = base.clone();
+                cfg.select.max_keypoints = budget;
+                cfg.detector.border = cfg.detector.border.min(16);
+                cpu.process_into(&cfg, &view, &mut fc);
+                g.process_into(&cfg, &view, &mut fg).unwrap();
+                compare(&format!("{name}/{cname}/budget {budget}"), &fc, &fg);
+            }
+        }
+        eprintln!("{name}: per-cell retry identical in every variant");
+    }
+}

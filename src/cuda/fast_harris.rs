@@ -5,6 +5,10 @@
 //! level), `scan_tile_rows`, `scan_levels`, `gather_orient`. The result is, per level, the
 //! candidates in raster order with their FAST score, response and angle (the angle only
 //! when asked: with the GPU budget selection, `select.cu` orients the kept corners only).
+//!
+//! ORB-SLAM3's per-cell detection with the low-threshold retry
+//! (`detector.low_threshold_retry`, `cpu::select::fast_in_cells`) replaces the first launch
+//! by `fast_cells` + `cell_filter` ([`Detector::run_cells`]); the compaction is the same.
 
 use super::buffers::{download, DevBuf, HostBuf};
 use super::context::Gpu;
@@ -49,6 +53,102 @@ impl Candidate {
     }
 }
 
+/// Mirrors `CELL_MAX_LEVELS` in kernels/fast_harris.cu.
+const CELL_MAX_LEVELS: usize = 32;
+
+/// Mirrors `struct CellParams` in kernels/fast_harris.cu: the cells of
+/// `cpu::select::cell_windows` on every level, as the kernels index them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CellParams {
+    /// `max(border, 3)`: the detectable area is `[b, w - b) x [b, h - b)`.
+    pub b: i32,
+    /// `detector.fast_threshold`.
+    pub ini: i32,
+    /// The scoring threshold: `min(min_fast_threshold, fast_threshold)`.
+    pub lo: i32,
+    pub cw: [i32; CELL_MAX_LEVELS],
+    pub ch: [i32; CELL_MAX_LEVELS],
+    /// 0 when the level has no window.
+    pub cols: [i32; CELL_MAX_LEVELS],
+    pub rows: [i32; CELL_MAX_LEVELS],
+    /// First global cell index of each level.
+    pub start: [i32; CELL_MAX_LEVELS],
+}
+
+impl CellParams {
+    /// The cell grid of `cpu::select::cell_windows(w, h, cell_size, border)` for every level:
+    /// the windows' detectable parts are the cells `[b + c * cw, b + (c + 1) * cw)` (clipped
+    /// to the area), `cols = max(span / cell, 1)` and `cw = ceil(span / cols)`, where
+    /// `span = w - 2b + 6`; no window when a span is at most 6. Also returns the total cell
+    /// count.
+    pub fn new(
+        levels: &[(usize, usize)],
+        cell_size: u32,
+        border: u32,
+        threshold: u32,
+        min_threshold: u32,
+    ) -> (Self, usize) {
+        let b = border.max(3) as i64;
+        let cell = cell_size.max(1) as i64;
+        let mut p = CellParams {
+            b: b as i32,
+            ini: threshold as i32,
+            lo: min_threshold.min(threshold) as i32,
+            cw: [1; CELL_MAX_LEVELS],
+            ch: [1; CELL_MAX_LEVELS],
+            cols: [0; CELL_MAX_LEVELS],
+            rows: [0; CELL_MAX_LEVELS],
+            start: [0; CELL_MAX_LEVELS],
+        };
+        let mut total = 0i64;
+        for (l, &(w, h)) in levels.iter().enumerate().take(CELL_MAX_LEVELS) {
+            p.start[l] = total as i32;
+            let (span_x, span_y) = (w as i64 - 2 * b + 6, h as i64 - 2 * b + 6);
+            if span_x <= 6 || span_y <= 6 {
+                continue;
+            }
+            let (cols, rows) = ((span_x / cell).max(1), (span_y / cell).max(1));
+            p.cols[l] = cols as i32;
+            p.rows[l] = rows as i32;
+            p.cw[l] = ((span_x + cols - 1) / cols) as i32;
+            p.ch[l] = ((span_y + rows - 1) / rows) as i32;
+            total += cols * rows;
+        }
+        (p, total as usize)
+    }
+
+    /// Global cell of `(x, y)` on level `l`, `None` outside the detectable area (the
+    /// kernels' `cell_of`).
+    pub fn cell_of(&self, l: usize, w: usize, h: usize, x: i64, y: i64) -> Option<usize> {
+        let b = self.b as i64;
+        if self.cols[l] == 0 || x < b || y < b || x >= w as i64 - b || y >= h as i64 - b {
+            return None;
+        }
+        let (cx, cy) = ((x - b) / self.cw[l] as i64, (y - b) / self.ch[l] as i64);
+        Some(self.start[l] as usize + (cy * self.cols[l] as i64 + cx) as usize)
+    }
+}
+
+/// Slots per 32x8 tile: the most survivors a tile can hold. With NMS, strict 3x3 maxima are
+/// never 8-adjacent, so a 2x2 block holds at most one: 64. With the per-cell NMS
+/// (`cells = Some(cell_size)`) maxima of different cells can touch: a tile cut into `kx`
+/// column runs and `ky` row runs holds at most `floor((32 + kx) / 2) * floor((8 + ky) / 2)`,
+/// and cells are at least `cell_size` wide unless there is only one (85..90 for
+/// `cell_size >= 8`). Without NMS every pixel: 256.
+pub fn slot_cap(nms: bool, cells: Option<u32>) -> usize {
+    match (nms, cells) {
+        (false, _) => TILE_W * TILE_H,
+        (true, None) => 64,
+        (true, Some(c)) => {
+            let c = c.max(1) as usize;
+            let kx = 1 + (TILE_W - 1).div_ceil(c);
+            let ky = 1 + (TILE_H - 1).div_ceil(c);
+            (((TILE_W + kx) / 2) * ((TILE_H + ky) / 2)).min(TILE_W * TILE_H)
+        }
+    }
+}
+
 pub struct Detector {
     nlev: usize,
     ntiles: usize,
@@ -70,10 +170,15 @@ pub struct Detector {
     /// Pinned records of the final download (candidates or selected keypoints): sized once
     /// per resolution for `out_cap` records, the most a frame can produce.
     host_out: HostBuf,
+    /// Per-cell flags of the per-cell detection (grown on demand).
+    cell_flags: DevBuf,
+    /// The level sizes, for [`CellParams::new`].
+    sizes: Vec<(usize, usize)>,
 }
 
 impl Detector {
-    pub fn new(gpu: &Gpu, pyr: &Pyramid, nms: bool, patch_size: u32) -> Result<Self> {
+    /// `cap`: slots per tile, [`slot_cap`].
+    pub fn new(gpu: &Gpu, pyr: &Pyramid, cap: usize, patch_size: u32) -> Result<Self> {
         let nlev = pyr.levels.len();
         let mut descs = Vec::with_capacity(nlev);
         let (mut tiles, mut trs, mut rcs) = (0usize, 0usize, 0usize);
@@ -96,7 +201,7 @@ impl Detector {
             trs += ty;
             rcs += ty * TILE_H * tx;
         }
-        let cap = if nms { 64 } else { TILE_W * TILE_H };
+        let cap = cap.clamp(1, TILE_W * TILE_H);
         let out_cap = tiles * cap;
         let umax = crate::cpu::orient::circle_extents(patch_size / 2);
         let c = &gpu.ctx;
@@ -133,6 +238,8 @@ impl Detector {
             half: (patch_size / 2) as i32,
             host_header: HostBuf::new(c, (1 + 2 * nlev) * 4, false)?,
             host_out: HostBuf::new(c, out_cap.max(1) * 16, false)?,
+            cell_flags: DevBuf::empty(c),
+            sizes: pyr.levels.iter().map(|l| (l.w, l.h)).collect(),
         })
     }
 
@@ -203,6 +310,74 @@ impl Detector {
                 slots
             ],
         )?;
+        self.compact(gpu, pyr, orient)
+    }
+
+    /// ORB-SLAM3's per-cell detection with the low-threshold retry (the GPU twin of
+    /// `cpu::select::fast_in_cells`, candidates in the same raster order): `fast_cells`
+    /// (scores at the lower threshold, NMS within each cell, per-cell flags), `cell_filter`
+    /// (each cell's threshold) when a retry is possible, then the compaction. No sync.
+    pub fn run_cells(
+        &mut self,
+        gpu: &Gpu,
+        pyr: &Pyramid,
+        cfg: &Config,
+        orient: bool,
+    ) -> Result<()> {
+        let d = &cfg.detector;
+        if self.nlev > CELL_MAX_LEVELS {
+            return Err(Error::Cuda(format!(
+                "{} pyramid levels (at most {CELL_MAX_LEVELS} with the per-cell detection)",
+                self.nlev
+            )));
+        }
+        let (cp, ncells) = CellParams::new(
+            &self.sizes,
+            cfg.select.cell_size,
+            d.border,
+            d.fast_threshold,
+            d.min_fast_threshold,
+        );
+        if self.cell_flags.bytes() < ncells {
+            self.cell_flags = DevBuf::new(&gpu.ctx, ncells.next_power_of_two())?;
+        }
+        let flags = self.cell_flags.ptr();
+        if ncells > 0 {
+            unsafe {
+                cudarc::driver::result::memset_d8_async(flags, 0, ncells, gpu.stream.cu_stream())
+            }
+            .map_err(|e| super::context::cuda_err("clearing the cell flags", e))?;
+        }
+        let harris_bs = d.harris_block_size as i32;
+        let halo = (harris_bs / 2 + 1).max(4);
+        let harris = (d.method == DetectorMethod::Fast && d.score == ScoreType::Harris) as i32;
+        let scale = 1.0f32 / ((4 * harris_bs) as f32 * 255.0f32);
+        let sss = scale * scale * scale * scale;
+        let (pyr_p, descs, nlev) = (pyr.buf.ptr(), self.descs.ptr(), self.nlev as i32);
+        let nms = d.nonmax_suppression as i32;
+        let k = d.harris_k;
+        let cap = self.cap as i32;
+        let (rc, slots) = (self.rc.ptr(), self.slots.ptr());
+        gpu.launch(
+            "fast_cells",
+            &gpu.k.fast_cells,
+            (self.ntiles as u32, 1, 1),
+            (TILE_W as u32, TILE_H as u32, 1),
+            0,
+            &mut kargs![
+                pyr_p, descs, nlev, cp, nms, harris, harris_bs, k, sss, halo, cap, flags, rc, slots
+            ],
+        )?;
+        if cp.lo < cp.ini {
+            gpu.launch(
+                "cell_filter",
+                &gpu.k.cell_filter,
+                (self.ntiles as u32, 1, 1),
+                (256, 1, 1),
+                0,
+                &mut kargs![descs, nlev, cp, flags, cap, rc, slots],
+            )?;
+        }
         self.compact(gpu, pyr, orient)
     }
 
@@ -325,4 +500,129 @@ pub struct Float4(pub f32, pub f32, pub f32, pub f32);
 pub fn atan_coefficients() -> Float4 {
     use crate::cpu::orient::{ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7};
     Float4(ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::{fast, select, Corner};
+    use crate::image::GrayImage;
+
+    /// The per-cell detection as `fast_cells` + `cell_filter` compute it (one score pass at
+    /// the lower threshold, NMS within each cell, per-cell flags, each cell's threshold),
+    /// on the host, in raster order.
+    fn kernels_on_host(
+        img: &GrayImage,
+        ini: u8,
+        lo: u8,
+        nms: bool,
+        cell: u32,
+        border: u32,
+    ) -> Vec<Corner> {
+        let (w, h) = (img.width, img.height);
+        let (cp, ncells) = CellParams::new(&[(w, h)], cell, border, ini as u32, lo as u32);
+        let score = |x: i64, y: i64| -> u32 {
+            if x < 3 || y < 3 || x >= w as i64 - 3 || y >= h as i64 - 3 {
+                return 0;
+            }
+            let s = fast::score(img, x as usize, y as usize) as u32;
+            if s >= cp.lo as u32 {
+                s
+            } else {
+                0
+            }
+        };
+        let mut kept = Vec::new();
+        let mut flags = vec![false; ncells];
+        for y in 0..h as i64 {
+            for x in 0..w as i64 {
+                let s = score(x, y);
+                let Some(cell) = cp.cell_of(0, w, h, x, y).filter(|_| s > 0) else {
+                    continue;
+                };
+                let beats = (-1..=1).all(|dy| {
+                    (-1..=1).all(|dx| {
+                        (dx == 0 && dy == 0)
+                            || cp.cell_of(0, w, h, x + dx, y + dy) != Some(cell)
+                            || s > score(x + dx, y + dy)
+                    })
+                });
+                if nms && !beats {
+                    continue;
+                }
+                flags[cell] |= s >= cp.ini as u32;
+                kept.push((x as u32, y as u32, s, cell));
+            }
+        }
+        kept.into_iter()
+            .filter(|&(_, _, s, cell)| s >= if flags[cell] { cp.ini } else { cp.lo } as u32)
+            .map(|(x, y, s, _)| Corner {
+                x,
+                y,
+                fast_score: s as u8,
+                response: s as f32,
+            })
+            .collect()
+    }
+
+    /// Noise with contrast varying over the image (some cells empty at `ini`, some not).
+    fn noise(w: usize, h: usize, seed: u64) -> GrayImage {
+        let mut s = seed;
+        let data = (0..w * h)
+            .map(|i| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let r = (s >> 56) as u32;
+                let (x, y) = (i % w, i / w);
+                let amp = 4 + ((x / 23 + y / 17) * 37 % 120) as u32;
+                (128 - amp / 2 + r * amp / 256) as u8
+            })
+            .collect();
+        GrayImage::from_vec(w, h, data).unwrap()
+    }
+
+    #[test]
+    fn one_score_pass_and_cell_nms_equal_fast_in_cells() {
+        let mut cases = 0;
+        for (w, h, seed) in [(160, 120, 1), (97, 83, 2), (64, 40, 3), (41, 300, 4)] {
+            let img = noise(w, h, seed);
+            for (ini, lo) in [(20, 7), (20, 20), (40, 5), (12, 11)] {
+                for nms in [true, false] {
+                    for cell in [8, 16, 30, 64] {
+                        for border in [3, 19, 31] {
+                            let want = select::fast_in_cells(&img, ini, lo, nms, cell, border);
+                            let got = kernels_on_host(&img, ini, lo, nms, cell, border);
+                            assert_eq!(
+                                got, want,
+                                "{w}x{h} ini {ini} lo {lo} nms {nms} cell {cell} border {border}"
+                            );
+                            cases += !want.is_empty() as usize;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases > 200, "{cases}");
+    }
+
+    #[test]
+    fn slot_cap_bounds_the_cell_nms_survivors() {
+        assert_eq!(slot_cap(true, None), 64);
+        assert_eq!(slot_cap(false, Some(30)), 256);
+        assert_eq!(slot_cap(true, Some(8)), 90);
+        assert_eq!(slot_cap(true, Some(30)), 85);
+        assert_eq!(slot_cap(true, Some(1)), 256);
+        // Every pixel a corner at threshold 1: the densest cell-NMS survivors, per tile.
+        let img = noise(400, 300, 9);
+        for cell in [8, 16, 30] {
+            let got = kernels_on_host(&img, 1, 1, true, cell, 3);
+            let mut per_tile = std::collections::HashMap::new();
+            for c in &got {
+                *per_tile.entry((c.x / 32, c.y / 8)).or_insert(0usize) += 1;
+            }
+            let most = per_tile.values().copied().max().unwrap_or(0);
+            assert!(most <= slot_cap(true, Some(cell)), "cell {cell}: {most}");
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //! | decode | `decode.cu` | [`decode`] |
 //! | pyramid | `pyramid.cu` | [`pyramid`] |
 //! | fast + nms + harris score | `fast_harris.cu` (fused) | [`fast_harris`] |
+//! | per-cell fast with the low-threshold retry (ORB-SLAM3) | `fast_harris.cu` (`fast_cells`, `cell_filter`) | [`fast_harris`] |
 //! | dense harris + nms + quality | `harris.cu` | [`harris`] |
 //! | ordered compaction | `compact.cu` | [`fast_harris`] |
 //! | orientation | `orient.cu` (fused into the gather), `select.cu` | [`fast_harris`], [`select`] |
@@ -22,10 +23,13 @@
 //! the GPU selection (no budget, or a spread mode) the candidate count is not known in
 //! advance: the header is downloaded first (one more sync), then the candidates.
 //!
-//! Not on the GPU yet: the ORB-SLAM3 per-cell low-threshold retry
-//! (`detector.low_threshold_retry`, which needs a grid/quadtree spread). For it the pyramid
-//! is downloaded with the other results and the CPU reference detects on it, so every valid
-//! config gives the CPU's answer on this backend too.
+//! ORB-SLAM3's per-cell FAST with the low-threshold retry (`detector.low_threshold_retry`,
+//! `cpu::select::fast_in_cells`) runs on the GPU too ([`fast_harris::Detector::run_cells`]):
+//! one scoring pass at the lower threshold, NMS within each cell, per-cell flags and a
+//! per-tile filter; only its candidates are downloaded, never the pyramid.
+//!
+//! Still on the host: the grid and quadtree spreads (from the downloaded candidates, with the
+//! CPU reference's own functions).
 
 /// Kernel argument list: `kargs![a, b, c]` -> `[*mut c_void; 3]` pointing at the variables
 /// (locals only, so that they outlive the launch call).
@@ -48,7 +52,6 @@ use std::time::Instant;
 
 use cudarc::driver::{sys, CudaEvent};
 
-use self::buffers::{download, HostBuf};
 pub use self::context::{Gpu, ModuleInfo};
 use crate::config::{Config, DetectorMethod, Interpolation, Spread};
 use crate::error::Result;
@@ -67,7 +70,8 @@ struct StateKey {
     interpolation: Interpolation,
     detect: bool,
     dense: bool,
-    nms: bool,
+    /// Slots per detection tile (`fast_harris::slot_cap`: NMS, per-cell detection).
+    cap: usize,
     patch_size: u32,
     canny: bool,
     blur: (u32, u64),
@@ -90,7 +94,10 @@ impl StateKey {
             interpolation: cfg.pyramid.interpolation,
             detect,
             dense: cfg.detector.method == DetectorMethod::Harris,
-            nms: cfg.detector.nonmax_suppression,
+            cap: fast_harris::slot_cap(
+                cfg.detector.nonmax_suppression,
+                cells(cfg).then_some(cfg.select.cell_size),
+            ),
             patch_size: cfg.orient.patch_size,
             canny: cfg.canny.enabled,
             blur: (cfg.canny.blur_ksize, cfg.canny.blur_sigma.to_bits()),
@@ -108,9 +115,6 @@ struct State {
     /// ORB's scale of every level (`cpu::pyramid::level_scale`).
     scales: Vec<f32>,
     canny: Option<canny::Canny>,
-    /// Pinned copy of the whole pyramid, for the configs detected on the host (allocated on
-    /// the first such frame).
-    host_pyr: Option<HostBuf>,
 }
 
 /// Stage boundaries, recorded as CUDA events on the stream.
@@ -168,7 +172,7 @@ impl CudaPipeline {
             Some(fast_harris::Detector::new(
                 g,
                 &pyr,
-                key.nms,
+                key.cap,
                 key.patch_size,
             )?)
         } else {
@@ -200,7 +204,6 @@ impl CudaPipeline {
             dense,
             scales,
             canny,
-            host_pyr: None,
         });
         Ok(())
     }
@@ -251,14 +254,9 @@ impl CudaPipeline {
         let gpu = &self.gpu;
         let ev = &self.events;
         let st = self.state.as_mut().expect("state");
-        // The per-cell retry runs on the host from the GPU's pyramid.
-        let host_detect = st.key.detect
-            && cfg.detector.method == DetectorMethod::Fast
-            && cfg.detector.low_threshold_retry;
         let budget = cfg.select.max_keypoints as usize;
         // The budget selection runs on the GPU for spread none; the spread modes on the host.
-        let gpu_select =
-            st.key.detect && !host_detect && budget > 0 && cfg.select.spread == Spread::None;
+        let gpu_select = st.key.detect && budget > 0 && cfg.select.spread == Spread::None;
 
         // Canny runs first, right after the decode, and its packed edge map is downloaded
         // at once: the host unpacks it while the GPU runs the pyramid, the detection and
@@ -276,11 +274,12 @@ impl CudaPipeline {
         mark(&ev[2], gpu)?;
         st.pyr.run(gpu)?;
         mark(&ev[3], gpu)?;
-        if let (Some(det), false) = (&st.det, host_detect) {
+        if let Some(det) = st.det.as_mut() {
             // With the GPU selection only the kept corners are oriented (in select.cu).
             let orient = cfg.orient.enabled && !gpu_select;
             match st.dense.as_mut() {
                 Some(dense) => dense.run(gpu, &st.pyr, det, cfg, orient)?,
+                None if cells(cfg) => det.run_cells(gpu, &st.pyr, cfg, orient)?,
                 None => det.run(gpu, &st.pyr, cfg, orient)?,
             }
         }
@@ -291,18 +290,10 @@ impl CudaPipeline {
         }
         mark(&ev[5], gpu)?;
 
-        // The final download: the keypoint records with their header (or the pyramid for
-        // host detection). Without the GPU selection the candidate count is only known
-        // after a first sync on the header.
+        // The final download: the keypoint records with their header. Without the GPU
+        // selection the candidate count is only known after a first sync on the header.
         let mut records = 0usize;
-        if host_detect {
-            if st.host_pyr.is_none() {
-                st.host_pyr = Some(HostBuf::new(&gpu.ctx, st.pyr.buf.bytes(), false)?);
-            }
-            let hp = st.host_pyr.as_mut().expect("host pyramid");
-            let n = st.pyr.buf.bytes();
-            download(&gpu.stream, st.pyr.buf.ptr(), hp, 0, n)?;
-        } else if let (true, Some(det), Some(sel)) = (gpu_select, st.det.as_mut(), &st.sel) {
+        if let (true, Some(det), Some(sel)) = (gpu_select, st.det.as_mut(), &st.sel) {
             records = sel.max_kept().min(det.out_cap());
             det.queue_download(gpu, sel.header_ptr(), sel.kp_ptr(), records)?;
         } else if let Some(det) = st.det.as_mut() {
@@ -338,20 +329,7 @@ impl CudaPipeline {
         out.level_sizes
             .extend(st.pyr.levels.iter().map(|l| (l.w, l.h)));
         out.keypoints.clear();
-        if host_detect {
-            let hp = st.host_pyr.as_ref().expect("host pyramid").as_slice();
-            let levels: Vec<GrayImage> = st
-                .pyr
-                .levels
-                .iter()
-                .map(|l| GrayImage {
-                    width: l.w,
-                    height: l.h,
-                    data: hp[l.off..l.off + l.w * l.h].to_vec(),
-                })
-                .collect();
-            crate::cpu::detect_keypoints_into(cfg, &levels, &mut out.keypoints);
-        } else if let Some(det) = &st.det {
+        if let Some(det) = &st.det {
             if gpu_select || budget == 0 {
                 select::push_keypoints(cfg, det, &st.scales, records, &mut out.keypoints);
             } else {
@@ -380,6 +358,11 @@ impl CudaPipeline {
         });
         Ok(())
     }
+}
+
+/// ORB-SLAM3's per-cell FAST with the low-threshold retry (`cpu::select::fast_in_cells`).
+fn cells(cfg: &Config) -> bool {
+    cfg.detector.method == DetectorMethod::Fast && cfg.detector.low_threshold_retry
 }
 
 fn mark(e: &CudaEvent, gpu: &Gpu) -> Result<()> {

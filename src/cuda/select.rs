@@ -8,7 +8,8 @@
 //!   (same sets, same order); tests/gpu_vs_cpu.rs checks it bit for bit.
 //! - No budget (`max_keypoints: 0`): every candidate is kept; the GPU orients all of them and
 //!   the host converts them ([`push_keypoints`]).
-//! - `select.spread: grid | quadtree` with a budget: still on the host. Both are sequential,
+//! - `select.spread: grid | quadtree` with a budget (also ORB-SLAM3's per-cell detection,
+//!   whose candidates come from `Detector::run_cells`): still on the host. Both are sequential,
 //!   data-dependent procedures (round-robin over cells; ORB-SLAM3's quadtree splitting) that
 //!   need every candidate with its response, so every candidate is downloaded (with its angle,
 //!   computed on the GPU, to avoid a second round trip) and the CPU reference's own
