@@ -237,7 +237,12 @@ impl Config {
         check(
             (1..=d.fast_threshold).contains(&d.min_fast_threshold),
             "detector.min_fast_threshold",
-            || format!("{} is not in 1..=fast_threshold", d.min_fast_threshold),
+            || {
+                format!(
+                    "{} is not in 1..=detector.fast_threshold ({})",
+                    d.min_fast_threshold, d.fast_threshold
+                )
+            },
         )?;
         check((3..=256).contains(&d.border), "detector.border", || {
             format!("{} is not in 3..=256", d.border)
@@ -292,7 +297,9 @@ impl Config {
             "orient.enabled",
             || {
                 format!(
-                    "the orientation patch (radius {}) needs detector.border >= {}",
+                    "the orientation patch (orient.patch_size {}, radius {}) needs \
+                     detector.border >= {}",
+                    o.patch_size,
                     o.patch_size / 2,
                     o.patch_size / 2 + 1
                 )
@@ -373,7 +380,20 @@ impl Config {
             }
             *node = value.clone();
         }
-        let cfg: Config = serde_yaml::from_value(tree).map_err(|e| Error::Config(e.to_string()))?;
+        // Through text, not `from_value`: only the text deserializer puts the key's path in
+        // its errors ("pyramid.levels: invalid type: ..."). The line/column it adds refer to
+        // this generated text, so they are dropped.
+        let text = serde_yaml::to_string(&tree).map_err(|e| Error::Config(e.to_string()))?;
+        let cfg: Config = serde_yaml::from_str(&text).map_err(|e| {
+            let mut msg = e.to_string();
+            if let Some(l) = e.location() {
+                let at = format!(" at line {} column {}", l.line(), l.column());
+                if let Some(head) = msg.strip_suffix(&at) {
+                    msg = head.to_string();
+                }
+            }
+            Error::Config(msg)
+        })?;
         cfg.validate()?;
         Ok(cfg)
     }

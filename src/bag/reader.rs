@@ -277,9 +277,11 @@ fn mcap_err(path: &Path, e: mcap::McapError) -> Error {
         mcap::McapError::BadMagic => {
             " at the end of the file (it is truncated or was not closed properly)"
         }
-        mcap::McapError::BadChunkCrc { .. } | mcap::McapError::BadDataCrc { .. } => {
-            " (the file is corrupt)"
-        }
+        mcap::McapError::BadChunkCrc { .. }
+        | mcap::McapError::BadDataCrc { .. }
+        | mcap::McapError::ChunkTooLarge(_)
+        | mcap::McapError::DecompressionError(_)
+        | mcap::McapError::RecordTooLarge { .. } => " (the file is corrupt)",
         _ => "",
     };
     bag_err(path, format!("MCAP: {e}{hint}"))
@@ -318,13 +320,18 @@ fn mcap_topics(path: &Path) -> Result<Vec<TopicInfo>> {
         }
         _ => {
             // No summary (a bag that was not closed cleanly, or written without one): scan.
-            for m in mcap::MessageStream::new(&map).map_err(|e| mcap_err(path, e))? {
-                let m = m.map_err(|e| mcap_err(path, e))?;
+            mcap_messages(path, &map, &mut |ch, _, _| {
                 let t = by_topic
-                    .entry(m.channel.topic.clone())
-                    .or_insert_with(|| channel_topic(&m.channel));
+                    .entry(ch.topic.clone())
+                    .or_insert_with(|| TopicInfo {
+                        name: ch.topic.clone(),
+                        msgtype: ch.schema.clone(),
+                        encoding: ch.message_encoding.clone(),
+                        count: None,
+                    });
                 t.count = Some(t.count.unwrap_or(0) + 1);
-            }
+                Ok(())
+            })?;
         }
     }
     Ok(by_topic.into_values().collect())
@@ -336,33 +343,234 @@ fn mcap_read(
     f: &mut dyn FnMut(RawMessage) -> Result<()>,
 ) -> Result<()> {
     let map = map_file(path)?;
-    for m in mcap::MessageStream::new(&map).map_err(|e| mcap_err(path, e))? {
-        let m = m.map_err(|e| mcap_err(path, e))?;
-        if !topics.contains(&m.channel.topic) {
-            continue;
+    mcap_messages(path, &map, &mut |ch, header, data| {
+        if !topics.contains(&ch.topic) {
+            return Ok(());
         }
-        if m.channel.message_encoding != "cdr" {
+        if ch.message_encoding != "cdr" {
             return Err(bag_err(
                 path,
                 format!(
                     "topic {} has message encoding {:?}, not cdr (not a ROS 2 bag?)",
-                    m.channel.topic, m.channel.message_encoding
+                    ch.topic, ch.message_encoding
                 ),
             ));
         }
-        let msgtype = m
-            .channel
-            .schema
-            .as_ref()
-            .map(|s| s.name.as_str())
-            .unwrap_or("");
         f(RawMessage {
-            topic: &m.channel.topic,
-            msgtype,
-            log_time: m.log_time,
-            publish_time: m.publish_time,
-            data: &m.data,
+            topic: &ch.topic,
+            msgtype: &ch.schema,
+            log_time: header.log_time,
+            publish_time: header.publish_time,
+            data,
+        })
+    })
+}
+
+/// What a message needs of its MCAP channel.
+struct McapChannel {
+    topic: String,
+    message_encoding: String,
+    /// The schema's name (the ROS type), empty when the channel has none.
+    schema: String,
+    schema_id: u16,
+}
+
+/// The largest decompressed chunk the MCAP reader accepts: 64 times the file, at least
+/// 64 MiB, at most a message of the largest frame the library takes. It bounds what a corrupt
+/// size field can make the reader allocate.
+fn mcap_chunk_limit(file_len: usize) -> usize {
+    let largest_frame = 4 * crate::image::MAX_PIXELS + (64 << 20);
+    file_len.saturating_mul(64).clamp(64 << 20, largest_frame)
+}
+
+/// The records of one chunk, decompressed, with the size and CRC its header promises.
+///
+/// Done here rather than by the `mcap` crate's streams, which trust the sizes in the file: a
+/// corrupt record length inside a compressed chunk makes them reserve that much (and abort
+/// the process), and a chunk whose header claims more bytes than its data holds makes them
+/// loop forever.
+fn mcap_chunk<'a>(
+    path: &Path,
+    header: &mcap::records::ChunkHeader,
+    data: &'a [u8],
+    limit: usize,
+) -> Result<std::borrow::Cow<'a, [u8]>> {
+    use std::borrow::Cow;
+    let size = usize::try_from(header.uncompressed_size)
+        .ok()
+        .filter(|&n| n <= limit)
+        .ok_or_else(|| {
+            mcap_err(
+                path,
+                mcap::McapError::ChunkTooLarge(header.uncompressed_size),
+            )
         })?;
+    let decompress_err =
+        |e: std::io::Error| mcap_err(path, mcap::McapError::DecompressionError(e.to_string()));
+    let content: Cow<[u8]> = match header.compression.as_str() {
+        "" => Cow::Borrowed(data),
+        "zstd" => Cow::Owned(zstd::bulk::decompress(data, size).map_err(decompress_err)?),
+        "lz4" => {
+            let mut out = Vec::new();
+            lz4::Decoder::new(data)
+                .and_then(|d| d.take(size as u64 + 1).read_to_end(&mut out))
+                .map_err(decompress_err)?;
+            Cow::Owned(out)
+        }
+        other => {
+            return Err(mcap_err(
+                path,
+                mcap::McapError::UnsupportedCompression(other.into()),
+            ))
+        }
+    };
+    if content.len() != size {
+        return Err(bag_err(
+            path,
+            format!(
+                "MCAP: a chunk holds {} bytes but its header says {size} (the file is corrupt)",
+                content.len()
+            ),
+        ));
+    }
+    if header.uncompressed_crc != 0 {
+        let calculated = crc32fast::hash(&content);
+        if calculated != header.uncompressed_crc {
+            return Err(mcap_err(
+                path,
+                mcap::McapError::BadChunkCrc {
+                    saved: header.uncompressed_crc,
+                    calculated,
+                },
+            ));
+        }
+    }
+    Ok(content)
+}
+
+/// What [`mcap_messages`] calls on each message: its channel, header and data.
+type McapMessageFn<'f> =
+    dyn FnMut(&McapChannel, &mcap::records::MessageHeader, &[u8]) -> Result<()> + 'f;
+
+/// Schemas and channels seen so far in an MCAP file, as `mcap::MessageStream` keeps them.
+#[derive(Default)]
+struct McapChannels {
+    schemas: HashMap<u16, mcap::records::SchemaHeader>,
+    channels: HashMap<u16, McapChannel>,
+}
+
+impl McapChannels {
+    /// Takes one (non-chunk) record: schemas and channels are kept, messages go to `f`.
+    fn record(
+        &mut self,
+        path: &Path,
+        record: mcap::records::Record,
+        f: &mut McapMessageFn,
+    ) -> Result<()> {
+        use mcap::records::Record;
+        match record {
+            Record::Schema { header, .. } => {
+                if header.id == 0 {
+                    return Err(mcap_err(path, mcap::McapError::InvalidSchemaId));
+                }
+                match self.schemas.get(&header.id) {
+                    Some(s) if *s != header => {
+                        return Err(mcap_err(
+                            path,
+                            mcap::McapError::ConflictingSchemas(header.name),
+                        ))
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.schemas.insert(header.id, header);
+                    }
+                }
+            }
+            Record::Channel(ch) => {
+                let schema = match ch.schema_id {
+                    0 => String::new(),
+                    id => match self.schemas.get(&id) {
+                        Some(s) => s.name.clone(),
+                        None => {
+                            return Err(mcap_err(
+                                path,
+                                mcap::McapError::UnknownSchema(ch.topic, id),
+                            ))
+                        }
+                    },
+                };
+                let new = McapChannel {
+                    topic: ch.topic,
+                    message_encoding: ch.message_encoding,
+                    schema,
+                    schema_id: ch.schema_id,
+                };
+                match self.channels.get(&ch.id) {
+                    Some(c)
+                        if (&c.topic, &c.message_encoding, c.schema_id)
+                            != (&new.topic, &new.message_encoding, new.schema_id) =>
+                    {
+                        return Err(mcap_err(
+                            path,
+                            mcap::McapError::ConflictingChannels(new.topic),
+                        ))
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.channels.insert(ch.id, new);
+                    }
+                }
+            }
+            Record::Message { header, data } => {
+                let ch = self.channels.get(&header.channel_id).ok_or_else(|| {
+                    mcap_err(
+                        path,
+                        mcap::McapError::UnknownChannel(header.sequence, header.channel_id),
+                    )
+                })?;
+                f(ch, &header, &data)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Calls `f` on every message of an MCAP file, in file order, with its channel: what
+/// `mcap::MessageStream` does, with every length bounded (records by the bytes that hold
+/// them, chunks by [`mcap_chunk_limit`]) and each chunk checked whole before it is used.
+fn mcap_messages(path: &Path, buf: &[u8], f: &mut McapMessageFn) -> Result<()> {
+    use mcap::records::Record;
+    use mcap::sans_io::{LinearReadEvent, LinearReader, LinearReaderOptions};
+    let limit = mcap_chunk_limit(buf.len());
+    let mut reader = LinearReader::new_with_options(
+        LinearReaderOptions::default()
+            .with_emit_chunks(true)
+            .with_record_length_limit(buf.len()),
+    );
+    let mut rest = buf;
+    let mut seen = McapChannels::default();
+    while let Some(event) = reader.next_event() {
+        let (opcode, data) = match event.map_err(|e| mcap_err(path, e))? {
+            LinearReadEvent::ReadRequest(need) => {
+                let n = need.min(rest.len());
+                reader.insert(n).copy_from_slice(&rest[..n]);
+                reader.notify_read(n);
+                rest = &rest[n..];
+                continue;
+            }
+            LinearReadEvent::Record { opcode, data } => (opcode, data),
+        };
+        match mcap::parse_record(opcode, data).map_err(|e| mcap_err(path, e))? {
+            Record::Chunk { header, data } => {
+                let content = mcap_chunk(path, &header, &data, limit)?;
+                // Records inside a chunk are bounded by the chunk's bytes.
+                for r in mcap::read::LinearReader::sans_magic(&content) {
+                    seen.record(path, r.map_err(|e| mcap_err(path, e))?, f)?;
+                }
+            }
+            other => seen.record(path, other, f)?,
+        }
     }
     Ok(())
 }
