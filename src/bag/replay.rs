@@ -213,8 +213,8 @@ pub fn decode_frame<'a>(
         cdr::IMAGE => Ok(Ok(FrameData::Raw(cdr::Image::decode(data)?))),
         cdr::COMPRESSED_IMAGE => {
             let m = cdr::CompressedImage::decode(data)?;
-            let img = match ::image::load_from_memory(&m.data) {
-                Ok(i) => i,
+            let frame = match crate::image::decode_encoded(&m.data) {
+                Ok(f) => f,
                 Err(e) => {
                     return Ok(Err(FrameSkip(format!(
                         "compressed image (format {:?}) does not decode: {e}",
@@ -222,22 +222,12 @@ pub fn decode_frame<'a>(
                     ))))
                 }
             };
-            let (width, height) = (img.width() as usize, img.height() as usize);
-            let gray = matches!(
-                img.color(),
-                ::image::ColorType::L8 | ::image::ColorType::L16 | ::image::ColorType::La8
-            );
-            let (data, encoding) = if gray {
-                (img.into_luma8().into_raw(), Encoding::Mono8)
-            } else {
-                (img.into_rgb8().into_raw(), Encoding::Rgb8)
-            };
             Ok(Ok(FrameData::Decoded {
                 header: m.header,
-                data,
-                width,
-                height,
-                encoding,
+                data: frame.data,
+                width: frame.width,
+                height: frame.height,
+                encoding: frame.encoding,
             }))
         }
         other => Err(Error::Bag(format!("not an image type: {other}"))),

@@ -18,6 +18,8 @@
 //! one 16-bit mask per polarity, doubled to 32 bits so that arcs wrapping past pixel 15 are
 //! contiguous runs, and a run of 9 found with shifted ANDs instead of a loop over arcs.
 
+use std::ops::Range;
+
 use super::Corner;
 use crate::image::GrayImage;
 
@@ -272,12 +274,17 @@ fn lane_score(rows: &Rows, x: usize) -> u8 {
     ring_score(rows[3][x], &ring)
 }
 
-/// Scans every row; `found(x, y, score)` in raster order. Generic so that it can be compiled
-/// once more with AVX2 enabled.
+/// Scans rows `ys` (each at least [`BORDER`] inside); `found(x, y, score)` in raster order.
+/// Generic so that it can be compiled once more with AVX2 enabled.
 #[inline(always)]
-fn scan_image(img: &GrayImage, threshold: u8, found: &mut dyn FnMut(usize, usize, u8)) {
+fn scan_image(
+    img: &GrayImage,
+    threshold: u8,
+    ys: Range<usize>,
+    found: &mut dyn FnMut(usize, usize, u8),
+) {
     let w = img.width;
-    for y in BORDER..img.height - BORDER {
+    for y in ys {
         let rows: Rows = std::array::from_fn(|i| img.row(y + i - 3));
         scan_row(&rows, y, w, threshold, found);
     }
@@ -285,18 +292,42 @@ fn scan_image(img: &GrayImage, threshold: u8, found: &mut dyn FnMut(usize, usize
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 #[target_feature(enable = "avx2")]
-unsafe fn scan_image_avx2(img: &GrayImage, threshold: u8, found: &mut dyn FnMut(usize, usize, u8)) {
-    scan_image(img, threshold, found)
+unsafe fn scan_image_avx2(
+    img: &GrayImage,
+    threshold: u8,
+    ys: Range<usize>,
+    found: &mut dyn FnMut(usize, usize, u8),
+) {
+    scan_image(img, threshold, ys, found)
 }
 
 /// [`scan_image`] with the widest vectors this CPU has (same results on every path).
-fn scan(img: &GrayImage, threshold: u8, found: &mut dyn FnMut(usize, usize, u8)) {
+fn scan(img: &GrayImage, threshold: u8, ys: Range<usize>, found: &mut dyn FnMut(usize, usize, u8)) {
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { scan_image_avx2(img, threshold, found) };
+        return unsafe { scan_image_avx2(img, threshold, ys, found) };
     }
-    scan_image(img, threshold, found)
+    scan_image(img, threshold, ys, found)
+}
+
+/// The corners of [`detect`] without NMS, restricted to rows `ys` (clipped to the tested
+/// rows), as `found(x, y, score)` in raster order: the same vectorised scanner, no
+/// allocation. For callers that run their own suppression (`select::fast_in_cells`).
+pub(crate) fn scan_corners(
+    img: &GrayImage,
+    threshold: u8,
+    ys: Range<usize>,
+    found: &mut dyn FnMut(usize, usize, u8),
+) {
+    let (w, h) = (img.width, img.height);
+    if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
+        return;
+    }
+    let ys = ys.start.max(BORDER)..ys.end.min(h - BORDER);
+    if !ys.is_empty() {
+        scan(img, threshold, ys, found);
+    }
 }
 
 /// All FAST corners in raster order (y, then x), `response` = FAST score as f32.
@@ -307,7 +338,9 @@ pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<C
         return out;
     }
     if !nonmax_suppression {
-        scan(img, threshold, &mut |x, y, s| out.push(corner(x, y, s)));
+        scan(img, threshold, BORDER..h - BORDER, &mut |x, y, s| {
+            out.push(corner(x, y, s))
+        });
         return out;
     }
     let mut nms = Nms {
@@ -316,7 +349,7 @@ pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<C
         open: BORDER - 1,
         out,
     };
-    scan(img, threshold, &mut |x, y, s| {
+    scan(img, threshold, BORDER..h - BORDER, &mut |x, y, s| {
         nms.open_to(y);
         nms.scores[y % 3][x] = s;
         nms.xs[y % 3].push(x);

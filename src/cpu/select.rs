@@ -320,6 +320,18 @@ pub fn cell_windows(
 /// `threshold`, again at `min_threshold` in windows where that found nothing. NMS does not
 /// look across window edges (ORB-SLAM3 runs FAST on each window alone). The result is
 /// deduplicated and in raster order, `response` = FAST score.
+///
+/// Computed in one FAST pass at `lo = min(threshold, min_threshold)` over the detectable
+/// area instead of two per window (as the CUDA `fast_cells` + `cell_filter` do):
+/// - a pixel is a corner at `t >= 1` iff it is one at `lo` with score `>= t`;
+/// - FAST with NMS on a window compares each corner with its 8 neighbours, which count as 0
+///   outside the window's detectable part (its cell): so a survivor beats its same-cell
+///   neighbours' scores and 0;
+/// - a corner with score `s >= t > lo` beats a neighbour's `lo` score `s' < t` as it beats
+///   the 0 that neighbour counts at `t`, so the survivors at `t` are the survivors at `lo`
+///   with `s >= t`, and a cell's first pass is empty iff none of its `lo` survivors reaches
+///   `threshold`;
+/// - the detectable parts tile the area without overlap, so there is nothing to dedup.
 pub fn fast_in_cells(
     img: &GrayImage,
     threshold: u8,
@@ -328,27 +340,201 @@ pub fn fast_in_cells(
     cell_size: u32,
     border: u32,
 ) -> Vec<Corner> {
+    let Some(grid) = CellGrid::new(img.width, img.height, cell_size, border) else {
+        return Vec::new();
+    };
+    // No retry when min_threshold >= threshold: every cell uses `threshold` = lo.
+    let lo = threshold.min(min_threshold);
+    let retry = lo < threshold;
+    let mut reached = vec![false; grid.cells];
     let mut out = Vec::new();
-    let mut sub = GrayImage::default();
-    for (x0, y0, x1, y1) in cell_windows(img.width, img.height, cell_size, border) {
-        let (x0, y0, x1, y1) = (x0 as usize, y0 as usize, x1 as usize, y1 as usize);
-        sub.reshape(x1 - x0, y1 - y0);
-        for y in y0..y1 {
-            sub.row_mut(y - y0).copy_from_slice(&img.row(y)[x0..x1]);
-        }
-        let mut found = fast::detect(&sub, threshold, nonmax_suppression);
-        if found.is_empty() && min_threshold < threshold {
-            found = fast::detect(&sub, min_threshold, nonmax_suppression);
-        }
-        out.extend(found.into_iter().map(|mut k| {
-            k.x += x0 as u32;
-            k.y += y0 as u32;
-            k
-        }));
+    let ys = grid.area_y.clone();
+    if nonmax_suppression {
+        let w = img.width;
+        let mut nms = CellNms {
+            scores: [vec![0u8; w], vec![0u8; w], vec![0u8; w]],
+            xs: [Vec::new(), Vec::new(), Vec::new()],
+            open: ys.start - 1,
+            grid: &grid,
+            threshold,
+            reached: &mut reached,
+            out: &mut out,
+        };
+        fast::scan_corners(img, lo, ys.clone(), &mut |x, y, s| {
+            if grid.col[x] != NO_CELL {
+                nms.open_to(y);
+                nms.scores[y % 3][x] = s;
+                nms.xs[y % 3].push(x as u32);
+            }
+        });
+        // Two more (empty) rows let the last area row go through NMS.
+        nms.open_to(ys.end + 1);
+    } else {
+        fast::scan_corners(img, lo, ys, &mut |x, y, s| {
+            let c = grid.col[x];
+            if c != NO_CELL {
+                if s >= threshold {
+                    reached[grid.row[y] as usize + c as usize] = true;
+                }
+                out.push(Corner {
+                    x: x as u32,
+                    y: y as u32,
+                    fast_score: s,
+                    response: s as f32,
+                });
+            }
+        });
     }
-    out.sort_unstable_by_key(|k| (k.y, k.x));
-    out.dedup_by_key(|k| (k.y, k.x));
+    if retry {
+        // Cells whose first pass found something keep only the corners at `threshold`.
+        out.retain(|k| {
+            k.fast_score >= threshold
+                || !reached[grid.row[k.y as usize] as usize + grid.col[k.x as usize] as usize]
+        });
+    }
     out
+}
+
+/// Marks a column or row outside the detectable area in [`CellGrid`].
+const NO_CELL: u32 = u32::MAX;
+
+/// The cells of [`cell_windows`] (their detectable parts) as per-column and per-row indices.
+struct CellGrid {
+    /// Cell column of each x, [`NO_CELL`] outside the area.
+    col: Vec<u32>,
+    /// `cell row * cols` of each y, [`NO_CELL`] outside the area.
+    row: Vec<u32>,
+    /// The area's rows.
+    area_y: std::ops::Range<usize>,
+    /// Number of cells.
+    cells: usize,
+}
+
+impl CellGrid {
+    /// `None` when no window fits. Same arithmetic as [`cell_windows`]: the span
+    /// `size - 2b + 6` is cut into `max(span / cell, 1)` cells of side `ceil(span / n)`, and
+    /// cell `i`'s detectable part is `[b + i * side, b + (i + 1) * side)` clipped to the area
+    /// `[b, size - b)`.
+    fn new(width: usize, height: usize, cell_size: u32, border: u32) -> Option<CellGrid> {
+        let b = border.max(3) as usize;
+        if width <= 2 * b || height <= 2 * b {
+            return None;
+        }
+        let cell = cell_size.max(1) as usize;
+        let axis = |size: usize| {
+            let span = size - 2 * b + 6;
+            let n = (span / cell).max(1);
+            let side = span.div_ceil(n);
+            let idx = (0..size)
+                .map(|v| {
+                    if (b..size - b).contains(&v) {
+                        ((v - b) / side) as u32
+                    } else {
+                        NO_CELL
+                    }
+                })
+                .collect::<Vec<u32>>();
+            (idx, n)
+        };
+        let (col, cols) = axis(width);
+        let (mut row, rows) = axis(height);
+        for r in row.iter_mut().filter(|r| **r != NO_CELL) {
+            *r *= cols as u32;
+        }
+        Some(CellGrid {
+            col,
+            row,
+            area_y: b..height - b,
+            cells: cols * rows,
+        })
+    }
+}
+
+/// Non-maximum suppression within cells over a ring of 3 score rows (`fast::detect`'s ring,
+/// with neighbours in other cells counting as 0): slot `y % 3` holds row y's scores
+/// (0 = no corner) and the x of its corners.
+struct CellNms<'a> {
+    scores: [Vec<u8>; 3],
+    xs: [Vec<u32>; 3],
+    /// The last row opened (rows up to `open - 1` are complete).
+    open: usize,
+    grid: &'a CellGrid,
+    threshold: u8,
+    /// Per cell: a survivor reaches `threshold`.
+    reached: &'a mut [bool],
+    out: &'a mut Vec<Corner>,
+}
+
+impl CellNms<'_> {
+    /// Opens rows `open + 1 ..= to`: suppresses row r - 2 then clears r's slot.
+    fn open_to(&mut self, to: usize) {
+        while self.open < to {
+            self.open += 1;
+            let r = self.open;
+            if r >= self.grid.area_y.start + 2 {
+                self.suppress(r - 2);
+            }
+            let slot = r % 3;
+            for &x in &self.xs[slot] {
+                self.scores[slot][x as usize] = 0;
+            }
+            self.xs[slot].clear();
+        }
+    }
+
+    /// Keeps the corners of row y (an area row) strictly above 0 and above their same-cell
+    /// neighbours.
+    fn suppress(&mut self, y: usize) {
+        let g = self.grid;
+        let (above, mid, below) = (
+            &self.scores[(y + 2) % 3],
+            &self.scores[y % 3],
+            &self.scores[(y + 1) % 3],
+        );
+        let rc = g.row[y];
+        let (up, down) = (g.row[y - 1] == rc, g.row[y + 1] == rc);
+        for &x in &self.xs[y % 3] {
+            let x = x as usize;
+            let s = mid[x];
+            let c = g.col[x];
+            let (l, r) = (g.col[x - 1] == c, g.col[x + 1] == c);
+            // The 3 neighbours of row `n` in this cell (0 for the others).
+            let row_max = |n: &[u8]| {
+                let mut m = n[x];
+                if l {
+                    m = m.max(n[x - 1]);
+                }
+                if r {
+                    m = m.max(n[x + 1]);
+                }
+                m
+            };
+            let mut m = 0u8;
+            if l {
+                m = m.max(mid[x - 1]);
+            }
+            if r {
+                m = m.max(mid[x + 1]);
+            }
+            if up {
+                m = m.max(row_max(above));
+            }
+            if down {
+                m = m.max(row_max(below));
+            }
+            if s > m {
+                if s >= self.threshold {
+                    self.reached[rc as usize + c as usize] = true;
+                }
+                self.out.push(Corner {
+                    x: x as u32,
+                    y: y as u32,
+                    fast_score: s,
+                    response: s as f32,
+                });
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{Encoding, GrayImage, ImageView};
+use super::{Encoding, GrayImage, ImageView, MAX_PIXELS, MAX_SIDE};
 use crate::error::{Error, Result};
 
 /// A decoded image file that owns its bytes; [`OwnedFrame::view`] borrows it as a frame.
@@ -33,16 +33,42 @@ impl OwnedFrame {
 
 /// Loads an image file as mono8 (gray files) or rgb8 (everything else).
 pub fn load_view_owned(path: &Path) -> Result<OwnedFrame> {
-    let img = ::image::ImageReader::open(path)
+    let file_err = |msg: String| Error::ImageFile {
+        path: path.to_path_buf(),
+        msg,
+    };
+    let reader = ::image::ImageReader::open(path)
         .map_err(|e| Error::io(path, e))?
         .with_guessed_format()
-        .map_err(|e| Error::io(path, e))?
-        .decode()
-        .map_err(|e| Error::ImageFile {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })?;
+        .map_err(|e| Error::io(path, e))?;
+    decode_reader(reader).map_err(file_err)
+}
+
+/// Decodes an encoded image (PNG/JPEG/PGM bytes, e.g. a `CompressedImage`) like
+/// [`load_view_owned`]; the error says why it does not decode.
+pub fn decode_encoded(bytes: &[u8]) -> std::result::Result<OwnedFrame, String> {
+    let reader = ::image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?;
+    decode_reader(reader)
+}
+
+fn decode_reader<R: std::io::BufRead + std::io::Seek>(
+    mut reader: ::image::ImageReader<R>,
+) -> std::result::Result<OwnedFrame, String> {
+    // The frame limits, checked from the header before any pixel buffer is allocated.
+    let mut limits = ::image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE as u32);
+    limits.max_image_height = Some(MAX_SIDE as u32);
+    limits.max_alloc = Some((MAX_PIXELS * 8) as u64);
+    reader.limits(limits);
+    let img = reader.decode().map_err(|e| e.to_string())?;
     let (width, height) = (img.width() as usize, img.height() as usize);
+    if width * height > MAX_PIXELS {
+        return Err(format!(
+            "{width}x{height} is larger than {MAX_PIXELS} pixels"
+        ));
+    }
     let gray = matches!(
         img.color(),
         ::image::ColorType::L8 | ::image::ColorType::L16 | ::image::ColorType::La8
