@@ -10,44 +10,14 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
 
 use gpu_features::cpu::{fast, select};
 use gpu_features::image::load_gray;
 use gpu_features::GrayImage;
 
-/// Mirror tiling (or cropping) of `src` to `w x h`.
-fn tile(src: &GrayImage, w: usize, h: usize) -> GrayImage {
-    let mut img = GrayImage::new(w, h);
-    for y in 0..h {
-        for x in 0..w {
-            let (tx, ty) = (x / src.width, y / src.height);
-            let mut sx = x % src.width;
-            let mut sy = y % src.height;
-            if tx % 2 == 1 {
-                sx = src.width - 1 - sx;
-            }
-            if ty % 2 == 1 {
-                sy = src.height - 1 - sy;
-            }
-            img.data[y * w + x] = src.get(sx, sy);
-        }
-    }
-    img
-}
-
-fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..runs)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[runs / 2]
-}
+#[path = "common/mod.rs"]
+mod common;
+use common::{median_ms, tile, xorshift};
 
 /// Pseudo-random image (xorshift): full range, a few grey levels, or low contrast varying
 /// over the image (some cells empty at the high threshold, some not).
@@ -55,10 +25,7 @@ fn noise(w: usize, h: usize, seed: u64, kind: u32) -> GrayImage {
     let mut s = seed | 1;
     let data = (0..w * h)
         .map(|i| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let v = (s >> 24) as u32 & 0xFF;
+            let v = (xorshift(&mut s) >> 24) as u32 & 0xFF;
             let (x, y) = (i % w, i / w);
             match kind {
                 0 => v as u8,
@@ -75,19 +42,10 @@ fn noise(w: usize, h: usize, seed: u64, kind: u32) -> GrayImage {
 }
 
 fn dump(path: &str, root: &Path) {
-    let mut imgs = Vec::new();
-    for e in std::fs::read_dir(root.join("tests/data")).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "png") {
-            imgs.push(load_gray(&p).unwrap());
-        }
-    }
-    imgs.sort_by_key(|i| (i.width, i.height, i.data.len(), i.data[0]));
+    let mut imgs = common::fixtures_by_size(root);
     let mut s = 0x9e3779b97f4a7c15u64;
     for i in 0..24u64 {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
+        xorshift(&mut s);
         // Odd sizes 20..300.
         let w = 20 + (s % 140) as usize * 2 + 1;
         let h = 20 + (s >> 20) as usize % 140 * 2 + 1;
@@ -140,13 +98,11 @@ fn dump(path: &str, root: &Path) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if args.get(1).map(String::as_str) == Some("dump") {
-        dump(&args[2], root);
+    let Some(args) = common::args_unless_dump(dump) else {
         return;
-    }
-    let runs: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(11);
+    };
+    let root = common::root();
+    let runs = common::runs_arg(&args, 11);
     let mut srcs = vec![("graf1".to_string(), root.join("tests/data/graf1.png"))];
     if let Ok(dir) = std::fs::read_dir(root.join("bench-data")) {
         let mut photos: Vec<_> = dir

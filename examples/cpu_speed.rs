@@ -7,54 +7,21 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
 
 use gpu_features::cpu::{fast, harris};
 use gpu_features::image::load_gray;
 use gpu_features::GrayImage;
 
-fn tile(src: &GrayImage, w: usize, h: usize) -> GrayImage {
-    let mut img = GrayImage::new(w, h);
-    for y in 0..h {
-        for x in 0..w {
-            // Mirror-tile so that the seams look like image content, not steps.
-            let (tx, ty) = (x / src.width, y / src.height);
-            let mut sx = x % src.width;
-            let mut sy = y % src.height;
-            if tx % 2 == 1 {
-                sx = src.width - 1 - sx;
-            }
-            if ty % 2 == 1 {
-                sy = src.height - 1 - sy;
-            }
-            img.data[y * w + x] = src.get(sx, sy);
-        }
-    }
-    img
-}
-
-fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..runs)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[runs / 2]
-}
+#[path = "common/mod.rs"]
+mod common;
+use common::{median_ms, tile, xorshift};
 
 /// A deterministic pseudo-random image (xorshift), optionally quantised to a few levels.
 fn noise(w: usize, h: usize, seed: u64, levels: u32) -> GrayImage {
     let mut s = seed | 1;
     let data = (0..w * h)
         .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let v = (s >> 24) as u32 & 0xFF;
+            let v = (xorshift(&mut s) >> 24) as u32 & 0xFF;
             if levels > 0 {
                 (v % levels * (255 / levels.max(2))) as u8
             } else {
@@ -66,14 +33,7 @@ fn noise(w: usize, h: usize, seed: u64, levels: u32) -> GrayImage {
 }
 
 fn dump(path: &str, root: &Path) {
-    let mut imgs = Vec::new();
-    for e in std::fs::read_dir(root.join("tests/data")).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "png") {
-            imgs.push(load_gray(&p).unwrap());
-        }
-    }
-    imgs.sort_by_key(|i| (i.width, i.height, i.data.len(), i.data[0]));
+    let mut imgs = common::fixtures_by_size(root);
     for (i, (w, h)) in [
         (7, 7),
         (8, 9),
@@ -121,14 +81,11 @@ fn dump(path: &str, root: &Path) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if args.get(1).map(String::as_str) == Some("dump") {
-        dump(&args[2], root);
+    let Some(args) = common::args_unless_dump(dump) else {
         return;
-    }
-    let runs: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(21);
-    let graf = load_gray(&root.join("tests/data/graf1.png")).unwrap();
+    };
+    let runs = common::runs_arg(&args, 21);
+    let graf = load_gray(&common::root().join("tests/data/graf1.png")).unwrap();
     let big = tile(&graf, 1920, 1080);
     let mut resp = Vec::new();
     for (name, img) in [("graf1 800x640", &graf), ("tiled 1920x1080", &big)] {

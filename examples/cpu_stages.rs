@@ -16,7 +16,6 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::Hasher;
 use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
 
 use gpu_features::config::{CannyConfig, Interpolation};
 use gpu_features::cpu::blur::{gaussian_blur, BlurScratch};
@@ -27,49 +26,15 @@ use gpu_features::cpu::pyramid;
 use gpu_features::image::load_gray;
 use gpu_features::GrayImage;
 
-fn tile(src: &GrayImage, w: usize, h: usize) -> GrayImage {
-    let mut img = GrayImage::new(w, h);
-    for y in 0..h {
-        for x in 0..w {
-            // Mirror-tile so that the seams look like image content, not steps.
-            let (tx, ty) = (x / src.width, y / src.height);
-            let mut sx = x % src.width;
-            let mut sy = y % src.height;
-            if tx % 2 == 1 {
-                sx = src.width - 1 - sx;
-            }
-            if ty % 2 == 1 {
-                sy = src.height - 1 - sy;
-            }
-            img.data[y * w + x] = src.get(sx, sy);
-        }
-    }
-    img
-}
-
-fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..runs)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[runs / 2]
-}
+#[path = "common/mod.rs"]
+mod common;
+use common::{median_ms, tile};
 
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        // xorshift64
-        let s = &mut self.0;
-        *s ^= *s << 13;
-        *s ^= *s >> 7;
-        *s ^= *s << 17;
-        *s
+        common::xorshift(&mut self.0)
     }
     fn below(&mut self, n: u64) -> u64 {
         (self.next() >> 11) % n
@@ -137,12 +102,7 @@ fn hash_i32(v: &[i32]) -> u64 {
 
 fn dump(path: &str, root: &Path) {
     let mut imgs = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir(root.join("tests/data"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "png"))
-        .collect();
-    names.sort();
+    let names = common::fixture_paths(root);
     for p in &names {
         imgs.push(load_gray(p).unwrap());
     }
@@ -252,14 +212,11 @@ fn dump(path: &str, root: &Path) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if args.get(1).map(String::as_str) == Some("dump") {
-        dump(&args[2], root);
+    let Some(args) = common::args_unless_dump(dump) else {
         return;
-    }
-    let runs: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(21);
-    let graf = load_gray(&root.join("tests/data/graf1.png")).unwrap();
+    };
+    let runs = common::runs_arg(&args, 21);
+    let graf = load_gray(&common::root().join("tests/data/graf1.png")).unwrap();
     let big = tile(&graf, 1920, 1080);
     for (name, img) in [("800x640", &graf), ("1920x1080", &big)] {
         let mut levels = vec![img.clone()];

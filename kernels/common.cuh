@@ -45,6 +45,50 @@ __device__ __forceinline__ int level_of_tile_row(const LevelDesc* lv, int nlev, 
     return l;
 }
 
+// Where a block of a per-tile kernel (grid: every tile of every level) works: the level, its
+// descriptor and the tile's position in it.
+struct TilePos {
+    int l;             // level
+    LevelDesc L;       // its descriptor
+    int tile_x, tile_y;  // tile column and row within the level
+    int x0, y0;        // level coordinates of the tile's top-left pixel
+};
+__device__ __forceinline__ TilePos tile_pos(const LevelDesc* lv, int nlev, int tile) {
+    TilePos p;
+    p.l = level_of_tile(lv, nlev, tile);
+    p.L = lv[p.l];
+    const int lt = tile - p.L.tile_start;
+    p.tile_x = lt % p.L.tiles_x;
+    p.tile_y = lt / p.L.tiles_x;
+    p.x0 = p.tile_x * TILE_W;
+    p.y0 = p.tile_y * TILE_H;
+    return p;
+}
+
+// Ordered compaction inside a (32, 8) tile, warp ty being tile row ty: writes the row's
+// survivor count to `row_counts` (for scan_tile_rows in compact.cu) and each survivor's
+// {word0, word1} to its slot, in tile-raster order (slots past `cap` are dropped). `row_n`:
+// TILE_H u32 of shared memory. Called by every thread of the block.
+__device__ __forceinline__ void compact_tile(bool keep, u32 word0, u32 word1, const TilePos& p,
+                                             int tile, int cap, u32* row_n,
+                                             u32* __restrict__ row_counts,
+                                             uint2* __restrict__ slots) {
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const u32 ballot = __ballot_sync(0xffffffffu, keep);
+    const u32 rank = __popc(ballot & ((1u << tx) - 1u));
+    if (tx == 0) {
+        row_n[ty] = __popc(ballot);
+        row_counts[p.L.rc_start + (p.tile_y * TILE_H + ty) * p.L.tiles_x + p.tile_x] = __popc(ballot);
+    }
+    __syncthreads();
+    if (keep) {
+        u32 base = 0;
+        for (int r = 0; r < ty; ++r) base += row_n[r];
+        const u32 slot = base + rank;
+        if (slot < (u32)cap) slots[(size_t)tile * cap + slot] = make_uint2(word0, word1);
+    }
+}
+
 // Exclusive prefix sum over a block of blockDim.x threads (a multiple of 32, <= 1024).
 // `sh` must hold 32 u32. Returns the exclusive prefix of `v`; `*total` gets the block sum.
 __device__ __forceinline__ u32 block_exclusive_scan(u32 v, u32* sh, u32* total) {

@@ -78,27 +78,27 @@ __device__ __forceinline__ float orb_harris_at(const u8* t, int tw, int sx, int 
     return __fmul_rn(__fsub_rn(det, tr), scale_sq_sq);
 }
 
-// Block: (32, 8). Grid: total tiles over all levels.
-extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
-                                       int nlev, int threshold, int nms, int border, int harris,
-                                       int block_size, float harris_k, float scale_sq_sq, int halo,
-                                       int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
-    // Sized for the largest halo (harris_block_size 31 -> 16); `halo` is the one in use.
-    __shared__ u8 t[(TILE_W + 32) * (TILE_H + 32)];
-    __shared__ u8 sc[(TILE_W + 2) * (TILE_H + 2)];
-    const int tile = blockIdx.x;
-    const int l = level_of_tile(levels, nlev, tile);
-    const LevelDesc L = levels[l];
-    const int lt = tile - L.tile_start;
-    const int tile_x = lt % L.tiles_x, tile_y = lt / L.tiles_x;
-    const int x0 = tile_x * TILE_W, y0 = tile_y * TILE_H;
+// Shared memory of the FAST kernels: the image tile, sized for the largest halo
+// (harris_block_size 31 -> 16; `halo` is the one in use), and the FAST scores of the output
+// tile and a one-pixel ring.
+#define FAST_TILE_BYTES ((TILE_W + 32) * (TILE_H + 32))
+#define FAST_SCORE_W (TILE_W + 2)
+#define FAST_SCORE_BYTES (FAST_SCORE_W * (TILE_H + 2))
+
+// Loads the tile of `p` and a `halo` around it into `t` (row pitch TILE_W + 2 * halo), then
+// the FAST scores (at threshold `thr`) of the tile and a one-pixel ring into `sc` (row pitch
+// FAST_SCORE_W). Outside the level the border is BORDER_REFLECT_101 as in ORB's padded
+// pyramid (only Harris windows of keypoints closer than block_size/2 + 1 to the border read
+// it; harris::orb_score does the same); pixels closer than 3 to the border are never corners
+// (OpenCV tests [3, w-3) x [3, h-3)). Called by every thread of the (32, 8) block; both
+// arrays are ready when it returns.
+__device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr, const TilePos& p,
+                                                     int halo, int thr, u8* t, u8* sc) {
+    const LevelDesc& L = p.L;
+    const int x0 = p.x0, y0 = p.y0;
     const int tw = TILE_W + 2 * halo, th = TILE_H + 2 * halo;
     const u8* img = pyr + L.img_off;
     const int tid = threadIdx.y * TILE_W + threadIdx.x;
-
-    // Image tile; outside the level the border is BORDER_REFLECT_101 as in ORB's padded
-    // pyramid (only Harris windows of keypoints closer than block_size/2 + 1 to the border
-    // read it; harris::orb_score does the same).
     for (int i = tid; i < tw * th; i += TILE_THREADS) {
         int gx = reflect101(x0 - halo + i % tw, L.w);
         int gy = reflect101(y0 - halo + i / tw, L.h);
@@ -106,20 +106,33 @@ extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDe
     }
     __syncthreads();
 
-    // FAST scores of the tile and a one-pixel ring; pixels closer than 3 to the border
-    // are never corners (OpenCV tests [3, w-3) x [3, h-3)).
-    const int sw = TILE_W + 2;
+    const int sw = FAST_SCORE_W;
     for (int i = tid; i < sw * (TILE_H + 2); i += TILE_THREADS) {
         int px = x0 - 1 + i % sw, py = y0 - 1 + i / sw;
         u32 s = 0;
         if (px >= 3 && py >= 3 && px < L.w - 3 && py < L.h - 3)
-            s = fast_score_at(t, tw, px - x0 + halo, py - y0 + halo, threshold);
+            s = fast_score_at(t, tw, px - x0 + halo, py - y0 + halo, thr);
         sc[i] = (u8)s;
     }
     __syncthreads();
+}
 
+// Block: (32, 8). Grid: total tiles over all levels.
+extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
+                                       int nlev, int threshold, int nms, int border, int harris,
+                                       int block_size, float harris_k, float scale_sq_sq, int halo,
+                                       int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
+    __shared__ u8 t[FAST_TILE_BYTES];
+    __shared__ u8 sc[FAST_SCORE_BYTES];
+    __shared__ u32 row_n[TILE_H];
+    const int tile = blockIdx.x;
+    const TilePos p = tile_pos(levels, nlev, tile);
+    const LevelDesc& L = p.L;
+    load_tile_and_scores(pyr, p, halo, threshold, t, sc);
+
+    const int sw = FAST_SCORE_W, tw = TILE_W + 2 * halo;
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const int x = x0 + tx, y = y0 + ty;
+    const int x = p.x0 + tx, y = p.y0 + ty;
     const u8* srow = sc + (ty + 1) * sw + (tx + 1);
     u32 s = srow[0];
     bool keep = s > 0;
@@ -131,24 +144,8 @@ extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDe
     float resp = (float)s;
     if (keep && harris)
         resp = orb_harris_at(t, tw, tx + halo, ty + halo, block_size, harris_k, scale_sq_sq);
-
-    // Ordered compaction inside the tile: warp ty is tile row ty.
-    __shared__ u32 row_n[TILE_H];
-    u32 ballot = __ballot_sync(0xffffffffu, keep);
-    u32 rank = __popc(ballot & ((1u << tx) - 1u));
-    if (tx == 0) {
-        row_n[ty] = __popc(ballot);
-        row_counts[L.rc_start + (tile_y * TILE_H + ty) * L.tiles_x + tile_x] = __popc(ballot);
-    }
-    __syncthreads();
-    if (keep) {
-        u32 base = 0;
-        for (int r = 0; r < ty; ++r) base += row_n[r];
-        u32 slot = base + rank;
-        if (slot < (u32)cap)
-            slots[(size_t)tile * cap + slot] =
-                make_uint2((u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint(resp));
-    }
+    compact_tile(keep, (u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint(resp), p, tile, cap,
+                 row_n, row_counts, slots);
 }
 
 
@@ -190,37 +187,18 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
                                       float harris_k, float scale_sq_sq, int halo, int cap,
                                       u8* __restrict__ flags, u32* __restrict__ row_counts,
                                       uint2* __restrict__ slots) {
-    __shared__ u8 t[(TILE_W + 32) * (TILE_H + 32)];
-    __shared__ u8 sc[(TILE_W + 2) * (TILE_H + 2)];
+    __shared__ u8 t[FAST_TILE_BYTES];
+    __shared__ u8 sc[FAST_SCORE_BYTES];
+    __shared__ u32 row_n[TILE_H];
     const int tile = blockIdx.x;
-    const int l = level_of_tile(levels, nlev, tile);
-    const LevelDesc L = levels[l];
-    const int lt = tile - L.tile_start;
-    const int tile_x = lt % L.tiles_x, tile_y = lt / L.tiles_x;
-    const int x0 = tile_x * TILE_W, y0 = tile_y * TILE_H;
-    const int tw = TILE_W + 2 * halo, th = TILE_H + 2 * halo;
-    const u8* img = pyr + L.img_off;
-    const int tid = threadIdx.y * TILE_W + threadIdx.x;
+    const TilePos p = tile_pos(levels, nlev, tile);
+    const LevelDesc& L = p.L;
+    const int l = p.l;
+    load_tile_and_scores(pyr, p, halo, cp.lo, t, sc);
 
-    for (int i = tid; i < tw * th; i += TILE_THREADS) {
-        int gx = reflect101(x0 - halo + i % tw, L.w);
-        int gy = reflect101(y0 - halo + i / tw, L.h);
-        t[i] = img[gy * L.w + gx];
-    }
-    __syncthreads();
-
-    const int sw = TILE_W + 2;
-    for (int i = tid; i < sw * (TILE_H + 2); i += TILE_THREADS) {
-        int px = x0 - 1 + i % sw, py = y0 - 1 + i / sw;
-        u32 s = 0;
-        if (px >= 3 && py >= 3 && px < L.w - 3 && py < L.h - 3)
-            s = fast_score_at(t, tw, px - x0 + halo, py - y0 + halo, cp.lo);
-        sc[i] = (u8)s;
-    }
-    __syncthreads();
-
+    const int sw = FAST_SCORE_W, tw = TILE_W + 2 * halo;
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const int x = x0 + tx, y = y0 + ty;
+    const int x = p.x0 + tx, y = p.y0 + ty;
     const u8* srow = sc + (ty + 1) * sw + (tx + 1);
     u32 s = srow[0];
     int cell = s > 0 ? cell_of(cp, l, L.w, L.h, x, y) : -1;
@@ -237,23 +215,8 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
     float resp = (float)s;
     if (keep && harris)
         resp = orb_harris_at(t, tw, tx + halo, ty + halo, block_size, harris_k, scale_sq_sq);
-
-    __shared__ u32 row_n[TILE_H];
-    u32 ballot = __ballot_sync(0xffffffffu, keep);
-    u32 rank = __popc(ballot & ((1u << tx) - 1u));
-    if (tx == 0) {
-        row_n[ty] = __popc(ballot);
-        row_counts[L.rc_start + (tile_y * TILE_H + ty) * L.tiles_x + tile_x] = __popc(ballot);
-    }
-    __syncthreads();
-    if (keep) {
-        u32 base = 0;
-        for (int r = 0; r < ty; ++r) base += row_n[r];
-        u32 slot = base + rank;
-        if (slot < (u32)cap)
-            slots[(size_t)tile * cap + slot] =
-                make_uint2((u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint(resp));
-    }
+    compact_tile(keep, (u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint(resp), p, tile, cap,
+                 row_n, row_counts, slots);
 }
 
 // Block: 256 threads (>= cap). Grid: total tiles. Keeps, in order, the tile's slots whose
@@ -266,12 +229,10 @@ extern "C" __global__ void cell_filter(const LevelDesc* __restrict__ levels, int
     __shared__ u32 row_new[TILE_H];
     __shared__ u32 total;
     const int tile = blockIdx.x;
-    const int l = level_of_tile(levels, nlev, tile);
-    const LevelDesc L = levels[l];
-    const int lt = tile - L.tile_start;
-    const int tile_x = lt % L.tiles_x, tile_y = lt / L.tiles_x;
-    const int x0 = tile_x * TILE_W, y0 = tile_y * TILE_H;
-    u32* rc = row_counts + L.rc_start + tile_y * TILE_H * L.tiles_x + tile_x;
+    const TilePos p = tile_pos(levels, nlev, tile);
+    const LevelDesc& L = p.L;
+    const int l = p.l, x0 = p.x0, y0 = p.y0;
+    u32* rc = row_counts + L.rc_start + p.tile_y * TILE_H * L.tiles_x + p.tile_x;
     if (threadIdx.x < TILE_H) row_new[threadIdx.x] = 0;
     if (threadIdx.x == 0) {
         u32 n = 0;

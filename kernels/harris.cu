@@ -169,12 +169,11 @@ extern "C" __global__ void harris_nms(const LevelDesc* __restrict__ levels, int 
                                       const float* __restrict__ resp, const u32* __restrict__ maxkey,
                                       int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
     const int tile = blockIdx.x;
-    const int l = level_of_tile(levels, nlev, tile);
-    const LevelDesc L = levels[l];
-    const int lt = tile - L.tile_start;
-    const int tile_x = lt % L.tiles_x, tile_y = lt / L.tiles_x;
+    const TilePos p = tile_pos(levels, nlev, tile);
+    const LevelDesc& L = p.L;
+    const int l = p.l;
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const int x = tile_x * TILE_W + tx, y = tile_y * TILE_H + ty;
+    const int x = p.x0 + tx, y = p.y0 + ty;
     const u32 mk = maxkey[l];
     const float maxv = __uint_as_float((mk & 0x80000000u) ? (mk & 0x7fffffffu) : ~mk);
     bool keep = false;
@@ -190,18 +189,6 @@ extern "C" __global__ void harris_nms(const LevelDesc* __restrict__ levels, int 
         keep = keep && x >= b && y >= b && x + b < L.w && y + b < L.h;
     }
     __shared__ u32 row_n[TILE_H];
-    const u32 ballot = __ballot_sync(0xffffffffu, keep);
-    const u32 rank = __popc(ballot & ((1u << tx) - 1u));
-    if (tx == 0) {
-        row_n[ty] = __popc(ballot);
-        row_counts[L.rc_start + (tile_y * TILE_H + ty) * L.tiles_x + tile_x] = __popc(ballot);
-    }
-    __syncthreads();
-    if (keep) {
-        u32 base = 0;
-        for (int r = 0; r < ty; ++r) base += row_n[r];
-        const u32 slot = base + rank;
-        if (slot < (u32)cap)
-            slots[(size_t)tile * cap + slot] = make_uint2((u32)(ty * TILE_W + tx), __float_as_uint(v));
-    }
+    compact_tile(keep, (u32)(ty * TILE_W + tx), __float_as_uint(v), p, tile, cap, row_n, row_counts,
+                 slots);
 }

@@ -14,6 +14,9 @@ use gpu_features::cuda::CudaPipeline;
 use gpu_features::image::{load_view_owned, Encoding, GrayImage, ImageView, OwnedFrame};
 use gpu_features::{Features, Keypoint};
 
+#[path = "../src/cuda/test_images.rs"]
+mod test_images;
+
 fn gpu(test: &str) -> Option<CudaPipeline> {
     match CudaPipeline::new() {
         Ok(p) => {
@@ -153,6 +156,79 @@ fn run_both(gpu: &mut CudaPipeline, cfg: &Config, view: &ImageView) -> (Features
     let c = cpu.process(cfg, view);
     let g = gpu.process(cfg, view).expect("gpu process");
     (c, g)
+}
+
+/// Runs `base` with each of `budgets` on both backends through `process_into`, the outputs
+/// reused, and compares them (`{what}/budget {budget}`); returns the GPU keypoint counts.
+fn compare_budgets(
+    g: &mut CudaPipeline,
+    cpu: &mut CpuPipeline,
+    (fc, fg): &mut (Features, Features),
+    view: &ImageView,
+    base: &Config,
+    budgets: &[u32],
+    what: &str,
+) -> Vec<usize> {
+    let mut counts = Vec::new();
+    for &budget in budgets {
+        let mut cfg = base.clone();
+        cfg.select.max_keypoints = budget;
+        cpu.process_into(&cfg, view, fc);
+        g.process_into(&cfg, view, fg).expect("gpu process_into");
+        compare(&format!("{what}/budget {budget}"), fc, fg);
+        counts.push(fg.keypoints.len());
+    }
+    counts
+}
+
+/// Every fixture with every config of `bases` and every budget ([`compare_budgets`]);
+/// returns the number of cases.
+fn compare_budgets_on_fixtures(
+    g: &mut CudaPipeline,
+    bases: &[(impl std::fmt::Display, Config)],
+    budgets: &[u32],
+) -> usize {
+    let mut cpu = CpuPipeline::new();
+    let mut out = (Features::default(), Features::default());
+    let mut cases = 0;
+    for (name, frame) in fixtures() {
+        let view = frame.view().unwrap();
+        for (cname, base) in bases {
+            let what = format!("{name}/{cname}");
+            let counts = compare_budgets(g, &mut cpu, &mut out, &view, base, budgets, &what);
+            cases += counts.len();
+            eprintln!("{what}: identical for budgets {budgets:?}: {counts:?} keypoints");
+        }
+    }
+    cases
+}
+
+/// A periodic pattern of 5x5 bright squares every 16 pixels: every interior corner has the
+/// same FAST score and Harris response.
+fn squares(w: usize, h: usize) -> Vec<u8> {
+    let mut img = vec![40u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            if x % 16 >= 5 && x % 16 < 10 && y % 16 >= 5 && y % 16 < 10 {
+                img[y * w + x] = 200;
+            }
+        }
+    }
+    img
+}
+
+/// One pyramid level, FAST score, every candidate, no orientation, no Canny.
+fn fast_only(threshold: u32, nms: bool) -> Config {
+    let mut cfg = Config::default();
+    cfg.pyramid.levels = 1;
+    cfg.select.max_keypoints = 0;
+    cfg.detector.score = ScoreType::Fast;
+    cfg.detector.fast_threshold = threshold;
+    cfg.detector.nonmax_suppression = nms;
+    cfg.detector.border = 3;
+    cfg.orient.enabled = false;
+    cfg.canny.enabled = false;
+    cfg
 }
 
 fn configs() -> Vec<(&'static str, Config)> {
@@ -442,15 +518,7 @@ fn fast_candidates_match_cpu_fast() {
     for (name, frame) in fixtures() {
         let view = frame.view().unwrap();
         for (t, nms) in [(20u32, true), (10, true), (40, false)] {
-            let mut cfg = Config::default();
-            cfg.pyramid.levels = 1;
-            cfg.select.max_keypoints = 0;
-            cfg.detector.score = ScoreType::Fast;
-            cfg.detector.fast_threshold = t;
-            cfg.detector.nonmax_suppression = nms;
-            cfg.detector.border = 3;
-            cfg.orient.enabled = false;
-            cfg.canny.enabled = false;
+            let cfg = fast_only(t, nms);
             let mut gray = GrayImage::default();
             gpu_features::cpu::decode::decode(&view, &mut gray);
             let cpu: Vec<(u32, u32, f32)> = gpu_features::cpu::fast::detect(&gray, t as u8, nms)
@@ -495,15 +563,7 @@ fn fast_synthetic_scores_and_nms() {
     let gray = GrayImage::from_vec(w, h, img.clone()).unwrap();
     let view = ImageView::mono8(&img, w, h).unwrap();
     for nms in [true, false] {
-        let mut cfg = Config::default();
-        cfg.pyramid.levels = 1;
-        cfg.select.max_keypoints = 0;
-        cfg.detector.score = ScoreType::Fast;
-        cfg.detector.fast_threshold = 10;
-        cfg.detector.nonmax_suppression = nms;
-        cfg.detector.border = 3;
-        cfg.orient.enabled = false;
-        cfg.canny.enabled = false;
+        let cfg = fast_only(10, nms);
         let f = g.process(&cfg, &view).unwrap();
         let gk: Vec<_> = f.keypoints.iter().map(|k| (k.x, k.y, k.response)).collect();
         let ck: Vec<_> = gpu_features::cpu::fast::detect(&gray, 10, nms)
@@ -548,26 +608,7 @@ fn gpu_selection_matches_cpu_for_budgets() {
     let Some(mut g) = gpu("gpu_selection_matches_cpu_for_budgets") else {
         return;
     };
-    let mut cpu = CpuPipeline::new();
-    let (mut fc, mut fg) = (Features::default(), Features::default());
-    let mut cases = 0;
-    for (name, frame) in fixtures() {
-        let view = frame.view().unwrap();
-        for (cname, base) in selection_bases() {
-            let mut counts = Vec::new();
-            for budget in BUDGETS {
-                let mut cfg = base.clone();
-                cfg.select.max_keypoints = budget;
-                cpu.process_into(&cfg, &view, &mut fc);
-                g.process_into(&cfg, &view, &mut fg)
-                    .expect("gpu process_into");
-                compare(&format!("{name}/{cname}/budget {budget}"), &fc, &fg);
-                counts.push(fg.keypoints.len());
-                cases += 1;
-            }
-            eprintln!("{name}/{cname}: identical for budgets {BUDGETS:?}: {counts:?} keypoints");
-        }
-    }
+    let cases = compare_budgets_on_fixtures(&mut g, &selection_bases(), &BUDGETS);
     eprintln!("gpu selection: {cases} cases identical");
 }
 
@@ -579,32 +620,18 @@ fn gpu_selection_breaks_ties_like_cpu() {
         return;
     };
     let (w, h) = (333usize, 251usize);
-    let mut img = vec![40u8; w * h];
-    for y in 0..h {
-        for x in 0..w {
-            if x % 16 >= 5 && x % 16 < 10 && y % 16 >= 5 && y % 16 < 10 {
-                img[y * w + x] = 200;
-            }
-        }
-    }
+    let img = squares(w, h);
     let view = ImageView::mono8(&img, w, h).unwrap();
     let mut cpu = CpuPipeline::new();
-    let (mut fc, mut fg) = (Features::default(), Features::default());
+    let mut out = (Features::default(), Features::default());
     for (cname, base) in selection_bases() {
         for levels in [1, 3] {
-            for budget in [1, 2, 3, 7, 50, 101, 400, 1000] {
-                let mut cfg = base.clone();
-                cfg.pyramid.levels = levels;
-                cfg.select.max_keypoints = budget;
-                cfg.detector.border = cfg.detector.border.min(16);
-                cpu.process_into(&cfg, &view, &mut fc);
-                g.process_into(&cfg, &view, &mut fg).unwrap();
-                compare(
-                    &format!("ties/{cname}/levels {levels}/budget {budget}"),
-                    &fc,
-                    &fg,
-                );
-            }
+            let mut cfg = base.clone();
+            cfg.pyramid.levels = levels;
+            cfg.detector.border = cfg.detector.border.min(16);
+            let what = format!("ties/{cname}/levels {levels}");
+            let budgets = [1, 2, 3, 7, 50, 101, 400, 1000];
+            compare_budgets(&mut g, &mut cpu, &mut out, &view, &cfg, &budgets, &what);
         }
     }
     eprintln!("ties: identical for every budget");
@@ -763,26 +790,7 @@ fn orb_slam3_per_cell_retry_matches_cpu() {
     let Some(mut g) = gpu("orb_slam3_per_cell_retry_matches_cpu") else {
         return;
     };
-    let mut cpu = CpuPipeline::new();
-    let (mut fc, mut fg) = (Features::default(), Features::default());
-    let mut cases = 0;
-    for (name, frame) in fixtures() {
-        let view = frame.view().unwrap();
-        for (cname, base) in orb_slam3_variants() {
-            let mut counts = Vec::new();
-            for budget in [0, 100, 1000, 5000] {
-                let mut cfg = base.clone();
-                cfg.select.max_keypoints = budget;
-                cpu.process_into(&cfg, &view, &mut fc);
-                g.process_into(&cfg, &view, &mut fg)
-                    .expect("gpu process_into");
-                compare(&format!("{name}/{cname}/budget {budget}"), &fc, &fg);
-                counts.push(fg.keypoints.len());
-                cases += 1;
-            }
-            eprintln!("{name}/{cname}: identical for budgets 0, 100, 1000, 5000: {counts:?}");
-        }
-    }
+    let cases = compare_budgets_on_fixtures(&mut g, &orb_slam3_variants(), &[0, 100, 1000, 5000]);
     eprintln!("orb_slam3 per-cell retry: {cases} cases identical");
 }
 
@@ -796,43 +804,19 @@ fn orb_slam3_per_cell_retry_synthetic() {
     };
     let mut frames = Vec::new();
     for (w, h, seed) in [(641usize, 479usize, 1u64), (333, 251, 2), (1000, 77, 3)] {
-        let mut s = seed;
-        let img: Vec<u8> = (0..w * h)
-            .map(|i| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let r = (s >> 56) as u32;
-                let (x, y) = (i % w, i / w);
-                let amp = 4 + ((x / 23 + y / 17) * 37 % 120) as u32;
-                (128 - amp / 2 + r * amp / 256) as u8
-            })
-            .collect();
+        let img = test_images::contrast_noise(w, h, seed);
         frames.push((format!("noise{w}x{h}"), w, h, img));
     }
-    let (w, h) = (333usize, 251usize);
-    let mut img = vec![40u8; w * h];
-    for y in 0..h {
-        for x in 0..w {
-            if x % 16 >= 5 && x % 16 < 10 && y % 16 >= 5 && y % 16 < 10 {
-                img[y * w + x] = 200;
-            }
-        }
-    }
-    frames.push(("squares".into(), w, h, img));
+    frames.push(("squares".into(), 333, 251, squares(333, 251)));
     let mut cpu = CpuPipeline::new();
-    let (mut fc, mut fg) = (Features::default(), Features::default());
+    let mut out = (Features::default(), Features::default());
     for (name, w, h, img) in &frames {
         let view = ImageView::mono8(img, *w, *h).unwrap();
         for (cname, base) in orb_slam3_variants() {
-            for budget in [0, 300] {
-                let mut cfg = base.clone();
-                cfg.select.max_keypoints = budget;
-                cfg.detector.border = cfg.detector.border.min(16);
-                cpu.process_into(&cfg, &view, &mut fc);
-                g.process_into(&cfg, &view, &mut fg).unwrap();
-                compare(&format!("{name}/{cname}/budget {budget}"), &fc, &fg);
-            }
+            let mut cfg = base.clone();
+            cfg.detector.border = cfg.detector.border.min(16);
+            let what = format!("{name}/{cname}");
+            compare_budgets(&mut g, &mut cpu, &mut out, &view, &cfg, &[0, 300], &what);
         }
         eprintln!("{name}: per-cell retry identical in every variant");
     }

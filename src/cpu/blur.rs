@@ -281,6 +281,7 @@ fn vrow<const R: usize>(rows: &[u16], w: usize, taps: &[usize], k: &[u32], out: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::test_util::xorshift_image;
 
     /// The portable path (also what non-AVX2 CPUs run) gives the same bits as the
     /// dispatched one, for the const-size kernels and the generic loop.
@@ -288,15 +289,7 @@ mod tests {
     fn portable_path_matches_dispatched() {
         let mut s = 12345u64;
         for &(w, h) in &[(1, 1), (3, 2), (5, 17), (40, 33), (129, 7)] {
-            let data = (0..w * h)
-                .map(|_| {
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
-                    (s >> 24) as u8
-                })
-                .collect();
-            let img = GrayImage::from_vec(w, h, data).unwrap();
+            let img = xorshift_image(w, h, &mut s, |s| (s >> 24) as u8);
             for k in [1, 3, 5, 7, 9, 11, 15] {
                 let mut a = GrayImage::default();
                 gaussian_blur(&img, k, 0.0, &mut a, &mut BlurScratch::default());

@@ -563,18 +563,11 @@ fn classify_fused(
 mod tests {
     use super::*;
 
+    /// Few levels: long edges and ties between neighbours.
     fn noise(w: usize, h: usize, seed: u64) -> GrayImage {
-        let mut s = seed | 1;
-        let data = (0..w * h)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                // Few levels: long edges and ties between neighbours.
-                ((s >> 24) % 3 * 100) as u8
-            })
-            .collect();
-        GrayImage::from_vec(w, h, data).unwrap()
+        crate::cpu::test_util::xorshift_image(w, h, &mut (seed | 1), |s| {
+            ((s >> 24) % 3 * 100) as u8
+        })
     }
 
     /// The fused `canny` equals the three public stages run one after the other, and the

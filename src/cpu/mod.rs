@@ -10,6 +10,8 @@ pub mod harris;
 pub mod orient;
 pub mod pyramid;
 pub mod select;
+#[cfg(test)]
+mod test_util;
 
 use std::time::Instant;
 

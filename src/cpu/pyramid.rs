@@ -538,16 +538,7 @@ mod tests {
     }
 
     fn noise(w: usize, h: usize, seed: u64) -> GrayImage {
-        let mut s = seed | 1;
-        let data = (0..w * h)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 24) as u8
-            })
-            .collect();
-        GrayImage::from_vec(w, h, data).unwrap()
+        crate::cpu::test_util::xorshift_image(w, h, &mut (seed | 1), |s| (s >> 24) as u8)
     }
 
     /// The portable path (also what non-AVX2 CPUs run) gives the same bits as the

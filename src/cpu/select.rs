@@ -24,7 +24,10 @@ pub fn features_per_level(total: usize, levels: usize, scale_factor: f32) -> Vec
     let mut out = Vec::with_capacity(levels);
     let mut sum = 0usize;
     for _ in 0..levels - 1 {
-        let n = desired.round_ties_even().max(0.0) as usize;
+        // OpenCV rounds each level on its own, so many levels with a tiny budget can sum
+        // to more than the total; cap at what is left so the frame budget always holds.
+        // (Never binds for ORB-like settings: those reproduce OpenCV exactly.)
+        let n = (desired.round_ties_even().max(0.0) as usize).min(total - sum);
         out.push(n);
         sum += n;
         desired *= factor;
@@ -590,6 +593,10 @@ mod tests {
             assert!(v.windows(2).take(levels - 2).all(|p| p[0] >= p[1]));
         }
         assert_eq!(features_per_level(100, 1, 1.2), [100]);
+        // Per-level rounding would give 31 x 1 here (OpenCV's split): the cap keeps 17.
+        let v = features_per_level(17, 32, 1.0001);
+        assert_eq!(v.iter().sum::<usize>(), 17);
+        assert_eq!(&v[..17], &[1; 17]);
     }
 
     #[test]

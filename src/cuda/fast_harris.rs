@@ -13,7 +13,7 @@
 use super::buffers::{download, DevBuf, HostBuf};
 use super::context::Gpu;
 use super::pyramid::Pyramid;
-use crate::config::{Config, DetectorMethod, ScoreType};
+use crate::config::{Config, DetectorConfig, DetectorMethod, ScoreType};
 use crate::error::{Error, Result};
 
 const TILE_W: usize = 32;
@@ -285,11 +285,7 @@ impl Detector {
     /// angle of every candidate (else -1).
     pub fn run(&self, gpu: &Gpu, pyr: &Pyramid, cfg: &Config, orient: bool) -> Result<()> {
         let d = &cfg.detector;
-        let harris_bs = d.harris_block_size as i32;
-        let halo = (harris_bs / 2 + 1).max(4);
-        let harris = (d.method == DetectorMethod::Fast && d.score == ScoreType::Harris) as i32;
-        let scale = 1.0f32 / ((4 * harris_bs) as f32 * 255.0f32);
-        let sss = scale * scale * scale * scale;
+        let (harris, harris_bs, halo, sss) = harris_args(d);
         let (pyr_p, descs, nlev) = (pyr.buf.ptr(), self.descs.ptr(), self.nlev as i32);
         let (thr, nms, border) = (
             d.fast_threshold as i32,
@@ -348,11 +344,7 @@ impl Detector {
             }
             .map_err(|e| super::context::cuda_err("clearing the cell flags", e))?;
         }
-        let harris_bs = d.harris_block_size as i32;
-        let halo = (harris_bs / 2 + 1).max(4);
-        let harris = (d.method == DetectorMethod::Fast && d.score == ScoreType::Harris) as i32;
-        let scale = 1.0f32 / ((4 * harris_bs) as f32 * 255.0f32);
-        let sss = scale * scale * scale * scale;
+        let (harris, harris_bs, halo, sss) = harris_args(d);
         let (pyr_p, descs, nlev) = (pyr.buf.ptr(), self.descs.ptr(), self.nlev as i32);
         let nms = d.nonmax_suppression as i32;
         let k = d.harris_k;
@@ -491,6 +483,17 @@ impl Detector {
     }
 }
 
+/// The ORB Harris score's arguments of `fast_harris` / `fast_cells`: whether it is on, its
+/// block size, the tile halo it needs (at least the FAST circle's 3 + 1 for the NMS ring) and
+/// OpenCV's scale^4.
+fn harris_args(d: &DetectorConfig) -> (i32, i32, i32, f32) {
+    let harris_bs = d.harris_block_size as i32;
+    let halo = (harris_bs / 2 + 1).max(4);
+    let harris = (d.method == DetectorMethod::Fast && d.score == ScoreType::Harris) as i32;
+    let scale = 1.0f32 / ((4 * harris_bs) as f32 * 255.0f32);
+    (harris, harris_bs, halo, scale * scale * scale * scale)
+}
+
 /// `cv::fastAtan2`'s polynomial coefficients as `float4 {P1, P3, P5, P7}`, computed exactly
 /// as src/cpu/orient.rs does (f32 products).
 #[repr(C)]
@@ -567,19 +570,7 @@ mod tests {
 
     /// Noise with contrast varying over the image (some cells empty at `ini`, some not).
     fn noise(w: usize, h: usize, seed: u64) -> GrayImage {
-        let mut s = seed;
-        let data = (0..w * h)
-            .map(|i| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let r = (s >> 56) as u32;
-                let (x, y) = (i % w, i / w);
-                let amp = 4 + ((x / 23 + y / 17) * 37 % 120) as u32;
-                (128 - amp / 2 + r * amp / 256) as u8
-            })
-            .collect();
-        GrayImage::from_vec(w, h, data).unwrap()
+        GrayImage::from_vec(w, h, crate::cuda::test_images::contrast_noise(w, h, seed)).unwrap()
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub mod fast_harris;
 pub mod harris;
 pub mod pyramid;
 pub mod select;
+#[cfg(test)]
+mod test_images;
 
 use std::time::Instant;
 
