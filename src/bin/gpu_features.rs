@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use gpu_features::image::{load_view_owned, save_gray_png};
+use gpu_features::image::{load_view_owned, save_gray_png, save_rgb_png};
 use gpu_features::output::{csv, overlay};
 use gpu_features::{BackendChoice, Config, Error, GrayImage, Pipeline};
 
@@ -109,17 +109,7 @@ fn detect_one(
         gpu_features::cpu::decode::decode(&view, &mut gray);
         let pic = overlay::render(&gray, &features);
         let path = out.join(format!("{stem}.overlay.png"));
-        ::image::save_buffer(
-            &path,
-            &pic.data,
-            pic.width as u32,
-            pic.height as u32,
-            ::image::ExtendedColorType::Rgb8,
-        )
-        .map_err(|e| Error::ImageFile {
-            path: path.clone(),
-            msg: e.to_string(),
-        })?;
+        save_rgb_png(&pic.data, pic.width, pic.height, &path)?;
     }
     Ok(features.keypoints.len())
 }

@@ -99,15 +99,31 @@ pub fn load_gray(path: &Path) -> Result<GrayImage> {
 }
 
 pub fn save_gray_png(img: &GrayImage, path: &Path) -> Result<()> {
-    ::image::save_buffer(
-        path,
+    save_png(
         &img.data,
-        img.width as u32,
-        img.height as u32,
+        img.width,
+        img.height,
         ::image::ExtendedColorType::L8,
+        path,
     )
-    .map_err(|e| Error::ImageFile {
-        path: path.to_path_buf(),
-        msg: e.to_string(),
+}
+
+/// Writes packed 8-bit RGB pixels (e.g. an overlay) as a PNG.
+pub fn save_rgb_png(data: &[u8], width: usize, height: usize, path: &Path) -> Result<()> {
+    save_png(data, width, height, ::image::ExtendedColorType::Rgb8, path)
+}
+
+fn save_png(
+    data: &[u8],
+    width: usize,
+    height: usize,
+    color: ::image::ExtendedColorType,
+    path: &Path,
+) -> Result<()> {
+    ::image::save_buffer(path, data, width as u32, height as u32, color).map_err(|e| {
+        Error::ImageFile {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        }
     })
 }
