@@ -5,7 +5,7 @@ use std::path::Path;
 
 use ::image::{Rgb, RgbImage};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 pub const W: u32 = 720;
 pub const H: u32 = 320;
@@ -211,10 +211,8 @@ impl Canvas {
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {
-        self.img.save(path).map_err(|e| Error::ImageFile {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })
+        let (w, h) = self.img.dimensions();
+        crate::image::save_rgb_png(self.img.as_raw(), w as usize, h as usize, path)
     }
 }
 
