@@ -9,6 +9,10 @@ Per fixture <stem> it writes tests/golden/<stem>/:
   orb_l1.csv                  ORB, 1 level, no budget, HARRIS: x,y,response,angle,size
   orb_default.csv             ORB_create() defaults (500 points): x,y,response,angle,size,octave
   orb_2000.csv                ORB_create(nfeatures=2000), the opencv_orb preset
+  orb_2000_desc.csv           ORB_create(2000).detectAndCompute: the keypoints as above, in OpenCV's
+                              order, plus the 32-byte descriptor as 64 lowercase hex characters
+  orb_border_desc.csv         ORB_create(edgeThreshold=0).compute on chosen keypoints (octaves 0
+                              and 2) up to the image edges, random angles: x,y,angle,octave,descriptor
   pyr_linear_{i}.png          level i: resize(level i-1, ORB size, INTER_LINEAR)
   pyr_exact_{i}.png           the same with INTER_LINEAR_EXACT (what ORB itself uses)
   canny_{lo}_{hi}_{l1|l2}.png cv::Canny(gray, lo, hi, 3, L2)
@@ -50,6 +54,28 @@ def write_csv(path, header, rows):
             f.write(",".join(repr(float(v)) if isinstance(v, float) else str(v) for v in r) + "\n")
 
 
+def write_border_descriptors(stem, gray, sizes, path):
+    """Keypoints whose test pattern leaves the level: ORB's padded pyramid (23 pixels of
+    REFLECT_101 for edgeThreshold 0) holds every sample, so OpenCV's result is defined."""
+    rng = np.random.default_rng(sum(stem.encode()))
+    kps = []
+    for octave in (0, 2):
+        w, h = sizes[octave]
+        scale = np.float32(float(np.float32(SCALE)) ** octave)
+        for _ in range(40):
+            # Half near an edge or a corner, half anywhere.
+            x = int(rng.choice([rng.integers(0, 20), rng.integers(w - 20, w), rng.integers(0, w)]))
+            y = int(rng.choice([rng.integers(0, 20), rng.integers(h - 20, h), rng.integers(0, h)]))
+            angle = float(np.float32(rng.uniform(0, 360)))
+            px, py = float(np.float32(x) * scale), float(np.float32(y) * scale)
+            kps.append(cv2.KeyPoint(px, py, float(np.float32(31) * scale), angle, 0.0, octave))
+    got, desc = cv2.ORB_create(edgeThreshold=0).compute(gray, kps)
+    assert len(got) == len(kps), f"{stem}: OpenCV dropped keypoints"
+    write_csv(path, "x,y,angle,octave,descriptor",
+              [(float(k.pt[0]), float(k.pt[1]), float(k.angle), k.octave, d.tobytes().hex())
+               for k, d in zip(got, desc)])
+
+
 def main():
     os.makedirs(GOLD, exist_ok=True)
     cv2.setNumThreads(1)
@@ -85,7 +111,13 @@ def main():
                       [(float(k.pt[0]), float(k.pt[1]), float(k.response), float(k.angle), float(k.size),
                         k.octave) for k in kps])
 
+        kps, desc = cv2.ORB_create(nfeatures=2000).detectAndCompute(gray, None)
+        write_csv(os.path.join(out, "orb_2000_desc.csv"), "x,y,response,angle,size,octave,descriptor",
+                  [(float(k.pt[0]), float(k.pt[1]), float(k.response), float(k.angle), float(k.size),
+                    k.octave, d.tobytes().hex()) for k, d in zip(kps, desc)])
+
         sizes = orb_sizes(gray.shape[1], gray.shape[0])
+        write_border_descriptors(stem, gray, sizes, os.path.join(out, "orb_border_desc.csv"))
         interps = [(cv2.INTER_LINEAR, "linear")]
         if stem in PYR_EXACT_FIXTURES:
             interps.append((cv2.INTER_LINEAR_EXACT, "exact"))

@@ -16,6 +16,7 @@ pub struct Config {
     pub select: SelectConfig,
     pub orient: OrientConfig,
     pub canny: CannyConfig,
+    pub describe: DescribeConfig,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -129,6 +130,19 @@ pub struct CannyConfig {
     pub blur_ksize: u32,
     /// Gaussian sigma (0 = derived from the size, as `cv::GaussianBlur`).
     pub blur_sigma: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DescribeConfig {
+    /// ORB rBRIEF descriptors (32 bytes) of the kept keypoints, as `ORB::detectAndCompute`.
+    pub enabled: bool,
+}
+
+impl Default for DescribeConfig {
+    fn default() -> Self {
+        DescribeConfig { enabled: true }
+    }
 }
 
 impl Default for PyramidConfig {
@@ -302,6 +316,16 @@ impl Config {
                     o.patch_size,
                     o.patch_size / 2,
                     o.patch_size / 2 + 1
+                )
+            },
+        )?;
+        check(
+            !self.describe.enabled || o.patch_size == 31,
+            "describe.enabled",
+            || {
+                format!(
+                    "ORB's learned test pattern is for a 31-pixel patch; orient.patch_size is {}",
+                    o.patch_size
                 )
             },
         )?;

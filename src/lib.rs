@@ -11,6 +11,7 @@
 //! ```text
 //! bytes --decode--> gray level 0 --pyramid--> levels
 //!   |-> fast (+ harris score) -> nms -> select (budget, spread) -> orient -> keypoints
+//!   |                                          (blurred levels) -> describe -> descriptors
 //!   '-> canny (blur, sobel, magnitude, nms, hysteresis) ------------------> edge map
 //! ```
 
@@ -22,6 +23,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod error;
 pub mod image;
+pub mod matching;
 pub mod output;
 pub mod pipeline;
 #[cfg(feature = "ros")]
@@ -30,4 +32,6 @@ pub mod ros;
 pub use config::Config;
 pub use error::{DecodeError, Error, Result};
 pub use image::{Encoding, GrayImage, ImageView};
-pub use pipeline::{BackendChoice, BackendKind, Features, Keypoint, Pipeline, StageTiming};
+pub use pipeline::{
+    BackendChoice, BackendKind, Descriptor, Features, Keypoint, Pipeline, StageTiming,
+};

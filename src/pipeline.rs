@@ -20,6 +20,10 @@ pub struct Keypoint {
     pub octave: i32,
 }
 
+/// A 256-bit rBRIEF descriptor (OpenCV ORB's `CV_8U` row of 32 bytes, bit `j` of byte `i`
+/// is test pair `8i + j`); compared with the Hamming distance.
+pub type Descriptor = [u8; 32];
+
 /// Wall time of one stage, in milliseconds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageTiming {
@@ -32,6 +36,8 @@ pub struct StageTiming {
 pub struct Features {
     /// Sorted by (octave, y, x): deterministic on every backend.
     pub keypoints: Vec<Keypoint>,
+    /// One ORB descriptor per keypoint, same order, when `describe.enabled` (else empty).
+    pub descriptors: Vec<Descriptor>,
     /// Canny edge map of level 0 (0/255), when Canny is enabled.
     pub edges: Option<GrayImage>,
     /// (width, height) of every pyramid level.
@@ -165,6 +171,7 @@ impl Pipeline {
         };
         if r.is_err() {
             out.keypoints.clear();
+            out.descriptors.clear();
             out.edges = None;
             out.level_sizes.clear();
             out.timings.clear();

@@ -5,8 +5,10 @@
 pub mod blur;
 pub mod canny;
 pub mod decode;
+pub mod describe;
 pub mod fast;
 pub mod harris;
+pub mod orb_pattern;
 pub mod orient;
 pub mod pyramid;
 pub mod select;
@@ -36,6 +38,7 @@ pub struct CpuPipeline {
     /// levels[0] is the decoded gray input.
     levels: Vec<GrayImage>,
     canny: canny::CannyScratch,
+    describe: describe::DescribeScratch,
 }
 
 impl CpuPipeline {
@@ -86,6 +89,19 @@ impl CpuPipeline {
 
         detect_keypoints_into(cfg, &self.levels[..levels], &mut out.keypoints);
         lap("detect", &mut out.timings);
+
+        if cfg.describe.enabled {
+            describe::describe_into(
+                &self.levels[..levels],
+                cfg.pyramid.scale_factor,
+                &out.keypoints,
+                &mut self.describe,
+                &mut out.descriptors,
+            );
+            lap("describe", &mut out.timings);
+        } else {
+            out.descriptors.clear();
+        }
 
         if cfg.canny.enabled {
             let edges = out.edges.get_or_insert_with(GrayImage::default);
