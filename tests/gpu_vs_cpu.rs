@@ -35,6 +35,13 @@ fn gpu(test: &str) -> Option<CudaPipeline> {
             Some(p)
         }
         Err(e) => {
+            // A GPU that is present but unusable (kernels that do not compile or load) is a
+            // failure, not a skip.
+            let n = gpu_features::cuda::device_count();
+            assert!(
+                n == 0,
+                "{test}: {n} CUDA device(s) present but unusable: {e}"
+            );
             // Written straight to the process's stderr: libtest's capture only catches the
             // print macros, and a skip must be visible without --nocapture.
             use std::io::Write;
@@ -125,6 +132,23 @@ fn compare(what: &str, cpu: &Features, gpu: &Features) {
             "{what}: keypoint {i}: cpu {a:?} gpu {b:?}"
         );
     }
+    assert_eq!(
+        cpu.descriptors.len(),
+        gpu.descriptors.len(),
+        "{what}: descriptor count"
+    );
+    let bad: Vec<usize> = (0..cpu.descriptors.len())
+        .filter(|&i| cpu.descriptors[i] != gpu.descriptors[i])
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: {} of {} descriptors differ, first: keypoint {:?} cpu {:02x?} gpu {:02x?}",
+        bad.len(),
+        cpu.descriptors.len(),
+        bad.first().map(|&i| cpu.keypoints[i]),
+        bad.first().map(|&i| cpu.descriptors[i]),
+        bad.first().map(|&i| gpu.descriptors[i]),
+    );
     match (&cpu.edges, &gpu.edges) {
         (None, None) => {}
         (Some(a), Some(b)) => {
@@ -261,6 +285,7 @@ fn configs() -> Vec<(&'static str, Config)> {
     c.detector.harris_block_size = 9;
     c.detector.border = 20;
     c.orient.patch_size = 21;
+    c.describe.enabled = false; // ORB's pattern is for a 31-pixel patch
     out.push(("budget500-b9-canny100-250", c));
     let mut c = Config::default();
     c.select.spread = Spread::Grid;
@@ -278,6 +303,14 @@ fn configs() -> Vec<(&'static str, Config)> {
     c.detector.low_threshold_retry = true;
     c.canny.enabled = false;
     out.push(("quadtree-retry-host", c));
+    let mut c = Config::default();
+    c.pyramid.interpolation = Interpolation::LinearExact;
+    c.canny.enabled = false;
+    out.push(("opencv-orb-detect-and-compute", c));
+    let mut c = Config::default();
+    c.detector.border = 4;
+    c.orient.enabled = false;
+    out.push(("describe-near-edges-no-orient", c));
     out
 }
 
@@ -293,8 +326,9 @@ fn pipeline_matches_cpu_on_fixtures() {
             let (c, gf) = run_both(&mut g, &cfg, &view);
             compare(&what, &c, &gf);
             eprintln!(
-                "{what}: {} keypoints, {} edge pixels identical",
+                "{what}: {} keypoints, {} descriptors, {} edge pixels identical",
                 gf.keypoints.len(),
+                gf.descriptors.len(),
                 gf.edges
                     .as_ref()
                     .map_or(0, |e| e.data.iter().filter(|&&v| v != 0).count())

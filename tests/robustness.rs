@@ -18,8 +18,8 @@ use gpu_features::bag::replay;
 use gpu_features::bag::writer::write_metadata_yaml;
 use gpu_features::bag::{Bag, StorageKind};
 use gpu_features::config::{
-    CannyConfig, DetectorConfig, DetectorMethod, Interpolation, OrientConfig, PyramidConfig,
-    ScoreType, SelectConfig, Spread,
+    CannyConfig, DescribeConfig, DetectorConfig, DetectorMethod, Interpolation, OrientConfig,
+    PyramidConfig, ScoreType, SelectConfig, Spread,
 };
 use gpu_features::image::{MAX_PIXELS, MAX_SIDE};
 use gpu_features::output::{csv, pointcloud};
@@ -152,6 +152,16 @@ fn check_features(f: &Features, cfg: &Config, w: usize, h: usize) {
     if cfg.detector.method == DetectorMethod::None {
         assert!(f.keypoints.is_empty());
     }
+    let descriptors = if cfg.describe.enabled {
+        f.keypoints.len()
+    } else {
+        0
+    };
+    assert_eq!(
+        f.descriptors.len(),
+        descriptors,
+        "one descriptor per keypoint"
+    );
     if cfg.select.max_keypoints > 0 {
         assert!(
             f.keypoints.len() <= cfg.select.max_keypoints as usize,
@@ -376,11 +386,18 @@ fn valid_config() -> impl Strategy<Value = Config> {
                 blur_ksize: c.4,
                 blur_sigma: c.5,
             },
+            describe: DescribeConfig::default(),
         };
+        // Descriptors (ORB's pattern) need the 31-pixel patch: about half the cases.
+        let describe = c.3 ^ d.4;
+        if describe {
+            cfg.orient.patch_size = 31;
+        }
         // The orientation patch must fit inside the border.
         if cfg.orient.enabled {
             cfg.orient.patch_size = cfg.orient.patch_size.min(2 * cfg.detector.border - 1);
         }
+        cfg.describe.enabled = describe && cfg.orient.patch_size == 31;
         cfg.validate()
             .unwrap_or_else(|e| panic!("strategy made {e}"));
         cfg

@@ -28,13 +28,20 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("select.cu", include_str!("../../kernels/select.cu")),
     ("canny.cu", include_str!("../../kernels/canny.cu")),
     ("harris.cu", include_str!("../../kernels/harris.cu")),
+    ("describe.cu", include_str!("../../kernels/describe.cu")),
+    ("match.cu", include_str!("../../kernels/match.cu")),
 ];
 
 /// One translation unit: the files concatenated with `#line` markers (so NVRTC errors name
 /// the right file and line), their `#include "..."` lines dropped.
 pub fn translation_unit() -> String {
     let mut s = String::new();
-    for (name, text) in SOURCES {
+    for (i, (name, text)) in SOURCES.iter().enumerate() {
+        if i == 1 {
+            // Data shared with the CPU reference, generated after the header.
+            s.push_str("#line 1 \"orb_pattern (src/cpu/orb_pattern.rs)\"\n");
+            s.push_str(&super::describe::pattern_source());
+        }
         s.push_str(&format!("#line 1 \"{name}\"\n"));
         for line in text.lines() {
             let t = line.trim_start();
@@ -75,6 +82,10 @@ pub struct Kernels {
     pub harris_rowsum: CudaFunction,
     pub harris_colsum: CudaFunction,
     pub harris_nms: CudaFunction,
+    pub orb_blur: CudaFunction,
+    pub orb_describe: CudaFunction,
+    pub match_knn: CudaFunction,
+    pub match_merge: CudaFunction,
 }
 
 /// How the kernel module was obtained.
@@ -175,6 +186,21 @@ fn compile_cubin(src: &str, opts: &[String]) -> Result<Vec<u8>> {
     Ok(cubin)
 }
 
+/// CUDA devices the driver reports; 0 when there is no driver or no device (never panics).
+/// Tests use it to tell "no GPU here" (skip) from "a GPU that fails" (a failure).
+pub fn device_count() -> usize {
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return 0;
+    }
+    std::panic::catch_unwind(|| {
+        result::init().ok()?;
+        result::device::get_count().ok()
+    })
+    .ok()
+    .flatten()
+    .map_or(0, |n| n.max(0) as usize)
+}
+
 impl Gpu {
     /// Opens device 0, compiles (or loads the cached) kernels. Never panics.
     pub fn new() -> Result<Gpu> {
@@ -248,6 +274,10 @@ impl Gpu {
             harris_rowsum: f("harris_rowsum")?,
             harris_colsum: f("harris_colsum")?,
             harris_nms: f("harris_nms")?,
+            orb_blur: f("orb_blur")?,
+            orb_describe: f("orb_describe")?,
+            match_knn: f("match_knn")?,
+            match_merge: f("match_merge")?,
         };
         Ok(Gpu {
             ctx,

@@ -13,6 +13,7 @@
 //! | budget (spread none) | `select.cu` | [`select`] |
 //! | spread grid / quadtree | — (host, CPU reference functions) | [`select`] |
 //! | canny (+ blur, hysteresis) | `canny.cu` | [`canny`] |
+//! | ORB descriptors (blur + rBRIEF of the kept keypoints) | `describe.cu` | [`describe`] |
 //!
 //! Per frame: one pinned upload, kernels on one stream, and one final download (the
 //! selected keypoints and their per-level header: one host sync). Canny runs first, right
@@ -43,8 +44,10 @@ pub mod buffers;
 pub mod canny;
 pub mod context;
 pub mod decode;
+pub mod describe;
 pub mod fast_harris;
 pub mod harris;
+pub mod matcher;
 pub mod pyramid;
 pub mod select;
 #[cfg(test)]
@@ -54,7 +57,7 @@ use std::time::Instant;
 
 use cudarc::driver::{sys, CudaEvent};
 
-pub use self::context::{Gpu, ModuleInfo};
+pub use self::context::{device_count, Gpu, ModuleInfo};
 use crate::config::{Config, DetectorMethod, Interpolation, Spread};
 use crate::error::Result;
 use crate::image::{Encoding, GrayImage, ImageView};
@@ -77,6 +80,7 @@ struct StateKey {
     patch_size: u32,
     canny: bool,
     blur: (u32, u64),
+    describe: bool,
 }
 
 impl StateKey {
@@ -103,6 +107,7 @@ impl StateKey {
             patch_size: cfg.orient.patch_size,
             canny: cfg.canny.enabled,
             blur: (cfg.canny.blur_ksize, cfg.canny.blur_sigma.to_bits()),
+            describe: detect && cfg.describe.enabled,
         }
     }
 }
@@ -117,11 +122,12 @@ struct State {
     /// ORB's scale of every level (`cpu::pyramid::level_scale`).
     scales: Vec<f32>,
     canny: Option<canny::Canny>,
+    describe: Option<describe::Describer>,
 }
 
 /// Stage boundaries, recorded as CUDA events on the stream.
-const MARKS: [&str; 7] = [
-    "start", "decode", "canny", "pyramid", "detect", "select", "download",
+const MARKS: [&str; 8] = [
+    "start", "decode", "canny", "pyramid", "detect", "select", "describe", "download",
 ];
 
 pub struct CudaPipeline {
@@ -197,6 +203,15 @@ impl CudaPipeline {
         } else {
             None
         };
+        let describe = match (&det, key.describe) {
+            (Some(d), true) => Some(describe::Describer::new(
+                g,
+                &pyr,
+                d.out_cap(),
+                cfg.pyramid.scale_factor,
+            )?),
+            _ => None,
+        };
         self.state = Some(State {
             key,
             decoder: decode::Decoder::new(g, frame)?,
@@ -206,6 +221,7 @@ impl CudaPipeline {
             dense,
             scales,
             canny,
+            describe,
         });
         Ok(())
     }
@@ -291,9 +307,19 @@ impl CudaPipeline {
             sel.run(gpu, &st.pyr, det, cfg)?;
         }
         mark(&ev[5], gpu)?;
+        if let Some(d) = st.describe.as_mut() {
+            d.blur(gpu, &st.pyr)?;
+            if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, &st.sel) {
+                let n = sel.max_kept().min(det.out_cap());
+                let (h, r) = (sel.header_ptr(), sel.kp_ptr());
+                d.describe_records(gpu, &st.pyr, h, r, n, cfg.orient.enabled)?;
+            }
+        }
+        mark(&ev[6], gpu)?;
 
-        // The final download: the keypoint records with their header. Without the GPU
-        // selection the candidate count is only known after a first sync on the header.
+        // The final download: the keypoint records with their header (and the descriptors
+        // queued above). Without the GPU selection the candidate count is only known after
+        // a first sync on the header.
         let mut records = 0usize;
         if let (true, Some(det), Some(sel)) = (gpu_select, st.det.as_mut(), &st.sel) {
             records = sel.max_kept().min(det.out_cap());
@@ -304,7 +330,7 @@ impl CudaPipeline {
             records = (det.header_word(0) as usize).min(det.out_cap());
             det.queue_candidates(gpu)?;
         }
-        mark(&ev[6], gpu)?;
+        mark(&ev[7], gpu)?;
 
         // The edge map, as soon as its download is done (the rest of the frame still runs).
         if let Some(c) = &st.canny {
@@ -331,11 +357,30 @@ impl CudaPipeline {
         out.level_sizes
             .extend(st.pyr.levels.iter().map(|l| (l.w, l.h)));
         out.keypoints.clear();
+        out.descriptors.clear();
         if let Some(det) = &st.det {
             if gpu_select || budget == 0 {
                 select::push_keypoints(cfg, det, &st.scales, records, &mut out.keypoints);
             } else {
                 select::assemble(cfg, det, &out.level_sizes, records, &mut out.keypoints);
+            }
+        }
+        if let Some(d) = st.describe.as_mut() {
+            if gpu_select {
+                // Keypoints were pushed in record order (levels by base, then index).
+                out.descriptors
+                    .extend((0..out.keypoints.len()).map(|i| d.descriptor(i)));
+            } else {
+                let use_angle = true; // host keypoints carry their final angle (-1 if off)
+                d.describe_keypoints(
+                    gpu,
+                    &st.pyr,
+                    &out.keypoints,
+                    cfg.pyramid.scale_factor,
+                    use_angle,
+                )?;
+                out.descriptors
+                    .extend((0..out.keypoints.len()).map(|i| d.descriptor(i)));
             }
         }
         let host_ms = t_host.elapsed().as_secs_f64() * 1e3;
