@@ -45,6 +45,14 @@ pub struct Features {
     pub timings: Vec<StageTiming>,
 }
 
+impl Features {
+    /// The descriptors for the outputs (CSV column, PointCloud2 field): `Some` when `cfg`
+    /// computes them (one per keypoint, possibly none), `None` when `describe` is off.
+    pub fn descriptors_for(&self, cfg: &Config) -> Option<&[Descriptor]> {
+        cfg.describe.enabled.then_some(&self.descriptors[..])
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
     /// CUDA when a usable GPU is present, else CPU (the reason is logged once).

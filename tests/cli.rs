@@ -59,8 +59,9 @@ fn opencv_fast_preset_writes_cv_fast_output() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for stem in ["graf1", "box"] {
         let text = std::fs::read_to_string(out.join(format!("{stem}.keypoints.csv"))).unwrap();
-        let got: Vec<_> = csv::parse(&text)
-            .unwrap()
+        let (kps, descriptors) = csv::parse(&text).unwrap();
+        assert!(descriptors.is_none(), "cv::FAST computes no descriptors");
+        let got: Vec<_> = kps
             .iter()
             .map(|k| {
                 assert_eq!((k.angle, k.size, k.octave), (-1.0, 7.0, 0));
@@ -111,6 +112,7 @@ fn opencv_canny_presets_write_cv_canny_maps() {
         assert!(
             csv::parse(&std::fs::read_to_string(out.join("building.keypoints.csv")).unwrap())
                 .unwrap()
+                .0
                 .is_empty()
         );
     }
@@ -137,9 +139,10 @@ fn a_bad_file_fails_the_run_but_not_the_batch() {
         "{err}"
     );
     assert!(err.contains("2 of 3 inputs failed"), "{err}");
-    let kps =
+    let (kps, descriptors) =
         csv::parse(&std::fs::read_to_string(out.join("camera.keypoints.csv")).unwrap()).unwrap();
     assert!(!kps.is_empty() && kps.len() <= 2000);
+    assert_eq!(descriptors.map(|d| d.len()), Some(kps.len()));
     assert!(out.join("camera.edges.png").exists() && out.join("camera.overlay.png").exists());
 }
 
@@ -166,4 +169,52 @@ fn bad_config_and_backend_are_clear_errors() {
             err.trim()
         );
     }
+}
+
+#[test]
+fn opencv_orb_preset_writes_detect_and_compute_output() {
+    let out = out_dir("cli_orb");
+    let o = detect(
+        &[
+            "--backend",
+            "cpu",
+            "--config",
+            &format!("{ROOT}/config/opencv_orb.yaml"),
+            "--no-overlay",
+        ],
+        &out,
+        &["tests/data/graf3.png"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(out.join("graf3.keypoints.csv")).unwrap();
+    assert!(text.starts_with("x,y,response,size,angle,octave,descriptor\n"));
+    let (kps, descriptors) = csv::parse(&text).unwrap();
+    let descriptors = descriptors.unwrap();
+    let ours: std::collections::BTreeSet<(u32, u32, i32, String)> = kps
+        .iter()
+        .zip(&descriptors)
+        .map(|(k, d)| {
+            let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+            (k.x.to_bits(), k.y.to_bits(), k.octave, hex)
+        })
+        .collect();
+    // The golden: cv2.ORB_create(2000).detectAndCompute (scripts/gen_golden.py).
+    let golden =
+        std::fs::read_to_string(format!("{ROOT}/tests/golden/graf3/orb_2000_desc.csv")).unwrap();
+    let want: std::collections::BTreeSet<(u32, u32, i32, String)> = golden
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let num = |i: usize| f[i].parse::<f64>().unwrap() as f32;
+            (
+                num(0).to_bits(),
+                num(1).to_bits(),
+                f[5].parse().unwrap(),
+                f[6].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(ours.len(), 2000);
+    assert_eq!(ours, want, "keypoints + descriptors differ from OpenCV's");
 }

@@ -1022,7 +1022,7 @@ fn cdr_samples() -> &'static [(&'static str, Vec<u8>)] {
             (cdr::COMPRESSED_IMAGE, compressed_msg(0, &f)),
             (
                 cdr::POINT_CLOUD2,
-                replay::keypoints_message(&header(0), &kps, &mut scratch),
+                replay::keypoints_message(&header(0), &kps, None, &mut scratch),
             ),
             (
                 cdr::IMAGE_ANNOTATIONS,
@@ -1134,28 +1134,37 @@ proptest! {
         "[-0-9.e,a-z ]{0,40}",
         (any::<f32>(), any::<f32>(), any::<f32>(), any::<f32>(), any::<f32>(), any::<i64>())
             .prop_map(|(a, b, c, d, e, f)| format!("{a},{b},{c},{d},{e},{f}")),
-    ], 0..6), with_header in any::<bool>()) {
+        (any::<f32>(), any::<i64>(), "[0-9a-fA-Fg]{62,66}")
+            .prop_map(|(a, f, h)| format!("{a},1,2,3,4,{f},{h}")),
+    ], 0..6), header in 0..3u8) {
         let mut text = String::new();
-        if with_header {
-            text.push_str(csv::HEADER);
+        if header > 0 {
+            text.push_str(if header == 1 { csv::HEADER } else { csv::HEADER_WITH_DESCRIPTOR });
             text.push('\n');
         }
         for l in &body {
             text.push_str(l);
             text.push('\n');
         }
-        if let Ok(kps) = csv::parse(&text) {
+        if let Ok((kps, desc)) = csv::parse(&text) {
             // What parses writes back and parses to the same values (NaN aside).
-            let again = csv::parse(&csv::to_string(&kps)).unwrap();
+            let (again, again_desc) = csv::parse(&csv::to_string(&kps, desc.as_deref())).unwrap();
             prop_assert_eq!(again.len(), kps.len());
+            prop_assert_eq!(again_desc, desc);
         }
     }
 
     #[test]
-    fn pointcloud_decode_random(b in prop::collection::vec(any::<u8>(), 0..300)) {
-        match pointcloud::decode(&b) {
-            Some(kps) => prop_assert_eq!(kps.len() * pointcloud::POINT_STEP, b.len()),
-            None => prop_assert!(b.len() % pointcloud::POINT_STEP != 0),
+    fn pointcloud_decode_random(
+        b in prop::collection::vec(any::<u8>(), 0..300),
+        step in prop_oneof![Just(24usize), Just(56usize), 0usize..100],
+    ) {
+        match pointcloud::decode(&b, step) {
+            Some((kps, desc)) => {
+                prop_assert_eq!(kps.len() * step, b.len());
+                prop_assert_eq!(desc.len(), if step == 56 { kps.len() } else { 0 });
+            }
+            None => prop_assert!(b.len() % step.max(1) != 0 || (step != 24 && step != 56)),
         }
     }
 }

@@ -27,7 +27,7 @@ use super::writer::McapBagWriter;
 use crate::error::{Error, Result};
 use crate::image::{Encoding, GrayImage, ImageView};
 use crate::output::pointcloud;
-use crate::pipeline::{BackendChoice, Features, Keypoint, Pipeline};
+use crate::pipeline::{BackendChoice, Descriptor, Features, Keypoint, Pipeline};
 use crate::Config;
 
 /// Everything `replay` needs.
@@ -238,15 +238,17 @@ pub fn decode_frame<'a>(
 pub fn keypoints_message(
     header: &Header,
     keypoints: &[Keypoint],
+    descriptors: Option<&[Descriptor]>,
     scratch: &mut Vec<u8>,
 ) -> Vec<u8> {
-    pointcloud::encode(keypoints, scratch);
+    pointcloud::encode(keypoints, descriptors, scratch);
     let n = keypoints.len() as u32;
+    let step = pointcloud::point_step(descriptors.is_some()) as u32;
     cdr::PointCloud2 {
         header: header.clone(),
         height: 1,
         width: n,
-        fields: pointcloud::FIELDS
+        fields: pointcloud::fields(descriptors.is_some())
             .iter()
             .map(|f| cdr::PointField {
                 name: f.name.to_string(),
@@ -256,8 +258,8 @@ pub fn keypoints_message(
             })
             .collect(),
         is_bigendian: false,
-        point_step: pointcloud::POINT_STEP as u32,
-        row_step: pointcloud::POINT_STEP as u32 * n,
+        point_step: step,
+        row_step: step * n,
         data: Cow::Borrowed(scratch),
         is_dense: true,
     }
@@ -609,7 +611,8 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         let frame_ms = t0.elapsed().as_secs_f64() * 1e3;
         processing_s += frame_ms / 1e3;
         let header = frame.header();
-        let kp_msg = keypoints_message(header, &features.keypoints, &mut scratch);
+        let descriptors = features.descriptors_for(pipeline.config());
+        let kp_msg = keypoints_message(header, &features.keypoints, descriptors, &mut scratch);
         writer.write(st.keypoints, m.log_time, m.publish_time, &kp_msg)?;
         if let (Some(ch), Some(edges)) = (st.edges, features.edges.as_ref()) {
             writer.write(

@@ -99,7 +99,8 @@ fn detect_one(
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "image".into());
     let csv_path = out.join(format!("{stem}.keypoints.csv"));
-    std::fs::write(&csv_path, csv::to_string(&features.keypoints))
+    let descriptors = features.descriptors_for(pipeline.config());
+    std::fs::write(&csv_path, csv::to_string(&features.keypoints, descriptors))
         .map_err(|e| Error::io(&csv_path, e))?;
     if let Some(edges) = &features.edges {
         save_gray_png(edges, &out.join(format!("{stem}.edges.png")))?;

@@ -6,7 +6,7 @@ use r2r::std_msgs::msg::Header;
 use crate::error::DecodeError;
 use crate::image::{GrayImage, ImageView};
 use crate::output::{overlay, pointcloud};
-use crate::pipeline::{Features, Keypoint};
+use crate::pipeline::{Descriptor, Features, Keypoint};
 
 /// Validates a `sensor_msgs/Image` as a frame (short data, bad step, unknown encoding and
 /// empty images are errors, never panics).
@@ -22,14 +22,20 @@ pub fn image_view(msg: &Image) -> Result<ImageView<'_>, DecodeError> {
 }
 
 /// The `keypoints` cloud (layout: [`crate::output::pointcloud`]). `buf` is reused.
-pub fn keypoints_cloud(header: &Header, keypoints: &[Keypoint], mut buf: Vec<u8>) -> PointCloud2 {
-    pointcloud::encode(keypoints, &mut buf);
+pub fn keypoints_cloud(
+    header: &Header,
+    keypoints: &[Keypoint],
+    descriptors: Option<&[Descriptor]>,
+    mut buf: Vec<u8>,
+) -> PointCloud2 {
+    pointcloud::encode(keypoints, descriptors, &mut buf);
     let n = keypoints.len() as u32;
+    let step = pointcloud::point_step(descriptors.is_some()) as u32;
     PointCloud2 {
         header: header.clone(),
         height: 1,
         width: n,
-        fields: pointcloud::FIELDS
+        fields: pointcloud::fields(descriptors.is_some())
             .iter()
             .map(|f| PointField {
                 name: f.name.to_string(),
@@ -39,8 +45,8 @@ pub fn keypoints_cloud(header: &Header, keypoints: &[Keypoint], mut buf: Vec<u8>
             })
             .collect(),
         is_bigendian: false,
-        point_step: pointcloud::POINT_STEP as u32,
-        row_step: pointcloud::POINT_STEP as u32 * n,
+        point_step: step,
+        row_step: step * n,
         data: buf,
         is_dense: true,
     }
@@ -133,7 +139,7 @@ mod tests {
             angle: 90.0,
             octave: 1,
         }];
-        let c = keypoints_cloud(&header(), &kps, Vec::new());
+        let c = keypoints_cloud(&header(), &kps, None, Vec::new());
         assert_eq!(c.header, header());
         assert_eq!(
             (c.width, c.height, c.point_step, c.row_step),
@@ -141,7 +147,25 @@ mod tests {
         );
         assert_eq!(c.fields.len(), 6);
         assert_eq!(c.fields[5].name, "octave");
-        assert_eq!(pointcloud::decode(&c.data).unwrap(), kps.to_vec());
+        assert_eq!(
+            pointcloud::decode(&c.data, 24).unwrap(),
+            (kps.to_vec(), vec![])
+        );
+        let d = [[0x5au8; 32]];
+        let c = keypoints_cloud(&header(), &kps, Some(&d), Vec::new());
+        assert_eq!(
+            (c.width, c.point_step, c.row_step, c.data.len()),
+            (1, 56, 56, 56)
+        );
+        let f = &c.fields[6];
+        assert_eq!(
+            (f.name.as_str(), f.offset, f.datatype, f.count),
+            ("descriptor", 24, 2, 32)
+        );
+        assert_eq!(
+            pointcloud::decode(&c.data, 56).unwrap(),
+            (kps.to_vec(), d.to_vec())
+        );
         let g = GrayImage::new(8, 8);
         let features = Features {
             keypoints: kps.to_vec(),

@@ -569,6 +569,7 @@ impl Worker {
             let cloud = convert::keypoints_cloud(
                 header,
                 &features.keypoints,
+                features.descriptors_for(pipeline.config()),
                 std::mem::take(&mut cloud_buf),
             );
             let _ = self.pub_kp.publish(&cloud);

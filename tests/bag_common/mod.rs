@@ -268,16 +268,23 @@ pub fn check_topic(
         assert_eq!(pc.header, *frame.header());
         assert_eq!(pc.height, 1);
         assert_eq!(pc.width as usize, want.keypoints.len());
-        assert_eq!(pc.point_step as usize, pointcloud::POINT_STEP);
+        let described = want.descriptors_for(config);
+        let step = pointcloud::point_step(described.is_some());
+        assert_eq!(pc.point_step as usize, step);
         assert_eq!(pc.row_step as usize, pc.data.len());
         assert!(pc.is_dense && !pc.is_bigendian);
         let names: Vec<&str> = pc.fields.iter().map(|f| f.name.as_str()).collect();
-        let want_names: Vec<&str> = pointcloud::FIELDS.iter().map(|f| f.name).collect();
+        let want_names: Vec<&str> = pointcloud::fields(described.is_some())
+            .iter()
+            .map(|f| f.name)
+            .collect();
         assert_eq!(names, want_names);
         let mut bytes = Vec::new();
-        pointcloud::encode(&want.keypoints, &mut bytes);
+        pointcloud::encode(&want.keypoints, described, &mut bytes);
         assert_eq!(&*pc.data, &bytes[..], "frame {i}: keypoint bytes differ");
-        assert_eq!(pointcloud::decode(&pc.data).unwrap(), want.keypoints);
+        let (got_kps, got_desc) = pointcloud::decode(&pc.data, step).unwrap();
+        assert_eq!(got_kps, want.keypoints);
+        assert_eq!(got_desc, described.unwrap_or_default());
 
         let e = cdr::Image::decode(&edges[i].data).unwrap();
         let we = want.edges.as_ref().unwrap();
