@@ -11,6 +11,7 @@ use std::process::Command;
 use bag_common::*;
 use gpu_features::bag::{self, eval::HomographyPair, Bag};
 use gpu_features::Config;
+use gpu_features::output::pointcloud;
 
 fn stamps(n: usize) -> (Vec<u64>, Vec<u64>) {
     (
@@ -202,10 +203,13 @@ fn homography_protocol_on_graf_pair() {
     assert!(md.contains("graf1-graf3"));
 }
 
-/// Prints `topic index width points` for every keypoints message, read with rosbags.
+/// Prints `topic index width points first_descriptor_hex` for every keypoints message, read
+/// with rosbags and decoded by the documented reader (scripts/read_keypoints.py).
 const ROSBAGS_READ: &str = r#"
 import sys
 from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from read_keypoints import cloud_to_arrays
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 store = getattr(Stores, "ROS2_JAZZY", None) or Stores.ROS2_HUMBLE
@@ -221,8 +225,11 @@ with AnyReader([Path(sys.argv[1])], default_typestore=get_typestore(store)) as r
             m = r.deserialize(raw, c.msgtype)
             i = seen.get(c.topic, 0)
             seen[c.topic] = i + 1
-            assert len(m.data) == m.width * 24 and m.fields[5].name == "octave"
-            print(c.topic, i, m.width, ann[(c.topic, t)])
+            points, desc = cloud_to_arrays(m)
+            assert len(points) == m.width and m.fields[5].name == "octave"
+            assert desc is not None and desc.shape == (m.width, 32) and desc.dtype.name == "uint8"
+            first = desc[0].tobytes().hex() if m.width else "-"
+            print(c.topic, i, m.width, ann[(c.topic, t)], first)
 "#;
 
 fn bags_python() -> Option<String> {
@@ -334,8 +341,10 @@ fn rosbags_written_bags_both_formats() {
         assert_eq!(raw, comp);
         // rosbags (independent CDR + ros2msg implementation) reads the output bag, the
         // foxglove annotations included (from the schema text the bag carries).
+        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
         let check = Command::new(&py)
             .args(["-c", ROSBAGS_READ, s.out_bag.to_str().unwrap()])
+            .arg(&scripts)
             .output()
             .unwrap();
         assert!(
@@ -344,8 +353,20 @@ fn rosbags_written_bags_both_formats() {
             String::from_utf8_lossy(&check.stderr)
         );
         let text = String::from_utf8_lossy(&check.stdout);
-        for (i, n) in raw.iter().enumerate() {
-            let line = format!("/camera/image_raw/keypoints {i} {n} {n}");
+        // Our own decoding of the same clouds (check_topic proved them equal to the
+        // pipeline's output): the Python reader must see the same first descriptor.
+        let first_descriptors: Vec<String> = msgs["/camera/image_raw/keypoints"]
+            .iter()
+            .map(|m| {
+                let pc = gpu_features::bag::cdr::PointCloud2::decode(&m.data).unwrap();
+                let (_, d) = pointcloud::decode(&pc.data, pc.point_step as usize).unwrap();
+                d.first().map_or("-".into(), |d| {
+                    d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                })
+            })
+            .collect();
+        for (i, (n, first)) in raw.iter().zip(&first_descriptors).enumerate() {
+            let line = format!("/camera/image_raw/keypoints {i} {n} {n} {first}");
             assert!(text.contains(&line), "{line} not in\n{text}");
         }
         per_format.push(raw);
