@@ -122,7 +122,12 @@ fn descriptors_near_the_image_edge_match_opencvs_padding() {
     let mut scratch = describe::DescribeScratch::default();
     for stem in FIXTURES {
         let mut levels = vec![gray(stem)];
-        pyramid::build(&mut levels, 3, 1.2, gpu_features::config::Interpolation::LinearExact);
+        pyramid::build(
+            &mut levels,
+            3,
+            1.2,
+            gpu_features::config::Interpolation::LinearExact,
+        );
         let want = rows(stem, "orb_border_desc.csv");
         let kps: Vec<Keypoint> = want
             .iter()
@@ -147,6 +152,8 @@ fn descriptors_near_the_image_edge_match_opencvs_padding() {
         }
         total += want.len();
     }
-    println!("orb_border_desc: {total} descriptors identical ({outside} with samples off the level)");
+    println!(
+        "orb_border_desc: {total} descriptors identical ({outside} with samples off the level)"
+    );
     assert!(outside > total / 4, "the golden must exercise the border");
 }

@@ -162,7 +162,13 @@ fn blur_level_impl(img: &GrayImage, out: &mut GrayImage, rows: &mut Vec<f32>) {
 }
 
 /// The descriptor of one keypoint (steps 3-5) from its level's blurred and raw images.
-pub fn describe_one(blurred: &GrayImage, raw: &GrayImage, cx: i32, cy: i32, angle: f32) -> Descriptor {
+pub fn describe_one(
+    blurred: &GrayImage,
+    raw: &GrayImage,
+    cx: i32,
+    cy: i32,
+    angle: f32,
+) -> Descriptor {
     let (a, b) = rotation(angle);
     let (w, h) = (blurred.width as i32, blurred.height as i32);
     let sample = |px: i8, py: i8| {
@@ -233,10 +239,7 @@ mod tests {
         let bits: Vec<u32> = blur_kernel().iter().map(|k| k.to_bits()).collect();
         assert_eq!(
             bits,
-            [
-                0x3d8fafb1, 0x3e06387e, 0x3e434a39, 0x3e5d4ae0, 0x3e434a39, 0x3e06387e,
-                0x3d8fafb1
-            ]
+            [0x3d8fafb1, 0x3e06387e, 0x3e434a39, 0x3e5d4ae0, 0x3e434a39, 0x3e06387e, 0x3d8fafb1]
         );
     }
 
@@ -253,7 +256,10 @@ mod tests {
     #[test]
     fn rotation_constant_is_opencvs() {
         // (float)(CV_PI/180) as OpenCV rounds it.
-        assert_eq!(((std::f64::consts::PI / 180.0) as f32).to_bits(), 0x3c8efa35);
+        assert_eq!(
+            ((std::f64::consts::PI / 180.0) as f32).to_bits(),
+            0x3c8efa35
+        );
         let (a, b) = rotation(0.0);
         assert_eq!((a, b), (1.0, 0.0));
         assert_eq!(rotate(7, -12, a, b), (7, -12));
