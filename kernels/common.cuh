@@ -116,3 +116,24 @@ __device__ __forceinline__ u32 block_exclusive_scan(u32 v, u32* sh, u32* total) 
     __syncthreads();  // sh may be reused by the caller
     return warp_base + x - v;
 }
+
+// Hamming distance of two 256-bit binary descriptors, each held as two uint4 (bytes 0..15,
+// 16..31).
+__device__ __forceinline__ u32 hamming256(uint4 a0, uint4 a1, uint4 b0, uint4 b1) {
+    return __popc(a0.x ^ b0.x) + __popc(a0.y ^ b0.y) + __popc(a0.z ^ b0.z) + __popc(a0.w ^ b0.w) +
+           __popc(a1.x ^ b1.x) + __popc(a1.y ^ b1.y) + __popc(a1.z ^ b1.z) + __popc(a1.w ^ b1.w);
+}
+
+// Minimum of `v` over the 32 lanes of a converged warp, returned to every lane (one
+// redux.sync instruction on sm_80+, a butterfly of shuffles before).
+__device__ __forceinline__ u32 warp_min_u32(u32 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    u32 r;
+    asm volatile("redux.sync.min.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
+    return r;
+#else
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+#endif
+}

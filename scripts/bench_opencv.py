@@ -14,6 +14,16 @@ Prints one JSON object: {"version", "threads_all", "cpu_count", "width", "height
 "results": {"<threads>": {"<op>": {"median_ms", "p90_ms"}}}}.
 
     python3 scripts/bench_opencv.py --runs 50 --warmup 3 a.png b.png c.png d.png
+
+With --match QUERY TRAIN (raw files of 32-byte descriptors, as written by the bench) it
+times the matcher instead: cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(query, train, k=2), one
+thread and all threads, and counts the queries that pass Lowe's ratio test
+(best < --ratio * second; a query with one neighbour passes), untimed. It prints
+{"version", "threads_all", "cpu_count", "runs", "query", "train", "ratio",
+"counts": {"knn2": queries with a neighbour, "ratio": kept},
+"results": {"<threads>": {"knn2": {"median_ms", "p90_ms"}}}}.
+
+    python3 scripts/bench_opencv.py --runs 50 --match q.bin t.bin
 """
 
 import argparse
@@ -41,8 +51,15 @@ def main():
     ap.add_argument("--runs", type=int, default=50, help="timed runs per op and thread count")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs first")
     ap.add_argument("--ops", default="fast,canny,orb,orb_desc")
-    ap.add_argument("files", nargs="+", help="gray frames of one size (PNG)")
+    ap.add_argument("--match", nargs=2, metavar=("QUERY", "TRAIN"), help="time the matcher")
+    ap.add_argument("--ratio", type=float, default=0.8, help="ratio test of the match count")
+    ap.add_argument("files", nargs="*", help="gray frames of one size (PNG)")
     a = ap.parse_args()
+    if a.match:
+        bench_match(a)
+        return
+    if not a.files:
+        ap.error("no frames given")
 
     imgs = []
     for f in a.files:
@@ -99,6 +116,58 @@ def main():
                 "width": w,
                 "height": h,
                 "runs": a.runs,
+                "counts": counts,
+                "results": results,
+            }
+        )
+    )
+
+
+def bench_match(a):
+    """The --match mode: BFMatcher knnMatch k=2 on two descriptor files."""
+    import numpy as np
+
+    def load(path):
+        raw = np.fromfile(path, dtype=np.uint8)
+        if raw.size % 32:
+            sys.exit(f"{path}: not a whole number of 32-byte descriptors")
+        return raw.reshape(-1, 32)
+
+    query, train = load(a.match[0]), load(a.match[1])
+    matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
+    pairs = matcher.knnMatch(query, train, k=2)
+    counts = {
+        "knn2": sum(1 for p in pairs if len(p) >= 1),
+        "ratio": sum(
+            1
+            for p in pairs
+            if len(p) == 1 or (len(p) >= 2 and p[0].distance < a.ratio * p[1].distance)
+        ),
+    }
+    threads_all = cv2.getNumThreads()
+    results = {}
+    for threads in sorted({1, threads_all}):
+        cv2.setNumThreads(threads)
+        for _ in range(a.warmup):
+            matcher.knnMatch(query, train, k=2)
+        ms = []
+        for _ in range(a.runs):
+            t0 = time.perf_counter()
+            matcher.knnMatch(query, train, k=2)
+            ms.append((time.perf_counter() - t0) * 1e3)
+        med, p90 = stats(ms)
+        results[str(threads)] = {"knn2": {"median_ms": med, "p90_ms": p90}}
+    cv2.setNumThreads(threads_all)
+    print(
+        json.dumps(
+            {
+                "version": cv2.__version__,
+                "threads_all": threads_all,
+                "cpu_count": os.cpu_count(),
+                "runs": a.runs,
+                "query": len(query),
+                "train": len(train),
+                "ratio": a.ratio,
                 "counts": counts,
                 "results": results,
             }

@@ -12,7 +12,8 @@
 //!   time on the CPU), of the GPU's event total and of the wall time of the whole call
 //!   (upload, kernels, download and host work).
 //! - Same output as OpenCV: the configs config/opencv_{fast,canny,orb}.yaml (embedded), whose
-//!   results equal cv::FAST, cv::Canny and ORB's detect bit for bit, are timed the same way.
+//!   results equal cv::FAST, cv::Canny and ORB's detectAndCompute bit for bit (opencv_orb
+//!   with `describe.enabled: false`: ORB's detect), are timed the same way.
 //! - OpenCV: scripts/bench_opencv.py (embedded, run as a subprocess on the frames written
 //!   as PNG) with 1 thread and with all threads.
 
@@ -28,12 +29,14 @@ use serde_json::{json, Value};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::image::{load_gray, save_gray_png, GrayImage, ImageView};
+use crate::matching::{Descriptor, MatchParams, Matcher};
 use crate::pipeline::{BackendChoice, BackendKind, Features, Pipeline};
 
 const DEFAULT_YAML: &str = include_str!("../config/default.yaml");
 const OPENCV_SCRIPT: &str = include_str!("../scripts/bench_opencv.py");
-/// Configs whose output equals an OpenCV call's: (key, file, what it equals).
-const MATCHED: [(&str, &str, &str); 3] = [
+/// Configs whose output equals an OpenCV call's: (key, file, what it equals). The `orb` key
+/// runs the file with `describe.enabled: false` (ORB's detect alone).
+const MATCHED: [(&str, &str, &str); 4] = [
     (
         "fast",
         include_str!("../config/opencv_fast.yaml"),
@@ -46,6 +49,11 @@ const MATCHED: [(&str, &str, &str); 3] = [
     ),
     (
         "orb",
+        include_str!("../config/opencv_orb.yaml"),
+        "config/opencv_orb.yaml, describe off",
+    ),
+    (
+        "orb_desc",
         include_str!("../config/opencv_orb.yaml"),
         "config/opencv_orb.yaml",
     ),
@@ -134,6 +142,9 @@ pub struct BenchArgs {
     /// Timed runs of each OpenCV op per thread count (>= 50 for the published table).
     #[arg(long, default_value_t = 50)]
     pub opencv_runs: usize,
+    /// Descriptors per set of the matcher rows (random and ORB pairs); 0 skips them.
+    #[arg(long, default_value_t = 2000)]
+    pub match_descriptors: usize,
     /// Write every number (and the table's inputs) as JSON here.
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
@@ -586,14 +597,14 @@ impl SizeResult {
                     },
                 );
             }
-            // What our detect+canny pipeline does, in OpenCV: ORB detect + Canny (sum of
-            // the medians).
+            // What our default pipeline does, in OpenCV: ORB detectAndCompute + Canny (sum
+            // of the medians).
             if let (Some(a), Some(b)) = (
-                self.values.get(&format!("{tag}.orb")).copied(),
+                self.values.get(&format!("{tag}.orb_desc")).copied(),
                 self.values.get(&format!("{tag}.canny")).copied(),
             ) {
                 self.values.insert(
-                    format!("{tag}.orb+canny"),
+                    format!("{tag}.orb_desc+canny"),
                     Stat {
                         median: a.median + b.median,
                         p90: a.p90 + b.p90,
@@ -832,7 +843,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     } else {
         MATCHED
             .iter()
-            .map(|(k, y, f)| Ok((*k, Config::from_yaml(y)?, *f)))
+            .map(|(k, y, f)| {
+                let cfg = Config::from_yaml(y)?;
+                let cfg = if *k == "orb" {
+                    cfg.with_value("describe.enabled", "false")?
+                } else {
+                    cfg
+                };
+                Ok((*k, cfg, *f))
+            })
             .collect::<Result<_>>()?
     };
 
@@ -900,6 +919,28 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         res.frames = Some(set);
         results.push(res);
     }
+    let matching = if args.match_descriptors > 0 {
+        eprintln!(
+            "bench matcher: {} descriptors per set",
+            args.match_descriptors
+        );
+        Some(bench_matching(MatchBenchInput {
+            n: args.match_descriptors,
+            gpu,
+            cpu: cpu.is_some(),
+            python: python.filter(|_| opencv_failed.is_none()),
+            dir: &tmp,
+            frame: results
+                .first()
+                .and_then(|r| r.frames.as_ref())
+                .and_then(|f| f.frames.first()),
+            gpu_runs: (args.warmup, args.frames),
+            cpu_runs: (cpu_warmup, cpu_frames),
+            opencv_runs: args.opencv_runs,
+        })?)
+    } else {
+        None
+    };
     if python.is_some() {
         let _ = std::fs::remove_dir_all(&tmp);
     }
@@ -915,7 +956,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         ),
         None => ("-".into(), 0),
     };
-    let md = report(ReportInput {
+    let mut md = report(ReportInput {
         args,
         cfg_name: &cfg_name,
         gpu,
@@ -930,6 +971,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         results: &results,
         notes: &notes,
     });
+    if let Some(m) = &matching {
+        md.push_str(&m.markdown);
+    }
     print!("{md}");
     if let Some(p) = &args.markdown {
         std::fs::write(p, &md).map_err(|e| Error::io(p, e))?;
@@ -965,6 +1009,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             "opencv_runs": args.opencv_runs,
             "notes": notes,
             "sizes": sizes,
+            "matching": matching.as_ref().map(|m| m.json.clone()),
         });
         let text = serde_json::to_string_pretty(&doc).expect("json");
         std::fs::write(p, text).map_err(|e| Error::io(p, e))?;
@@ -1134,7 +1179,7 @@ fn report(r: ReportInput) -> String {
             ("canny", "cv::Canny (50, 150, L2)"),
             ("orb", "ORB(2000) detect"),
             ("orb_desc", "ORB(2000) detectAndCompute"),
-            ("orb+canny", "ORB detect + Canny (sum)"),
+            ("orb_desc+canny", "ORB detectAndCompute + Canny (sum)"),
         ] {
             rows.push(Row::Time(label.into(), format!("{tag}.{op}")));
         }
@@ -1145,7 +1190,8 @@ fn report(r: ReportInput) -> String {
     let ops = [
         ("fast", "FAST: cv::FAST vs opencv_fast.yaml"),
         ("canny", "Canny: cv::Canny vs opencv_canny.yaml"),
-        ("orb", "ORB detect vs opencv_orb.yaml"),
+        ("orb", "ORB detect vs opencv_orb.yaml, describe off"),
+        ("orb_desc", "ORB detectAndCompute vs opencv_orb.yaml"),
     ];
     if r.gpu {
         ratios.push(Row::Header("CPU reference / ours GPU (wall)".into()));
@@ -1173,8 +1219,8 @@ fn report(r: ReportInput) -> String {
                 ));
             }
             ratios.push(Row::Ratio(
-                "ORB detect + Canny vs our detect+canny pipeline".into(),
-                format!("{tag}.orb+canny"),
+                "ORB detectAndCompute + Canny vs our default pipeline".into(),
+                format!("{tag}.orb_desc+canny"),
                 "gpu.default.wall".into(),
             ));
         }
@@ -1191,14 +1237,337 @@ fn report(r: ReportInput) -> String {
             ));
         }
         ratios.push(Row::Ratio(
-            "ORB detect + Canny vs our detect+canny pipeline".into(),
-            format!("{tag}.orb+canny"),
+            "ORB detectAndCompute + Canny vs our default pipeline".into(),
+            format!("{tag}.orb_desc+canny"),
             "cpu.default.wall".into(),
         ));
     }
     s.push_str("\nRatios of medians (> 1: ours is faster by that factor).\n\n");
     s.push_str(&render_table(&a.sizes, r.results, &ratios));
     s
+}
+
+// =============================================================================================
+// Matcher rows: brute-force Hamming matching (src/matching), ours on the GPU and the CPU
+// against cv2.BFMatcher(NORM_HAMMING).knnMatch(k=2), on the same descriptor sets.
+
+/// The matcher section of the report, and its numbers for the JSON.
+struct MatchBench {
+    markdown: String,
+    json: Value,
+}
+
+/// A named (query, train) pair of descriptor sets.
+struct DescriptorPair {
+    name: String,
+    query: Vec<Descriptor>,
+    train: Vec<Descriptor>,
+}
+
+/// `n` random queries and `n` train descriptors of which half are noisy copies (up to 40
+/// flipped bits) of random queries, half unrelated: the shape of frame-to-frame matching,
+/// with a fixed seed so every run (and OpenCV) sees the same sets.
+fn synthetic_pair(n: usize) -> DescriptorPair {
+    let mut state = 0x5eed_u64;
+    let mut next = move || {
+        // SplitMix64.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let random = |next: &mut dyn FnMut() -> u64| {
+        let mut d = [0u8; 32];
+        for c in d.chunks_mut(8) {
+            c.copy_from_slice(&next().to_le_bytes());
+        }
+        d
+    };
+    let query: Vec<Descriptor> = (0..n).map(|_| random(&mut next)).collect();
+    let train = (0..n)
+        .map(|_| {
+            if n == 0 || next() % 2 == 0 {
+                return random(&mut next);
+            }
+            let mut d = query[(next() % n as u64) as usize];
+            for _ in 0..next() % 41 {
+                let bit = (next() % 256) as usize;
+                d[bit / 8] ^= 1 << (bit % 8);
+            }
+            d
+        })
+        .collect();
+    DescriptorPair {
+        name: format!("random {n}x{n}"),
+        query,
+        train,
+    }
+}
+
+/// Real ORB descriptors (the CPU pipeline, default config, `n` points): `frame` against the
+/// same frame shifted by (7, 5) pixels. `Err`: why not.
+fn orb_pair(frame: &GrayImage, n: usize) -> std::result::Result<DescriptorPair, String> {
+    let cfg = Config::from_yaml(DEFAULT_YAML)
+        .and_then(|c| c.with_value("describe.enabled", "true"))
+        .and_then(|c| c.with_value("canny.enabled", "false"))
+        .and_then(|c| c.with_value("select.max_keypoints", &n.to_string()))
+        .map_err(|e| e.to_string())?;
+    let mut p = Pipeline::new(cfg, BackendChoice::Cpu).map_err(|e| e.to_string())?;
+    let (w, h) = (frame.width, frame.height);
+    let shifted = crop(frame, 7, 5, w - 7, h - 5);
+    let mut describe = |img: &GrayImage| {
+        let view = ImageView::mono8(&img.data, img.width, img.height).map_err(|e| e.to_string())?;
+        p.process(&view)
+            .map(|f| f.descriptors)
+            .map_err(|e| e.to_string())
+    };
+    let (query, train) = (describe(frame)?, describe(&shifted)?);
+    if query.len() < 2 || train.len() < 2 {
+        return Err("the pipeline gave fewer than 2 descriptors".into());
+    }
+    Ok(DescriptorPair {
+        name: format!("ORB {}x{} ({w}x{h} frame)", query.len(), train.len()),
+        query,
+        train,
+    })
+}
+
+/// Wall time of `Matcher::match_into` (copies included on the GPU): `warmup` untimed calls,
+/// then `runs` timed ones; also the number of matches.
+fn time_matcher(
+    m: &mut Matcher,
+    pair: &DescriptorPair,
+    params: &MatchParams,
+    warmup: usize,
+    runs: usize,
+) -> Result<(Stat, usize)> {
+    let mut out = Vec::new();
+    for _ in 0..warmup {
+        m.match_into(&pair.query, &pair.train, params, &mut out)?;
+    }
+    let mut ms = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        m.match_into(&pair.query, &pair.train, params, &mut out)?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok((Stat::of(&ms).expect("at least one run"), out.len()))
+}
+
+/// Writes the pair as raw descriptor files and runs the OpenCV script's `--match` mode.
+fn run_opencv_match(
+    python: &str,
+    dir: &Path,
+    tag: usize,
+    pair: &DescriptorPair,
+    runs: usize,
+    ratio: f32,
+) -> std::result::Result<Value, String> {
+    let script = dir.join("bench_opencv.py");
+    if !script.exists() {
+        std::fs::write(&script, OPENCV_SCRIPT).map_err(|e| format!("{}: {e}", script.display()))?;
+    }
+    let (q, t) = (
+        dir.join(format!("match{tag}_query.bin")),
+        dir.join(format!("match{tag}_train.bin")),
+    );
+    for (path, set) in [(&q, &pair.query), (&t, &pair.train)] {
+        std::fs::write(path, set.as_flattened()).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let out = Command::new(python)
+        .arg(&script)
+        .args(["--runs", &runs.to_string(), "--warmup", "3"])
+        .args(["--ratio", &ratio.to_string(), "--match"])
+        .args([&q, &t])
+        .output()
+        .map_err(|e| format!("cannot run {python}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or("").trim().to_string();
+        return Err(format!("{python} failed: {last}"));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("bad JSON from the script: {e}"))
+}
+
+/// Everything the matcher rows need from `run`.
+struct MatchBenchInput<'a> {
+    n: usize,
+    gpu: bool,
+    cpu: bool,
+    python: Option<&'a str>,
+    dir: &'a Path,
+    /// A bench frame for the real-descriptor pair.
+    frame: Option<&'a GrayImage>,
+    gpu_runs: (usize, usize),
+    cpu_runs: (usize, usize),
+    opencv_runs: usize,
+}
+
+/// The numbers of one descriptor pair, by key (`gpu.ratio`, `cpu.cross`, `cv1`, ...).
+#[derive(Default)]
+struct PairResult {
+    ms: BTreeMap<String, Stat>,
+    counts: BTreeMap<String, f64>,
+    opencv: Option<Value>,
+}
+
+/// Times the matcher (k=2 + ratio 0.8, the `knnMatch` + Lowe test equivalent, and with
+/// our cross-check added) on a random and a real descriptor pair, beside OpenCV.
+fn bench_matching(a: MatchBenchInput) -> Result<MatchBench> {
+    const RATIO: f32 = 0.8;
+    let knn_ratio = MatchParams {
+        ratio: Some(RATIO),
+        cross_check: false,
+        max_distance: None,
+    };
+    let with_cross = MatchParams {
+        cross_check: true,
+        ..knn_ratio
+    };
+    let mut notes = Vec::new();
+    let mut pairs = vec![synthetic_pair(a.n)];
+    match a.frame.map(|f| orb_pair(f, a.n)) {
+        Some(Ok(p)) => pairs.push(p),
+        Some(Err(why)) => notes.push(format!("no ORB descriptor pair: {why}")),
+        None => {}
+    }
+    let mut matchers = Vec::new();
+    if a.gpu {
+        matchers.push(("gpu", Matcher::new(BackendChoice::Cuda)?, a.gpu_runs));
+    }
+    if a.cpu {
+        matchers.push(("cpu", Matcher::new(BackendChoice::Cpu)?, a.cpu_runs));
+    }
+    let mut results: Vec<PairResult> = Vec::new();
+    for (tag, pair) in pairs.iter().enumerate() {
+        let mut r = PairResult::default();
+        for (backend, m, (warmup, runs)) in matchers.iter_mut() {
+            let (s, kept) = time_matcher(m, pair, &knn_ratio, *warmup, *runs)?;
+            eprintln!("  match {} {backend}: {:.3} ms", pair.name, s.median);
+            r.ms.insert(format!("{backend}.ratio"), s);
+            r.counts.insert(format!("{backend}.kept"), kept as f64);
+            let (s, _) = time_matcher(m, pair, &with_cross, *warmup, *runs)?;
+            r.ms.insert(format!("{backend}.cross"), s);
+        }
+        if let Some(py) = a.python {
+            match run_opencv_match(py, a.dir, tag, pair, a.opencv_runs, RATIO) {
+                Ok(v) => {
+                    let all = v["threads_all"].as_u64().unwrap_or(1);
+                    let n = v["runs"].as_u64().unwrap_or(0) as usize;
+                    for (key, threads) in [("cv1", 1u64), ("cvN", all)] {
+                        let t = &v["results"][threads.to_string()]["knn2"];
+                        if let (Some(median), Some(p90)) =
+                            (t["median_ms"].as_f64(), t["p90_ms"].as_f64())
+                        {
+                            r.ms.insert(key.into(), Stat { median, p90, n });
+                        }
+                    }
+                    if let Some(k) = v["counts"]["ratio"].as_f64() {
+                        r.counts.insert("cv.kept".into(), k);
+                    }
+                    r.opencv = Some(v);
+                }
+                Err(why) => notes.push(format!("OpenCV rows omitted for {}: {why}", pair.name)),
+            }
+        }
+        results.push(r);
+    }
+
+    let cv_threads = results
+        .iter()
+        .find_map(|r| r.opencv.as_ref()?["threads_all"].as_u64())
+        .unwrap_or(0);
+    let mut md = format!(
+        "\n### Brute-force Hamming matching, median (p90) ms\n\n| |{}\n|---|{}\n",
+        pairs
+            .iter()
+            .map(|p| format!(" {} |", p.name))
+            .collect::<String>(),
+        "---:|".repeat(pairs.len())
+    );
+    // One row: a cell per pair; left out when no pair has a value.
+    let mut row = |label: &str, cell: &dyn Fn(&PairResult) -> Option<String>| {
+        let cells: Vec<String> = results
+            .iter()
+            .map(|r| cell(r).unwrap_or_else(|| "—".into()))
+            .collect();
+        if cells.iter().any(|c| c != "—") {
+            md.push_str(&format!("| {label} |"));
+            for c in cells {
+                md.push_str(&format!(" {c} |"));
+            }
+            md.push('\n');
+        }
+    };
+    let time_rows = [
+        (
+            "gpu.ratio",
+            "GPU, k=2 + ratio 0.8 (wall: copies + kernels)".to_string(),
+        ),
+        ("gpu.cross", "GPU, k=2 + ratio 0.8 + cross-check".into()),
+        (
+            "cpu.ratio",
+            "CPU reference (1 thread), k=2 + ratio 0.8".into(),
+        ),
+        (
+            "cpu.cross",
+            "CPU reference (1 thread), k=2 + ratio 0.8 + cross-check".into(),
+        ),
+        (
+            "cv1",
+            "OpenCV BFMatcher(NORM_HAMMING).knnMatch k=2, 1 thread".into(),
+        ),
+        (
+            "cvN",
+            format!("OpenCV BFMatcher(NORM_HAMMING).knnMatch k=2, {cv_threads} threads"),
+        ),
+    ];
+    for (key, label) in &time_rows {
+        row(label, &|r| {
+            let s = r.ms.get(*key)?;
+            Some(format!("{} ({})", fmt_ms(s.median), fmt_ms(s.p90)))
+        });
+    }
+    for (ours, label) in [
+        ("gpu.ratio", "speed-up GPU vs OpenCV 1 thread"),
+        ("cpu.ratio", "speed-up CPU vs OpenCV 1 thread"),
+    ] {
+        row(label, &|r| {
+            let (a, b) = (r.ms.get(ours)?, r.ms.get("cv1")?);
+            Some(format!("{:.1}x", b.median / a.median))
+        });
+    }
+    row("queries kept by the ratio test: GPU / CPU / OpenCV", &|r| {
+        let v: Vec<String> = ["gpu.kept", "cpu.kept", "cv.kept"]
+            .iter()
+            .map(|k| r.counts.get(*k).map_or("—".into(), |n| format!("{n:.0}")))
+            .collect();
+        Some(v.join(" / "))
+    });
+    md.push_str(
+        "\nOurs: `matching::Matcher::match_into`, wall time of the call (upload, kernels, \
+         download and the host filter on the GPU). OpenCV: the `knnMatch` call only (its ratio \
+         test is counted untimed). The kept counts must agree: they depend only on the two \
+         nearest distances, not on how ties are broken.\n",
+    );
+    for n in &notes {
+        md.push_str(&format!("- note: {n}\n"));
+    }
+    let json = json!({
+        "descriptors": a.n,
+        "ratio": RATIO,
+        "notes": notes,
+        "pairs": pairs.iter().zip(&results).map(|(p, r)| json!({
+            "name": p.name,
+            "query": p.query.len(),
+            "train": p.train.len(),
+            "ms": r.ms.iter().map(|(k, s)| (k.clone(), s.json())).collect::<serde_json::Map<_, _>>(),
+            "counts": r.counts,
+            "opencv": r.opencv,
+        })).collect::<Vec<_>>(),
+    });
+    Ok(MatchBench { markdown: md, json })
 }
 
 #[cfg(test)]

@@ -101,6 +101,8 @@ pub struct Pipeline {
     backend: Backend,
     /// Why `Auto` fell back to the CPU, if it did.
     fallback_reason: Option<String>,
+    /// The CUDA error that made the pipeline switch to the CPU mid-stream, if one did.
+    gpu_failure: Option<String>,
 }
 
 impl Pipeline {
@@ -118,6 +120,7 @@ impl Pipeline {
             config,
             backend,
             fallback_reason,
+            gpu_failure: None,
         })
     }
 
@@ -146,6 +149,23 @@ impl Pipeline {
         self.fallback_reason.as_deref()
     }
 
+    /// Set once the CUDA backend failed on a frame (a launch failure, an out-of-memory, a
+    /// lost device): the error. The pipeline then runs on the CPU backend for good (same
+    /// output, bit for bit) and the failed frame was redone there.
+    pub fn gpu_failure(&self) -> Option<&str> {
+        self.gpu_failure.as_deref()
+    }
+
+    /// Test hook: makes the `n`-th CUDA kernel launch from now fail (no-op on the CPU).
+    #[doc(hidden)]
+    pub fn inject_cuda_fault(&self, n: u64) {
+        #[cfg(feature = "cuda")]
+        if let Backend::Cuda(p) = &self.backend {
+            p.gpu().inject_fault(n);
+        }
+        let _ = n;
+    }
+
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -169,7 +189,7 @@ impl Pipeline {
     /// stream of frames of one resolution stops allocating them after the first frame.
     /// On error `out` holds no stale keypoints or edges.
     pub fn process_into(&mut self, frame: &ImageView, out: &mut Features) -> Result<()> {
-        let r = match &mut self.backend {
+        let mut r = match &mut self.backend {
             Backend::Cpu(p) => {
                 p.process_into(&self.config, frame, out);
                 Ok(())
@@ -177,6 +197,15 @@ impl Pipeline {
             #[cfg(feature = "cuda")]
             Backend::Cuda(p) => p.process_into(&self.config, frame, out),
         };
+        if let Err(crate::Error::Cuda(why)) = &r {
+            // The GPU failed mid-stream: continue on the CPU reference (identical output)
+            // rather than losing this frame and the ones after it.
+            self.gpu_failure = Some(why.clone());
+            let mut cpu = Box::<CpuPipeline>::default();
+            cpu.process_into(&self.config, frame, out);
+            self.backend = Backend::Cpu(cpu);
+            r = Ok(());
+        }
         if r.is_err() {
             out.keypoints.clear();
             out.descriptors.clear();

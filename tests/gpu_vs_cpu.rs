@@ -855,3 +855,34 @@ fn orb_slam3_per_cell_retry_synthetic() {
         eprintln!("{name}: per-cell retry identical in every variant");
     }
 }
+
+#[test]
+fn cuda_fault_mid_stream_switches_to_cpu_with_identical_output() {
+    use gpu_features::{BackendChoice, BackendKind, Pipeline};
+    if gpu("cuda_fault_mid_stream_switches_to_cpu_with_identical_output").is_none() {
+        return;
+    }
+    let cfg = Config::default();
+    let mut p = Pipeline::new(cfg.clone(), BackendChoice::Cuda).unwrap();
+    let fx = fixtures();
+    let mut cpu = CpuPipeline::new();
+    for (i, (name, frame)) in fx.iter().take(4).enumerate() {
+        let view = frame.view().unwrap();
+        if i == 2 {
+            // A launch in the middle of frame 2 fails (as a lost device or an OOM would).
+            p.inject_cuda_fault(5);
+        }
+        let got = p.process(&view).expect("the frame is redone on the CPU");
+        let want = cpu.process(&cfg, &view);
+        compare(&format!("{name} frame {i}"), &want, &got);
+        let (backend, failure) = (p.backend(), p.gpu_failure().map(str::to_owned));
+        eprintln!("frame {i}: backend {backend:?}, gpu failure {failure:?}");
+        if i < 2 {
+            assert_eq!(backend, BackendKind::Cuda);
+            assert!(failure.is_none());
+        } else {
+            assert_eq!(backend, BackendKind::Cpu, "switched for good");
+            assert!(failure.unwrap().contains("injected fault"));
+        }
+    }
+}

@@ -6,6 +6,7 @@
 
 use std::ffi::{c_void, CString};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -106,7 +107,13 @@ pub struct Gpu {
     _module: Arc<CudaModule>,
     pub name: String,
     pub module: ModuleInfo,
+    /// Fault injection for tests: when non-zero, the launch that brings it to 0 fails
+    /// (`GPU_FEATURES_INJECT_CUDA_FAULT=N` at start-up, or [`Gpu::inject_fault`]).
+    fault_in: AtomicU64,
 }
+
+/// Environment variable: make the N-th kernel launch fail (tests of the CPU fallback).
+pub const INJECT_FAULT_ENV: &str = "GPU_FEATURES_INJECT_CUDA_FAULT";
 
 fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
     for &b in bytes {
@@ -286,7 +293,19 @@ impl Gpu {
             _module: module,
             name,
             module: info,
+            fault_in: AtomicU64::new(
+                std::env::var(INJECT_FAULT_ENV)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0),
+            ),
         })
+    }
+
+    /// Makes the `n`-th kernel launch from now fail with an `Error::Cuda` (0 disarms), as a
+    /// launch failure, an out-of-memory or a lost device would: for testing the recovery.
+    pub fn inject_fault(&self, n: u64) {
+        self.fault_in.store(n, Ordering::Relaxed);
     }
 
     fn load_kernels(ctx: &Arc<CudaContext>, arch: &str) -> Result<(Arc<CudaModule>, ModuleInfo)> {
@@ -360,6 +379,15 @@ impl Gpu {
     ) -> Result<()> {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
             return Ok(());
+        }
+        let armed = self.fault_in.load(Ordering::Relaxed);
+        if armed > 0 {
+            self.fault_in.store(armed - 1, Ordering::Relaxed);
+            if armed == 1 {
+                return Err(Error::Cuda(format!(
+                    "launching {name}: injected fault ({INJECT_FAULT_ENV} / Gpu::inject_fault)"
+                )));
+            }
         }
         unsafe {
             result::launch_kernel(
