@@ -1,4 +1,4 @@
-//! `cpu::select::fast_in_cells` (ORB-SLAM3's per-cell FAST with the low-threshold retry):
+//! `cpu::cells::fast_in_cells` (ORB-SLAM3's per-cell FAST with the low-threshold retry):
 //! output dump and speed.
 //!
 //! `cargo run --release --example cells_dump -- dump FILE` writes every output bit of a sweep
@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use gpu_features::cpu::{fast, select};
+use gpu_features::cpu::{cells, fast};
 use gpu_features::image::load_gray;
 use gpu_features::GrayImage;
 
@@ -72,7 +72,7 @@ fn dump(path: &str, root: &Path) {
                         continue;
                     }
                     for border in [0, 3, 19, 31] {
-                        let got = select::fast_in_cells(img, ini, lo, nms, cell, border);
+                        let got = cells::fast_in_cells(img, ini, lo, nms, cell, border);
                         writeln!(
                             out,
                             "{ini} {lo} {nms} {cell} {border}: {} corners",
@@ -121,9 +121,9 @@ fn main() {
         let src = load_gray(&path).unwrap();
         for (w, h) in [(1280, 720), (1920, 1080)] {
             let img = tile(&src, w, h);
-            let n = select::fast_in_cells(&img, 20, 7, true, 30, 19).len();
+            let n = cells::fast_in_cells(&img, 20, 7, true, 30, 19).len();
             let cells = median_ms(runs, || {
-                std::hint::black_box(select::fast_in_cells(&img, 20, 7, true, 30, 19));
+                std::hint::black_box(cells::fast_in_cells(&img, 20, 7, true, 30, 19));
             });
             let plain = median_ms(runs, || {
                 std::hint::black_box(fast::detect(&img, 7, true));

@@ -151,7 +151,7 @@ extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDe
 
 // ---------------------------------------------------------------------------------------
 // ORB-SLAM3's per-cell FAST with the low-threshold retry (GPU twin of
-// cpu::select::fast_in_cells). The windows' detectable parts tile [b, w-b) x [b, h-b)
+// cpu::cells::fast_in_cells). The windows' detectable parts tile [b, w-b) x [b, h-b)
 // (b = max(border, 3)) into cells of cw x ch pixels; the CPU runs FAST on each window alone,
 // at `ini`, and again at `lo` in a window where that found nothing. The FAST score does not
 // depend on the threshold and a pixel is a corner at t (t >= 1) iff its score is >= t, so

@@ -22,12 +22,16 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod error;
+pub mod features;
 pub mod image;
+pub mod levels;
 pub mod matching;
 pub mod output;
 pub mod pipeline;
 #[cfg(feature = "ros")]
 pub mod ros;
+pub mod select;
+pub mod soak;
 
 pub use config::Config;
 pub use error::{DecodeError, Error, Result};

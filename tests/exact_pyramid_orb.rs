@@ -305,7 +305,7 @@ fn orb_slam3_style_budget_border_and_spread() {
     cfg.detector.score = ScoreType::Fast;
     cfg.select.spread = Spread::Quadtree;
     cfg.validate().unwrap();
-    let per_level = gpu_features::cpu::select::features_per_level(1000, 8, 1.2);
+    let per_level = gpu_features::select::features_per_level(1000, 8, 1.2);
     let mut none_cfg = cfg.clone();
     none_cfg.select.spread = Spread::None;
     for stem in ["graf1", "left01", "box"] {

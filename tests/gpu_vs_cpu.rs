@@ -636,7 +636,7 @@ const BUDGETS: [u32; 8] = [0, 1, 7, 100, 500, 2000, 5000, 100_000];
 
 /// The GPU budget selection (`spread: none`: 2n pre-cut by FAST score with ties, top n by
 /// response with (y, x) tie-break, ordered compaction, orientation of the kept corners)
-/// against `cpu::select_level`, through `process_into` with reused outputs.
+/// against `select::select_level`, through `process_into` with reused outputs.
 #[test]
 fn gpu_selection_matches_cpu_for_budgets() {
     let Some(mut g) = gpu("gpu_selection_matches_cpu_for_budgets") else {
@@ -816,7 +816,7 @@ fn orb_slam3_variants() -> Vec<(String, Config)> {
 }
 
 /// ORB-SLAM3's per-cell FAST with the low-threshold retry on the GPU (`fast_cells`,
-/// `cell_filter`) against `cpu::select::fast_in_cells` and the host spread, for the preset
+/// `cell_filter`) against `cpu::cells::fast_in_cells` and the host spread, for the preset
 /// and its variants, every candidate (budget 0) and several budgets, through `process_into`
 /// with reused outputs.
 #[test]

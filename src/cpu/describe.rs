@@ -35,8 +35,8 @@
 use super::blur::reflect101;
 use super::orb_pattern::ORB_PATTERN;
 use super::pyramid::level_scale;
+use crate::features::{Descriptor, Keypoint};
 use crate::image::GrayImage;
-use crate::pipeline::{Descriptor, Keypoint};
 
 /// `getGaussianKernel(7, 2, CV_32F)`, built as OpenCV builds it: `exp` in `f64`, each tap
 /// rounded to `f32`, the `f32` taps summed in `f64`, then each tap times `1 / sum` rounded

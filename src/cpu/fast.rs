@@ -20,8 +20,8 @@
 
 use std::ops::Range;
 
-use super::Corner;
 use crate::image::GrayImage;
+use crate::select::Corner;
 
 /// The Bresenham circle of radius 3 as `(dx, dy)` in OpenCV's order (`makeOffsets`): from
 /// the pixel below the centre, towards +x. Indices 0, 4, 8, 12 are the compass pixels.

@@ -11,8 +11,8 @@
 //!   vector width only the tail columns change, by at most a few ulp; the tests also check
 //!   the map against a 1e-6 * max|R| bound, which holds on any host.
 
-use super::Corner;
 use crate::image::GrayImage;
+use crate::select::Corner;
 
 /// Index into `0..n` with OpenCV's `BORDER_REFLECT_101` (`gfedcb|abcdefgh|gfedcba`).
 #[inline]

@@ -4,6 +4,7 @@
 
 pub mod blur;
 pub mod canny;
+pub mod cells;
 pub mod decode;
 pub mod describe;
 pub mod fast;
@@ -11,26 +12,15 @@ pub mod harris;
 pub mod orb_pattern;
 pub mod orient;
 pub mod pyramid;
-pub mod select;
 #[cfg(test)]
 mod test_util;
 
 use std::time::Instant;
 
-use crate::config::{Config, DetectorMethod, ScoreType, Spread};
+use crate::config::{Config, DetectorMethod};
+use crate::features::{Features, Keypoint, StageTiming};
 use crate::image::{GrayImage, ImageView};
-use crate::pipeline::{Features, Keypoint, StageTiming};
-
-/// A corner on one pyramid level, in that level's pixel coordinates.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Corner {
-    pub x: u32,
-    pub y: u32,
-    /// The FAST score (0 for dense Harris corners).
-    pub fast_score: u8,
-    /// The ranking response: Harris score, FAST score or dense Harris response.
-    pub response: f32,
-}
+use crate::select::{self, select_level, to_keypoint, Corner};
 
 /// Buffers of the CPU path, reused from frame to frame.
 #[derive(Default)]
@@ -130,7 +120,7 @@ pub fn level_candidates(cfg: &Config, img: &GrayImage) -> Vec<Corner> {
             d.harris_k,
             d.dense_quality,
         ),
-        DetectorMethod::Fast if d.low_threshold_retry => select::fast_in_cells(
+        DetectorMethod::Fast if d.low_threshold_retry => cells::fast_in_cells(
             img,
             d.fast_threshold as u8,
             d.min_fast_threshold as u8,
@@ -175,52 +165,4 @@ pub fn detect_keypoints_into(cfg: &Config, levels: &[GrayImage], out: &mut Vec<K
             out.push(to_keypoint(cfg, level, &c, angle));
         }
     }
-}
-
-/// A level corner as a level-0 keypoint, with ORB's scale: its `(float)pow((double)scale,
-/// level)`, not an f32 `powi` (which differs from level 3 on).
-pub fn to_keypoint(cfg: &Config, level: usize, c: &Corner, angle: f32) -> Keypoint {
-    let scale = pyramid::level_scale(cfg.pyramid.scale_factor, level);
-    // Without orientation the keypoint is cv::FAST's, whose size is 7.
-    let diameter = if cfg.orient.enabled {
-        cfg.orient.patch_size as f32
-    } else {
-        7.0
-    };
-    Keypoint {
-        x: c.x as f32 * scale,
-        y: c.y as f32 * scale,
-        response: c.response,
-        size: diameter * scale,
-        angle,
-        octave: level as i32,
-    }
-}
-
-/// ORB's selection on one level's candidates, shared by every backend: with the Harris
-/// score, a first cut to 2n by FAST score, then `harris(c)` as the response; then the budget
-/// `n` with the configured spread; leaves the kept corners in (y, x) order.
-pub fn select_level(
-    cfg: &Config,
-    corners: &mut Vec<Corner>,
-    n: Option<usize>,
-    width: usize,
-    height: usize,
-    mut harris: impl FnMut(&Corner) -> f32,
-) {
-    if cfg.detector.method == DetectorMethod::Fast && cfg.detector.score == ScoreType::Harris {
-        // ORB ranks by FAST score first and keeps 2n before paying for Harris. OpenCV's
-        // retainBest keeps every tie of the 2n-th FAST score; so do we (a set, hence still
-        // deterministic), or the Harris ranking would see other candidates.
-        if let (Some(n), Spread::None) = (n, cfg.select.spread) {
-            select::retain_best_with_ties(corners, 2 * n);
-        }
-        for c in corners.iter_mut() {
-            c.response = harris(c);
-        }
-    }
-    if let Some(n) = n {
-        select::select(corners, n, &cfg.select, width, height);
-    }
-    corners.sort_by_key(|c| (c.y, c.x));
 }

@@ -19,7 +19,7 @@ use super::pyramid::Pyramid;
 use crate::cpu::describe::{blur_kernel, center};
 use crate::cpu::orb_pattern::ORB_PATTERN;
 use crate::error::{Error, Result};
-use crate::pipeline::{Descriptor, Keypoint};
+use crate::features::{Descriptor, Keypoint};
 
 /// Mirrors `DESC_MAX_LEVELS` in kernels/describe.cu.
 const MAX_LEVELS: usize = 32;

@@ -7,7 +7,7 @@
 //! when asked: with the GPU budget selection, `select.cu` orients the kept corners only).
 //!
 //! ORB-SLAM3's per-cell detection with the low-threshold retry
-//! (`detector.low_threshold_retry`, `cpu::select::fast_in_cells`) replaces the first launch
+//! (`detector.low_threshold_retry`, `cpu::cells::fast_in_cells`) replaces the first launch
 //! by `fast_cells` + `cell_filter` ([`Detector::run_cells`]); the compaction is the same.
 
 use super::buffers::{download, DevBuf, HostBuf};
@@ -57,7 +57,7 @@ impl Candidate {
 const CELL_MAX_LEVELS: usize = 32;
 
 /// Mirrors `struct CellParams` in kernels/fast_harris.cu: the cells of
-/// `cpu::select::cell_windows` on every level, as the kernels index them.
+/// `cpu::cells::cell_windows` on every level, as the kernels index them.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CellParams {
@@ -77,7 +77,7 @@ pub struct CellParams {
 }
 
 impl CellParams {
-    /// The cell grid of `cpu::select::cell_windows(w, h, cell_size, border)` for every level:
+    /// The cell grid of `cpu::cells::cell_windows(w, h, cell_size, border)` for every level:
     /// the windows' detectable parts are the cells `[b + c * cw, b + (c + 1) * cw)` (clipped
     /// to the area), `cols = max(span / cell, 1)` and `cw = ceil(span / cols)`, where
     /// `span = w - 2b + 6`; no window when a span is at most 6. Also returns the total cell
@@ -310,7 +310,7 @@ impl Detector {
     }
 
     /// ORB-SLAM3's per-cell detection with the low-threshold retry (the GPU twin of
-    /// `cpu::select::fast_in_cells`, candidates in the same raster order): `fast_cells`
+    /// `cpu::cells::fast_in_cells`, candidates in the same raster order): `fast_cells`
     /// (scores at the lower threshold, NMS within each cell, per-cell flags), `cell_filter`
     /// (each cell's threshold) when a retry is possible, then the compaction. No sync.
     pub fn run_cells(
@@ -508,8 +508,9 @@ pub fn atan_coefficients() -> Float4 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::{fast, select, Corner};
+    use crate::cpu::{cells, fast};
     use crate::image::GrayImage;
+    use crate::select::Corner;
 
     /// The per-cell detection as `fast_cells` + `cell_filter` compute it (one score pass at
     /// the lower threshold, NMS within each cell, per-cell flags, each cell's threshold),
@@ -582,7 +583,7 @@ mod tests {
                 for nms in [true, false] {
                     for cell in [8, 16, 30, 64] {
                         for border in [3, 19, 31] {
-                            let want = select::fast_in_cells(&img, ini, lo, nms, cell, border);
+                            let want = cells::fast_in_cells(&img, ini, lo, nms, cell, border);
                             let got = kernels_on_host(&img, ini, lo, nms, cell, border);
                             assert_eq!(
                                 got, want,

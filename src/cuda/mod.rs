@@ -25,7 +25,7 @@
 //! advance: the header is downloaded first (one more sync), then the candidates.
 //!
 //! ORB-SLAM3's per-cell FAST with the low-threshold retry (`detector.low_threshold_retry`,
-//! `cpu::select::fast_in_cells`) runs on the GPU too ([`fast_harris::Detector::run_cells`]):
+//! `cpu::cells::fast_in_cells`) runs on the GPU too ([`fast_harris::Detector::run_cells`]):
 //! one scoring pass at the lower threshold, NMS within each cell, per-cell flags and a
 //! per-tile filter; only its candidates are downloaded, never the pyramid.
 //!
@@ -60,8 +60,8 @@ use cudarc::driver::{sys, CudaEvent};
 pub use self::context::{device_count, Gpu, ModuleInfo};
 use crate::config::{Config, DetectorMethod, Interpolation, Spread};
 use crate::error::Result;
+use crate::features::{Features, StageTiming};
 use crate::image::{Encoding, GrayImage, ImageView};
-use crate::pipeline::{Features, StageTiming};
 
 /// Everything that decides buffer sizes; a change reallocates (rare).
 #[derive(Clone, Debug, PartialEq)]
@@ -407,7 +407,7 @@ impl CudaPipeline {
     }
 }
 
-/// ORB-SLAM3's per-cell FAST with the low-threshold retry (`cpu::select::fast_in_cells`).
+/// ORB-SLAM3's per-cell FAST with the low-threshold retry (`cpu::cells::fast_in_cells`).
 fn cells(cfg: &Config) -> bool {
     cfg.detector.method == DetectorMethod::Fast && cfg.detector.low_threshold_retry
 }

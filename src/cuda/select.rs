@@ -4,7 +4,7 @@
 //!   the 2n pre-cut by FAST score keeping every tie (Harris score only), the top n by
 //!   response with ties broken by (y, x), an ordered compaction, then the orientation of the
 //!   kept corners only; the host downloads the final records (at most the budget) and turns
-//!   them into keypoints ([`push_keypoints`]). Equal to `cpu::select_level` by construction
+//!   them into keypoints ([`push_keypoints`]). Equal to `select::select_level` by construction
 //!   (same sets, same order); tests/gpu_vs_cpu.rs checks it bit for bit.
 //! - No budget (`max_keypoints: 0`): every candidate is kept; the GPU orients all of them and
 //!   the host converts them ([`push_keypoints`]).
@@ -13,16 +13,16 @@
 //!   data-dependent procedures (round-robin over cells; ORB-SLAM3's quadtree splitting) that
 //!   need every candidate with its response, so every candidate is downloaded (with its angle,
 //!   computed on the GPU, to avoid a second round trip) and the CPU reference's own
-//!   `cpu::select_level` runs on them ([`assemble`]).
+//!   `select::select_level` runs on them ([`assemble`]).
 
 use super::buffers::DevBuf;
 use super::context::Gpu;
 use super::fast_harris::{Candidate, Detector};
 use super::pyramid::Pyramid;
 use crate::config::{Config, DetectorMethod, ScoreType};
-use crate::cpu::{self, select, Corner};
 use crate::error::{Error, Result};
-use crate::pipeline::Keypoint;
+use crate::features::Keypoint;
+use crate::select::{self, Corner};
 
 /// Mirrors `SEL_MAX_LEVELS` in kernels/select.cu (`pyramid.levels` is at most 32).
 const MAX_LEVELS: usize = 32;
@@ -133,7 +133,7 @@ impl Selector {
 }
 
 /// Appends the downloaded records (`records` of them, levels one after the other, (y, x)
-/// order inside a level) to `out` as level-0 keypoints, exactly as `cpu::to_keypoint`.
+/// order inside a level) to `out` as level-0 keypoints, exactly as `select::to_keypoint`.
 pub fn push_keypoints(
     cfg: &Config,
     det: &Detector,
@@ -141,7 +141,7 @@ pub fn push_keypoints(
     records: usize,
     out: &mut Vec<Keypoint>,
 ) {
-    // Without orientation the keypoint is cv::FAST's, whose size is 7 (cpu::to_keypoint).
+    // Without orientation the keypoint is cv::FAST's, whose size is 7 (select::to_keypoint).
     let diameter = if cfg.orient.enabled {
         cfg.orient.patch_size as f32
     } else {
@@ -194,14 +194,14 @@ pub fn assemble(
             &lc[lc.binary_search_by_key(&key, |k| k.xy).expect("candidate")]
         };
         let n = (budget > 0).then_some(per_level[level]);
-        cpu::select_level(cfg, &mut corners, n, w, h, |c| find(c).response);
+        select::select_level(cfg, &mut corners, n, w, h, |c| find(c).response);
         for c in corners {
             let angle = if cfg.orient.enabled {
                 find(&c).angle
             } else {
                 -1.0
             };
-            out.push(cpu::to_keypoint(cfg, level, &c, angle));
+            out.push(select::to_keypoint(cfg, level, &c, angle));
         }
     }
 }

@@ -1,0 +1,372 @@
+//! ORB-SLAM3's per-cell FAST with the low-threshold retry (`detector.low_threshold_retry`;
+//! CPU reference for `fast_cells` + `cell_filter` in `kernels/fast_harris.cu`).
+
+use super::fast;
+use crate::image::GrayImage;
+use crate::select::Corner;
+
+/// The FAST windows of [`fast_in_cells`], `(x0, y0, x1, y1)` half-open, in raster order.
+///
+/// The detectable area is `[border, size - border)` (what the border filter keeps). As in
+/// ORB-SLAM3 (`EDGE_THRESHOLD = border`), it is grown by FAST's 3 px margin to a span of
+/// `size - 2 * border + 6`, cut into `floor(span / cell_size)` cells (at least 1) of side
+/// `ceil(span / cells)`, and each window is a cell plus 6 px (the overlap that FAST's margins
+/// eat), clipped to the span. Windows too small for FAST (under 7 px) are skipped. The
+/// windows' detectable parts tile the area without overlap.
+pub fn cell_windows(
+    width: usize,
+    height: usize,
+    cell_size: u32,
+    border: u32,
+) -> Vec<(u32, u32, u32, u32)> {
+    let b = border.max(3) as i64;
+    let (lo, hi_x, hi_y) = (b - 3, width as i64 - b + 3, height as i64 - b + 3);
+    let (span_x, span_y) = (hi_x - lo, hi_y - lo);
+    if span_x <= 6 || span_y <= 6 {
+        return Vec::new();
+    }
+    let cell = cell_size.max(1) as i64;
+    let (cols, rows) = ((span_x / cell).max(1), (span_y / cell).max(1));
+    let (cw, ch) = ((span_x + cols - 1) / cols, (span_y + rows - 1) / rows);
+    let mut out = Vec::new();
+    for r in 0..rows {
+        let y0 = lo + r * ch;
+        let y1 = (y0 + ch + 6).min(hi_y);
+        for c in 0..cols {
+            let x0 = lo + c * cw;
+            let x1 = (x0 + cw + 6).min(hi_x);
+            if x1 - x0 >= 7 && y1 - y0 >= 7 {
+                out.push((x0 as u32, y0 as u32, x1 as u32, y1 as u32));
+            }
+        }
+    }
+    out
+}
+
+/// ORB-SLAM3's `ComputeKeyPointsOctTree` detection: FAST on each of [`cell_windows`] at
+/// `threshold`, again at `min_threshold` in windows where that found nothing. NMS does not
+/// look across window edges (ORB-SLAM3 runs FAST on each window alone). The result is
+/// deduplicated and in raster order, `response` = FAST score.
+///
+/// Computed in one FAST pass at `lo = min(threshold, min_threshold)` over the detectable
+/// area instead of two per window (as the CUDA `fast_cells` + `cell_filter` do):
+/// - a pixel is a corner at `t >= 1` iff it is one at `lo` with score `>= t`;
+/// - FAST with NMS on a window compares each corner with its 8 neighbours, which count as 0
+///   outside the window's detectable part (its cell): so a survivor beats its same-cell
+///   neighbours' scores and 0;
+/// - a corner with score `s >= t > lo` beats a neighbour's `lo` score `s' < t` as it beats
+///   the 0 that neighbour counts at `t`, so the survivors at `t` are the survivors at `lo`
+///   with `s >= t`, and a cell's first pass is empty iff none of its `lo` survivors reaches
+///   `threshold`;
+/// - the detectable parts tile the area without overlap, so there is nothing to dedup.
+pub fn fast_in_cells(
+    img: &GrayImage,
+    threshold: u8,
+    min_threshold: u8,
+    nonmax_suppression: bool,
+    cell_size: u32,
+    border: u32,
+) -> Vec<Corner> {
+    let Some(grid) = CellGrid::new(img.width, img.height, cell_size, border) else {
+        return Vec::new();
+    };
+    // No retry when min_threshold >= threshold: every cell uses `threshold` = lo.
+    let lo = threshold.min(min_threshold);
+    let retry = lo < threshold;
+    let mut reached = vec![false; grid.cells];
+    let mut out = Vec::new();
+    let ys = grid.area_y.clone();
+    if nonmax_suppression {
+        let w = img.width;
+        let mut nms = CellNms {
+            scores: [vec![0u8; w], vec![0u8; w], vec![0u8; w]],
+            xs: [Vec::new(), Vec::new(), Vec::new()],
+            open: ys.start - 1,
+            grid: &grid,
+            threshold,
+            reached: &mut reached,
+            out: &mut out,
+        };
+        fast::scan_corners(img, lo, ys.clone(), &mut |x, y, s| {
+            if grid.col[x] != NO_CELL {
+                nms.open_to(y);
+                nms.scores[y % 3][x] = s;
+                nms.xs[y % 3].push(x as u32);
+            }
+        });
+        // Two more (empty) rows let the last area row go through NMS.
+        nms.open_to(ys.end + 1);
+    } else {
+        fast::scan_corners(img, lo, ys, &mut |x, y, s| {
+            let c = grid.col[x];
+            if c != NO_CELL {
+                if s >= threshold {
+                    reached[grid.row[y] as usize + c as usize] = true;
+                }
+                out.push(Corner {
+                    x: x as u32,
+                    y: y as u32,
+                    fast_score: s,
+                    response: s as f32,
+                });
+            }
+        });
+    }
+    if retry {
+        // Cells whose first pass found something keep only the corners at `threshold`.
+        out.retain(|k| {
+            k.fast_score >= threshold
+                || !reached[grid.row[k.y as usize] as usize + grid.col[k.x as usize] as usize]
+        });
+    }
+    out
+}
+
+/// Marks a column or row outside the detectable area in [`CellGrid`].
+const NO_CELL: u32 = u32::MAX;
+
+/// The cells of [`cell_windows`] (their detectable parts) as per-column and per-row indices.
+struct CellGrid {
+    /// Cell column of each x, [`NO_CELL`] outside the area.
+    col: Vec<u32>,
+    /// `cell row * cols` of each y, [`NO_CELL`] outside the area.
+    row: Vec<u32>,
+    /// The area's rows.
+    area_y: std::ops::Range<usize>,
+    /// Number of cells.
+    cells: usize,
+}
+
+impl CellGrid {
+    /// `None` when no window fits. Same arithmetic as [`cell_windows`]: the span
+    /// `size - 2b + 6` is cut into `max(span / cell, 1)` cells of side `ceil(span / n)`, and
+    /// cell `i`'s detectable part is `[b + i * side, b + (i + 1) * side)` clipped to the area
+    /// `[b, size - b)`.
+    fn new(width: usize, height: usize, cell_size: u32, border: u32) -> Option<CellGrid> {
+        let b = border.max(3) as usize;
+        if width <= 2 * b || height <= 2 * b {
+            return None;
+        }
+        let cell = cell_size.max(1) as usize;
+        let axis = |size: usize| {
+            let span = size - 2 * b + 6;
+            let n = (span / cell).max(1);
+            let side = span.div_ceil(n);
+            let idx = (0..size)
+                .map(|v| {
+                    if (b..size - b).contains(&v) {
+                        ((v - b) / side) as u32
+                    } else {
+                        NO_CELL
+                    }
+                })
+                .collect::<Vec<u32>>();
+            (idx, n)
+        };
+        let (col, cols) = axis(width);
+        let (mut row, rows) = axis(height);
+        for r in row.iter_mut().filter(|r| **r != NO_CELL) {
+            *r *= cols as u32;
+        }
+        Some(CellGrid {
+            col,
+            row,
+            area_y: b..height - b,
+            cells: cols * rows,
+        })
+    }
+}
+
+/// Non-maximum suppression within cells over a ring of 3 score rows (`fast::detect`'s ring,
+/// with neighbours in other cells counting as 0): slot `y % 3` holds row y's scores
+/// (0 = no corner) and the x of its corners.
+struct CellNms<'a> {
+    scores: [Vec<u8>; 3],
+    xs: [Vec<u32>; 3],
+    /// The last row opened (rows up to `open - 1` are complete).
+    open: usize,
+    grid: &'a CellGrid,
+    threshold: u8,
+    /// Per cell: a survivor reaches `threshold`.
+    reached: &'a mut [bool],
+    out: &'a mut Vec<Corner>,
+}
+
+impl CellNms<'_> {
+    /// Opens rows `open + 1 ..= to`: suppresses row r - 2 then clears r's slot.
+    fn open_to(&mut self, to: usize) {
+        while self.open < to {
+            self.open += 1;
+            let r = self.open;
+            if r >= self.grid.area_y.start + 2 {
+                self.suppress(r - 2);
+            }
+            let slot = r % 3;
+            for &x in &self.xs[slot] {
+                self.scores[slot][x as usize] = 0;
+            }
+            self.xs[slot].clear();
+        }
+    }
+
+    /// Keeps the corners of row y (an area row) strictly above 0 and above their same-cell
+    /// neighbours.
+    fn suppress(&mut self, y: usize) {
+        let g = self.grid;
+        let (above, mid, below) = (
+            &self.scores[(y + 2) % 3],
+            &self.scores[y % 3],
+            &self.scores[(y + 1) % 3],
+        );
+        let rc = g.row[y];
+        let (up, down) = (g.row[y - 1] == rc, g.row[y + 1] == rc);
+        for &x in &self.xs[y % 3] {
+            let x = x as usize;
+            let s = mid[x];
+            let c = g.col[x];
+            let (l, r) = (g.col[x - 1] == c, g.col[x + 1] == c);
+            // The 3 neighbours of row `n` in this cell (0 for the others).
+            let row_max = |n: &[u8]| {
+                let mut m = n[x];
+                if l {
+                    m = m.max(n[x - 1]);
+                }
+                if r {
+                    m = m.max(n[x + 1]);
+                }
+                m
+            };
+            let mut m = 0u8;
+            if l {
+                m = m.max(mid[x - 1]);
+            }
+            if r {
+                m = m.max(mid[x + 1]);
+            }
+            if up {
+                m = m.max(row_max(above));
+            }
+            if down {
+                m = m.max(row_max(below));
+            }
+            if s > m {
+                if s >= self.threshold {
+                    self.reached[rc as usize + c as usize] = true;
+                }
+                self.out.push(Corner {
+                    x: x as u32,
+                    y: y as u32,
+                    fast_score: s,
+                    response: s as f32,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Noise: full contrast left of x = 160, +-12 grey levels right of it (few corners at
+    /// threshold 20, many at 7).
+    fn noise(w: usize, h: usize) -> GrayImage {
+        let mut s = 12345u64;
+        let data = (0..w * h)
+            .map(|i| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let r = (s >> 56) as u8;
+                if i % w < 160 {
+                    r
+                } else {
+                    128 - 12 + r % 25
+                }
+            })
+            .collect();
+        GrayImage::from_vec(w, h, data).unwrap()
+    }
+
+    #[test]
+    fn cell_windows_tile_the_detectable_area() {
+        for (w, h, cell, b) in [(640, 480, 30, 19), (101, 77, 30, 31), (300, 200, 8, 3)] {
+            let win = cell_windows(w, h, cell, b);
+            let mut hits = vec![0u8; w * h];
+            for &(x0, y0, x1, y1) in &win {
+                assert!(x1 - x0 <= cell.max(1) * 2 + 6 && y1 - y0 >= 7);
+                for y in y0 + 3..y1 - 3 {
+                    for x in x0 + 3..x1 - 3 {
+                        hits[y as usize * w + x as usize] += 1;
+                    }
+                }
+            }
+            for y in 0..h {
+                for x in 0..w {
+                    let inside = (b as usize..w - b as usize).contains(&x)
+                        && (b as usize..h - b as usize).contains(&y);
+                    assert_eq!(
+                        hits[y * w + x],
+                        inside as u8,
+                        "{w}x{h} c{cell} b{b} ({x},{y})"
+                    );
+                }
+            }
+        }
+        assert!(
+            cell_windows(38, 60, 30, 19).is_empty(),
+            "no room left inside the border"
+        );
+        assert_eq!(
+            cell_windows(40, 40, 30, 19),
+            [(16, 16, 24, 24)],
+            "2x2 px inside"
+        );
+    }
+
+    #[test]
+    fn fast_in_cells_without_retry_is_fast_inside_the_border() {
+        // Without NMS nothing looks across cells: exactly FAST's corners inside the border.
+        let img = noise(320, 200);
+        let b = 19;
+        let mut want = fast::detect(&img, 20, false);
+        want.retain(|c| c.x >= b && c.y >= b && c.x + b < 320 && c.y + b < 200);
+        assert!(want.len() > 100);
+        assert_eq!(fast_in_cells(&img, 20, 20, false, 30, b), want);
+        // With NMS: a subset of the plain FAST corners, missing none of FAST's NMS survivors.
+        let all = fast::detect(&img, 20, false);
+        let nms = fast::detect(&img, 20, true);
+        let cells = fast_in_cells(&img, 20, 20, true, 30, b);
+        assert!(cells.iter().all(|c| all.contains(c)));
+        assert!(nms
+            .iter()
+            .filter(|c| c.x >= b && c.y >= b && c.x + b < 320 && c.y + b < 200)
+            .all(|c| cells.contains(c)));
+    }
+
+    #[test]
+    fn fast_in_cells_retries_only_empty_cells() {
+        let img = noise(320, 200);
+        let (b, hi, lo) = (19, 60, 7);
+        let strong = fast::detect(&img, hi, false);
+        let weak = fast::detect(&img, lo, false);
+        let got = fast_in_cells(&img, hi, lo, false, 30, b);
+        let win = cell_windows(320, 200, 30, b);
+        let (mut retried, mut kept) = (0, 0);
+        for &(x0, y0, x1, y1) in &win {
+            let inner =
+                |c: &&Corner| c.x >= x0 + 3 && c.x + 3 < x1 && c.y >= y0 + 3 && c.y + 3 < y1;
+            let s: Vec<_> = strong.iter().filter(inner).copied().collect();
+            let g: Vec<_> = got.iter().filter(inner).copied().collect();
+            if s.is_empty() {
+                let w: Vec<_> = weak.iter().filter(inner).copied().collect();
+                assert_eq!(g, w, "empty cell {x0},{y0}: the min-threshold corners");
+                retried += !w.is_empty() as usize;
+            } else {
+                assert_eq!(g, s, "cell {x0},{y0}: the threshold corners only");
+                kept += 1;
+            }
+        }
+        assert!(retried > 5 && kept > 5, "retried {retried}, kept {kept}");
+    }
+}
