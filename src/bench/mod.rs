@@ -1,0 +1,674 @@
+//! `gpu_features bench`: times every stage and the whole pipeline at several frame sizes on
+//! real photos, beside the CPU reference and (when Python OpenCV is importable) OpenCV's
+//! cv::FAST, cv::Canny and ORB on the same frames, and prints a markdown table with ratios.
+//!
+//! Method (docs/benchmarks.md):
+//! - Inputs: gray (mono8) crops, never scaled, of the photos in `bench-data/`
+//!   (scripts/fetch-bench-data.sh); `--distinct` different frames per size (at least 4) are
+//!   rotated frame by frame so that caches do not flatter. Without bench-data the photos of
+//!   tests/data are tiled to size, and the output says so.
+//! - Ours: `Pipeline::process_into` on each backend, `--warmup` frames first, then the
+//!   median and p90 of `--frames` frames of each stage timing (CUDA events on the GPU, wall
+//!   time on the CPU), of the GPU's event total and of the wall time of the whole call
+//!   (upload, kernels, download and host work).
+//! - Same output as OpenCV: the configs config/opencv_{fast,canny,orb}.yaml (embedded), whose
+//!   results equal cv::FAST, cv::Canny and ORB's detectAndCompute bit for bit (opencv_orb
+//!   with `describe.enabled: false`: ORB's detect), are timed the same way.
+//! - OpenCV: scripts/bench_opencv.py (embedded, run as a subprocess on the frames written
+//!   as PNG) with 1 thread and with all threads.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::str::FromStr;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::image::{load_gray, save_gray_png, GrayImage, ImageView};
+use crate::matching::{Descriptor, MatchParams, Matcher};
+use crate::pipeline::{BackendChoice, BackendKind, Features, Pipeline};
+
+const DEFAULT_YAML: &str = include_str!("../../config/default.yaml");
+const OPENCV_SCRIPT: &str = include_str!("../../scripts/bench_opencv.py");
+/// Configs whose output equals an OpenCV call's: (key, file, what it equals). The `orb` key
+/// runs the file with `describe.enabled: false` (ORB's detect alone).
+const MATCHED: [(&str, &str, &str); 4] = [
+    (
+        "fast",
+        include_str!("../../config/opencv_fast.yaml"),
+        "config/opencv_fast.yaml",
+    ),
+    (
+        "canny",
+        include_str!("../../config/opencv_canny.yaml"),
+        "config/opencv_canny.yaml",
+    ),
+    (
+        "orb",
+        include_str!("../../config/opencv_orb.yaml"),
+        "config/opencv_orb.yaml, describe off",
+    ),
+    (
+        "orb_desc",
+        include_str!("../../config/opencv_orb.yaml"),
+        "config/opencv_orb.yaml",
+    ),
+];
+
+/// A frame size, `WIDTHxHEIGHT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    pub width: usize,
+    pub height: usize,
+}
+
+impl FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let (w, h) = s
+            .trim()
+            .split_once(['x', 'X'])
+            .ok_or_else(|| format!("{s:?}: expected WIDTHxHEIGHT"))?;
+        let parse = |v: &str| {
+            v.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| (64..=16384).contains(&n))
+                .ok_or_else(|| format!("{s:?}: sides must be 64..=16384"))
+        };
+        Ok(Size {
+            width: parse(w)?,
+            height: parse(h)?,
+        })
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.width, self.height)
+    }
+}
+
+/// Command-line arguments of `gpu_features bench`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct BenchArgs {
+    /// cuda: GPU rows plus the CPU reference; cpu: CPU reference only; auto: cuda if usable.
+    #[arg(long, default_value = "auto")]
+    pub backend: BackendChoice,
+    /// YAML config of the whole-pipeline rows (default: config/default.yaml, ORB-style 2000
+    /// points + Canny; the embedded copy when the file is not there).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Override one setting of that config, e.g. `--set select.max_keypoints=1000`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Timed frames per size and config (median and p90 over these).
+    #[arg(long, default_value_t = 200)]
+    pub frames: usize,
+    /// Untimed frames first (per size and config).
+    #[arg(long, default_value_t = 20)]
+    pub warmup: usize,
+    /// Frame sizes, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1280x720,1920x1080,3840x2160"
+    )]
+    pub sizes: Vec<Size>,
+    /// Photos: directories (their .jpg/.jpeg/.png/.pgm files) or files, comma-separated or
+    /// repeated (default: bench-data/, else the tiled photos of tests/data).
+    #[arg(long, value_delimiter = ',', value_name = "DIR|FILES")]
+    pub images: Vec<PathBuf>,
+    /// Distinct frames per size, rotated frame by frame (at least 4).
+    #[arg(long, default_value_t = 8)]
+    pub distinct: usize,
+    /// Timed frames of the CPU reference (default: --frames with --backend cpu, else
+    /// min(--frames, 20): it is slow at 4K).
+    #[arg(long)]
+    pub cpu_frames: Option<usize>,
+    /// Skip the CPU reference when the GPU is benchmarked.
+    #[arg(long)]
+    pub no_cpu: bool,
+    /// Skip the configs that match OpenCV's output (config/opencv_*.yaml).
+    #[arg(long)]
+    pub no_matched: bool,
+    /// Python with cv2 for the OpenCV rows; `none` skips them.
+    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    pub opencv: String,
+    /// Timed runs of each OpenCV op per thread count (>= 50 for the published table).
+    #[arg(long, default_value_t = 50)]
+    pub opencv_runs: usize,
+    /// Descriptors per set of the matcher rows (random and ORB pairs); 0 skips them.
+    #[arg(long, default_value_t = 2000)]
+    pub match_descriptors: usize,
+    /// Write every number (and the table's inputs) as JSON here.
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Also write the markdown report here (it always goes to stdout).
+    #[arg(long, value_name = "OUT")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// Median and p90 (nearest rank) of a sample, in ms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stat {
+    pub median: f64,
+    pub p90: f64,
+    pub n: usize,
+}
+
+impl Stat {
+    pub fn of(v: &[f64]) -> Option<Stat> {
+        if v.is_empty() {
+            return None;
+        }
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            0.5 * (s[n / 2 - 1] + s[n / 2])
+        };
+        let p90 = s[((0.9 * n as f64).ceil() as usize).max(1) - 1];
+        Some(Stat { median, p90, n })
+    }
+
+    fn json(&self) -> Value {
+        json!({"median_ms": self.median, "p90_ms": self.p90, "n": self.n})
+    }
+}
+
+/// One photo that frames are cut from.
+struct Photo {
+    name: String,
+    img: GrayImage,
+}
+
+/// The frames of one size and where they come from.
+struct FrameSet {
+    frames: Vec<GrayImage>,
+    sources: Vec<String>,
+    tiled: bool,
+}
+
+/// Timings of one config on one backend at one size.
+struct RunStats {
+    frames: usize,
+    /// Stage name -> timings, in the pipeline's order.
+    stages: Vec<(&'static str, Stat)>,
+    /// Sum of the stages timed by CUDA events (every stage not marked "(host)").
+    events_total: Stat,
+    wall: Stat,
+    /// Keypoints per frame, mean over the distinct frames.
+    keypoints: f64,
+    /// Edge pixels per frame, mean over the distinct frames (Canny on).
+    edges: Option<f64>,
+}
+
+impl RunStats {
+    fn json(&self) -> Value {
+        let stages: serde_json::Map<String, Value> = self
+            .stages
+            .iter()
+            .map(|(k, s)| (k.to_string(), s.json()))
+            .collect();
+        json!({
+            "frames": self.frames,
+            "stages": stages,
+            "events_total": self.events_total.json(),
+            "wall": self.wall.json(),
+            "keypoints_mean": self.keypoints,
+            "edge_pixels_mean": self.edges,
+        })
+    }
+}
+
+mod frames;
+mod matching;
+mod opencv;
+mod report;
+mod system;
+
+use self::frames::*;
+use self::matching::*;
+use self::opencv::*;
+use self::report::*;
+use self::system::*;
+
+/// Runs `warmup` untimed then `n` timed frames, rotating through `frames`.
+fn measure(p: &mut Pipeline, frames: &[GrayImage], warmup: usize, n: usize) -> Result<RunStats> {
+    let views: Vec<ImageView> = frames
+        .iter()
+        .map(|f| ImageView::mono8(&f.data, f.width, f.height))
+        .collect::<std::result::Result<_, _>>()?;
+    let mut out = Features::default();
+    for i in 0..warmup {
+        p.process_into(&views[i % views.len()], &mut out)?;
+    }
+    let mut names: Vec<&'static str> = Vec::new();
+    let mut per_stage: Vec<Vec<f64>> = Vec::new();
+    let (mut walls, mut totals) = (Vec::new(), Vec::new());
+    // Per distinct frame, once (untimed): (keypoints, edge pixels).
+    let mut counts: Vec<Option<(usize, Option<usize>)>> = vec![None; views.len()];
+    for i in 0..n {
+        let j = (warmup + i) % views.len();
+        let t = Instant::now();
+        p.process_into(&views[j], &mut out)?;
+        walls.push(t.elapsed().as_secs_f64() * 1e3);
+        if counts[j].is_none() {
+            let edges = out
+                .edges
+                .as_ref()
+                .map(|e| e.data.iter().filter(|&&v| v != 0).count());
+            counts[j] = Some((out.keypoints.len(), edges));
+        }
+        let mut total = 0.0;
+        for st in &out.timings {
+            let j = match names.iter().position(|&s| s == st.stage) {
+                Some(j) => j,
+                None => {
+                    names.push(st.stage);
+                    per_stage.push(Vec::new());
+                    names.len() - 1
+                }
+            };
+            per_stage[j].push(st.ms);
+            if !st.stage.contains("(host)") {
+                total += st.ms;
+            }
+        }
+        totals.push(total);
+    }
+    // Frames the timed loop did not reach (fewer frames than distinct ones): count them too,
+    // untimed, so that every backend's counts cover the same frames.
+    for (j, c) in counts.iter_mut().enumerate() {
+        if c.is_none() {
+            p.process_into(&views[j], &mut out)?;
+            let edges = out
+                .edges
+                .as_ref()
+                .map(|e| e.data.iter().filter(|&&v| v != 0).count());
+            *c = Some((out.keypoints.len(), edges));
+        }
+    }
+    let seen: Vec<(usize, Option<usize>)> = counts.into_iter().flatten().collect();
+    let mean = |v: &mut dyn Iterator<Item = usize>| {
+        v.map(|x| x as f64).sum::<f64>() / seen.len().max(1) as f64
+    };
+    let keypoints = mean(&mut seen.iter().map(|c| c.0));
+    let edges = seen
+        .iter()
+        .all(|c| c.1.is_some())
+        .then(|| mean(&mut seen.iter().filter_map(|c| c.1)));
+    let none = || Error::Config("bench: --frames must be at least 1".into());
+    Ok(RunStats {
+        frames: n,
+        stages: names
+            .into_iter()
+            .zip(per_stage.iter().map(|v| Stat::of(v)))
+            .filter_map(|(k, s)| s.map(|s| (k, s)))
+            .collect(),
+        events_total: Stat::of(&totals).ok_or_else(none)?,
+        wall: Stat::of(&walls).ok_or_else(none)?,
+        keypoints,
+        edges,
+    })
+}
+
+fn load_config(args: &BenchArgs) -> Result<(Config, String)> {
+    let (mut cfg, name) = match &args.config {
+        Some(p) => (Config::from_file(p)?, p.display().to_string()),
+        None => {
+            let p = Path::new("config/default.yaml");
+            if p.is_file() {
+                (Config::from_file(p)?, "config/default.yaml".to_string())
+            } else {
+                (
+                    Config::from_yaml(DEFAULT_YAML)?,
+                    "config/default.yaml (embedded)".to_string(),
+                )
+            }
+        }
+    };
+    for s in &args.set {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| Error::Config(format!("--set {s:?}: expected KEY=VALUE")))?;
+        cfg = cfg.with_value(k.trim(), v.trim())?;
+    }
+    let name = if args.set.is_empty() {
+        name
+    } else {
+        format!("{name} with {}", args.set.join(", "))
+    };
+    Ok((cfg, name))
+}
+
+/// `gpu_features bench`.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    if args.frames == 0 {
+        return Err(Error::Config("--frames must be at least 1".into()));
+    }
+    let (cfg, cfg_name) = load_config(args)?;
+    let mut notes: Vec<String> = Vec::new();
+
+    // Photos.
+    let (files, from_bench_data) = if !args.images.is_empty() {
+        (image_files(&args.images)?, true)
+    } else if let Some(d) = find_dir("bench-data") {
+        (image_files(&[d])?, true)
+    } else {
+        let d = find_dir("tests/data").ok_or_else(|| {
+            Error::Config("no bench-data/ and no tests/data/: pass --images".into())
+        })?;
+        notes.push(
+            "bench-data/ is absent (scripts/fetch-bench-data.sh fetches it): the frames are \
+             mosaics of the small tests/data photos"
+                .into(),
+        );
+        (image_files(&[d])?, false)
+    };
+    if files.is_empty() {
+        return Err(Error::Config("no image files found for the bench".into()));
+    }
+    eprintln!("bench: loading {} photos", files.len());
+    let photos = load_photos(&files)?;
+    let distinct = args.distinct.max(1);
+    if distinct < 4 {
+        notes.push(format!(
+            "only {distinct} distinct frames per size: the L2 cache may flatter"
+        ));
+    }
+
+    // Backends.
+    let primary = Pipeline::new(cfg.clone(), args.backend)?;
+    let gpu = primary.backend() == BackendKind::Cuda;
+    let gpu_desc = gpu_info();
+    if !gpu {
+        notes.push(match primary.fallback_reason() {
+            Some(why) => format!("GPU rows omitted: no usable CUDA device ({why})"),
+            None => "GPU rows omitted: --backend cpu".into(),
+        });
+    }
+    let cpu_frames = args
+        .cpu_frames
+        .unwrap_or(if gpu {
+            args.frames.min(20)
+        } else {
+            args.frames
+        })
+        .max(1);
+    let cpu_warmup = args.warmup.min(2);
+    let (mut gpu_pipe, mut cpu) = if !gpu {
+        (None, Some(primary))
+    } else if args.no_cpu {
+        (Some(primary), None)
+    } else {
+        let cpu = Pipeline::new(cfg.clone(), BackendChoice::Cpu)?;
+        (Some(primary), Some(cpu))
+    };
+    let matched: Vec<(&str, Config, &str)> = if args.no_matched {
+        Vec::new()
+    } else {
+        MATCHED
+            .iter()
+            .map(|(k, y, f)| {
+                let cfg = Config::from_yaml(y)?;
+                let cfg = if *k == "orb" {
+                    cfg.with_value("describe.enabled", "false")?
+                } else {
+                    cfg
+                };
+                Ok((*k, cfg, *f))
+            })
+            .collect::<Result<_>>()?
+    };
+
+    let tmp = std::env::temp_dir().join(format!("gpu_features_bench_{}", std::process::id()));
+    let python = (args.opencv != "none").then_some(args.opencv.as_str());
+    if python.is_some() {
+        std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    } else {
+        notes.push("OpenCV rows omitted: --opencv none".into());
+    }
+    let mut opencv_failed: Option<String> = None;
+
+    let mut results: Vec<SizeResult> = Vec::new();
+    for &size in &args.sizes {
+        let mut res = SizeResult::default();
+        let set = make_frames(&photos, size, distinct);
+        eprintln!(
+            "bench {size}: {} frames ({})",
+            set.frames.len(),
+            if set.tiled { "mosaic" } else { "crops" }
+        );
+        let mut jobs: Vec<(&str, &Config)> = vec![("default", &cfg)];
+        jobs.extend(matched.iter().map(|(k, c, _)| (*k, c)));
+        if let Some(p) = gpu_pipe.as_mut() {
+            for (key, c) in &jobs {
+                p.set_config((*c).clone())?;
+                let t = Instant::now();
+                let r = measure(p, &set.frames, args.warmup, args.frames)?;
+                eprintln!(
+                    "  gpu {key}: {} frames, wall median {:.3} ms ({:.1} s)",
+                    r.frames,
+                    r.wall.median,
+                    t.elapsed().as_secs_f64()
+                );
+                res.add_run(&format!("gpu.{key}"), r);
+            }
+        }
+        if let Some(p) = cpu.as_mut() {
+            for (key, c) in &jobs {
+                p.set_config((*c).clone())?;
+                let t = Instant::now();
+                let r = measure(p, &set.frames, cpu_warmup, cpu_frames)?;
+                eprintln!(
+                    "  cpu {key}: {} frames, wall median {:.2} ms ({:.1} s)",
+                    r.frames,
+                    r.wall.median,
+                    t.elapsed().as_secs_f64()
+                );
+                res.add_run(&format!("cpu.{key}"), r);
+            }
+        }
+        if let (Some(py), None) = (python, &opencv_failed) {
+            let t = Instant::now();
+            match run_opencv(py, &tmp, size, &set.frames, args.opencv_runs) {
+                Ok(v) => {
+                    eprintln!("  opencv: done ({:.1} s)", t.elapsed().as_secs_f64());
+                    res.add_opencv(v);
+                }
+                Err(why) => {
+                    eprintln!("  opencv: {why}");
+                    opencv_failed = Some(why);
+                }
+            }
+        }
+        res.frames = Some(set);
+        results.push(res);
+    }
+    let matching = if args.match_descriptors > 0 {
+        eprintln!(
+            "bench matcher: {} descriptors per set",
+            args.match_descriptors
+        );
+        Some(bench_matching(MatchBenchInput {
+            n: args.match_descriptors,
+            gpu,
+            cpu: cpu.is_some(),
+            python: python.filter(|_| opencv_failed.is_none()),
+            dir: &tmp,
+            frame: results
+                .first()
+                .and_then(|r| r.frames.as_ref())
+                .and_then(|f| f.frames.first()),
+            gpu_runs: (args.warmup, args.frames),
+            cpu_runs: (cpu_warmup, cpu_frames),
+            opencv_runs: args.opencv_runs,
+        })?)
+    } else {
+        None
+    };
+    if python.is_some() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    if let Some(why) = &opencv_failed {
+        notes.push(format!("OpenCV rows omitted: {why}"));
+    }
+
+    let cv = results.iter().find_map(|r| r.opencv.clone());
+    let (cv_version, cv_threads) = match &cv {
+        Some(v) => (
+            v["version"].as_str().unwrap_or("?").to_string(),
+            v["threads_all"].as_u64().unwrap_or(0),
+        ),
+        None => ("-".into(), 0),
+    };
+    let mut md = report(ReportInput {
+        args,
+        cfg_name: &cfg_name,
+        gpu,
+        gpu_desc: gpu_desc.as_deref(),
+        cpu_frames,
+        cpu_warmup,
+        from_bench_data,
+        photos: photos.len(),
+        cv_version: &cv_version,
+        cv_threads,
+        matched: &matched,
+        results: &results,
+        notes: &notes,
+    });
+    if let Some(m) = &matching {
+        md.push_str(&m.markdown);
+    }
+    print!("{md}");
+    if let Some(p) = &args.markdown {
+        std::fs::write(p, &md).map_err(|e| Error::io(p, e))?;
+    }
+    if let Some(p) = &args.json {
+        let sizes: Vec<Value> = args
+            .sizes
+            .iter()
+            .zip(&results)
+            .map(|(z, r)| {
+                let runs: serde_json::Map<String, Value> =
+                    r.runs.iter().map(|(k, v)| (k.clone(), v.json())).collect();
+                let fs = r.frames.as_ref();
+                json!({
+                    "size": z.to_string(),
+                    "frames": fs.map(|f| f.sources.clone()),
+                    "mosaic": fs.map(|f| f.tiled),
+                    "runs": runs,
+                    "opencv": r.opencv.clone(),
+                })
+            })
+            .collect();
+        let doc = json!({
+            "date": utc_date(),
+            "command": command_line(),
+            "backend": if gpu { "cuda" } else { "cpu" },
+            "gpu": gpu_desc,
+            "cpu": cpu_model(),
+            "config": cfg_name,
+            "frames": args.frames,
+            "warmup": args.warmup,
+            "cpu_frames": cpu_frames,
+            "opencv_runs": args.opencv_runs,
+            "notes": notes,
+            "sizes": sizes,
+            "matching": matching.as_ref().map(|m| m.json.clone()),
+        });
+        let text = serde_json::to_string_pretty(&doc).expect("json");
+        std::fs::write(p, text).map_err(|e| Error::io(p, e))?;
+    }
+    Ok(())
+}
+
+struct ReportInput<'a> {
+    args: &'a BenchArgs,
+    cfg_name: &'a str,
+    gpu: bool,
+    gpu_desc: Option<&'a str>,
+    cpu_frames: usize,
+    cpu_warmup: usize,
+    from_bench_data: bool,
+    photos: usize,
+    cv_version: &'a str,
+    cv_threads: u64,
+    matched: &'a [(&'a str, Config, &'a str)],
+    results: &'a [SizeResult],
+    notes: &'a [String],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_median_and_p90() {
+        let s = Stat::of(&[5.0, 1.0, 3.0, 2.0, 4.0]).unwrap();
+        assert_eq!((s.median, s.p90, s.n), (3.0, 5.0, 5));
+        let s = Stat::of(&[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert_eq!(s.median, 2.5);
+        let v: Vec<f64> = (1..=200).map(f64::from).collect();
+        assert_eq!(Stat::of(&v).unwrap().p90, 180.0);
+        assert!(Stat::of(&[]).is_none());
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(
+            "1920x1080".parse::<Size>().unwrap(),
+            Size {
+                width: 1920,
+                height: 1080
+            }
+        );
+        assert!("1920".parse::<Size>().is_err());
+        assert!("0x10".parse::<Size>().is_err());
+    }
+
+    #[test]
+    fn frames_are_crops_or_mosaics() {
+        let mut big = GrayImage::new(300, 200);
+        for (i, p) in big.data.iter_mut().enumerate() {
+            *p = (i * 7 % 251) as u8;
+        }
+        let small = GrayImage::new(50, 40);
+        let photos = vec![
+            Photo {
+                name: "big".into(),
+                img: big.clone(),
+            },
+            Photo {
+                name: "small".into(),
+                img: small,
+            },
+        ];
+        let set = make_frames(&photos, Size::from_str("128x96").unwrap(), 4);
+        assert!(!set.tiled);
+        assert_eq!(set.frames.len(), 4);
+        // Frame 1: top-left crop of the big photo.
+        assert_eq!(set.frames[1].row(0), &big.row(0)[..128]);
+        let distinct: std::collections::HashSet<_> =
+            set.frames.iter().map(|f| f.data.clone()).collect();
+        assert_eq!(distinct.len(), 4);
+        let set = make_frames(&photos, Size::from_str("400x300").unwrap(), 4);
+        assert!(set.tiled);
+        assert!(set.frames.iter().all(|f| f.width == 400 && f.height == 300));
+    }
+
+    #[test]
+    fn date_is_iso() {
+        let d = utc_date();
+        assert_eq!(d.len(), 10);
+        assert!(d.starts_with("20"));
+    }
+}

@@ -1,0 +1,36 @@
+//! OpenCV's timings: scripts/bench_opencv.py run as a subprocess.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// Writes the frames as PNG and runs the OpenCV script on them: its JSON, or why not.
+pub(super) fn run_opencv(
+    python: &str,
+    dir: &Path,
+    size: Size,
+    frames: &[GrayImage],
+    runs: usize,
+) -> std::result::Result<Value, String> {
+    let script = dir.join("bench_opencv.py");
+    if !script.exists() {
+        std::fs::write(&script, OPENCV_SCRIPT).map_err(|e| format!("{}: {e}", script.display()))?;
+    }
+    let mut files = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        let path = dir.join(format!("{size}_{i}.png"));
+        save_gray_png(f, &path).map_err(|e| e.to_string())?;
+        files.push(path);
+    }
+    let out = Command::new(python)
+        .arg(&script)
+        .args(["--runs", &runs.to_string(), "--warmup", "3"])
+        .args(&files)
+        .output()
+        .map_err(|e| format!("cannot run {python}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or("").trim().to_string();
+        return Err(format!("{python} failed: {last}"));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("bad JSON from the script: {e}"))
+}
