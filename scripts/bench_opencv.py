@@ -46,6 +46,21 @@ def stats(ms):
     return med, p90
 
 
+def time_runs(fn, args, warmup, runs):
+    """`warmup` untimed calls, then {"median_ms", "p90_ms"} of `runs` timed calls; call i
+    gets args[i % len(args)]."""
+    for i in range(warmup):
+        fn(args[i % len(args)])
+    ms = []
+    for i in range(runs):
+        arg = args[i % len(args)]
+        t0 = time.perf_counter()
+        fn(arg)
+        ms.append((time.perf_counter() - t0) * 1e3)
+    med, p90 = stats(ms)
+    return {"median_ms": med, "p90_ms": p90}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=50, help="timed runs per op and thread count")
@@ -94,17 +109,7 @@ def main():
         cv2.setNumThreads(threads)
         per = {}
         for name in wanted:
-            fn = ops[name][0]
-            for i in range(a.warmup):
-                fn(imgs[i % len(imgs)])
-            ms = []
-            for i in range(a.runs):
-                im = imgs[i % len(imgs)]
-                t0 = time.perf_counter()
-                fn(im)
-                ms.append((time.perf_counter() - t0) * 1e3)
-            med, p90 = stats(ms)
-            per[name] = {"median_ms": med, "p90_ms": p90}
+            per[name] = time_runs(ops[name][0], imgs, a.warmup, a.runs)
         results[str(threads)] = per
     cv2.setNumThreads(threads_all)
     print(
@@ -148,15 +153,8 @@ def bench_match(a):
     results = {}
     for threads in sorted({1, threads_all}):
         cv2.setNumThreads(threads)
-        for _ in range(a.warmup):
-            matcher.knnMatch(query, train, k=2)
-        ms = []
-        for _ in range(a.runs):
-            t0 = time.perf_counter()
-            matcher.knnMatch(query, train, k=2)
-            ms.append((time.perf_counter() - t0) * 1e3)
-        med, p90 = stats(ms)
-        results[str(threads)] = {"knn2": {"median_ms": med, "p90_ms": p90}}
+        knn = lambda _: matcher.knnMatch(query, train, k=2)
+        results[str(threads)] = {"knn2": time_runs(knn, [None], a.warmup, a.runs)}
     cv2.setNumThreads(threads_all)
     print(
         json.dumps(

@@ -4,35 +4,13 @@
 //! must get OpenCV's descriptor from its reflected padding (see `cpu::describe`'s note).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use gpu_features::cpu::{describe, pyramid};
-use gpu_features::image::load_gray;
-use gpu_features::{BackendChoice, Config, GrayImage, ImageView, Keypoint, Pipeline};
+use gpu_features::{BackendChoice, Config, ImageView, Keypoint, Pipeline};
 
-const FIXTURES: [&str; 10] = [
-    "astronaut",
-    "basketball1",
-    "box",
-    "brick",
-    "building",
-    "camera",
-    "coffee_odd",
-    "graf1",
-    "graf3",
-    "left01",
-];
-
-fn golden(stem: &str, file: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(stem)
-        .join(file)
-}
-
-fn gray(stem: &str) -> GrayImage {
-    load_gray(&golden(stem, "gray.png")).unwrap()
-}
+mod shared;
+use shared::{golden, gray, FIXTURES};
 
 /// Golden rows: numeric columns, then the descriptor's hex as the last column.
 fn rows(stem: &str, file: &str) -> Vec<(Vec<f64>, String)> {

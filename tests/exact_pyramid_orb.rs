@@ -2,7 +2,6 @@
 //! (`scripts/gen_golden.py`).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use gpu_features::config::{Interpolation, ScoreType, Spread};
@@ -10,30 +9,10 @@ use gpu_features::cpu::{detect_keypoints, orient, pyramid};
 use gpu_features::image::load_gray;
 use gpu_features::{Config, GrayImage};
 
-const FIXTURES: [&str; 10] = [
-    "astronaut",
-    "basketball1",
-    "box",
-    "brick",
-    "building",
-    "camera",
-    "coffee_odd",
-    "graf1",
-    "graf3",
-    "left01",
-];
+mod shared;
+use shared::{golden, gray, FIXTURES};
+
 const EXACT_FIXTURES: [&str; 3] = ["camera", "coffee_odd", "graf1"];
-
-fn golden(stem: &str, file: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(stem)
-        .join(file)
-}
-
-fn gray(stem: &str) -> GrayImage {
-    load_gray(&golden(stem, "gray.png")).unwrap()
-}
 
 /// Rows of a golden CSV as f64 columns (header skipped).
 fn csv(stem: &str, file: &str) -> Vec<Vec<f64>> {

@@ -132,19 +132,12 @@ pub(super) fn run_opencv_match(
     for (path, set) in [(&q, &pair.query), (&t, &pair.train)] {
         std::fs::write(path, set.as_flattened()).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    let out = Command::new(python)
-        .arg(&script)
+    let mut cmd = Command::new(python);
+    cmd.arg(&script)
         .args(["--runs", &runs.to_string(), "--warmup", "3"])
         .args(["--ratio", &ratio.to_string(), "--match"])
-        .args([&q, &t])
-        .output()
-        .map_err(|e| format!("cannot run {python}: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().last().unwrap_or("").trim().to_string();
-        return Err(format!("{python} failed: {last}"));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("bad JSON from the script: {e}"))
+        .args([&q, &t]);
+    script_json(python, cmd)
 }
 
 /// Everything the matcher rows need from `run`.

@@ -21,10 +21,17 @@ pub(super) fn run_opencv(
         save_gray_png(f, &path).map_err(|e| e.to_string())?;
         files.push(path);
     }
-    let out = Command::new(python)
-        .arg(&script)
+    let mut cmd = Command::new(python);
+    cmd.arg(&script)
         .args(["--runs", &runs.to_string(), "--warmup", "3"])
-        .args(&files)
+        .args(&files);
+    script_json(python, cmd)
+}
+
+/// Runs the OpenCV script (`cmd`, prepared by the caller) and parses the JSON it prints; the
+/// last stderr line when it fails.
+pub(super) fn script_json(python: &str, mut cmd: Command) -> std::result::Result<Value, String> {
+    let out = cmd
         .output()
         .map_err(|e| format!("cannot run {python}: {e}"))?;
     if !out.status.success() {

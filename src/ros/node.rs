@@ -50,6 +50,9 @@ struct Stats {
     process_errors: u64,
     backend: String,
     last_error: String,
+    /// 1 once the GPU failed and the input moved to the CPU backend (`Pipeline::gpu_failure`).
+    gpu_failures: u64,
+    gpu_failure: String,
     // window
     w_processed: u64,
     w_decode_errors: u64,
@@ -147,6 +150,7 @@ async fn run_async() -> Result<(), String> {
     let (settings, backend_choice) = {
         let p = params.lock().unwrap();
         let choice: BackendChoice = p.settings.backend_choice()?;
+        p.settings.select_cuda_device();
         (p.settings.clone(), choice)
     };
     let names: Vec<String> = if settings.inputs.is_empty() {
@@ -370,6 +374,7 @@ fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> DiagnosticStatus
         kv("frames_dropped", s.dropped.to_string()),
         kv("decode_errors", s.decode_errors.to_string()),
         kv("process_errors", s.process_errors.to_string()),
+        kv("gpu_failures", s.gpu_failures.to_string()),
         kv("window_s", format!("{window:.3}")),
         kv("window_frames", lat.len().to_string()),
         kv("latency_ms_mean", format!("{mean:.3}")),
@@ -386,7 +391,16 @@ fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> DiagnosticStatus
             format!("{:.3}", sum / n.max(1) as f64),
         ));
     }
-    let (level, message) = if s.w_decode_errors > 0 {
+    let (level, message) = if s.gpu_failures > 0 {
+        // WARN for as long as the input runs on the CPU after a GPU failure.
+        (
+            1u8,
+            format!(
+                "GPU failed, running on the CPU backend (same output): {}",
+                s.gpu_failure
+            ),
+        )
+    } else if s.w_decode_errors > 0 {
         (
             1u8,
             format!(
@@ -457,6 +471,7 @@ impl Worker {
         let mut cloud_buf = Vec::new();
         let mut gray = GrayImage::default();
         let mut features = Features::default();
+        let mut gpu_failure_logged = false;
         loop {
             let pending = {
                 let mut g = self.slot.frame.lock().unwrap();
@@ -526,7 +541,20 @@ impl Worker {
                 pipeline.process_into(&view, &mut features)
             }));
             match result {
-                Ok(Ok(())) => {}
+                Ok(Ok(())) => {
+                    if let (Some(why), false) = (pipeline.gpu_failure(), gpu_failure_logged) {
+                        // Logged once; the pipeline redid the frame on the CPU and stays there.
+                        r2r::log_warn!(
+                            &self.logger,
+                            "input {}: GPU failure, switched to the CPU backend: {why}",
+                            self.label
+                        );
+                        gpu_failure_logged = true;
+                        let mut s = self.stats.lock().unwrap();
+                        s.gpu_failures += 1;
+                        s.gpu_failure = why.to_string();
+                    }
+                }
                 Ok(Err(e)) => {
                     if error_log.allow().is_some() {
                         r2r::log_error!(
@@ -604,5 +632,31 @@ impl Worker {
             }
             s.backend = pipeline.backend().name().to_string();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpu_failure_is_a_warning_in_diagnostics() {
+        let mut s = Stats {
+            processed: 10,
+            backend: "cpu".into(),
+            ..Default::default()
+        };
+        let ok = diagnostic_status("/gpu_features", "", &mut s);
+        assert_eq!(ok.level, 0);
+        s.gpu_failures = 1;
+        s.gpu_failure = "launching orb_blur: injected fault".into();
+        let d = diagnostic_status("/gpu_features", "left", &mut s);
+        assert_eq!(d.level, 1, "WARN");
+        assert!(d.message.contains("CPU backend") && d.message.contains("injected"));
+        assert!(d
+            .values
+            .iter()
+            .any(|kv| kv.key == "gpu_failures" && kv.value == "1"));
+        assert_eq!(d.name, "gpu_features: left");
     }
 }

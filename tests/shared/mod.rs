@@ -1,0 +1,51 @@
+//! Helpers shared by several integration tests (each test file includes what it uses with
+//! `mod shared;`; unused items are expected in some of them).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use gpu_features::image::load_gray;
+use gpu_features::GrayImage;
+
+/// The real-image fixtures of tests/data with goldens in tests/golden (scripts/gen_golden.py).
+pub const FIXTURES: [&str; 10] = [
+    "astronaut",
+    "basketball1",
+    "box",
+    "brick",
+    "building",
+    "camera",
+    "coffee_odd",
+    "graf1",
+    "graf3",
+    "left01",
+];
+
+/// `tests/golden/<stem>/<file>`.
+pub fn golden(stem: &str, file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(stem)
+        .join(file)
+}
+
+/// The fixture's gray image as OpenCV converted it.
+pub fn gray(stem: &str) -> GrayImage {
+    load_gray(&golden(stem, "gray.png")).unwrap()
+}
+
+/// A GPU test's verdict on a backend that could not start: `SKIPPED` (printed straight to
+/// stderr, visible without --nocapture) when this machine has no CUDA device, a failure when
+/// a device is present but unusable (kernels that do not compile or load).
+pub fn skip_without_gpu(test: &str, err: &dyn std::fmt::Display) {
+    #[cfg(feature = "cuda")]
+    {
+        let n = gpu_features::cuda::device_count();
+        assert!(
+            n == 0,
+            "{test}: {n} CUDA device(s) present but unusable: {err}"
+        );
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: no CUDA device: {err} ({test})");
+}
