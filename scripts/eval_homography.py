@@ -15,10 +15,13 @@ The protocol is the one in src/bag/eval.rs, implemented again here with numpy:
   * matching score: each image-1 keypoint's nearest neighbour in image 2 by Hamming distance
     (first on ties); correct when that pair's overlap error < 0.4; / min(n1, n2).
 
-With --gpu-features BIN the script also runs `BIN detect` on the same images and scores
-*our* keypoints with OpenCV's ORB descriptor (`ORB.compute` on them): a cross-check of the
-Rust implementation of the protocol (the repeatability must agree) and a descriptor-neutral
-matching score.
+With --gpu-features BIN the script also runs `BIN detect` (descriptors switched on, as the
+Rust side does) on the same images and scores *our* keypoints twice:
+  * with our own ORB descriptors (the CSV's `descriptor` column): the Rust side's numbers
+    again, computed by this independent implementation of the protocol (a cross-check: the
+    correspondences and correct matches must be equal);
+  * with OpenCV's ORB descriptor (`ORB.compute` on our keypoints): a descriptor-neutral
+    matching score.
 
 Usage:
   eval_homography.py --pair graf1-graf3=tests/data/graf1.png,tests/data/graf3.png,tests/data/H1to3p.xml \
@@ -204,16 +207,23 @@ def kp_array(kps):
 
 
 def our_keypoints(binary, img, config, tmp):
-    cmd = [binary, "detect", "--backend", "cpu", "--out", tmp, "--no-overlay", str(img)]
+    """Our keypoints (cv2.KeyPoint list) and descriptors (uint8 rows) from `BIN detect`."""
+    cmd = [binary, "detect", "--backend", "cpu", "--set", "describe.enabled=true",
+           "--out", tmp, "--no-overlay", str(img)]
     if config:
         cmd[2:2] = ["--config", str(config)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    rows = Path(tmp, Path(img).stem + ".keypoints.csv").read_text().splitlines()[1:]
-    out = []
-    for r in rows:
-        x, y, resp, size, angle, octave = (float(v) for v in r.split(","))
-        out.append(cv2.KeyPoint(x, y, size, angle, resp, int(octave)))
-    return out
+    lines = Path(tmp, Path(img).stem + ".keypoints.csv").read_text().splitlines()
+    col = {name: i for i, name in enumerate(lines[0].split(","))}
+    if "descriptor" not in col:
+        sys.exit(f"{binary} detect wrote no descriptor column (header {lines[0]!r})")
+    kps, desc = [], []
+    for r in lines[1:]:
+        v = r.split(",")
+        x, y, resp, size, angle = (float(v[col[k]]) for k in ("x", "y", "response", "size", "angle"))
+        kps.append(cv2.KeyPoint(x, y, size, angle, resp, int(v[col["octave"]])))
+        desc.append(np.frombuffer(bytes.fromhex(v[col["descriptor"]]), dtype=np.uint8))
+    return kps, np.array(desc, dtype=np.uint8).reshape(-1, 32)
 
 
 def main():
@@ -233,7 +243,8 @@ def main():
     if not args.pair:
         ap.error("give at least one --pair or --warp")
     orb = orb_for(cfg)
-    result = {"opencv_version": cv2.__version__, "pairs": [], "ours_with_orb_descriptor": []}
+    result = {"opencv_version": cv2.__version__, "pairs": [], "ours_with_orb_descriptor": [],
+              "ours_with_our_descriptor": []}
     for spec in args.pair:
         name, _, rest = spec.rpartition("=")
         f1, f2, hf = rest.split(",")
@@ -251,8 +262,12 @@ def main():
               f"{r['matching_score']:.3f} ({r['n1_common']}/{r['n2_common']} in common)", file=sys.stderr)
         if args.gpu_features:
             with tempfile.TemporaryDirectory() as tmp:
-                o1 = our_keypoints(args.gpu_features, f1, args.config, tmp)
-                o2 = our_keypoints(args.gpu_features, f2, args.config, tmp)
+                o1, od1 = our_keypoints(args.gpu_features, f1, args.config, tmp)
+                o2, od2 = our_keypoints(args.gpu_features, f2, args.config, tmp)
+            r = evaluate(name, h, kp_array(o1), od1, s1, kp_array(o2), od2, s2)
+            result["ours_with_our_descriptor"].append(r)
+            print(f"{name}: gpu_features keypoints + our ORB descriptor: repeatability "
+                  f"{r['repeatability']:.3f} matching score {r['matching_score']:.3f}", file=sys.stderr)
             # ORB.compute may drop keypoints too close to the border: score what it keeps.
             o1, e1 = orb.compute(g1, o1)
             o2, e2 = orb.compute(g2, o2)

@@ -10,8 +10,8 @@ use std::process::Command;
 
 use bag_common::*;
 use gpu_features::bag::{self, eval::HomographyPair, Bag};
-use gpu_features::Config;
 use gpu_features::output::pointcloud;
+use gpu_features::Config;
 
 fn stamps(n: usize) -> (Vec<u64>, Vec<u64>) {
     (
@@ -140,6 +140,34 @@ fn report_contents_and_max_frames() {
         ratio > 0.3 && ratio <= tr["ratio_position"].as_f64().unwrap(),
         "{tr}"
     );
+    // Descriptor tracking (the default config computes descriptors): the library matcher on
+    // consecutive frames, almost every match where the 5 px / 3 px pan puts it.
+    let dt = &j["descriptor_tracking"];
+    assert_eq!(dt["frame_pairs"], 3, "{dt}");
+    assert_eq!(dt["matcher"], "cpu");
+    assert_eq!(dt["cross_check"], true);
+    let share = dt["inlier_share"].as_f64().unwrap();
+    assert!(share > 0.9, "{dt}");
+    assert!(
+        dt["inlier_share_per_pair"]["min"].as_f64().unwrap() > 0.85,
+        "{dt}"
+    );
+    // At least a third of the keypoints find a match that passes ratio test + cross-check.
+    let q = dt["query_keypoints"].as_f64().unwrap();
+    assert!(dt["matches"].as_f64().unwrap() > q / 3.0, "{dt}");
+    let mean = dt["matches_per_pair"]["mean"].as_f64().unwrap();
+    assert!(
+        (mean - dt["matches"].as_f64().unwrap() / 3.0).abs() < 1e-9,
+        "{dt}"
+    );
+    // The per-frame series: none for the first frame, then one per pair, summing up.
+    let pf = j["per_frame"].as_array().unwrap();
+    assert!(pf[0]["match_track"].is_null());
+    let inl: u64 = pf[1..]
+        .iter()
+        .map(|f| f["match_track"]["inliers"].as_u64().unwrap())
+        .sum();
+    assert_eq!(inl, dt["inliers"].as_u64().unwrap());
     let levels = j["keypoints_per_level_mean"].as_array().unwrap();
     assert_eq!(levels.len(), 8);
     let md = std::fs::read_to_string(&s.report_md).unwrap();
@@ -147,15 +175,62 @@ fn report_contents_and_max_frames() {
         "## Latency per stage",
         "## Keypoints",
         "## Frame-to-frame tracking",
+        "Descriptor matching over 3 consecutive frame pairs (cpu matcher)",
+        "| inlier share |",
         "p99",
     ] {
         assert!(md.contains(h), "{h} missing in report.md");
     }
+    assert!(s.plots.iter().any(|p| p.ends_with("tracking.png")));
     for p in &s.plots {
         let img = ::image::open(p).unwrap();
         assert_eq!((img.width(), img.height()), (720, 320));
         assert!(md.contains(p.file_name().unwrap().to_str().unwrap()));
     }
+}
+
+/// Consecutive frames from two unrelated photos: descriptor matches between them are few
+/// and land in the tracking window only by chance. Without descriptors (describe off) the
+/// descriptor measure is absent and the rest of the report unchanged.
+#[test]
+fn descriptor_tracking_on_unrelated_frames() {
+    let dir = scratch("replay_unrelated");
+    let a = pan("graf1.png", 3, 256, 192);
+    let b = pan("building.png", 3, 256, 192);
+    let frames: Vec<Frame> = a.into_iter().zip(b).flat_map(|(x, y)| [x, y]).collect();
+    let bag_path = dir.join("in.mcap");
+    write_mcap(&bag_path, &frames, false);
+    let report = |o: &bag::replay::ReplayOptions| -> serde_json::Value {
+        let s = bag::run(o).unwrap();
+        assert_eq!(s.frames, 6);
+        serde_json::from_str(&std::fs::read_to_string(&s.report_json).unwrap()).unwrap()
+    };
+    let j = report(&options(&bag_path, &dir.join("out")));
+    let dt = &j["descriptor_tracking"];
+    assert_eq!(dt["frame_pairs"], 5, "{dt}");
+    let q = dt["query_keypoints"].as_f64().unwrap();
+    let matches = dt["matches"].as_f64().unwrap();
+    assert!(matches < q / 10.0, "{dt}");
+    assert!(dt["inlier_share"].as_f64().unwrap() < 0.1, "{dt}");
+    // The patch measure agrees: hardly anything is re-found.
+    assert!(
+        j["tracking"]["ratio"].as_f64().unwrap() < 0.1,
+        "{}",
+        j["tracking"]
+    );
+
+    let mut o = options(&bag_path, &dir.join("out_nodesc"));
+    o.config = Config::default()
+        .with_value("describe.enabled", "false")
+        .unwrap();
+    let j2 = report(&o);
+    assert!(
+        j2["descriptor_tracking"].is_null(),
+        "{}",
+        j2["descriptor_tracking"]
+    );
+    assert!(j2["per_frame"][1]["match_track"].is_null());
+    assert_eq!(j2["tracking"], j["tracking"]);
 }
 
 #[test]
@@ -201,6 +276,33 @@ fn homography_protocol_on_graf_pair() {
     assert!(me["matching_score"].as_f64().unwrap() > 0.97, "{me}");
     let md = std::fs::read_to_string(&s.report_md).unwrap();
     assert!(md.contains("graf1-graf3"));
+    assert!(
+        md.contains("gpu_features + our ORB descriptor (ours)"),
+        "{md}"
+    );
+
+    // With the script's JSON, OpenCV's numbers sit beside ours on the pair's row.
+    let cv = dir.join("opencv_eval.json");
+    let cv_row = serde_json::json!({
+        "name": "graf1-graf3", "n1": 2000, "n2": 2000, "n1_common": 1900, "n2_common": 1600,
+        "correspondences": 1000, "repeatability": 0.625, "correct_matches": 700,
+        "matching_score": 0.4375
+    });
+    let eval_json = serde_json::json!({
+        "opencv_version": "5.0.0", "pairs": [cv_row], "ours_with_orb_descriptor": [],
+        "ours_with_our_descriptor": [graf]
+    });
+    std::fs::write(&cv, eval_json.to_string()).unwrap();
+    o.opencv_eval = Some(cv);
+    o.homography.truncate(1);
+    let s = bag::run(&o).unwrap();
+    let md = std::fs::read_to_string(&s.report_md).unwrap();
+    let row = format!("| graf1-graf3 | {rep:.3} | 0.625 | {ms:.3} | 0.438 | - |");
+    assert!(md.contains(&row), "{row} not in\n{md}");
+    assert!(
+        md.contains("our ORB descriptor, scored by the script"),
+        "{md}"
+    );
 }
 
 /// Prints `topic index width points first_descriptor_hex` for every keypoints message, read

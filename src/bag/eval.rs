@@ -15,6 +15,22 @@
 //! of frame t whose patch lies inside the image. The report also gives the position-only
 //! ratio (first two conditions only), an upper bound that ignores appearance.
 //!
+//! # Descriptor tracking ([`track_descriptors`])
+//!
+//! The ORB descriptors of frame t (queries) are matched against those of frame t+1 (train)
+//! by the library matcher ([`crate::matching`]) with the replay's [`MatchParams`] (the
+//! defaults: two nearest neighbours, Lowe ratio 0.8 and cross-check). Per frame pair:
+//! * *matches* = the matches the matcher keeps;
+//! * a match (p in frame t, q in frame t+1) is an *inlier* when q lies in p's tracking
+//!   window: `|q - p| <= TRACK_RADIUS` level-0 pixels in x and in y, and
+//!   `|octave(q) - octave(p)| <= 1` (the position conditions above, no appearance test);
+//! * *inlier share* = inliers / matches (undefined, and left out of the bag's statistics,
+//!   for a pair without matches).
+//!
+//! On a video whose motion between frames stays within the window this is the share of
+//! descriptor matches that are geometrically plausible; on unrelated frames it falls to
+//! the chance that a wrong match lands in the window (about `17^2 / area`).
+//!
 //! # Homography protocol ([`evaluate_pair`])
 //!
 //! Repeatability and matching score as in Mikolajczyk et al., "A comparison of affine region
@@ -31,16 +47,16 @@
 //!   made one-to-one greedily, lowest error first. Repeatability = correspondences /
 //!   min(n1, n2), over the common part.
 //! * Matching score = correct nearest-neighbour descriptor matches / min(n1, n2): each
-//!   keypoint of image 1 is matched to the image-2 keypoint at the smallest Hamming distance,
-//!   and the match is correct when that pair's overlap error is below 0.4.
+//!   keypoint of image 1 in the common part is matched to the image-2 keypoint of the common
+//!   part at the smallest Hamming distance (ties to the lower index), and the match is
+//!   correct when that pair's overlap error is below 0.4.
 //!
-//! The library computes no descriptor, so this module brings a steered BRIEF of its own:
-//! 256 intensity comparisons of point pairs drawn once from an isotropic Gaussian
-//! (sigma = patch/5, clamped to a 27x27 square) by a fixed-seed generator, rotated by the
-//! keypoint's angle and sampled on the keypoint's own pyramid level after a 7x7 Gaussian blur
-//! (sigma 2). It is ORB's recipe with an untrained pattern, so the matching score measures
-//! our keypoints plus this descriptor; `scripts/eval_homography.py` also scores our
-//! keypoints with OpenCV's ORB descriptor for a descriptor-neutral comparison.
+//! The descriptors are the library's own ORB descriptors (`Features::descriptors`, computed
+//! with `describe.enabled` switched on, see [`describing`]), and the nearest neighbours come
+//! from the library matcher ([`crate::matching::match_descriptors`] with
+//! [`MatchParams::all`]: no ratio test, no cross-check, not one-to-one, so the matching score
+//! can exceed the repeatability on easy pairs). The report prints it beside OpenCV ORB's,
+//! from `scripts/eval_homography.py`, which implements the same protocol in numpy.
 
 use std::path::{Path, PathBuf};
 
@@ -49,8 +65,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::cpu::CpuPipeline;
 use crate::error::{Error, Result};
-use crate::image::{load_view_owned, GrayImage};
-use crate::pipeline::Keypoint;
+use crate::image::{load_view_owned, GrayImage, ImageView};
+use crate::matching::{match_descriptors, Match, MatchParams, Matcher};
+use crate::pipeline::{Descriptor, Keypoint};
 
 pub const TRACK_RADIUS: f32 = 8.0;
 pub const TRACK_MIN_ZNCC: f64 = 0.8;
@@ -181,10 +198,7 @@ pub fn track(
         let mut by_look = false;
         for &i in &cand {
             let q = &cur[i];
-            if (q.x - p.x).abs() > TRACK_RADIUS
-                || (q.y - p.y).abs() > TRACK_RADIUS
-                || (q.octave - p.octave).abs() > 1
-            {
+            if !in_window(p, q) {
                 continue;
             }
             by_pos = true;
@@ -197,6 +211,64 @@ pub fn track(
         st.refound += by_look as usize;
     }
     st
+}
+
+/// Descriptor tracking result of one frame pair (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchTrackStats {
+    /// Descriptors (keypoints) of the earlier frame: the queries.
+    pub query: usize,
+    /// Descriptors (keypoints) of the later frame: the train set.
+    pub train: usize,
+    /// Matches the matcher kept.
+    pub matches: usize,
+    /// Matches whose two keypoints lie within the tracking window (position and octave).
+    pub inliers: usize,
+}
+
+impl MatchTrackStats {
+    /// inliers / matches; `None` without matches.
+    pub fn inlier_share(&self) -> Option<f64> {
+        (self.matches > 0).then(|| self.inliers as f64 / self.matches as f64)
+    }
+}
+
+/// Whether `q` (later frame) lies in the tracking window of `p` (earlier frame):
+/// `|q - p| <= TRACK_RADIUS` in x and y, octaves at most one apart.
+fn in_window(p: &Keypoint, q: &Keypoint) -> bool {
+    (q.x - p.x).abs() <= TRACK_RADIUS
+        && (q.y - p.y).abs() <= TRACK_RADIUS
+        && (q.octave - p.octave).abs() <= 1
+}
+
+/// Frame-to-frame descriptor tracking (see the module docs): matches the descriptors of the
+/// earlier frame (`prev`, queries) against the later one's (`cur`, train) with `matcher`
+/// under `params`, and counts the matches that land in the tracking window. `matches` is
+/// the matcher's output buffer, reused between calls.
+pub fn track_descriptors(
+    matcher: &mut Matcher,
+    params: &MatchParams,
+    (prev_kp, prev_desc): (&[Keypoint], &[Descriptor]),
+    (cur_kp, cur_desc): (&[Keypoint], &[Descriptor]),
+    matches: &mut Vec<Match>,
+) -> Result<MatchTrackStats> {
+    assert_eq!(
+        prev_kp.len(),
+        prev_desc.len(),
+        "one descriptor per keypoint"
+    );
+    assert_eq!(cur_kp.len(), cur_desc.len(), "one descriptor per keypoint");
+    matcher.match_into(prev_desc, cur_desc, params, matches)?;
+    let inliers = matches
+        .iter()
+        .filter(|m| in_window(&prev_kp[m.query as usize], &cur_kp[m.train as usize]))
+        .count();
+    Ok(MatchTrackStats {
+        query: prev_desc.len(),
+        train: cur_desc.len(),
+        matches: matches.len(),
+        inliers,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -389,28 +461,44 @@ pub struct HomographyResult {
     pub matching_score: f64,
 }
 
-/// Keypoints, their 256-bit descriptors and the image size.
-pub type Described = (Vec<Keypoint>, Vec<[u64; 4]>, (usize, usize));
+/// Keypoints, their ORB descriptors (one per keypoint, same order) and the image size.
+pub type Described = (Vec<Keypoint>, Vec<Descriptor>, (usize, usize));
 
-/// Keypoints + 256-bit descriptors of one image, on the CPU reference.
+/// `config` with ORB descriptors switched on (`describe.enabled`), validated: the config the
+/// homography protocol detects and describes with.
+pub fn describing(config: &Config) -> Result<Config> {
+    let mut c = config.clone();
+    c.describe.enabled = true;
+    c.validate().map_err(|e| {
+        Error::Config(format!(
+            "the matching score needs ORB descriptors (describe.enabled: true), which this \
+             config does not allow: {e}"
+        ))
+    })?;
+    Ok(c)
+}
+
+/// Keypoints + ORB descriptors of one frame, on the CPU reference, with
+/// [`describing`]`(config)`.
+pub fn describe_view(view: &ImageView, config: &Config) -> Result<Described> {
+    let config = describing(config)?;
+    let features = CpuPipeline::new().process(&config, view);
+    assert_eq!(
+        features.descriptors.len(),
+        features.keypoints.len(),
+        "the pipeline gives one descriptor per keypoint"
+    );
+    Ok((
+        features.keypoints,
+        features.descriptors,
+        (view.width(), view.height()),
+    ))
+}
+
+/// Keypoints + ORB descriptors of one image file (see [`describe_view`]).
 pub fn detect_with_descriptors(path: &Path, config: &Config) -> Result<Described> {
     let frame = load_view_owned(path)?;
-    let view = frame.view()?;
-    let mut cpu = CpuPipeline::new();
-    let features = cpu.process(config, &view);
-    let blurred: Vec<GrayImage> = cpu.levels().iter().map(gaussian7).collect();
-    let pattern = brief_pattern(config.orient.patch_size);
-    let scale = config.pyramid.scale_factor;
-    let desc = features
-        .keypoints
-        .iter()
-        .map(|k| {
-            let lvl = &blurred[(k.octave.max(0) as usize).min(blurred.len() - 1)];
-            let s = scale.powi(k.octave);
-            describe(lvl, k.x / s, k.y / s, k.angle, &pattern)
-        })
-        .collect();
-    Ok((features.keypoints, desc, (view.width(), view.height())))
+    describe_view(&frame.view()?, config)
 }
 
 /// Runs the protocol on one pair with the CPU reference.
@@ -423,7 +511,7 @@ pub fn evaluate_pair(pair: &HomographyPair, config: &Config) -> Result<Homograph
     })?;
     let (k1, d1, size1) = detect_with_descriptors(&pair.img1, config)?;
     let (k2, d2, size2) = detect_with_descriptors(&pair.img2, config)?;
-    evaluate_keypoints(&pair.name, &h, (&k1, &d1, size1), (&k2, &d2, size2)).ok_or_else(|| {
+    evaluate_keypoints(&pair.name, &h, (&k1, &d1, size1), (&k2, &d2, size2))?.ok_or_else(|| {
         Error::ImageFile {
             path: pair.homography.clone(),
             msg: "homography is singular".into(),
@@ -431,16 +519,22 @@ pub fn evaluate_pair(pair: &HomographyPair, config: &Config) -> Result<Homograph
     })
 }
 
-type Side<'a> = (&'a [Keypoint], &'a [[u64; 4]], (usize, usize));
+/// One image of a pair: keypoints, their descriptors (same order) and (width, height).
+pub type Side<'a> = (&'a [Keypoint], &'a [Descriptor], (usize, usize));
 
-/// The protocol on given keypoints and descriptors; `None` for a singular homography.
+/// The protocol on given keypoints and descriptors; `Ok(None)` for a singular homography.
+/// Errors only when a side has more than [`crate::matching::MAX_DESCRIPTORS`] keypoints.
 pub fn evaluate_keypoints(
     name: &str,
     h: &[f64; 9],
     (k1, d1, (w1, h1)): Side,
     (k2, d2, (w2, h2)): Side,
-) -> Option<HomographyResult> {
-    let hinv = invert(h)?;
+) -> Result<Option<HomographyResult>> {
+    assert_eq!(k1.len(), d1.len(), "one descriptor per keypoint (image 1)");
+    assert_eq!(k2.len(), d2.len(), "one descriptor per keypoint (image 2)");
+    let Some(hinv) = invert(h) else {
+        return Ok(None);
+    };
     let inside = |(x, y): (f64, f64), w: usize, hh: usize| {
         x >= 0.0 && y >= 0.0 && x <= (w - 1) as f64 && y <= (hh - 1) as f64
     };
@@ -482,20 +576,16 @@ pub fn evaluate_keypoints(
             corr += 1;
         }
     }
-    // Nearest-neighbour descriptor matching, image 1 -> image 2.
+    // Nearest-neighbour descriptor matching, image 1 -> image 2, over the common parts, by
+    // the library matcher with no test (every query keeps its nearest train descriptor;
+    // ties go to the lower index, and `c2` keeps the image's keypoint order).
+    let q: Vec<Descriptor> = c1.iter().map(|&i| d1[i]).collect();
+    let t: Vec<Descriptor> = c2.iter().map(|&j| d2[j]).collect();
     let mut correct = 0;
-    if !c2.is_empty() {
-        for (a, &i) in c1.iter().enumerate() {
-            let best = c2
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, &j)| hamming(&d1[i], &d2[j]))
-                .map(|(b, _)| b)
-                .unwrap();
-            if let Some(m) = &mapped_all[a] {
-                if overlap_error(m, &kp2[best]) < OVERLAP_MAX_ERROR {
-                    correct += 1;
-                }
+    for m in match_descriptors(&q, &t, &MatchParams::all())? {
+        if let Some(region) = &mapped_all[m.query as usize] {
+            if overlap_error(region, &kp2[m.train as usize]) < OVERLAP_MAX_ERROR {
+                correct += 1;
             }
         }
     }
@@ -507,7 +597,7 @@ pub fn evaluate_keypoints(
             n as f64 / denom as f64
         }
     };
-    Some(HomographyResult {
+    Ok(Some(HomographyResult {
         name: name.to_string(),
         n1: k1.len(),
         n2: k2.len(),
@@ -517,99 +607,7 @@ pub fn evaluate_keypoints(
         repeatability: ratio(corr),
         correct_matches: correct,
         matching_score: ratio(correct),
-    })
-}
-
-fn hamming(a: &[u64; 4], b: &[u64; 4]) -> u32 {
-    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
-}
-
-/// 7x7 Gaussian blur, sigma 2, borders reflected (101), rounded to u8.
-fn gaussian7(img: &GrayImage) -> GrayImage {
-    let mut k = [0f32; 7];
-    for (i, v) in k.iter_mut().enumerate() {
-        let d = i as f32 - 3.0;
-        *v = (-d * d / 8.0).exp();
-    }
-    let s: f32 = k.iter().sum();
-    k.iter_mut().for_each(|v| *v /= s);
-    let (w, h) = (img.width as i64, img.height as i64);
-    let refl = |i: i64, n: i64| -> usize {
-        if n == 1 {
-            return 0;
-        }
-        let mut i = i;
-        while i < 0 || i >= n {
-            i = if i < 0 { -i } else { 2 * n - 2 - i };
-        }
-        i as usize
-    };
-    let mut tmp = vec![0f32; img.data.len()];
-    for y in 0..h {
-        for x in 0..w {
-            let mut acc = 0.0;
-            for (t, kv) in k.iter().enumerate() {
-                acc += kv * img.get(refl(x + t as i64 - 3, w), y as usize) as f32;
-            }
-            tmp[(y * w + x) as usize] = acc;
-        }
-    }
-    let mut out = GrayImage::new(img.width, img.height);
-    for y in 0..h {
-        for x in 0..w {
-            let mut acc = 0.0;
-            for (t, kv) in k.iter().enumerate() {
-                acc += kv * tmp[refl(y + t as i64 - 3, h) * w as usize + x as usize];
-            }
-            out.data[(y * w + x) as usize] = acc.round().clamp(0.0, 255.0) as u8;
-        }
-    }
-    out
-}
-
-/// 256 point pairs (x1, y1, x2, y2), fixed-seed Gaussian samples.
-fn brief_pattern(patch_size: u32) -> Vec<[f32; 4]> {
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = move || {
-        // splitmix64
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let sigma = patch_size as f64 / 5.0;
-    let lim = (patch_size / 2).saturating_sub(2) as f64;
-    let mut gauss = move || {
-        let (u1, u2) = (next().max(1e-12), next());
-        ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos() * sigma).clamp(-lim, lim)
-            as f32
-    };
-    (0..256)
-        .map(|_| [gauss(), gauss(), gauss(), gauss()])
-        .collect()
-}
-
-fn describe(img: &GrayImage, x: f32, y: f32, angle: f32, pattern: &[[f32; 4]]) -> [u64; 4] {
-    let a = if angle >= 0.0 {
-        angle.to_radians()
-    } else {
-        0.0
-    };
-    let (c, s) = (a.cos(), a.sin());
-    let (cx, cy) = (x.round(), y.round());
-    let at = |px: f32, py: f32| {
-        let xx = (cx + (px * c - py * s).round()).clamp(0.0, img.width as f32 - 1.0);
-        let yy = (cy + (px * s + py * c).round()).clamp(0.0, img.height as f32 - 1.0);
-        img.get(xx as usize, yy as usize)
-    };
-    let mut d = [0u64; 4];
-    for (i, p) in pattern.iter().enumerate() {
-        if at(p[0], p[1]) < at(p[2], p[3]) {
-            d[i / 64] |= 1 << (i % 64);
-        }
-    }
-    d
+    }))
 }
 
 #[cfg(test)]
@@ -640,6 +638,24 @@ mod tests {
         assert!((e - 0.75).abs() < 0.03, "{e}");
     }
 
+    /// `n` distinct pseudo-random descriptors (splitmix64), seeded.
+    fn random_descriptors(n: usize, seed: u64) -> Vec<Descriptor> {
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                let mut d = [0u8; 32];
+                for chunk in d.chunks_mut(8) {
+                    state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                    let mut z = state;
+                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                    chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+                }
+                d
+            })
+            .collect()
+    }
+
     #[test]
     fn protocol_on_exact_correspondences() {
         // Image 2 = image 1 shifted by (10, 5): every keypoint has its twin.
@@ -651,17 +667,194 @@ mod tests {
             .iter()
             .map(|k| kp(k.x + 10.0, k.y + 5.0, 31.0, 0))
             .collect();
-        let d: Vec<[u64; 4]> = (0..20u64).map(|i| [i * 7919, i, !i, i << 3]).collect();
-        let r = evaluate_keypoints("t", &h, (&k1, &d, (640, 480)), (&k2, &d, (640, 480))).unwrap();
+        let d = random_descriptors(20, 7);
+        let eval = |d2: &[Descriptor]| {
+            evaluate_keypoints("t", &h, (&k1, &d, (640, 480)), (&k2, d2, (640, 480)))
+                .unwrap()
+                .unwrap()
+        };
+        let r = eval(&d);
         assert_eq!((r.n1_common, r.n2_common), (20, 20));
         assert_eq!(r.correspondences, 20);
         assert_eq!(r.correct_matches, 20);
-        assert_eq!(r.repeatability, 1.0);
-        // Scrambled descriptors: matches mostly wrong.
-        let d2: Vec<[u64; 4]> = d.iter().rev().cloned().collect();
-        let r = evaluate_keypoints("t", &h, (&k1, &d, (640, 480)), (&k2, &d2, (640, 480))).unwrap();
-        assert!(r.correct_matches < 5, "{r:?}");
+        assert_eq!((r.repeatability, r.matching_score), (1.0, 1.0));
+        // Reversed descriptors: every nearest neighbour is a keypoint >= 20 px away, whose
+        // normalised disc overlaps too little.
+        let d2: Vec<Descriptor> = d.iter().rev().cloned().collect();
+        let r = eval(&d2);
         assert_eq!(r.correspondences, 20);
+        assert_eq!(r.correct_matches, 0, "{r:?}");
+        // Ties go to the lower image-2 index, as in the matcher. Image 2 holds keypoint 4's
+        // descriptor twice; image-1 keypoint `lost` gets the complement of it (distance 256
+        // to both copies, so its nearest neighbour is some other, wrong, keypoint).
+        let tie = |copy: usize, lost: usize| {
+            let (mut q, mut t) = (d.clone(), d.clone());
+            t[copy] = d[4];
+            q[lost] = d[4].map(|b| !b);
+            evaluate_keypoints("t", &h, (&k1, &q, (640, 480)), (&k2, &t, (640, 480)))
+                .unwrap()
+                .unwrap()
+        };
+        // Copies at 4 and 5: keypoint 4 takes index 4 (right), keypoint 5 is lost.
+        assert_eq!(tie(5, 5).correct_matches, 19);
+        // Copies at 3 and 4: keypoint 4 takes index 3 (20 px off, wrong), 3 is lost.
+        assert_eq!(tie(3, 3).correct_matches, 18);
+        // A singular homography is not an error but no result.
+        let zero = [0.0; 9];
+        assert!(
+            evaluate_keypoints("t", &zero, (&k1, &d, (640, 480)), (&k2, &d, (640, 480)))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    /// A `w` x `h` gray crop at (x0, y0) of a test photo.
+    fn crop(name: &str, x0: usize, y0: usize, w: usize, h: usize) -> GrayImage {
+        let g = crate::image::load_gray(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data")
+                .join(name),
+        )
+        .unwrap();
+        let mut out = GrayImage::new(w, h);
+        for y in 0..h {
+            out.row_mut(y).copy_from_slice(&g.row(y0 + y)[x0..x0 + w]);
+        }
+        out
+    }
+
+    /// `img` warped by `h` (image -> output), bilinear, black outside.
+    fn warp(img: &GrayImage, h: &[f64; 9]) -> GrayImage {
+        let hinv = invert(h).unwrap();
+        let mut out = GrayImage::new(img.width, img.height);
+        for y in 0..img.height {
+            for x in 0..img.width {
+                let (sx, sy) = apply(&hinv, x as f64, y as f64);
+                let (x0, y0) = (sx.floor(), sy.floor());
+                if x0 < 0.0
+                    || y0 < 0.0
+                    || x0 + 1.0 >= img.width as f64
+                    || y0 + 1.0 >= img.height as f64
+                {
+                    continue;
+                }
+                let (fx, fy) = (sx - x0, sy - y0);
+                let (xi, yi) = (x0 as usize, y0 as usize);
+                let p = |dx: usize, dy: usize| img.get(xi + dx, yi + dy) as f64;
+                let v = (1.0 - fy) * ((1.0 - fx) * p(0, 0) + fx * p(1, 0))
+                    + fy * ((1.0 - fx) * p(0, 1) + fx * p(1, 1));
+                out.data[y * img.width + x] = v.round() as u8;
+            }
+        }
+        out
+    }
+
+    fn described(img: &GrayImage) -> Described {
+        let view = ImageView::mono8(&img.data, img.width, img.height).unwrap();
+        describe_view(&view, &Config::default()).unwrap()
+    }
+
+    #[test]
+    fn matching_score_with_our_descriptors_on_a_synthetic_homography() {
+        // A real photo and its warp: rotation 12 degrees and scale 0.9 about the centre,
+        // mild perspective.
+        let img = crop("graf1.png", 200, 150, 400, 320);
+        let (cx, cy) = (200.0, 160.0);
+        let (c, s) = (
+            12f64.to_radians().cos() * 0.9,
+            12f64.to_radians().sin() * 0.9,
+        );
+        let (p, q) = (5e-5, -3e-5);
+        // back(c) * persp * rot * to(-c), written out.
+        let m = [c, -s, cx - c * cx + s * cy, s, c, cy - s * cx - c * cy];
+        let h0 = [
+            m[0],
+            m[1],
+            m[2],
+            m[3],
+            m[4],
+            m[5],
+            p,
+            q,
+            1.0 - p * cx - q * cy,
+        ];
+        let h = h0.map(|v| v / h0[8]);
+        let warped = warp(&img, &h);
+        let (k1, d1, s1) = described(&img);
+        let (k2, d2, s2) = described(&warped);
+        assert!(
+            k1.len() > 300 && k2.len() > 300,
+            "{} {}",
+            k1.len(),
+            k2.len()
+        );
+        let r = evaluate_keypoints("warp", &h, (&k1, &d1, s1), (&k2, &d2, s2))
+            .unwrap()
+            .unwrap();
+        eprintln!("synthetic warp, our ORB descriptors: {r:?}");
+        assert!(r.repeatability > 0.5, "{r:?}");
+        assert!(r.matching_score > 0.5, "{r:?}");
+        // The same keypoints with image 2's descriptors scrambled (each keypoint gets the
+        // descriptor of one half the list away): the descriptor no longer fits its
+        // keypoint, matches land at random and almost none is correct.
+        let n = d2.len();
+        let scrambled: Vec<Descriptor> = (0..n).map(|i| d2[(i + n / 2) % n]).collect();
+        let bad = evaluate_keypoints("warp", &h, (&k1, &d1, s1), (&k2, &scrambled, s2))
+            .unwrap()
+            .unwrap();
+        assert_eq!(bad.correspondences, r.correspondences);
+        assert!(bad.matching_score < 0.05, "{bad:?}");
+    }
+
+    #[test]
+    fn descriptor_tracking_translation_vs_unrelated_frames() {
+        let a = crop("graf1.png", 100, 100, 320, 240);
+        // The camera moved 5 px right and 3 px down: content moves 5 px left, 3 px up.
+        let b = crop("graf1.png", 105, 103, 320, 240);
+        let other = crop("building.png", 100, 100, 320, 240);
+        let (ka, da, _) = described(&a);
+        let (kb, db, _) = described(&b);
+        let (ko, dob, _) = described(&other);
+        let mut matcher = Matcher::new(crate::pipeline::BackendChoice::Cpu).unwrap();
+        let params = MatchParams::default();
+        let mut buf = Vec::new();
+        let mut run = |k2: &[Keypoint], d2: &[Descriptor]| {
+            track_descriptors(&mut matcher, &params, (&ka, &da), (k2, d2), &mut buf).unwrap()
+        };
+        let same = run(&kb, &db);
+        eprintln!("translation: {same:?}");
+        assert_eq!((same.query, same.train), (ka.len(), kb.len()));
+        assert!(same.matches * 2 > ka.len(), "{same:?}");
+        assert!(same.inlier_share().unwrap() > 0.9, "{same:?}");
+        let unrelated = run(&ko, &dob);
+        eprintln!("unrelated: {unrelated:?}");
+        assert!(
+            unrelated.inlier_share().unwrap_or(0.0) < 0.1,
+            "{unrelated:?}"
+        );
+        // The translated frame with its descriptors rotated by half the list.
+        let n = db.len();
+        let scrambled: Vec<Descriptor> = (0..n).map(|i| db[(i + n / 2) % n]).collect();
+        let bad = run(&kb, &scrambled);
+        eprintln!("scrambled: {bad:?}");
+        assert_eq!(
+            bad.matches, same.matches,
+            "the same descriptor sets, permuted"
+        );
+        assert!(bad.inlier_share().unwrap() < 0.1, "{bad:?}");
+        // No descriptors on one side: no matches, no share.
+        let none = run(&[], &[]);
+        assert_eq!((none.matches, none.inlier_share()), (0, None));
+    }
+
+    #[test]
+    fn matching_score_needs_a_describable_config() {
+        let mut c = Config::default();
+        c.describe.enabled = false;
+        assert!(describing(&c).unwrap().describe.enabled);
+        c.orient.patch_size = 21;
+        let e = describing(&c).unwrap_err().to_string();
+        assert!(e.contains("describe.enabled"), "{e}");
     }
 
     #[test]

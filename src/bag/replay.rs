@@ -22,12 +22,13 @@ use std::time::Instant;
 use super::cdr::{self, Header};
 use super::eval::{self, HomographyPair};
 use super::reader::{Bag, RawMessage};
-use super::report::{FrameStats, ReportInput};
+use super::report::{FrameStats, MatcherInfo, ReportInput};
 use super::writer::McapBagWriter;
 use crate::error::{Error, Result};
 use crate::image::{Encoding, GrayImage, ImageView};
+use crate::matching::{MatchParams, Matcher};
 use crate::output::pointcloud;
-use crate::pipeline::{BackendChoice, Descriptor, Features, Keypoint, Pipeline};
+use crate::pipeline::{BackendChoice, BackendKind, Descriptor, Features, Keypoint, Pipeline};
 use crate::Config;
 
 /// Everything `replay` needs.
@@ -375,8 +376,72 @@ struct TopicState {
     annotations: u16,
     image: u16,
     frames: usize,
-    /// The previous frame's gray image and keypoints, for the tracking measure.
-    prev: Option<(GrayImage, Vec<Keypoint>)>,
+    /// The previous frame's gray image, keypoints and descriptors (empty when the config
+    /// computes none), for the tracking measures.
+    prev: Option<(GrayImage, Vec<Keypoint>, Vec<Descriptor>)>,
+}
+
+/// The descriptor matcher of the tracking measure: one per replay, CUDA when the pipeline
+/// runs on CUDA, else the CPU.
+struct TrackMatcher {
+    matcher: Matcher,
+    params: MatchParams,
+    /// The matcher's output, reused from pair to pair.
+    matches: Vec<crate::matching::Match>,
+}
+
+impl TrackMatcher {
+    fn new(pipeline: BackendKind) -> TrackMatcher {
+        let matcher = match pipeline {
+            BackendKind::Cpu => Matcher::new(BackendChoice::Cpu),
+            BackendKind::Cuda => Matcher::new(BackendChoice::Cuda).or_else(|e| {
+                eprintln!("replay: descriptor matching on the CPU, the CUDA matcher failed: {e}");
+                Matcher::new(BackendChoice::Cpu)
+            }),
+        }
+        .expect("the CPU matcher always starts");
+        TrackMatcher {
+            matcher,
+            params: MatchParams::default(),
+            matches: Vec::new(),
+        }
+    }
+
+    fn info(&self) -> MatcherInfo {
+        MatcherInfo {
+            backend: self.matcher.backend().name(),
+            params: self.params,
+        }
+    }
+
+    /// Descriptor tracking of one frame pair; a failing CUDA matcher is replaced by the
+    /// CPU one (same results) and the pair redone.
+    fn track(
+        &mut self,
+        prev: (&[Keypoint], &[Descriptor]),
+        cur: (&[Keypoint], &[Descriptor]),
+    ) -> Result<eval::MatchTrackStats> {
+        match eval::track_descriptors(
+            &mut self.matcher,
+            &self.params,
+            prev,
+            cur,
+            &mut self.matches,
+        ) {
+            Err(Error::Cuda(why)) => {
+                eprintln!("replay: CUDA matcher failed, matching on the CPU from now on: {why}");
+                self.matcher = Matcher::new(BackendChoice::Cpu)?;
+                eval::track_descriptors(
+                    &mut self.matcher,
+                    &self.params,
+                    prev,
+                    cur,
+                    &mut self.matches,
+                )
+            }
+            r => r,
+        }
+    }
 }
 
 fn progress_bar(total: Option<u64>, enabled: bool) -> indicatif::ProgressBar {
@@ -532,6 +597,12 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
     if let Some(why) = pipeline.fallback_reason() {
         eprintln!("replay: CUDA not used, running on the CPU: {why}");
     }
+    // Descriptor tracking needs descriptors: only when the config computes them.
+    let mut track_matcher = opts
+        .config
+        .describe
+        .enabled
+        .then(|| TrackMatcher::new(pipeline.backend()));
     std::fs::create_dir_all(&opts.out_dir).map_err(|e| Error::io(&opts.out_dir, e))?;
     let out_bag = opts.out_dir.join("out.mcap");
     let mut writer = McapBagWriter::create(&out_bag)?;
@@ -631,7 +702,14 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         let track = st
             .prev
             .as_ref()
-            .map(|(pg, pk)| eval::track(pg, pk, &gray, &features.keypoints));
+            .map(|(pg, pk, _)| eval::track(pg, pk, &gray, &features.keypoints));
+        let match_track = match (&mut track_matcher, &st.prev) {
+            (Some(tm), Some((_, pk, pd))) => Some(
+                tm.track((pk, pd), (&features.keypoints, &features.descriptors))
+                    .map_err(ctx)?,
+            ),
+            _ => None,
+        };
         let fs = FrameStats::new(
             m.topic,
             m.log_time,
@@ -641,9 +719,10 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
             cell,
             frame_ms,
             track,
-        );
+        )
+        .with_match_track(match_track);
         stats.push(fs);
-        st.prev = Some((gray, features.keypoints));
+        st.prev = Some((gray, features.keypoints, features.descriptors));
         st.frames += 1;
         done += 1;
         pb.inc(1);
@@ -696,6 +775,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         processing_s,
         homography,
         opencv,
+        matcher: track_matcher.as_ref().map(TrackMatcher::info),
     };
     let written = super::report::write(&input, &opts.out_dir)?;
     Ok(ReplaySummary {

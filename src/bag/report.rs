@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::eval::{HomographyResult, TrackStats, TRACK_MIN_ZNCC, TRACK_RADIUS};
+use super::eval::{HomographyResult, MatchTrackStats, TrackStats, TRACK_MIN_ZNCC, TRACK_RADIUS};
 use super::plot::{nice_max, Canvas, PALETTE};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::matching::MatchParams;
 use crate::pipeline::Features;
 
 /// Side of the square cells of the coverage measure, level-0 pixels.
@@ -39,6 +40,10 @@ pub struct FrameStats {
     pub stages: Vec<(String, f64)>,
     /// Tracking from the previous frame of the same topic.
     pub track: Option<TrackStats>,
+    /// Descriptor matching against the previous frame of the same topic (when the config
+    /// computes descriptors).
+    #[serde(default)]
+    pub match_track: Option<MatchTrackStats>,
 }
 
 impl FrameStats {
@@ -92,7 +97,14 @@ impl FrameStats {
                 .map(|t| (t.stage.to_string(), t.ms))
                 .collect(),
             track,
+            match_track: None,
         }
+    }
+
+    /// The same stats with the descriptor tracking of this frame pair.
+    pub fn with_match_track(mut self, m: Option<MatchTrackStats>) -> FrameStats {
+        self.match_track = m;
+        self
     }
 }
 
@@ -111,6 +123,16 @@ pub struct ReportInput {
     pub processing_s: f64,
     pub homography: Vec<HomographyResult>,
     pub opencv: Option<OpencvEval>,
+    /// The descriptor matcher of the tracking measure, when the config computes descriptors.
+    pub matcher: Option<MatcherInfo>,
+}
+
+/// Which matcher the replay's descriptor tracking used.
+#[derive(Clone, Copy, Debug)]
+pub struct MatcherInfo {
+    /// `cpu` or `cuda`.
+    pub backend: &'static str,
+    pub params: MatchParams,
 }
 
 /// What `scripts/eval_homography.py` writes.
@@ -120,9 +142,13 @@ pub struct OpencvEval {
     pub opencv_version: String,
     /// OpenCV ORB keypoints + ORB descriptors.
     pub pairs: Vec<HomographyResult>,
-    /// Our keypoints (from `--ours`) scored by the script: a cross-check of the protocol and
-    /// the matching score with OpenCV's ORB descriptor.
+    /// Our keypoints (from `--gpu-features`) with OpenCV's `ORB.compute` descriptors, scored
+    /// by the script.
     pub ours_with_orb_descriptor: Vec<HomographyResult>,
+    /// Our keypoints with our own descriptors (the `descriptor` column of `detect`'s CSV),
+    /// scored by the script: must equal the Rust side's numbers (a cross-check of the two
+    /// implementations of the protocol).
+    pub ours_with_our_descriptor: Vec<HomographyResult>,
 }
 
 pub fn load_opencv_eval(path: &Path) -> Result<OpencvEval> {
@@ -187,6 +213,29 @@ pub struct Tracking {
     pub per_pair: Dist,
 }
 
+/// Frame-to-frame descriptor matching (`src/bag/eval.rs`, `track_descriptors`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct DescriptorTracking {
+    pub method: String,
+    /// Matcher backend: `cpu` or `cuda`.
+    pub matcher: String,
+    /// The matcher's tests (`MatchParams`).
+    pub ratio: Option<f32>,
+    pub cross_check: bool,
+    pub max_distance: Option<u32>,
+    pub frame_pairs: usize,
+    /// Sums over all pairs.
+    pub query_keypoints: usize,
+    pub matches: usize,
+    pub inliers: usize,
+    /// inliers / matches over all pairs.
+    pub inlier_share: f64,
+    /// Matches per frame pair (mean, p50 = median, ...).
+    pub matches_per_pair: Dist,
+    /// Inlier share per frame pair, over the pairs with at least one match.
+    pub inlier_share_per_pair: Dist,
+}
+
 /// `report.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
@@ -211,6 +260,7 @@ pub struct Report {
     pub coverage: Dist,
     pub edge_density: Option<Dist>,
     pub tracking: Option<Tracking>,
+    pub descriptor_tracking: Option<DescriptorTracking>,
     pub homography: Vec<HomographyResult>,
     pub opencv: Option<OpencvEval>,
     pub config: Config,
@@ -281,6 +331,35 @@ impl Report {
                 ),
             }
         });
+        let matched: Vec<MatchTrackStats> = fr.iter().filter_map(|f| f.match_track).collect();
+        let descriptor_tracking = inp.matcher.filter(|_| !matched.is_empty()).map(|m| {
+            let matches: usize = matched.iter().map(|t| t.matches).sum();
+            let inliers: usize = matched.iter().map(|t| t.inliers).sum();
+            DescriptorTracking {
+                method: format!(
+                    "descriptors of frame t matched to frame t+1; inlier = both keypoints \
+                         within {TRACK_RADIUS} px in x and y, octave +-1; inlier share = \
+                         inliers / matches"
+                ),
+                matcher: m.backend.to_string(),
+                ratio: m.params.ratio,
+                cross_check: m.params.cross_check,
+                max_distance: m.params.max_distance,
+                frame_pairs: matched.len(),
+                query_keypoints: matched.iter().map(|t| t.query).sum(),
+                matches,
+                inliers,
+                inlier_share: if matches == 0 {
+                    0.0
+                } else {
+                    inliers as f64 / matches as f64
+                },
+                matches_per_pair: Dist::of(matched.iter().map(|t| t.matches as f64)),
+                inlier_share_per_pair: Dist::of(
+                    matched.iter().filter_map(MatchTrackStats::inlier_share),
+                ),
+            }
+        });
         Report {
             bag: inp.bag.display().to_string(),
             storage: inp.storage.to_string(),
@@ -308,11 +387,112 @@ impl Report {
             coverage: Dist::of(fr.iter().map(|f| f.coverage)),
             edge_density,
             tracking,
+            descriptor_tracking,
             homography: inp.homography.clone(),
             opencv: inp.opencv.clone(),
             config: inp.config.clone(),
             per_frame: fr.clone(),
         }
+    }
+
+    /// The repeatability / matching-score section: ours beside OpenCV ORB's, then every row.
+    fn homography_markdown(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "## Repeatability and matching score (homography pairs)\n\nMikolajczyk \
+             protocol: overlap error < 40% after normalising the image-1 region to a 30 px \
+             radius, one-to-one correspondences, scores over the common part; matching \
+             score = correct nearest-neighbour descriptor matches / min(n1, n2). Ours: our \
+             keypoints with our ORB descriptors, matched by `gpu_features::matching`. See \
+             `docs/evaluation.md`.\n"
+        );
+        let opencv = self.opencv.as_ref();
+        let cv_name = opencv.map_or("OpenCV ORB".to_string(), |o| {
+            format!("OpenCV {} ORB", o.opencv_version)
+        });
+        let find = |list: Option<&Vec<HomographyResult>>, name: &str| {
+            list.and_then(|l| l.iter().find(|x| x.name == name))
+                .cloned()
+        };
+        let num = |r: &Option<HomographyResult>, f: fn(&HomographyResult) -> f64| {
+            r.as_ref()
+                .map_or("-".to_string(), |r| format!("{:.3}", f(r)))
+        };
+        let _ = writeln!(
+            s,
+            "| pair | repeatability, ours | repeatability, {cv_name} | matching score, ours | \
+             matching score, {cv_name} | matching score, our keypoints + OpenCV's descriptor \
+             |\n|---|---|---|---|---|---|"
+        );
+        for r in &self.homography {
+            let cv = find(opencv.map(|o| &o.pairs), &r.name);
+            let mixed = find(opencv.map(|o| &o.ours_with_orb_descriptor), &r.name);
+            let _ = writeln!(
+                s,
+                "| {} | {:.3} | {} | {:.3} | {} | {} |",
+                r.name,
+                r.repeatability,
+                num(&cv, |x| x.repeatability),
+                r.matching_score,
+                num(&cv, |x| x.matching_score),
+                num(&mixed, |x| x.matching_score),
+            );
+        }
+        if opencv.is_none() {
+            let _ = writeln!(
+                s,
+                "\nOpenCV ORB columns: run `scripts/eval_homography.py` and pass its JSON with \
+                 `--opencv-eval`."
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nAll rows:\n\n| pair | detector + descriptor | n1 | n2 | common | \
+             correspondences | repeatability | correct matches | matching score |\n\
+             |---|---|---|---|---|---|---|---|---|"
+        );
+        let row = |s: &mut String, who: &str, r: &HomographyResult| {
+            let _ = writeln!(
+                s,
+                "| {} | {who} | {} | {} | {}/{} | {} | {:.3} | {} | {:.3} |",
+                r.name,
+                r.n1,
+                r.n2,
+                r.n1_common,
+                r.n2_common,
+                r.correspondences,
+                r.repeatability,
+                r.correct_matches,
+                r.matching_score
+            );
+        };
+        for r in &self.homography {
+            row(s, "gpu_features + our ORB descriptor (ours)", r);
+            if let Some(o) = opencv {
+                for x in o
+                    .ours_with_our_descriptor
+                    .iter()
+                    .filter(|x| x.name == r.name)
+                {
+                    row(
+                        s,
+                        "gpu_features + our ORB descriptor, scored by the script",
+                        x,
+                    );
+                }
+                for x in o
+                    .ours_with_orb_descriptor
+                    .iter()
+                    .filter(|x| x.name == r.name)
+                {
+                    row(s, "gpu_features + OpenCV ORB descriptor", x);
+                }
+                for x in o.pairs.iter().filter(|x| x.name == r.name) {
+                    row(s, &cv_name, x);
+                }
+            }
+        }
+        s.push('\n');
     }
 
     pub fn markdown(&self, plots: &[(String, String)]) -> String {
@@ -387,12 +567,14 @@ impl Report {
                 e.mean, e.min, e.p50, e.max
             );
         }
+        if self.tracking.is_some() || self.descriptor_tracking.is_some() {
+            let _ = writeln!(s, "## Frame-to-frame tracking\n");
+        }
         if let Some(t) = &self.tracking {
             let _ = writeln!(
                 s,
-                "## Frame-to-frame tracking\n\nOver {} consecutive frame pairs: {} of {} \
-                 keypoints re-found ({:.3}); by position and octave alone {:.3}. Per pair: \
-                 p50 {:.3}, min {:.3}.\n",
+                "Over {} consecutive frame pairs: {} of {} keypoints re-found ({:.3}); by \
+                 position and octave alone {:.3}. Per pair: p50 {:.3}, min {:.3}.\n",
                 t.frame_pairs,
                 t.refound,
                 t.tried,
@@ -411,58 +593,44 @@ impl Report {
                  counted. See `src/bag/eval.rs`.\n"
             );
         }
-        if !self.homography.is_empty() {
+        if let Some(d) = &self.descriptor_tracking {
+            let m = &d.matches_per_pair;
+            let i = &d.inlier_share_per_pair;
             let _ = writeln!(
                 s,
-                "## Repeatability and matching score (homography pairs)\n\nMikolajczyk \
-                 protocol: overlap error < 40% after normalising the image-1 region to a 30 px \
-                 radius, one-to-one correspondences, scores over the common part; matching \
-                 score = correct nearest-neighbour descriptor matches / min(n1, n2). See \
-                 `docs/evaluation.md`.\n"
+                "Descriptor matching over {} consecutive frame pairs ({} matcher): {} matches \
+                 of {} keypoints, {} of them inliers (inlier share {:.3}).\n",
+                d.frame_pairs, d.matcher, d.matches, d.query_keypoints, d.inliers, d.inlier_share
             );
             let _ = writeln!(
                 s,
-                "| pair | detector + descriptor | n1 | n2 | common | correspondences | \
-                 repeatability | correct matches | matching score |\n|---|---|---|---|---|---|---|---|---|"
+                "| per frame pair | mean | median | min | max |\n|---|---|---|---|---|\n\
+                 | descriptor matches | {:.1} | {:.0} | {:.0} | {:.0} |\n\
+                 | inlier share | {:.3} | {:.3} | {:.3} | {:.3} |\n",
+                m.mean, m.p50, m.min, m.max, i.mean, i.p50, i.min, i.max
             );
-            let row = |s: &mut String, who: &str, r: &HomographyResult| {
-                let _ = writeln!(
-                    s,
-                    "| {} | {who} | {} | {} | {}/{} | {} | {:.3} | {} | {:.3} |",
-                    r.name,
-                    r.n1,
-                    r.n2,
-                    r.n1_common,
-                    r.n2_common,
-                    r.correspondences,
-                    r.repeatability,
-                    r.correct_matches,
-                    r.matching_score
-                );
-            };
-            for r in &self.homography {
-                row(&mut s, "gpu_features + steered BRIEF (ours)", r);
-                if let Some(o) = &self.opencv {
-                    for x in o
-                        .ours_with_orb_descriptor
-                        .iter()
-                        .filter(|x| x.name == r.name)
-                    {
-                        row(&mut s, "gpu_features + OpenCV ORB descriptor", x);
-                    }
-                    for x in o.pairs.iter().filter(|x| x.name == r.name) {
-                        row(&mut s, &format!("OpenCV {} ORB", o.opencv_version), x);
-                    }
+            let tests = [
+                d.ratio.map(|r| format!("Lowe ratio {r}")),
+                d.cross_check.then(|| "cross-check".to_string()),
+                d.max_distance.map(|x| format!("distance <= {x}")),
+            ];
+            let tests: Vec<String> = tests.into_iter().flatten().collect();
+            let _ = writeln!(
+                s,
+                "Method: the ORB descriptors of frame t are matched to those of frame t+1 \
+                 (same topic) by brute-force Hamming distance ({}); a match is an inlier when \
+                 its two keypoints lie within {TRACK_RADIUS} px of each other in x and y, on \
+                 pyramid levels at most one apart; inlier share = inliers / matches (the median \
+                 is over the pairs with at least one match). See `src/bag/eval.rs`.\n",
+                if tests.is_empty() {
+                    "every nearest neighbour".to_string()
+                } else {
+                    tests.join(", ")
                 }
-            }
-            if self.opencv.is_none() {
-                let _ = writeln!(
-                    s,
-                    "\nOpenCV ORB column: run `scripts/eval_homography.py` and pass its JSON \
-                     with `--opencv-eval`."
-                );
-            }
-            s.push('\n');
+            );
+        }
+        if !self.homography.is_empty() {
+            self.homography_markdown(&mut s);
         }
         if !plots.is_empty() {
             let _ = writeln!(s, "## Plots\n");
@@ -539,10 +707,25 @@ fn plots(r: &Report, dir: &Path) -> Result<Vec<(String, String)>> {
         let kp = series(&|s| s.keypoints as f64);
         let mut c = Canvas::new(0.0, n - 1.0, 0.0, nice_max(r.keypoints_per_frame.max));
         c.series(&kp, PALETTE[1]);
+        // Descriptor matches to the previous frame (at most the keypoints of that frame).
+        let matches: Vec<(f64, f64)> = fr
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.match_track.map(|m| (i as f64, m.matches as f64)))
+            .collect();
+        if !matches.is_empty() {
+            c.series(&matches, PALETTE[2]);
+        }
         c.save(&dir.join("keypoints.png"))?;
         out.push((
             "keypoints.png".into(),
-            "Keypoints per frame against frame index".into(),
+            if matches.is_empty() {
+                "Keypoints per frame against frame index".into()
+            } else {
+                "Keypoints per frame (orange) and descriptor matches to the previous frame \
+                 (green) against frame index"
+                    .into()
+            },
         ));
         let lv = &r.keypoints_per_level_mean;
         if !lv.is_empty() {
@@ -578,13 +761,31 @@ fn plots(r: &Report, dir: &Path) -> Result<Vec<(String, String)>> {
                     .map(|t| (i as f64, t.refound as f64 / t.tried as f64))
             })
             .collect();
-        if !tr.is_empty() {
+        let inl: Vec<(f64, f64)> = fr
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                s.match_track
+                    .and_then(|m| m.inlier_share())
+                    .map(|v| (i as f64, v))
+            })
+            .collect();
+        if !tr.is_empty() || !inl.is_empty() {
             let mut c = Canvas::new(0.0, n - 1.0, 0.0, 1.0);
             c.series(&tr, PALETTE[3]);
+            c.series(&inl, PALETTE[0]);
             c.save(&dir.join("tracking.png"))?;
+            let what = match (tr.is_empty(), inl.is_empty()) {
+                (false, false) => {
+                    "Share of the previous frame's keypoints re-found (red) and inlier share \
+                     of the descriptor matches with the previous frame (blue)"
+                }
+                (false, true) => "Share of the previous frame's keypoints re-found (red)",
+                _ => "Inlier share of the descriptor matches with the previous frame (blue)",
+            };
             out.push((
                 "tracking.png".into(),
-                "Share of keypoints re-found in the next frame against frame index".into(),
+                format!("{what}, against frame index"),
             ));
         }
     }
@@ -643,5 +844,134 @@ mod tests {
         assert_eq!(s.coverage, 0.5);
         assert_eq!(s.per_level, vec![3]);
         assert_eq!(s.edge_density, None);
+    }
+
+    fn input(frames: Vec<FrameStats>, matcher: Option<MatcherInfo>) -> ReportInput {
+        ReportInput {
+            bag: "b.mcap".into(),
+            storage: "mcap",
+            backend: "cpu",
+            config: Config::default(),
+            frames,
+            per_topic: BTreeMap::new(),
+            skipped: 0,
+            skip_reasons: BTreeMap::new(),
+            wall_s: 1.0,
+            processing_s: 0.5,
+            homography: Vec::new(),
+            opencv: None,
+            matcher,
+        }
+    }
+
+    fn frame(m: Option<MatchTrackStats>) -> FrameStats {
+        FrameStats::new("/t", 0, 0, &Features::default(), (64, 64), 32, 1.0, None)
+            .with_match_track(m)
+    }
+
+    fn mt(matches: usize, inliers: usize) -> Option<MatchTrackStats> {
+        Some(MatchTrackStats {
+            query: 100,
+            train: 100,
+            matches,
+            inliers,
+        })
+    }
+
+    #[test]
+    fn descriptor_tracking_summary() {
+        let info = MatcherInfo {
+            backend: "cpu",
+            params: MatchParams::default(),
+        };
+        // First frame: no previous one. Then 3 pairs, one without matches.
+        let frames = vec![
+            frame(None),
+            frame(mt(80, 72)),
+            frame(mt(0, 0)),
+            frame(mt(20, 2)),
+        ];
+        let r = Report::build(&input(frames.clone(), Some(info)));
+        let d = r.descriptor_tracking.as_ref().unwrap();
+        assert_eq!((d.frame_pairs, d.matches, d.inliers), (3, 100, 74));
+        assert_eq!(d.query_keypoints, 300);
+        assert_eq!(d.inlier_share, 0.74);
+        assert_eq!(d.matcher, "cpu");
+        assert_eq!((d.ratio, d.cross_check), (Some(0.8), true));
+        // Matches per pair: 80, 0, 20. Shares over the pairs with matches: 0.9 and 0.1.
+        assert_eq!(
+            (d.matches_per_pair.mean, d.matches_per_pair.p50),
+            (100.0 / 3.0, 20.0)
+        );
+        assert_eq!(d.inlier_share_per_pair.n, 2);
+        assert!((d.inlier_share_per_pair.mean - 0.5).abs() < 1e-12);
+        assert_eq!(d.inlier_share_per_pair.p50, 0.1);
+        let md = r.markdown(&[]);
+        assert!(md.contains("## Frame-to-frame tracking"), "{md}");
+        assert!(
+            md.contains("100 matches of 300 keypoints, 74 of them inliers (inlier share 0.740)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| inlier share | 0.500 | 0.100 | 0.100 | 0.900 |"),
+            "{md}"
+        );
+        assert!(md.contains("Lowe ratio 0.8, cross-check"), "{md}");
+        // The per-frame series travels in report.json.
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["per_frame"][1]["match_track"]["inliers"], 72);
+        assert!(j["per_frame"][0]["match_track"].is_null());
+        // No descriptors (describe off): no matcher, no section.
+        let r = Report::build(&input(vec![frame(None), frame(None)], None));
+        assert!(r.descriptor_tracking.is_none());
+        assert!(!r.markdown(&[]).contains("Frame-to-frame"));
+    }
+
+    #[test]
+    fn matching_scores_side_by_side() {
+        let res = |name: &str, rep: f64, ms: f64| HomographyResult {
+            name: name.into(),
+            n1: 10,
+            n2: 10,
+            n1_common: 10,
+            n2_common: 10,
+            correspondences: (rep * 10.0) as usize,
+            repeatability: rep,
+            correct_matches: (ms * 10.0) as usize,
+            matching_score: ms,
+        };
+        let mut inp = input(vec![frame(None)], None);
+        inp.homography = vec![res("p", 0.6, 0.5), res("q", 0.7, 0.4)];
+        let md = Report::build(&inp).markdown(&[]);
+        assert!(md.contains("| p | 0.600 | - | 0.500 | - | - |"), "{md}");
+        assert!(md.contains("run `scripts/eval_homography.py`"), "{md}");
+        inp.opencv = Some(OpencvEval {
+            opencv_version: "5.0.0".into(),
+            pairs: vec![res("p", 0.61, 0.52)],
+            ours_with_orb_descriptor: vec![res("p", 0.6, 0.51)],
+            ours_with_our_descriptor: vec![res("p", 0.6, 0.5)],
+        });
+        let md = Report::build(&inp).markdown(&[]);
+        assert!(md.contains("matching score, OpenCV 5.0.0 ORB"), "{md}");
+        // Ours beside OpenCV's on one row; a pair the script did not run keeps dashes.
+        assert!(
+            md.contains("| p | 0.600 | 0.610 | 0.500 | 0.520 | 0.510 |"),
+            "{md}"
+        );
+        assert!(md.contains("| q | 0.700 | - | 0.400 | - | - |"), "{md}");
+        assert!(
+            md.contains("| p | OpenCV 5.0.0 ORB | 10 | 10 | 10/10 | 6 | 0.610 | 5 | 0.520 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("our ORB descriptor, scored by the script"),
+            "{md}"
+        );
+        // The script's JSON without the newer key still loads.
+        let old: OpencvEval = serde_json::from_str(
+            r#"{"opencv_version": "4.9", "pairs": [], "ours_with_orb_descriptor": []}"#,
+        )
+        .unwrap();
+        assert!(old.ours_with_our_descriptor.is_empty());
     }
 }
