@@ -2,8 +2,9 @@
 //!
 //! Does nothing unless BOTH hold:
 //! - the `ros` feature is on (CARGO_FEATURE_ROS), and
-//! - the first AMENT_PREFIX_PATH entry is a pip venv prepared by scripts/setup-ros.sh (it
-//!   holds the marker file `.gpu_features-pip-ros-prefix`).
+//! - an AMENT_PREFIX_PATH entry is a pip venv prepared by scripts/setup-ros.sh (it holds the
+//!   marker file `.gpu_features-pip-ros-prefix`; other entries, such as a colcon install
+//!   space sourced before a rebuild, may come first).
 //!
 //! So the default build, and a node built in a sourced /opt/ros workspace (colcon), link as
 //! usual. For the pip prefix:
@@ -27,14 +28,18 @@ fn main() {
         return;
     }
     let prefixes = env::var("AMENT_PREFIX_PATH").unwrap_or_default();
-    let Some(prefix) = prefixes.split(':').find(|p| !p.is_empty()) else {
-        return;
-    };
-    let prefix = Path::new(prefix);
-    println!("cargo:rerun-if-changed={}", prefix.join(MARKER).display());
-    if !prefix.join(MARKER).exists() {
-        return; // a real ROS install: nothing to fix
+    let mut venv = None;
+    for p in prefixes.split(':').filter(|p| !p.is_empty()) {
+        let p = Path::new(p);
+        if p.join(MARKER).exists() {
+            println!("cargo:rerun-if-changed={}", p.join(MARKER).display());
+            venv = Some(p);
+            break;
+        }
     }
+    let Some(prefix) = venv else {
+        return; // a real ROS install: nothing to fix
+    };
 
     // Every linked target (the node, and unit tests built with --features ros) needs these.
     let pylib = env::var("GPU_FEATURES_PYLIB").unwrap_or_else(|_| "libpython3.11.so.1.0".into());

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The ROS 2 node's CI: prepare the PyPI ROS 2 prefix (scripts/setup-ros.sh), build
-# gpu_features_node with --features ros in its own target dir, run its unit tests, then the
-# rclpy integration test (tests/ros/test_node.py), which also prints the latency numbers.
-# Needs no ROS install and no GPU. Prints 'N passed, N failed' last.
+# gpu_features_node with --features ros in its own target dir, run its unit tests, the
+# rclpy integration test (tests/ros/test_node.py, which also prints the latency numbers),
+# then the user's workflow (tests/ros/test_workflow.py): `colcon build` in a temporary
+# workspace (reusing the same target dir), `ros2 launch` of both launch files with
+# namespace/remapping/params-file arguments, `ros2 param get/set`, `ros2 topic hz`,
+# `ros2 node info`. Needs no ROS install and no GPU; without ../shared/ros-tools the
+# cases that need `ros2` say SKIPPED. Prints 'N passed, N failed[, N skipped]' last.
 #
 # Env: GF_ROS_TARGET (target dir, default target/ros), GF_ROS_LOAD_SECONDS (default 20),
 #      GF_ROS_TEST_BACKEND (cpu), GF_ROS_UNIT (1: also cargo test the node's modules),
+#      GF_ROS_NODE_TEST (1), GF_ROS_WORKFLOW (1: the colcon/launch/CLI test),
 #      ROS_DOMAIN_ID (default: random 1..100).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,9 +39,21 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$(( (RANDOM % 100) + 1 ))}
 export RCUTILS_COLORIZED_OUTPUT=0
 echo "[test-ros] ROS_DOMAIN_ID=$ROS_DOMAIN_ID"
-T3=$SECONDS
 rc=0
-"$ROS_VENV/bin/python" -u tests/ros/test_node.py --node "$NODE" \
-  --load-seconds "${GF_ROS_LOAD_SECONDS:-20}" --backend "${GF_ROS_TEST_BACKEND:-cpu}" || rc=$?
-echo "[test-ros] integration test done in $((SECONDS - T3)) s (total $((SECONDS - T0)) s)"
+if [ "${GF_ROS_NODE_TEST:-1}" = 1 ]; then
+  T3=$SECONDS
+  "$ROS_VENV/bin/python" -u tests/ros/test_node.py --node "$NODE" \
+    --load-seconds "${GF_ROS_LOAD_SECONDS:-20}" --backend "${GF_ROS_TEST_BACKEND:-cpu}" || rc=$?
+  echo "[test-ros] integration test done in $((SECONDS - T3)) s"
+fi
+
+if [ "${GF_ROS_WORKFLOW:-1}" = 1 ]; then
+  # colcon-ros-cargo builds in the workspace's build/gpu_features: the test links that to
+  # this same target dir, so only what differs (the gpu_features CLI binary) is compiled.
+  T4=$SECONDS
+  "$ROS_VENV/bin/python" -u tests/ros/test_workflow.py --root "$ROOT" \
+    --target-dir "$CARGO_TARGET_DIR" || rc=$?
+  echo "[test-ros] workflow test (colcon, ros2 launch/param/topic/node) done in $((SECONDS - T4)) s"
+fi
+echo "[test-ros] total $((SECONDS - T0)) s"
 exit $rc

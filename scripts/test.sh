@@ -14,6 +14,7 @@ cargo clippy --all-targets -- -D warnings
 cargo clippy --no-default-features --lib --bins -- -D warnings
 step "Python for the bag tests (rosbags venv in target/py-bags, idempotent)"
 bash scripts/setup-bags-python.sh
+bash scripts/setup-chromium.sh  # headless Chromium for the report.html test (idempotent)
 step "cargo test"
 # Property tests draw a fixed sequence here so a run is reproducible; run `cargo test` by
 # hand (or set another PROPTEST_RNG_SEED) to explore new inputs.

@@ -388,6 +388,15 @@ impl Config {
         self.with_values(&[(key.to_string(), parsed)])
     }
 
+    /// Applies one `KEY=VALUE` setting as the CLI's `--set` and the fuzz harness spell it
+    /// (spaces around the key and the value are ignored).
+    pub fn with_set(&self, setting: &str) -> Result<Config> {
+        let (k, v) = setting
+            .split_once('=')
+            .ok_or_else(|| Error::Config(format!("--set {setting:?}: expected KEY=VALUE")))?;
+        self.with_value(k.trim(), v.trim())
+    }
+
     /// Applies several dotted updates at once, validated as a whole.
     pub fn with_values(&self, updates: &[(String, serde_yaml::Value)]) -> Result<Config> {
         let mut tree = serde_yaml::to_value(self).expect("config serializes");

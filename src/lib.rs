@@ -23,6 +23,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod error;
 pub mod features;
+pub mod fuzzing;
 pub mod image;
 pub mod levels;
 pub mod matching;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use bag_common::*;
-use gpu_features::bag::{self, eval::HomographyPair, Bag};
+use gpu_features::bag::{self, eval::HomographyPair, plot, Bag};
 use gpu_features::output::pointcloud;
 use gpu_features::Config;
 
@@ -181,12 +181,156 @@ fn report_contents_and_max_frames() {
     ] {
         assert!(md.contains(h), "{h} missing in report.md");
     }
-    assert!(s.plots.iter().any(|p| p.ends_with("tracking.png")));
-    for p in &s.plots {
-        let img = ::image::open(p).unwrap();
-        assert_eq!((img.width(), img.height()), (720, 320));
-        assert!(md.contains(p.file_name().unwrap().to_str().unwrap()));
+    let names: Vec<&str> = s
+        .plots
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap())
+        .collect();
+    for want in [
+        "latency.png",
+        "frame_latency.png",
+        "keypoints.png",
+        "levels.png",
+        "heatmap.png",
+        "coverage.png",
+        "tracking.png",
+    ] {
+        assert!(names.contains(&want), "{want} missing: {names:?}");
     }
+    // No homography pairs: no score plot.
+    assert!(!names.contains(&"homography.png"), "{names:?}");
+    for p in &s.plots {
+        let img = ::image::open(p).unwrap().to_rgb8();
+        assert_eq!(img.dimensions(), (plot::W, plot::H));
+        assert!(
+            plot::ink_pixels(&img, 0..plot::W, 0..plot::H) > 5_000,
+            "{p:?} is blank"
+        );
+        assert!(md.contains(&format!("]({})", p.file_name().unwrap().to_str().unwrap())));
+    }
+    // The heat map's grid covers the 256x192 frames in 32 px cells and counts every keypoint.
+    let h = &j["keypoint_heatmap"];
+    assert_eq!(
+        (h["cols"].as_u64(), h["rows"].as_u64()),
+        (Some(8), Some(6)),
+        "{h}"
+    );
+    assert_eq!(h["frames"], 4);
+    let total: u64 = h["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .sum();
+    let kp: u64 = pf.iter().map(|f| f["keypoints"].as_u64().unwrap()).sum();
+    assert_eq!(total, kp);
+    // report.html: the same report in one file, every plot embedded, nothing external.
+    let html = std::fs::read_to_string(&s.report_html).unwrap();
+    assert_eq!(s.report_html, out.join("report.html"));
+    assert_eq!(
+        html.matches("src=\"data:image/png;base64,").count(),
+        s.plots.len()
+    );
+    assert!(
+        html.contains("<h2>Latency per stage (ms)</h2>"),
+        "{html:.2000}"
+    );
+    assert!(html.contains("<table>") && html.contains("<td>frame</td>"));
+    assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
+}
+
+/// The chromium binary: $CHROMIUM, else the first of the usual names on PATH.
+fn chromium() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("CHROMIUM") {
+        return Some(p.into());
+    }
+    let path = std::env::var_os("PATH")?;
+    [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ]
+    .iter()
+    .flat_map(|n| std::env::split_paths(&path).map(move |d| d.join(n)))
+    .find(|p| p.is_file())
+}
+
+/// report.html opened by headless Chromium: the screenshot shows text and the embedded
+/// plots (their colours), i.e. the page renders with no network and no other file.
+#[test]
+fn report_html_renders_in_chromium() {
+    let Some(browser) = chromium() else {
+        // CI installs it (scripts/setup-chromium.sh): missing there is a failure.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no chromium in CI: scripts/setup-chromium.sh should have installed it"
+        );
+        println!("SKIPPED: no chromium");
+        return;
+    };
+    let dir = scratch("replay_html");
+    let frames = pan("graf1.png", 3, 256, 192);
+    let bag_path = dir.join("in.mcap");
+    write_mcap(&bag_path, &frames, false);
+    let out = dir.join("out");
+    let s = bag::run(&options(&bag_path, &out)).unwrap();
+    // Only the report page travels: the plots must come from inside it.
+    let alone = dir.join("alone");
+    std::fs::create_dir_all(&alone).unwrap();
+    let page = alone.join("report.html");
+    std::fs::copy(&s.report_html, &page).unwrap();
+    let shot = dir.join("shot.png");
+    let _ = std::fs::remove_file(&shot);
+    let (w, h) = (1280u32, 6000u32);
+    let o = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--disable-extensions",
+            "--force-device-scale-factor=1",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("--window-size={w},{h}"))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        shot.exists(),
+        "{} wrote no screenshot: {}\n{}",
+        browser.display(),
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let img = ::image::open(&shot).unwrap().to_rgb8();
+    assert_eq!(img.dimensions(), (w, h));
+    let ink = plot::ink_pixels(&img, 0..w, 0..h);
+    // Text alone (the header and the first tables) is tens of thousands of pixels.
+    assert!(ink > 50_000, "screenshot nearly blank: {ink} pixels");
+    // The embedded plots are drawn: the series colour and the heat map's colours appear.
+    let near = |c: [u8; 3]| {
+        img.pixels()
+            .filter(|p| p.0.iter().zip(c).all(|(a, b)| a.abs_diff(b) <= 3))
+            .count()
+    };
+    let blue = plot::PALETTE[0];
+    assert!(
+        near([blue.0, blue.1, blue.2]) > 2_000,
+        "no plot lines in the screenshot"
+    );
+    // The heat map's colour bar: 64 bands from heat_color(1/128) to heat_color(127/128).
+    let bar: usize = (0..64)
+        .map(|i| plot::heat_color((2 * i + 1) as f64 / 128.0))
+        .map(|c| near([c.0, c.1, c.2]))
+        .sum();
+    assert!(
+        bar > 5_000,
+        "no heat map colour bar in the screenshot: {bar}"
+    );
 }
 
 /// Consecutive frames from two unrelated photos: descriptor matches between them are few

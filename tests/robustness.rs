@@ -1364,3 +1364,96 @@ fn mcap_every_compression_is_read() {
         assert_eq!((s.frames, s.skipped), (5, 0));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Image files (issue 11: fuzzing and bad files on the CLI).
+
+fn jpeg_of(f: &Frame) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    ::image::write_buffer_with_format(
+        &mut out,
+        &f.rgb,
+        f.width as u32,
+        f.height as u32,
+        ::image::ExtendedColorType::Rgb8,
+        ::image::ImageFormat::Jpeg,
+    )
+    .unwrap();
+    out.into_inner()
+}
+
+/// Regression: the JPEG decoder returned a whole image for a file cut anywhere after its
+/// headers (the missing rows gray), so `detect` reported keypoints for a truncated file. Every
+/// cut must now be an error that says "truncated"; bytes after the end marker stay allowed.
+#[test]
+fn regression_truncated_jpeg_is_an_error() {
+    let f = &pan("graf1.png", 1, 64, 48)[0];
+    let jpeg = jpeg_of(f);
+    assert!(gpu_features::image::decode_encoded(&jpeg).is_ok());
+    let mut trailer = jpeg.clone();
+    trailer.extend(b"camera maker trailer \xff\xd8 with marker-like bytes");
+    let a = gpu_features::image::decode_encoded(&jpeg).unwrap();
+    let b = gpu_features::image::decode_encoded(&trailer).unwrap();
+    assert_eq!(
+        a.data, b.data,
+        "a trailer after the end marker changes nothing"
+    );
+    for cut in (2..jpeg.len())
+        .step_by(7)
+        .chain([jpeg.len() - 2, jpeg.len() - 1])
+    {
+        let e = gpu_features::image::decode_encoded(&jpeg[..cut])
+            .err()
+            .unwrap_or_else(|| panic!("JPEG cut at {cut} of {} decoded", jpeg.len()));
+        assert!(
+            e.contains("truncated") || e.contains("JPEG") || e.contains("Jpeg"),
+            "{e}"
+        );
+    }
+}
+
+/// A PNG header declaring 20000 x 20000 (over `MAX_SIDE`) is refused before any pixel buffer
+/// is allocated, from memory and from a file; an empty file says so.
+#[test]
+fn oversized_png_header_allocates_nothing_large() {
+    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], body: &[u8]) {
+        out.extend((body.len() as u32).to_be_bytes());
+        let start = out.len();
+        out.extend(kind);
+        out.extend(body);
+        let crc = crc32fast::hash(&out[start..]);
+        out.extend(crc.to_be_bytes());
+    }
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend(20000u32.to_be_bytes());
+    ihdr.extend(20000u32.to_be_bytes());
+    ihdr.extend([8, 2, 0, 0, 0]);
+    chunk(&mut png, b"IHDR", &ihdr);
+    chunk(
+        &mut png,
+        b"IDAT",
+        &[0x78, 0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
+    );
+    chunk(&mut png, b"IEND", &[]);
+    const { assert!(20000 > MAX_SIDE) };
+    let (r, peak) = peak_alloc(|| gpu_features::image::decode_encoded(&png));
+    assert!(r.unwrap_err().contains("larger than the limit"));
+    assert!(peak < 1 << 20, "peak allocation {peak}");
+    let dir = scratch("oversized_png");
+    let p = dir.join("huge.png");
+    std::fs::write(&p, &png).unwrap();
+    let (r, peak) = peak_alloc(|| gpu_features::image::load_view_owned(&p));
+    let e = r.unwrap_err().to_string();
+    assert!(
+        e.contains("huge.png") && e.contains("larger than the limit"),
+        "{e}"
+    );
+    assert!(peak < 1 << 20, "peak allocation {peak}");
+    std::fs::write(&p, b"").unwrap();
+    let e = gpu_features::image::load_view_owned(&p)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("huge.png") && e.contains("empty"), "{e}");
+    assert!(gpu_features::image::decode_encoded(b"").is_err());
+}

@@ -1,5 +1,35 @@
 //! Reading ROS 2 bags without ROS: MCAP files (the `mcap` crate), sqlite3 `.db3` files
 //! (`rusqlite`), and bag directories described by rosbag2's `metadata.yaml`.
+//!
+//! # Why MCAP chunks are still opened here
+//!
+//! The `mcap` crate finds the records ([`mcap::sans_io::LinearReader`] with a record length
+//! limit) and parses each one, but a chunk's records are decompressed, sized and
+//! CRC-checked by `mcap_chunk`, and schemas and channels are linked by `McapChannels`,
+//! instead of letting the crate's readers open the chunks. Re-checked on 2026-11-23 with a
+//! small program reading hand-made files (`handmade_mcap` in `tests/robustness.rs`: one zstd
+//! chunk holding a schema, a channel and one message, then data end and footer), through
+//! `mcap::MessageStream` and through the sans-io `LinearReader` with
+//! `record_length_limit` = file length and chunks decompressed by the crate:
+//!
+//! | input | 0.24.0 (our version) | 0.26.0 (newest on crates.io) |
+//! | --- | --- | --- |
+//! | message record length 2^60 inside the chunk | `MessageStream`: aborts the process ("memory allocation of 1152921504606846985 bytes failed"); `LinearReader`: error | same |
+//! | message record length `u64::MAX` inside the chunk | `MessageStream`: aborts; `LinearReader`: error | `MessageStream`: panics (add overflow); `LinearReader`: error |
+//! | chunk header's uncompressed size 2^60, or the true size + 100 | both hang (killed after 20 s) | both: error ("decompressor made no progress") |
+//! | chunk header's uncompressed size the true size - 1 | both panic (subtract overflow, `sans_io/linear_reader.rs:858`) | both: error |
+//! | chunk header's uncompressed size 0 | both: `Ok`, the chunk's messages silently dropped | same |
+//!
+//! (A debug build, i.e. with overflow checks, as our tests run.) So 0.24.0 aborts, hangs or
+//! panics on these inputs whichever reader is used, and the hand-made part stays.
+//! 0.26.0's `LinearReader` no longer aborts or hangs, but it still takes a chunk that claims
+//! 0 bytes as empty (losing its messages without an error), and its `MessageStream` still
+//! aborts: moving to it would mean upgrading `mcap`, reading with `LinearReader` plus
+//! `mcap::read::ChannelAccumulator` (public from 0.26) and keeping a check of the chunk
+//! header's size. The hand-made part is `mcap_chunk` (decompress to at most
+//! `mcap_chunk_limit`, then check the size and CRC the header promises) and the loop in
+//! `mcap_messages`; `tests/robustness.rs` (`regression_mcap_corrupt_sizes_in_chunk`) holds
+//! every input above.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;

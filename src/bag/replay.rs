@@ -22,7 +22,7 @@ use std::time::Instant;
 use super::cdr::{self, Header};
 use super::eval::{self, HomographyPair};
 use super::reader::{Bag, RawMessage};
-use super::report::{FrameStats, MatcherInfo, ReportInput};
+use super::report::{FrameStats, Heatmap, MatcherInfo, ReportInput};
 use super::writer::McapBagWriter;
 use crate::error::{Error, Result};
 use crate::image::{Encoding, GrayImage, ImageView};
@@ -36,7 +36,7 @@ use crate::Config;
 pub struct ReplayOptions {
     /// A bag directory (with `metadata.yaml`) or one `.mcap` / `.db3` file.
     pub bag: PathBuf,
-    /// Output directory: `out.mcap`, `report.md`, `report.json`, `*.png`.
+    /// Output directory: `out.mcap`, `report.md`, `report.json`, `report.html`, `*.png`.
     pub out_dir: PathBuf,
     /// Image topics to replay; empty = every `Image` / `CompressedImage` topic.
     pub topics: Vec<String>,
@@ -81,6 +81,8 @@ pub struct ReplaySummary {
     pub out_bag: PathBuf,
     pub report_md: PathBuf,
     pub report_json: PathBuf,
+    /// report.md as one self-contained page (plots embedded).
+    pub report_html: PathBuf,
     pub plots: Vec<PathBuf>,
     /// Wall time of the whole replay, seconds.
     pub wall_s: f64,
@@ -471,12 +473,15 @@ fn remove_stale(out_dir: &Path) -> Result<()> {
         "out.mcap",
         "report.md",
         "report.json",
+        "report.html",
         "latency.png",
         "frame_latency.png",
         "keypoints.png",
         "levels.png",
         "coverage.png",
         "tracking.png",
+        "heatmap.png",
+        "homography.png",
     ] {
         let p = out_dir.join(name);
         match std::fs::remove_file(&p) {
@@ -615,6 +620,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
     let pb = progress_bar(total, opts.progress);
     let canny = opts.config.canny.enabled;
     let cell = super::report::COVERAGE_CELL;
+    let mut heatmap = Heatmap::new(cell);
     let mut processing_s = 0.0f64;
     let mut done = 0usize;
     const STOP: &str = "\u{0}max-frames reached";
@@ -722,6 +728,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         )
         .with_match_track(match_track);
         stats.push(fs);
+        heatmap.add(&features.keypoints, (view.width(), view.height()));
         st.prev = Some((gray, features.keypoints, features.descriptors));
         st.frames += 1;
         done += 1;
@@ -776,6 +783,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         homography,
         opencv,
         matcher: track_matcher.as_ref().map(TrackMatcher::info),
+        heatmap,
     };
     let written = super::report::write(&input, &opts.out_dir)?;
     Ok(ReplaySummary {
@@ -786,6 +794,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         out_bag,
         report_md: written.markdown,
         report_json: written.json,
+        report_html: written.html,
         plots: written.plots,
         wall_s,
     })

@@ -1,5 +1,6 @@
 //! The replay's evaluation report: `report.json` (everything, machine-readable), `report.md`
-//! (tables + the PNG plots) and the plots themselves.
+//! (tables + the PNG plots), the plots themselves, and `report.html` (the same content in
+//! one self-contained file, plots embedded).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::eval::{HomographyResult, MatchTrackStats, TrackStats, TRACK_MIN_ZNCC, TRACK_RADIUS};
-use super::plot::{nice_max, Canvas, PALETTE};
+use super::plot::{self, BarGroup, BoxStats, Grid, Labels, Scale, Series};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::matching::MatchParams;
@@ -16,6 +17,64 @@ use crate::pipeline::Features;
 
 /// Side of the square cells of the coverage measure, level-0 pixels.
 pub const COVERAGE_CELL: usize = 32;
+
+/// Keypoints counted per `cell`-pixel square of level 0 over all frames (all topics, in pixel
+/// coordinates: frames of different sizes share the top-left corner).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Heatmap {
+    /// Cell side, level-0 pixels.
+    pub cell: usize,
+    pub cols: usize,
+    pub rows: usize,
+    /// Frames added.
+    pub frames: usize,
+    /// `counts[row * cols + col]`: keypoints in that cell, summed over the frames.
+    pub counts: Vec<u64>,
+}
+
+impl Heatmap {
+    pub fn new(cell: usize) -> Heatmap {
+        Heatmap {
+            cell: cell.max(1),
+            ..Default::default()
+        }
+    }
+
+    /// Adds one frame of `width` x `height` pixels and its keypoints.
+    pub fn add(
+        &mut self,
+        keypoints: &[crate::pipeline::Keypoint],
+        (width, height): (usize, usize),
+    ) {
+        let (cols, rows) = (
+            self.cols.max(width.div_ceil(self.cell)),
+            self.rows.max(height.div_ceil(self.cell)),
+        );
+        if (cols, rows) != (self.cols, self.rows) {
+            let mut grown = vec![0; cols * rows];
+            for r in 0..self.rows {
+                grown[r * cols..r * cols + self.cols]
+                    .copy_from_slice(&self.counts[r * self.cols..(r + 1) * self.cols]);
+            }
+            (self.cols, self.rows, self.counts) = (cols, rows, grown);
+        }
+        if self.counts.is_empty() {
+            return;
+        }
+        for k in keypoints {
+            let cx = ((k.x.max(0.0) as usize) / self.cell).min(self.cols - 1);
+            let cy = ((k.y.max(0.0) as usize) / self.cell).min(self.rows - 1);
+            self.counts[cy * self.cols + cx] += 1;
+        }
+        self.frames += 1;
+    }
+
+    /// Mean keypoints per frame in each cell.
+    pub fn per_frame(&self) -> Vec<f64> {
+        let n = self.frames.max(1) as f64;
+        self.counts.iter().map(|&c| c as f64 / n).collect()
+    }
+}
 
 /// Measures of one replayed frame.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -125,6 +184,8 @@ pub struct ReportInput {
     pub opencv: Option<OpencvEval>,
     /// The descriptor matcher of the tracking measure, when the config computes descriptors.
     pub matcher: Option<MatcherInfo>,
+    /// Where the keypoints fell, over all frames.
+    pub heatmap: Heatmap,
 }
 
 /// Which matcher the replay's descriptor tracking used.
@@ -258,6 +319,9 @@ pub struct Report {
     pub keypoints_per_level_mean: Vec<f64>,
     pub coverage_cell_px: usize,
     pub coverage: Dist,
+    /// Keypoints per `coverage_cell_px` cell over all frames (the heat map plot).
+    #[serde(default)]
+    pub keypoint_heatmap: Heatmap,
     pub edge_density: Option<Dist>,
     pub tracking: Option<Tracking>,
     pub descriptor_tracking: Option<DescriptorTracking>,
@@ -385,6 +449,7 @@ impl Report {
             keypoints_per_level_mean,
             coverage_cell_px: COVERAGE_CELL,
             coverage: Dist::of(fr.iter().map(|f| f.coverage)),
+            keypoint_heatmap: inp.heatmap.clone(),
             edge_density,
             tracking,
             descriptor_tracking,
@@ -646,6 +711,8 @@ impl Report {
 pub struct Written {
     pub markdown: PathBuf,
     pub json: PathBuf,
+    /// report.html: report.md as one self-contained page, plots embedded.
+    pub html: PathBuf,
     pub plots: Vec<PathBuf>,
 }
 
@@ -655,144 +722,309 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
-fn plots(r: &Report, dir: &Path) -> Result<Vec<(String, String)>> {
-    let mut out = Vec::new();
+/// A plot the report links: file name in the report's directory and its caption.
+pub type PlotRef = (String, String);
+
+/// Box of one stage: quartiles, whiskers at p1 and p99 (nearest rank).
+fn box_stats(values: &[f64]) -> BoxStats {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    BoxStats {
+        whisker_lo: pct(&v, 1.0),
+        q1: pct(&v, 25.0),
+        median: pct(&v, 50.0),
+        q3: pct(&v, 75.0),
+        whisker_hi: pct(&v, 99.0),
+    }
+}
+
+/// Points (frame index, value) of the frames where `f` gives a value.
+fn over_frames(fr: &[FrameStats], f: impl Fn(&FrameStats) -> Option<f64>) -> Vec<(f64, f64)> {
+    fr.iter()
+        .enumerate()
+        .filter_map(|(i, s)| f(s).map(|v| (i as f64, v)))
+        .collect()
+}
+
+fn series(name: &str, points: Vec<(f64, f64)>) -> Series {
+    Series {
+        name: name.to_string(),
+        points,
+    }
+}
+
+fn plots(r: &Report, dir: &Path) -> Result<Vec<PlotRef>> {
+    let mut out: Vec<PlotRef> = Vec::new();
     let fr = &r.per_frame;
-    // Latency percentiles per stage: three bars (p50, p90, p99) per stage.
-    let stages: Vec<&String> = r.stage_order.iter().collect();
-    if !stages.is_empty() && !fr.is_empty() {
-        let ymax = nice_max(
-            stages
-                .iter()
-                .filter_map(|s| r.latency_ms.get(*s))
-                .map(|d| d.p99)
-                .fold(0.0, f64::max),
-        );
-        let mut c = Canvas::categorical(stages.len(), ymax);
-        for (i, s) in stages.iter().enumerate() {
-            let d = &r.latency_ms[*s];
-            for (j, v) in [d.p50, d.p90, d.p99].into_iter().enumerate() {
-                let x = i as f64 + 0.15 + 0.23 * j as f64;
-                c.bar(x, x + 0.2, v, PALETTE[j]);
-            }
-        }
-        c.save(&dir.join("latency.png"))?;
-        let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
-        out.push((
-            "latency.png".into(),
-            format!(
-                "Latency per stage in ms: p50 (blue), p90 (orange), p99 (green) bars, stages \
-                 1 to {}: {}",
-                names.len(),
-                names.join(", ")
+    if fr.is_empty() {
+        return Ok(out);
+    }
+    let mut add = |file: &str, caption: String| out.push((file.to_string(), caption));
+    let idx = "frame index (replay order, all topics)";
+
+    // Latency distribution per stage, `frame` (the whole call) last.
+    let stages: Vec<&String> = r
+        .stage_order
+        .iter()
+        .filter(|s| r.latency_ms.contains_key(*s))
+        .collect();
+    let per_stage: Vec<BoxStats> = stages
+        .iter()
+        .map(|st| {
+            let v: Vec<f64> = if st.as_str() == "frame" {
+                fr.iter().map(|f| f.frame_ms).collect()
+            } else {
+                fr.iter()
+                    .flat_map(|f| f.stages.iter().filter(|(s, _)| s == *st).map(|x| x.1))
+                    .collect()
+            };
+            box_stats(&v)
+        })
+        .collect();
+    let names: Vec<String> = stages.iter().map(|s| s.to_string()).collect();
+    plot::boxes(
+        &dir.join("latency.png"),
+        Labels {
+            title: &format!(
+                "Latency per stage ({} frames, {} backend)",
+                fr.len(),
+                r.backend
             ),
+            x: "pipeline stage (frame = the whole Pipeline::process call)",
+            y: "time per frame (ms)",
+        },
+        &names,
+        &per_stage,
+        ["p25 to p75", "median", "p1 to p99"],
+    )?;
+    add(
+        "latency.png",
+        "Latency distribution per stage (ms): boxes from p25 to p75, median line, whiskers \
+         at p1 and p99"
+            .into(),
+    );
+
+    plot::lines(
+        &dir.join("frame_latency.png"),
+        Labels {
+            title: &format!(
+                "Pipeline time per frame ({:.1} frames/s in the pipeline)",
+                r.fps_pipeline
+            ),
+            x: idx,
+            y: "Pipeline::process time (ms)",
+        },
+        &[series("frame time", over_frames(fr, |s| Some(s.frame_ms)))],
+        None,
+    )?;
+    add(
+        "frame_latency.png",
+        "Pipeline time per frame (ms) against frame index".into(),
+    );
+
+    let mut kp = vec![series(
+        "keypoints",
+        over_frames(fr, |s| Some(s.keypoints as f64)),
+    )];
+    let matches = over_frames(fr, |s| s.match_track.map(|m| m.matches as f64));
+    if !matches.is_empty() {
+        kp.push(series("descriptor matches to the previous frame", matches));
+    }
+    plot::lines(
+        &dir.join("keypoints.png"),
+        Labels {
+            title: "Keypoints per frame",
+            x: idx,
+            y: "count per frame",
+        },
+        &kp,
+        None,
+    )?;
+    add(
+        "keypoints.png",
+        if kp.len() > 1 {
+            "Keypoints per frame and descriptor matches to the previous frame".into()
+        } else {
+            "Keypoints per frame".into()
+        },
+    );
+
+    let lv = &r.keypoints_per_level_mean;
+    if !lv.is_empty() {
+        let cats: Vec<String> = (0..lv.len()).map(|l| format!("level {l}")).collect();
+        plot::bars(
+            &dir.join("levels.png"),
+            Labels {
+                title: "Mean keypoints per pyramid level",
+                x: "pyramid level (0 = full resolution)",
+                y: "keypoints per frame (mean)",
+            },
+            &cats,
+            &[BarGroup {
+                name: "mean keypoints".into(),
+                values: lv.iter().map(|v| Some(*v)).collect(),
+            }],
+            Scale::Linear,
+        )?;
+        add("levels.png", "Mean keypoints per pyramid level".into());
+    }
+
+    let h = &r.keypoint_heatmap;
+    if h.frames > 0 && !h.counts.is_empty() {
+        let values = h.per_frame();
+        plot::heatmap(
+            &dir.join("heatmap.png"),
+            Labels {
+                title: &format!(
+                    "Keypoint density over the image ({0}x{0} px cells, {1} frames)",
+                    h.cell, h.frames
+                ),
+                x: "x (level-0 px)",
+                y: "y (level-0 px, from the top)",
+            },
+            &Grid {
+                cols: h.cols,
+                rows: h.rows,
+                cell: h.cell,
+                values: &values,
+            },
+            "keypoints per cell per frame (mean)",
+        )?;
+        add(
+            "heatmap.png",
+            format!(
+                "Coverage heat map: mean keypoints per frame in each {0}x{0}-pixel cell",
+                h.cell
+            ),
+        );
+    }
+
+    let mut cov = vec![series(
+        "coverage (cells with a keypoint)",
+        over_frames(fr, |s| Some(s.coverage)),
+    )];
+    if r.edge_density.is_some() {
+        cov.push(series(
+            "edge density (Canny edge pixels)",
+            over_frames(fr, |s| s.edge_density),
         ));
     }
-    if !fr.is_empty() {
-        let n = fr.len() as f64;
-        let series = |f: &dyn Fn(&FrameStats) -> f64| -> Vec<(f64, f64)> {
-            fr.iter()
-                .enumerate()
-                .map(|(i, s)| (i as f64, f(s)))
+    plot::lines(
+        &dir.join("coverage.png"),
+        Labels {
+            title: "Spatial coverage and edge density per frame",
+            x: idx,
+            y: "share (0 to 1)",
+        },
+        &cov,
+        Some((0.0, 1.0)),
+    )?;
+    add(
+        "coverage.png",
+        if cov.len() > 1 {
+            "Spatial coverage and edge density against frame index".into()
+        } else {
+            "Spatial coverage against frame index".into()
+        },
+    );
+
+    let tr = over_frames(fr, |s| {
+        s.track
+            .filter(|t| t.tried > 0)
+            .map(|t| t.refound as f64 / t.tried as f64)
+    });
+    let inl = over_frames(fr, |s| s.match_track.and_then(|m| m.inlier_share()));
+    let mut track = Vec::new();
+    if !tr.is_empty() {
+        track.push(series("re-found ratio (patch ZNCC)", tr));
+    }
+    if !inl.is_empty() {
+        track.push(series("descriptor-match inlier share", inl));
+    }
+    if !track.is_empty() {
+        plot::lines(
+            &dir.join("tracking.png"),
+            Labels {
+                title: "Frame-to-frame tracking (each frame against the previous one)",
+                x: idx,
+                y: "share (0 to 1)",
+            },
+            &track,
+            Some((0.0, 1.0)),
+        )?;
+        add(
+            "tracking.png",
+            "Tracking against frame index: share of the previous frame's keypoints re-found \
+             (patch ZNCC) and inlier share of the descriptor matches"
+                .into(),
+        );
+    }
+
+    if !r.homography.is_empty() {
+        let cats: Vec<String> = r.homography.iter().map(|h| h.name.clone()).collect();
+        let cv = r.opencv.as_ref();
+        let cv_name = cv.map_or("OpenCV ORB".to_string(), |o| {
+            format!("OpenCV {} ORB", o.opencv_version)
+        });
+        let of_cv = |f: fn(&HomographyResult) -> f64| -> Vec<Option<f64>> {
+            r.homography
+                .iter()
+                .map(|h| {
+                    cv.and_then(|o| o.pairs.iter().find(|x| x.name == h.name))
+                        .map(f)
+                })
                 .collect()
         };
-        let ms = series(&|s| s.frame_ms);
-        let mut c = Canvas::new(0.0, n - 1.0, 0.0, nice_max(r.latency_ms["frame"].max));
-        c.series(&ms, PALETTE[0]);
-        c.save(&dir.join("frame_latency.png"))?;
-        out.push((
-            "frame_latency.png".into(),
-            "Pipeline time per frame (ms) against frame index".into(),
-        ));
-        let kp = series(&|s| s.keypoints as f64);
-        let mut c = Canvas::new(0.0, n - 1.0, 0.0, nice_max(r.keypoints_per_frame.max));
-        c.series(&kp, PALETTE[1]);
-        // Descriptor matches to the previous frame (at most the keypoints of that frame).
-        let matches: Vec<(f64, f64)> = fr
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.match_track.map(|m| (i as f64, m.matches as f64)))
-            .collect();
-        if !matches.is_empty() {
-            c.series(&matches, PALETTE[2]);
+        let mut groups = vec![BarGroup {
+            name: "repeatability, ours".into(),
+            values: r.homography.iter().map(|h| Some(h.repeatability)).collect(),
+        }];
+        if cv.is_some() {
+            groups.push(BarGroup {
+                name: format!("repeatability, {cv_name}"),
+                values: of_cv(|x| x.repeatability),
+            });
         }
-        c.save(&dir.join("keypoints.png"))?;
-        out.push((
-            "keypoints.png".into(),
-            if matches.is_empty() {
-                "Keypoints per frame against frame index".into()
+        groups.push(BarGroup {
+            name: "matching score, ours".into(),
+            values: r
+                .homography
+                .iter()
+                .map(|h| Some(h.matching_score))
+                .collect(),
+        });
+        if cv.is_some() {
+            groups.push(BarGroup {
+                name: format!("matching score, {cv_name}"),
+                values: of_cv(|x| x.matching_score),
+            });
+        }
+        plot::bars(
+            &dir.join("homography.png"),
+            Labels {
+                title: &format!("Repeatability and matching score: ours vs {cv_name}"),
+                x: "image pair (homography)",
+                y: "score (0 to 1)",
+            },
+            &cats,
+            &groups,
+            Scale::Linear,
+        )?;
+        add(
+            "homography.png",
+            if cv.is_some() {
+                format!("Repeatability and matching score per image pair, ours beside {cv_name}")
             } else {
-                "Keypoints per frame (orange) and descriptor matches to the previous frame \
-                 (green) against frame index"
+                "Repeatability and matching score per image pair (ours; OpenCV's with \
+                 `--opencv-eval`)"
                     .into()
             },
-        ));
-        let lv = &r.keypoints_per_level_mean;
-        if !lv.is_empty() {
-            let ymax = nice_max(lv.iter().cloned().fold(0.0, f64::max));
-            let mut c = Canvas::categorical(lv.len(), ymax);
-            for (i, v) in lv.iter().enumerate() {
-                c.bar(i as f64 + 0.15, i as f64 + 0.85, *v, PALETTE[2]);
-            }
-            c.save(&dir.join("levels.png"))?;
-            out.push((
-                "levels.png".into(),
-                "Mean keypoints per pyramid level (bar 1 = level 0)".into(),
-            ));
-        }
-        let cov = series(&|s| s.coverage);
-        let mut c = Canvas::new(0.0, n - 1.0, 0.0, 1.0);
-        c.series(&cov, PALETTE[4]);
-        if r.edge_density.is_some() {
-            let ed = series(&|s| s.edge_density.unwrap_or(0.0));
-            c.series(&ed, PALETTE[5]);
-        }
-        c.save(&dir.join("coverage.png"))?;
-        out.push((
-            "coverage.png".into(),
-            "Spatial coverage (purple) and edge density (brown) against frame index".into(),
-        ));
-        let tr: Vec<(f64, f64)> = fr
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                s.track
-                    .filter(|t| t.tried > 0)
-                    .map(|t| (i as f64, t.refound as f64 / t.tried as f64))
-            })
-            .collect();
-        let inl: Vec<(f64, f64)> = fr
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                s.match_track
-                    .and_then(|m| m.inlier_share())
-                    .map(|v| (i as f64, v))
-            })
-            .collect();
-        if !tr.is_empty() || !inl.is_empty() {
-            let mut c = Canvas::new(0.0, n - 1.0, 0.0, 1.0);
-            c.series(&tr, PALETTE[3]);
-            c.series(&inl, PALETTE[0]);
-            c.save(&dir.join("tracking.png"))?;
-            let what = match (tr.is_empty(), inl.is_empty()) {
-                (false, false) => {
-                    "Share of the previous frame's keypoints re-found (red) and inlier share \
-                     of the descriptor matches with the previous frame (blue)"
-                }
-                (false, true) => "Share of the previous frame's keypoints re-found (red)",
-                _ => "Inlier share of the descriptor matches with the previous frame (blue)",
-            };
-            out.push((
-                "tracking.png".into(),
-                format!("{what}, against frame index"),
-            ));
-        }
+        );
     }
     Ok(out)
 }
 
-/// Writes report.json, the plots and report.md into `dir`.
+/// Writes report.json, the plots, report.md and report.html into `dir`.
 pub fn write(inp: &ReportInput, dir: &Path) -> Result<Written> {
     let report = Report::build(inp);
     let json = dir.join("report.json");
@@ -800,11 +1032,16 @@ pub fn write(inp: &ReportInput, dir: &Path) -> Result<Written> {
         .map_err(|e| Error::Bag(format!("report.json: {e}")))?;
     write_atomic(&json, text.as_bytes())?;
     let plot_list = plots(&report, dir)?;
+    let markdown = report.markdown(&plot_list);
     let md = dir.join("report.md");
-    write_atomic(&md, report.markdown(&plot_list).as_bytes())?;
+    write_atomic(&md, markdown.as_bytes())?;
+    let html = dir.join("report.html");
+    let page = super::html::page("gpu_features replay report", &markdown, dir)?;
+    write_atomic(&html, page.as_bytes())?;
     Ok(Written {
         markdown: md,
         json,
+        html,
         plots: plot_list.iter().map(|(f, _)| dir.join(f)).collect(),
     })
 }
@@ -861,6 +1098,7 @@ mod tests {
             homography: Vec::new(),
             opencv: None,
             matcher,
+            heatmap: Heatmap::new(32),
         }
     }
 
@@ -973,5 +1211,95 @@ mod tests {
         )
         .unwrap();
         assert!(old.ours_with_our_descriptor.is_empty());
+    }
+
+    #[test]
+    fn heatmap_grows_and_counts() {
+        use crate::pipeline::Keypoint;
+        let kp = |x, y| Keypoint {
+            x,
+            y,
+            response: 1.0,
+            size: 31.0,
+            angle: 0.0,
+            octave: 0,
+        };
+        let mut h = Heatmap::new(32);
+        h.add(&[kp(1.0, 1.0), kp(40.0, 5.0)], (64, 32));
+        assert_eq!((h.cols, h.rows, h.frames), (2, 1, 1));
+        assert_eq!(h.counts, vec![1, 1]);
+        // A taller and wider frame: the grid grows, earlier counts stay in their cells.
+        h.add(&[kp(70.0, 40.0), kp(-3.0, 500.0)], (96, 64));
+        assert_eq!((h.cols, h.rows, h.frames), (3, 2, 2));
+        assert_eq!(h.counts, vec![1, 1, 0, 1, 0, 1]);
+        assert_eq!(h.per_frame(), vec![0.5, 0.5, 0.0, 0.5, 0.0, 0.5]);
+    }
+
+    #[test]
+    fn box_stats_are_nearest_rank() {
+        let v: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        let b = box_stats(&v);
+        assert_eq!(
+            (b.whisker_lo, b.q1, b.median, b.q3, b.whisker_hi),
+            (1.0, 25.0, 50.0, 75.0, 99.0)
+        );
+    }
+
+    #[test]
+    fn writes_every_plot_and_the_html() {
+        let dir = std::env::temp_dir().join(format!("gpu_features_report_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let res = |name: &str, rep: f64, ms: f64| HomographyResult {
+            name: name.into(),
+            n1: 10,
+            n2: 10,
+            n1_common: 10,
+            n2_common: 10,
+            correspondences: 5,
+            repeatability: rep,
+            correct_matches: 4,
+            matching_score: ms,
+        };
+        let mut inp = input(vec![frame(None), frame(mt(80, 72)), frame(mt(20, 2))], None);
+        inp.heatmap.add(&[], (64, 64));
+        inp.homography = vec![res("p", 0.6, 0.5)];
+        inp.opencv = Some(OpencvEval {
+            opencv_version: "5.0.0".into(),
+            pairs: vec![res("p", 0.61, 0.52)],
+            ..Default::default()
+        });
+        let w = write(&inp, &dir).unwrap();
+        let names: Vec<String> = w
+            .plots
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        for f in [
+            "latency.png",
+            "heatmap.png",
+            "homography.png",
+            "tracking.png",
+        ] {
+            assert!(names.iter().any(|n| n == f), "{f}: {names:?}");
+        }
+        for p in &w.plots {
+            let img = ::image::open(p).unwrap().to_rgb8();
+            assert_eq!(img.dimensions(), (plot::W, plot::H));
+            assert!(
+                plot::ink_pixels(&img, 0..plot::W, 0..plot::H) > 5_000,
+                "{p:?}"
+            );
+        }
+        let md = std::fs::read_to_string(&w.markdown).unwrap();
+        assert!(md.contains("![Repeatability and matching score per image pair, ours beside OpenCV 5.0.0 ORB](homography.png)"), "{md}");
+        let html = std::fs::read_to_string(&w.html).unwrap();
+        assert_eq!(
+            html.matches("data:image/png;base64,").count(),
+            w.plots.len()
+        );
+        assert!(
+            html.contains("<td>p</td><td>0.600</td><td>0.610</td>"),
+            "{html:.3000}"
+        );
     }
 }

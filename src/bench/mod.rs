@@ -151,6 +151,10 @@ pub struct BenchArgs {
     /// Also write the markdown report here (it always goes to stdout).
     #[arg(long, value_name = "OUT")]
     pub markdown: Option<PathBuf>,
+    /// Draw PNG charts of the stage times per size into this directory (created) and link
+    /// them from the markdown (relative to the --markdown file when DIR is under its folder).
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
 }
 
 /// Median and p90 (nearest rank) of a sample, in ms.
@@ -545,6 +549,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         results: &results,
         notes: &notes,
     });
+    if let Some(dir) = &args.plots {
+        let written = plots(&args.sizes, &results, cv_threads, dir)?;
+        md.push_str(&plots_markdown(
+            &written,
+            &plot_link_dir(dir, args.markdown.as_deref()),
+        ));
+    }
     if let Some(m) = &matching {
         md.push_str(&m.markdown);
     }
@@ -589,6 +600,20 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         std::fs::write(p, text).map_err(|e| Error::io(p, e))?;
     }
     Ok(())
+}
+
+/// How the markdown links the `--plots` directory: relative to the markdown file's folder
+/// when the directory lies under it, else the path as given.
+fn plot_link_dir(dir: &Path, markdown: Option<&Path>) -> String {
+    let base = markdown
+        .and_then(Path::parent)
+        .filter(|p| !p.as_os_str().is_empty());
+    let rel = match base {
+        Some(b) => dir.strip_prefix(b).ok(),
+        None if dir.is_relative() => Some(dir),
+        None => None,
+    };
+    rel.unwrap_or(dir).display().to_string()
 }
 
 struct ReportInput<'a> {
@@ -663,6 +688,16 @@ mod tests {
         let set = make_frames(&photos, Size::from_str("400x300").unwrap(), 4);
         assert!(set.tiled);
         assert!(set.frames.iter().all(|f| f.width == 400 && f.height == 300));
+    }
+
+    #[test]
+    fn plot_links_are_relative_to_the_markdown() {
+        let l = |d: &str, m: Option<&str>| plot_link_dir(Path::new(d), m.map(Path::new));
+        assert_eq!(l("out/plots", Some("out/bench.md")), "plots");
+        assert_eq!(l("out", Some("out/bench.md")), "");
+        assert_eq!(l("plots", Some("bench.md")), "plots");
+        assert_eq!(l("/abs/plots", Some("other/bench.md")), "/abs/plots");
+        assert_eq!(l("plots", None), "plots");
     }
 
     #[test]

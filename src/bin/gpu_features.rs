@@ -53,6 +53,9 @@ enum Command {
     /// Time every stage and the whole pipeline per frame size on real photos, beside the CPU
     /// reference and OpenCV (when python3 has cv2); prints a markdown table with ratios.
     Bench(gpu_features::bench::BenchArgs),
+    /// Run the pipeline at a camera's rate for a long time on a mix of sizes, encodings and
+    /// malformed frames, sampling RSS; non-zero exit on growth, slowdown or a miscount.
+    Soak(SoakArgs),
     /// Print the effective configuration as YAML.
     Config {
         #[arg(long)]
@@ -62,16 +65,75 @@ enum Command {
     },
 }
 
+#[derive(Args)]
+struct SoakArgs {
+    /// How long: seconds, or with a unit (90s, 30m, 1h).
+    #[arg(long, default_value = "30m", value_parser = gpu_features::soak::parse_duration)]
+    duration: std::time::Duration,
+    /// Target frame rate, Hz.
+    #[arg(long, default_value_t = 30.0)]
+    rate: f64,
+    /// Share of malformed frames, percent.
+    #[arg(long, default_value_t = 1.0)]
+    malformed_percent: f64,
+    /// Fail when RSS after the warm-up exceeds the warm-up maximum by this much (MiB).
+    #[arg(long, default_value_t = 64.0)]
+    rss_growth_mib: f64,
+    /// Fail when a minute's throughput is below this fraction of the first minute's.
+    #[arg(long, default_value_t = 0.5)]
+    min_throughput: f64,
+    #[arg(long, default_value = "cpu")]
+    backend: BackendChoice,
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+    /// Also write the Markdown report here.
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
+fn soak(args: &SoakArgs) -> ExitCode {
+    let opts = gpu_features::soak::SoakOptions {
+        duration: args.duration,
+        rate_hz: args.rate,
+        malformed_percent: args.malformed_percent,
+        rss_growth_limit_mib: args.rss_growth_mib,
+        min_throughput_ratio: args.min_throughput,
+        backend: args.backend,
+        seed: args.seed,
+        ..Default::default()
+    };
+    let rep = match gpu_features::soak::run(&opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let md = rep.to_markdown();
+    print!("{md}");
+    if let Some(p) = &args.report {
+        if let Err(e) = std::fs::write(p, &md) {
+            eprintln!("error: {}: {e}", p.display());
+            return ExitCode::from(2);
+        }
+    }
+    if rep.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        for f in &rep.failures {
+            eprintln!("soak failed: {f}");
+        }
+        ExitCode::FAILURE
+    }
+}
+
 fn load_config(path: Option<&Path>, sets: &[String]) -> Result<Config, Error> {
     let mut cfg = match path {
         Some(p) => Config::from_file(p)?,
         None => Config::default(),
     };
     for s in sets {
-        let (k, v) = s
-            .split_once('=')
-            .ok_or_else(|| Error::Config(format!("--set {s:?}: expected KEY=VALUE")))?;
-        cfg = cfg.with_value(k.trim(), v.trim())?;
+        cfg = cfg.with_set(s)?;
     }
     Ok(cfg)
 }
@@ -166,6 +228,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Soak(args) => soak(args),
         Command::Config { config, set } => match load_config(config.as_deref(), set) {
             Ok(cfg) => {
                 print!("{}", cfg.to_yaml());

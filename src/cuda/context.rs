@@ -6,7 +6,7 @@
 
 use std::ffi::{c_void, CString};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -193,6 +193,22 @@ fn compile_cubin(src: &str, opts: &[String]) -> Result<Vec<u8>> {
     Ok(cubin)
 }
 
+/// The device (CUDA ordinal) that [`Gpu::new`] opens: 0 unless [`set_device`] chose another.
+static DEVICE: AtomicUsize = AtomicUsize::new(0);
+
+/// Chooses the CUDA device (ordinal, as `nvidia-smi` / `CUDA_VISIBLE_DEVICES` number them)
+/// that pipelines created from now on open, so that several GPUs can share the cameras
+/// (the node's `cuda.device` parameter). An ordinal the driver does not have makes
+/// [`Gpu::new`] fail with a message naming it.
+pub fn set_device(ordinal: usize) {
+    DEVICE.store(ordinal, Ordering::Relaxed);
+}
+
+/// The ordinal [`Gpu::new`] opens (see [`set_device`]).
+pub fn device() -> usize {
+    DEVICE.load(Ordering::Relaxed)
+}
+
 /// CUDA devices the driver reports; 0 when there is no driver or no device (never panics).
 /// Tests use it to tell "no GPU here" (skip) from "a GPU that fails" (a failure).
 pub fn device_count() -> usize {
@@ -209,7 +225,8 @@ pub fn device_count() -> usize {
 }
 
 impl Gpu {
-    /// Opens device 0, compiles (or loads the cached) kernels. Never panics.
+    /// Opens the selected device ([`set_device`]; 0 by default), compiles (or loads the
+    /// cached) kernels. Never panics.
     pub fn new() -> Result<Gpu> {
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(Error::Cuda(
@@ -243,7 +260,14 @@ impl Gpu {
         if n < 1 {
             return Err(Error::Cuda("no CUDA device found".into()));
         }
-        let ctx = CudaContext::new(0).map_err(|e| cuda_err("creating a CUDA context", e))?;
+        let ordinal = device();
+        if ordinal >= n as usize {
+            return Err(Error::Cuda(format!(
+                "CUDA device {ordinal} was asked for, but the driver reports {n} device(s) (0..={})",
+                n - 1
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err("creating a CUDA context", e))?;
         // One stream, raw pointers: cudarc's per-buffer event tracking is not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx

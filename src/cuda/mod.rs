@@ -57,7 +57,7 @@ use std::time::Instant;
 
 use cudarc::driver::{sys, CudaEvent};
 
-pub use self::context::{device_count, Gpu, ModuleInfo};
+pub use self::context::{device, device_count, set_device, Gpu, ModuleInfo};
 use crate::config::{Config, DetectorMethod, Interpolation, Spread};
 use crate::error::Result;
 use crate::features::{Features, StageTiming};

@@ -37,6 +37,10 @@ pub fn load_view_owned(path: &Path) -> Result<OwnedFrame> {
         path: path.to_path_buf(),
         msg,
     };
+    // A clear word for an empty file (the decoders only say "unexpected end of file").
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        return Err(file_err("the file is empty".into()));
+    }
     let reader = ::image::ImageReader::open(path)
         .map_err(|e| Error::io(path, e))?
         .with_guessed_format()
@@ -47,6 +51,9 @@ pub fn load_view_owned(path: &Path) -> Result<OwnedFrame> {
 /// Decodes an encoded image (PNG/JPEG/PGM bytes, e.g. a `CompressedImage`) like
 /// [`load_view_owned`]; the error says why it does not decode.
 pub fn decode_encoded(bytes: &[u8]) -> std::result::Result<OwnedFrame, String> {
+    if bytes.is_empty() {
+        return Err("the data is empty".into());
+    }
     let reader = ::image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| e.to_string())?;
@@ -61,8 +68,26 @@ fn decode_reader<R: std::io::BufRead + std::io::Seek>(
     limits.max_image_width = Some(MAX_SIDE as u32);
     limits.max_image_height = Some(MAX_SIDE as u32);
     limits.max_alloc = Some((MAX_PIXELS * 8) as u64);
-    reader.limits(limits);
-    let img = reader.decode().map_err(|e| e.to_string())?;
+    reader.limits(limits.clone());
+    if reader.format() == Some(::image::ImageFormat::Jpeg) {
+        // The JPEG decoder fills the rows of a truncated file with gray and reports success;
+        // a file cut short must be an error, so check that the image data is complete first.
+        let mut inner = reader.into_inner();
+        let start = inner.stream_position().map_err(|e| e.to_string())?;
+        let complete = jpeg_is_complete(&mut inner).map_err(|e| e.to_string())?;
+        if !complete {
+            return Err(
+                "truncated JPEG: the image data ends before the end-of-image marker".into(),
+            );
+        }
+        inner
+            .seek(std::io::SeekFrom::Start(start))
+            .map_err(|e| e.to_string())?;
+        reader = ::image::ImageReader::with_format(inner, ::image::ImageFormat::Jpeg);
+        reader.limits(limits);
+    }
+    let format = reader.format();
+    let img = reader.decode().map_err(|e| decode_error(format, e))?;
     let (width, height) = (img.width() as usize, img.height() as usize);
     if width * height > MAX_PIXELS {
         return Err(format!(
@@ -88,6 +113,101 @@ fn decode_reader<R: std::io::BufRead + std::io::Seek>(
             encoding: Encoding::Rgb8,
         }
     })
+}
+
+/// Says what went wrong in words a user can act on (the format, "too large", "truncated").
+fn decode_error(format: Option<::image::ImageFormat>, e: ::image::ImageError) -> String {
+    use ::image::ImageError;
+    match (&e, format) {
+        (ImageError::Limits(_), _) => format!(
+            "the image is larger than the limit of {MAX_SIDE} pixels per side and \
+             {MAX_PIXELS} pixels ({e})"
+        ),
+        (ImageError::Unsupported(_), None) => {
+            "not a PNG, JPEG or PNM (PGM/PPM) image (unknown file signature)".into()
+        }
+        (ImageError::IoError(io), Some(f)) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            format!("cannot decode {f:?}: the file is truncated ({e})")
+        }
+        (_, Some(f)) => format!("cannot decode {f:?}: {e}"),
+        (_, None) => e.to_string(),
+    }
+}
+
+/// Whether a JPEG stream reaches its end-of-image marker (`FF D9`): walks the marker
+/// segments (skipping each by its length, so thumbnails inside APPn segments are not
+/// mistaken for the end) and the entropy-coded data after each start-of-scan (where `FF` is
+/// followed by `00` stuffing or a restart marker, so the next other marker ends the scan).
+/// Bytes after the marker (camera trailers, motion-photo videos) are allowed. Reads the
+/// stream once, in buffered chunks.
+fn jpeg_is_complete<R: std::io::BufRead>(r: &mut R) -> std::io::Result<bool> {
+    fn byte<R: std::io::BufRead>(r: &mut R) -> std::io::Result<Option<u8>> {
+        let b = r.fill_buf()?.first().copied();
+        if b.is_some() {
+            r.consume(1);
+        }
+        Ok(b)
+    }
+    /// Skips `n` bytes; false at the end of the stream.
+    fn skip<R: std::io::BufRead>(r: &mut R, mut n: usize) -> std::io::Result<bool> {
+        while n > 0 {
+            let k = r.fill_buf()?.len().min(n);
+            if k == 0 {
+                return Ok(false);
+            }
+            r.consume(k);
+            n -= k;
+        }
+        Ok(true)
+    }
+    /// Advances to the next 0xFF byte and consumes it; false at the end of the stream.
+    fn to_ff<R: std::io::BufRead>(r: &mut R) -> std::io::Result<bool> {
+        loop {
+            let buf = r.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(false);
+            }
+            match buf.iter().position(|&b| b == 0xFF) {
+                Some(i) => {
+                    r.consume(i + 1);
+                    return Ok(true);
+                }
+                None => {
+                    let n = buf.len();
+                    r.consume(n);
+                }
+            }
+        }
+    }
+    loop {
+        if !to_ff(r)? {
+            return Ok(false);
+        }
+        // Fill bytes: any number of FF before the marker code.
+        let code = loop {
+            match byte(r)? {
+                None => return Ok(false),
+                Some(0xFF) => continue,
+                Some(c) => break c,
+            }
+        };
+        match code {
+            0xD9 => return Ok(true),
+            // Standalone markers; inside a scan, 00 is a stuffed FF data byte.
+            0x00 | 0x01 | 0xD0..=0xD8 => continue,
+            _ => {
+                let (Some(hi), Some(lo)) = (byte(r)?, byte(r)?) else {
+                    return Ok(false);
+                };
+                let len = u16::from_be_bytes([hi, lo]) as usize;
+                // A segment (after a start-of-scan header, the entropy-coded data follows;
+                // `to_ff` passes over it to the next marker either way).
+                if !skip(r, len.saturating_sub(2))? {
+                    return Ok(false);
+                }
+            }
+        }
+    }
 }
 
 /// Loads an image file and converts it to gray exactly as `cv::cvtColor(..., RGB2GRAY)`.

@@ -125,6 +125,7 @@ fn reference(manifest: &Path) -> Result<(), String> {
     }
     let mut p = NodeParams::new();
     p.apply_initial(&values)?;
+    p.settings.select_cuda_device();
     let mut pipeline = Pipeline::new(p.live.config.clone(), p.settings.backend_choice()?)
         .map_err(|e| e.to_string())?;
     for e in &m.images {
@@ -157,7 +158,11 @@ fn reference(manifest: &Path) -> Result<(), String> {
             }
         };
         let features = pipeline.process(&view).map_err(|e| e.to_string())?;
-        pointcloud::encode(&features.keypoints, &mut buf);
+        pointcloud::encode(
+            &features.keypoints,
+            features.descriptors_for(&p.live.config),
+            &mut buf,
+        );
         std::fs::write(out_file(".cloud"), &buf).map_err(|e| e.to_string())?;
         if let Some(edges) = &features.edges {
             std::fs::write(out_file(".edges"), &edges.data).map_err(|e| e.to_string())?;

@@ -7,6 +7,7 @@
 //! | name                   | type         | default        | at run time |
 //! |------------------------|--------------|----------------|-------------|
 //! | `backend`              | string       | `auto`         | read-only   |
+//! | `cuda.device`          | integer      | `0`            | read-only   |
 //! | `inputs`               | string array | (one, unnamed) | read-only   |
 //! | `image_qos.reliability`| string       | `best_effort`  | read-only   |
 //! | `image_qos.depth`      | integer      | `1`            | read-only   |
@@ -31,6 +32,8 @@ use crate::pipeline::BackendChoice;
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeSettings {
     pub backend: String,
+    /// CUDA device ordinal the pipelines open (several GPUs: one node per GPU).
+    pub cuda_device: i64,
     /// Camera names; empty = one camera with un-prefixed topics.
     pub inputs: Vec<String>,
     pub reliability: String,
@@ -42,6 +45,7 @@ impl Default for NodeSettings {
     fn default() -> Self {
         NodeSettings {
             backend: "auto".into(),
+            cuda_device: 0,
             inputs: Vec::new(),
             reliability: "best_effort".into(),
             depth: 1,
@@ -55,8 +59,20 @@ impl NodeSettings {
         self.backend.parse()
     }
 
+    /// Points the CUDA backend at `cuda.device`; call before creating the pipelines.
+    pub fn select_cuda_device(&self) {
+        #[cfg(feature = "cuda")]
+        crate::cuda::set_device(self.cuda_device as usize);
+    }
+
     fn validate(&self) -> Result<(), String> {
         self.backend_choice().map_err(|e| format!("backend: {e}"))?;
+        if !(0..=1023).contains(&self.cuda_device) {
+            return Err(format!(
+                "cuda.device: {} is not a CUDA device ordinal (0..=1023)",
+                self.cuda_device
+            ));
+        }
         if !matches!(self.reliability.as_str(), "best_effort" | "reliable") {
             return Err(format!(
                 "image_qos.reliability: {:?} is not best_effort or reliable",
@@ -96,8 +112,9 @@ impl NodeSettings {
     }
 }
 
-const READ_ONLY: [&str; 5] = [
+const READ_ONLY: [&str; 6] = [
     "backend",
+    "cuda.device",
     "inputs",
     "image_qos.reliability",
     "image_qos.depth",
@@ -237,6 +254,10 @@ impl NodeParams {
                 ParameterValue::String(s.backend.clone()),
             ),
             (
+                "cuda.device".to_string(),
+                ParameterValue::Integer(s.cuda_device),
+            ),
+            (
                 "inputs".to_string(),
                 // rcl cannot hold an empty array from a YAML file; [""] means "one, unnamed".
                 ParameterValue::StringArray(if s.inputs.is_empty() {
@@ -373,11 +394,12 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
         }
         ("image_qos.reliability", ParameterValue::String(x)) => s.reliability = x.clone(),
         ("image_qos.depth", ParameterValue::Integer(x)) => s.depth = *x,
+        ("cuda.device", ParameterValue::Integer(x)) => s.cuda_device = *x,
         ("diagnostics_period", ParameterValue::Double(x)) => s.diagnostics_period = *x,
         ("diagnostics_period", ParameterValue::Integer(x)) => s.diagnostics_period = *x as f64,
         ("backend" | "image_qos.reliability", _) => return Err(wrong("a string")),
         ("inputs", _) => return Err(wrong("a string array")),
-        ("image_qos.depth", _) => return Err(wrong("an integer")),
+        ("image_qos.depth" | "cuda.device", _) => return Err(wrong("an integer")),
         ("diagnostics_period", _) => return Err(wrong("a double")),
         _ => return Err(format!("unknown parameter {name:?}")),
     }
@@ -582,5 +604,34 @@ mod tests {
         assert_eq!(p.settings.inputs, vec!["left", "right"]);
         assert_eq!(p.live.config.canny.low_threshold, 20.0);
         std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn cuda_device_is_a_read_only_start_up_setting() {
+        let mut p = NodeParams::new();
+        assert_eq!(p.settings.cuda_device, 0);
+        p.apply_initial(&[("cuda.device".into(), ParameterValue::Integer(2))])
+            .unwrap();
+        assert_eq!(p.settings.cuda_device, 2);
+        assert!(p
+            .all()
+            .contains(&("cuda.device".to_string(), ParameterValue::Integer(2))));
+        // at run time: the same value is accepted, another one refused
+        assert!(p.set("cuda.device", &ParameterValue::Integer(2)).is_ok());
+        let e = p
+            .set("cuda.device", &ParameterValue::Integer(1))
+            .unwrap_err();
+        assert!(e.contains("read-only"), "{e}");
+        assert_eq!(p.settings.cuda_device, 2);
+        // bad start-up values name the parameter
+        for bad in [
+            ParameterValue::Integer(-1),
+            ParameterValue::String("1".into()),
+        ] {
+            let e = NodeParams::new()
+                .apply_initial(&[("cuda.device".into(), bad)])
+                .unwrap_err();
+            assert!(e.contains("cuda.device"), "{e}");
+        }
     }
 }

@@ -116,9 +116,8 @@ pub fn compressed_msg(i: usize, f: &Frame) -> Vec<u8> {
 }
 
 pub fn string_msg(s: &str) -> Vec<u8> {
-    let mut w = cdr::CdrWriter::new();
-    w.string(s);
-    w.finish()
+    // A std_msgs/msg/String: one string field.
+    cdr::encode(s)
 }
 
 pub const RAW: &str = "/cam/image_raw";

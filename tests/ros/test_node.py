@@ -35,6 +35,7 @@ DATA = os.path.join(ROOT, 'tests', 'data')
 PARAMS_FILE = os.path.join(ROOT, 'config', 'gpu_features.yaml')
 NS = '/gf_test'
 FLOAT32 = 7
+UINT8 = 2
 FIELDS = ['x', 'y', 'response', 'size', 'angle', 'octave']
 
 
@@ -287,17 +288,27 @@ class Harness:
 # ---------------------------------------------------------------------------- checks
 
 def check_cloud(msg, ref_cloud):
+    """The layout of src/output/pointcloud.rs: six FLOAT32 fields (point_step 24), plus the
+    32-byte `descriptor` (UINT8, count 32, offset 24; point_step 56) when describe.enabled."""
     assert msg.height == 1, msg.height
-    assert msg.point_step == 24 and msg.row_step == 24 * msg.width, (msg.point_step, msg.row_step)
+    names = [f.name for f in msg.fields]
+    with_desc = names == FIELDS + ['descriptor']
+    assert names == FIELDS or with_desc, names
+    step = 56 if with_desc else 24
+    assert msg.point_step == step and msg.row_step == step * msg.width, \
+        (msg.point_step, msg.row_step)
     assert not msg.is_bigendian and msg.is_dense
-    assert [f.name for f in msg.fields] == FIELDS, [f.name for f in msg.fields]
     assert all(f.datatype == FLOAT32 and f.count == 1 and f.offset == 4 * i
-               for i, f in enumerate(msg.fields))
+               for i, f in enumerate(msg.fields[:6]))
+    if with_desc:
+        d = msg.fields[6]
+        assert (d.datatype, d.count, d.offset) == (UINT8, 32, 24), (d.datatype, d.count, d.offset)
     data = bytes(msg.data)
-    assert len(data) == 24 * msg.width
+    assert len(data) == step * msg.width
     if data != ref_cloud:
-        a = np.frombuffer(data, '<f4').reshape(-1, 6)
-        b = np.frombuffer(ref_cloud, '<f4').reshape(-1, 6)
+        pts = np.dtype([(n, '<f4') for n in FIELDS] + ([('descriptor', 'u1', 32)] if with_desc else []))
+        a = np.frombuffer(data, pts)
+        b = np.frombuffer(ref_cloud, pts) if len(ref_cloud) % step == 0 else np.zeros(0, pts)
         raise AssertionError(f'keypoints differ from the library: node {len(a)} vs library {len(b)}'
                              f'; first node {a[:2].tolist()} library {b[:2].tolist()}')
     return msg.width
