@@ -5,7 +5,8 @@ use r2r::std_msgs::msg::Header;
 
 use crate::error::DecodeError;
 use crate::image::{GrayImage, ImageView};
-use crate::output::{overlay, pointcloud};
+use crate::matching::Match;
+use crate::output::{matches as output_matches, overlay, pointcloud};
 use crate::pipeline::{Descriptor, Features, Keypoint};
 
 /// Validates a `sensor_msgs/Image` as a frame (short data, bad step, unknown encoding and
@@ -19,6 +20,32 @@ pub fn image_view(msg: &Image) -> Result<ImageView<'_>, DecodeError> {
         &msg.encoding,
         msg.is_bigendian != 0,
     )
+}
+
+/// The `matches` cloud (layout: [`crate::output::matches`]). `buf` is reused.
+pub fn matches_cloud(header: &Header, matches: &[Match], mut buf: Vec<u8>) -> PointCloud2 {
+    output_matches::encode(matches, &mut buf);
+    let n = matches.len() as u32;
+    let step = output_matches::POINT_STEP as u32;
+    PointCloud2 {
+        header: header.clone(),
+        height: 1,
+        width: n,
+        fields: output_matches::FIELDS
+            .iter()
+            .map(|f| PointField {
+                name: f.name.to_string(),
+                offset: f.offset,
+                datatype: f.datatype,
+                count: f.count,
+            })
+            .collect(),
+        is_bigendian: false,
+        point_step: step,
+        row_step: step * n,
+        data: buf,
+        is_dense: true,
+    }
 }
 
 /// The `keypoints` cloud (layout: [`crate::output::pointcloud`]). `buf` is reused.

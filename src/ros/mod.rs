@@ -10,6 +10,7 @@
 //! `gpu_features_node --reference MANIFEST.yaml` (see [`reference`]).
 
 pub mod convert;
+mod matches;
 pub mod node;
 pub mod params;
 

@@ -20,6 +20,7 @@ use r2r::sensor_msgs::msg::{Image, PointCloud2};
 use r2r::QosProfile;
 
 use super::convert;
+use super::matches::PreviousFrame;
 use super::params::NodeParams;
 use crate::image::GrayImage;
 use crate::pipeline::{BackendChoice, Features, Pipeline};
@@ -184,6 +185,9 @@ async fn run_async() -> Result<(), String> {
         let pub_debug = node
             .create_publisher::<Image>(&topic(name, "debug_image"), out_qos.clone())
             .map_err(|e| format!("publisher: {e}"))?;
+        let pub_matches = node
+            .create_publisher::<PointCloud2>(&topic(name, "matches"), out_qos.clone())
+            .map_err(|e| format!("publisher: {e}"))?;
         let input = Input {
             name: name.clone(),
             slot: Arc::new(Slot::default()),
@@ -233,6 +237,7 @@ async fn run_async() -> Result<(), String> {
             pub_kp,
             pub_edges,
             pub_debug,
+            pub_matches,
         };
         let handle = std::thread::Builder::new()
             .name(format!("gf-worker-{}", w.label))
@@ -436,6 +441,7 @@ struct Worker {
     pub_kp: r2r::Publisher<PointCloud2>,
     pub_edges: r2r::Publisher<Image>,
     pub_debug: r2r::Publisher<Image>,
+    pub_matches: r2r::Publisher<PointCloud2>,
 }
 
 impl Worker {
@@ -472,6 +478,8 @@ impl Worker {
         let mut gray = GrayImage::default();
         let mut features = Features::default();
         let mut gpu_failure_logged = false;
+        let mut previous = PreviousFrame::new(choice);
+        let mut match_previous = self.params.lock().unwrap().live.match_previous;
         loop {
             let pending = {
                 let mut g = self.slot.frame.lock().unwrap();
@@ -497,6 +505,7 @@ impl Worker {
                 if p.live.generation != generation {
                     generation = p.live.generation;
                     debug = p.live.debug_image;
+                    match_previous = p.live.match_previous;
                     if let Err(e) = pipeline.set_config(p.live.config.clone()) {
                         // cannot happen: the parameter layer validated it
                         r2r::log_error!(&self.logger, "config rejected by pipeline: {e}");
@@ -604,6 +613,17 @@ impl Worker {
             cloud_buf = cloud.data;
             if let Some(edges) = &features.edges {
                 let _ = self.pub_edges.publish(&convert::mono8_image(header, edges));
+            }
+            match (match_previous, features.descriptors_for(pipeline.config())) {
+                (true, Some(descriptors)) => {
+                    let (cloud, problem) = previous.step(header, descriptors);
+                    let _ = self.pub_matches.publish(&cloud);
+                    previous.recycle(cloud);
+                    if let (Some(p), Some(_)) = (problem, error_log.allow()) {
+                        r2r::log_warn!(&self.logger, "input {}: matcher: {p}", self.label);
+                    }
+                }
+                _ => previous.reset(),
             }
             if debug
                 && self

@@ -13,6 +13,11 @@
 //! | `image_qos.depth`      | integer      | `1`            | read-only   |
 //! | `diagnostics_period`   | double (s)   | `1.0`          | read-only   |
 //! | `debug_image`          | bool         | `false`        | yes         |
+//! | `match.previous`       | bool         | `false`        | yes         |
+//!
+//! `match.previous` publishes `matches` (layout: `output::matches`): each frame's descriptor
+//! matches to the previous frame the input processed (library matcher, k=2 with Lowe's
+//! ratio 0.8 and cross-check; CUDA when the input's backend is).
 //!
 //! Pipeline settings can all be changed at run time: an update is validated against the
 //! whole config ([`Config::with_values`]) and either applied completely or rejected with the
@@ -112,6 +117,9 @@ impl NodeSettings {
     }
 }
 
+/// The node setting that turns the `matches` output on.
+pub const MATCH_PREVIOUS: &str = "match.previous";
+
 const READ_ONLY: [&str; 6] = [
     "backend",
     "cuda.device",
@@ -126,6 +134,8 @@ const READ_ONLY: [&str; 6] = [
 pub struct Live {
     pub config: Config,
     pub debug_image: bool,
+    /// `match.previous`: publish the matches to the previous frame.
+    pub match_previous: bool,
     /// Bumped on every accepted change.
     pub generation: u64,
 }
@@ -202,6 +212,7 @@ impl NodeParams {
             live: Live {
                 config: Config::default(),
                 debug_image: false,
+                match_previous: false,
                 generation: 0,
             },
             pending: RefCell::new(Vec::new()),
@@ -218,6 +229,7 @@ impl NodeParams {
         let mut unknown = Vec::new();
         let mut settings = self.settings.clone();
         let mut debug_image = self.live.debug_image;
+        let mut match_previous = self.live.match_previous;
         for (name, value) in values {
             if is_config_key(&self.live.config, name) {
                 let y = param_to_yaml(value).ok_or_else(|| {
@@ -226,6 +238,8 @@ impl NodeParams {
                 config_updates.push((name.clone(), y));
             } else if name == "debug_image" {
                 debug_image = as_bool(name, value)?;
+            } else if name == MATCH_PREVIOUS {
+                match_previous = as_bool(name, value)?;
             } else if READ_ONLY.contains(&name.as_str()) {
                 set_setting(&mut settings, name, value)?;
             } else {
@@ -241,6 +255,7 @@ impl NodeParams {
         self.settings = settings;
         self.live.config = config;
         self.live.debug_image = debug_image;
+        self.live.match_previous = match_previous;
         self.live.generation += 1;
         Ok(unknown)
     }
@@ -282,6 +297,10 @@ impl NodeParams {
                 "debug_image".to_string(),
                 ParameterValue::Bool(self.live.debug_image),
             ),
+            (
+                MATCH_PREVIOUS.to_string(),
+                ParameterValue::Bool(self.live.match_previous),
+            ),
         ];
         out.extend(
             self.live
@@ -307,7 +326,7 @@ impl NodeParams {
                 return Err(e.to_string());
             }
             Ok(())
-        } else if name == "debug_image" {
+        } else if name == "debug_image" || name == MATCH_PREVIOUS {
             as_bool(name, value).map(|_| ())
         } else if READ_ONLY.contains(&name) {
             let current = self
@@ -352,10 +371,15 @@ impl NodeParams {
                 self.live.generation += 1;
             }
             Ok(())
-        } else if name == "debug_image" {
+        } else if name == "debug_image" || name == MATCH_PREVIOUS {
             let b = as_bool(name, value)?;
-            if b != self.live.debug_image {
-                self.live.debug_image = b;
+            let live = if name == MATCH_PREVIOUS {
+                &mut self.live.match_previous
+            } else {
+                &mut self.live.debug_image
+            };
+            if b != *live {
+                *live = b;
                 self.live.generation += 1;
             }
             Ok(())
@@ -633,5 +657,25 @@ mod tests {
                 .unwrap_err();
             assert!(e.contains("cuda.device"), "{e}");
         }
+    }
+
+    #[test]
+    fn match_previous_is_a_live_bool() {
+        let mut p = NodeParams::new();
+        assert!(!p.live.match_previous);
+        p.apply_initial(&[(MATCH_PREVIOUS.into(), ParameterValue::Bool(true))])
+            .unwrap();
+        assert!(p.live.match_previous);
+        let g = p.live.generation;
+        p.set(MATCH_PREVIOUS, &ParameterValue::Bool(false)).unwrap();
+        assert!(!p.live.match_previous && p.live.generation == g + 1);
+        assert!(!p.live.debug_image, "a different setting");
+        let e = p
+            .set(MATCH_PREVIOUS, &ParameterValue::Integer(1))
+            .unwrap_err();
+        assert!(e.contains("expected a bool"), "{e}");
+        assert!(p
+            .all()
+            .contains(&(MATCH_PREVIOUS.to_string(), ParameterValue::Bool(false))));
     }
 }

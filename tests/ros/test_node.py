@@ -412,6 +412,8 @@ def main():
     H.listen(kp_topic, PointCloud2)
     H.listen(edge_topic, Image)
     H.listen(dbg_topic, Image)
+    match_topic = NS + '/matches'
+    H.listen(match_topic, PointCloud2)
     proc, logf = start_node(node_bin, ['-r', '__ns:=' + NS, '-r', 'image:=camera/image_raw',
                                        '-p', f'backend:={args.backend}',
                                        '-p', 'diagnostics_period:=0.5'],
@@ -515,6 +517,35 @@ def main():
         H.set_params(node_fqn, {'debug_image': False})
         log(f'  debug_image {m.width}x{m.height} bgr8 only once enabled')
 
+    def t_match_previous():
+        fr = frames[1]
+        res = H.set_params(node_fqn, {'match.previous': True})
+        assert res[0].successful, res[0].reason
+        waits = [(kp_topic, PointCloud2), (match_topic, PointCloud2)]
+        first = H.send_and_wait(in_topic, fr, next_stamp(), 'm', waits)
+        assert first[match_topic].width == 0, 'matches before there was a previous frame'
+        stamp = next_stamp()
+        got = H.send_and_wait(in_topic, fr, stamp, 'm', waits)
+        m, n = got[match_topic], got[kp_topic].width
+        check_header(m, stamp, 'm')
+        assert [f.name for f in m.fields] == ['current', 'previous', 'distance'], m.fields
+        assert all(f.datatype == 5 and f.count == 1 for f in m.fields)
+        assert m.point_step == 12 and m.row_step == 12 * m.width
+        pairs = np.frombuffer(bytes(m.data), dtype='<i4').reshape(-1, 3)
+        # The same frame twice: every kept match is a keypoint with itself at distance 0
+        # (only keypoints with a twin descriptor fail the ratio test).
+        assert n > 0 and len(pairs) >= 0.8 * n, (len(pairs), n)
+        assert (pairs[:, 0] == pairs[:, 1]).all() and (pairs[:, 2] == 0).all()
+        assert (np.diff(pairs[:, 0]) > 0).all(), 'sorted by current index'
+        res = H.set_params(node_fqn, {'match.previous': False})
+        assert res[0].successful, res[0].reason
+        stamp = next_stamp()
+        H.send_and_wait(in_topic, fr, stamp, 'm', [(kp_topic, PointCloud2)])
+        time.sleep(0.3)
+        assert H.get(H.clouds, match_topic, stamp) is None, 'matches published while off'
+        log(f'  match.previous: {len(pairs)} of {n} keypoints matched to the same frame, '
+            'distance 0; off again: no matches')
+
     def t_malformed_input():
         _, kv0 = H.wait_diag('gpu_features', lambda kv: True)
         errors0 = int(kv0['decode_errors'])
@@ -548,6 +579,7 @@ def main():
     R.case('SetParameters changes the output on the next frame', t_params_change_output)
     R.case('invalid parameters rejected with a reason, nothing applied', t_invalid_params_rejected)
     R.case('debug_image off by default, on at run time', t_debug_image)
+    R.case('match.previous publishes matches to the previous frame', t_match_previous)
     R.case('malformed images counted in /diagnostics, node keeps running', t_malformed_input)
 
     def t_sigterm():
