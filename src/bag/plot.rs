@@ -177,6 +177,37 @@ fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
         .map_err(err)
 }
 
+/// The corner of the plot area whose legend-sized region (45% of the width, 30% of the
+/// height) holds the fewest points, the upper right on ties.
+fn legend_corner(
+    series: &[Series],
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> SeriesLabelPosition {
+    let corners = [
+        (SeriesLabelPosition::UpperRight, true, true),
+        (SeriesLabelPosition::UpperLeft, false, true),
+        (SeriesLabelPosition::LowerRight, true, false),
+        (SeriesLabelPosition::LowerLeft, false, false),
+    ];
+    let inside = |right: bool, upper: bool, (x, y): (f64, f64)| {
+        let fx = (x - x0) / (x1 - x0).max(f64::MIN_POSITIVE);
+        let fy = (y - y0) / (y1 - y0).max(f64::MIN_POSITIVE);
+        (if right { fx >= 0.55 } else { fx <= 0.45 }) && (if upper { fy >= 0.7 } else { fy <= 0.3 })
+    };
+    let count = |right, upper| {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|&&p| inside(right, upper, p))
+            .count()
+    };
+    corners
+        .into_iter()
+        .min_by_key(|&(_, r, u)| count(r, u))
+        .map_or(SeriesLabelPosition::UpperRight, |c| c.0)
+}
+
 /// Lines against a numeric x axis; a legend when there are several series. `y_range`
 /// defaults to 0 .. a round number above the largest value.
 pub fn lines(
@@ -242,7 +273,7 @@ pub fn lines(
             });
         }
         if series.len() > 1 {
-            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+            legend(&mut chart, legend_corner(series, (x0, x1), (y0, y1)))?;
         }
         Ok(())
     })
@@ -608,6 +639,30 @@ mod tests {
         // Degenerate inputs still make a chart.
         lines(&p, L, &[], Some((0.0, 1.0))).unwrap();
         check(&p);
+    }
+
+    #[test]
+    fn legend_avoids_the_data() {
+        let s = |pts: &[(f64, f64)]| Series {
+            name: "s".into(),
+            points: pts.to_vec(),
+        };
+        let r = ((0.0, 10.0), (0.0, 1.0));
+        // Shares near 1 fill the top: the legend goes to the bottom.
+        let high = s(&[(0.0, 0.95), (5.0, 0.97), (10.0, 0.99)]);
+        assert_eq!(
+            legend_corner(&[high], r.0, r.1),
+            SeriesLabelPosition::LowerRight
+        );
+        let rising = s(&[(0.0, 0.0), (5.0, 0.5), (10.0, 1.0)]);
+        assert_eq!(
+            legend_corner(&[rising], r.0, r.1),
+            SeriesLabelPosition::UpperLeft
+        );
+        assert_eq!(
+            legend_corner(&[], r.0, r.1),
+            SeriesLabelPosition::UpperRight
+        );
     }
 
     #[test]

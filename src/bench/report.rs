@@ -458,11 +458,15 @@ pub(super) fn plots(
             group("gpu", "ours GPU"),
             group("cpu", "ours CPU reference (1 thread)"),
         ]) {
+            let who: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
             let file = format!("bench_stages_{z}.png");
             bars(
                 &dir.join(&file),
                 Labels {
-                    title: &format!("Stage times per frame, {z} (default config)"),
+                    title: &format!(
+                        "Stage times per frame, {z}, default config: {}",
+                        who.join(" vs ")
+                    ),
                     x: "pipeline stage",
                     y: "median time (ms, log scale)",
                 },
@@ -472,7 +476,7 @@ pub(super) fn plots(
             )?;
             out.push((
                 file,
-                format!("{z}: median time per stage, ours GPU and CPU"),
+                format!("{z}: median time per stage, {}", who.join(" and ")),
             ));
         }
 
@@ -617,6 +621,14 @@ mod tests {
         let md = plots_markdown(&p, "plots");
         assert!(md.contains("](plots/bench_stages_320x240.png)"), "{md}");
         assert!(md.contains("(1 and N threads)"), "{md}");
+        assert!(
+            md.contains("640x480: median time per stage, ours CPU reference (1 thread)\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("320x240: median time per stage, ours GPU and ours CPU reference"),
+            "{md}"
+        );
         assert_eq!(md.matches("![").count(), 3);
         assert_eq!(
             plots_markdown(&p[..1], ""),

@@ -42,6 +42,7 @@ macro_rules! kargs {
 
 pub mod buffers;
 pub mod canny;
+pub mod cells;
 pub mod context;
 pub mod decode;
 pub mod describe;
