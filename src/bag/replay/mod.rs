@@ -12,24 +12,38 @@
 //!
 //! Every output message carries the input's header (stamp, frame_id) and the input's log
 //! and publish times.
+//!
+//! * `frame`: decoding the input messages into images ([`decode_frame`]).
+//! * `messages`: the output topics and their messages ([`keypoints_message`], ...).
+//! * `cli`: `gpu_features replay`'s arguments and entry point ([`ReplayArgs`], [`main`]).
+//! * this module: the replay loop ([`run`]).
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::cdr::{self, Header};
+use super::cdr;
 use super::eval::{self, HomographyPair};
 use super::reader::{Bag, RawMessage};
 use super::report::{FrameStats, Heatmap, MatcherInfo, ReportInput};
 use super::writer::McapBagWriter;
 use crate::error::{Error, Result};
-use crate::image::{Encoding, GrayImage, ImageView};
+use crate::image::GrayImage;
 use crate::matching::{MatchParams, Matcher};
-use crate::output::pointcloud;
 use crate::pipeline::{BackendChoice, BackendKind, Descriptor, Features, Keypoint, Pipeline};
 use crate::Config;
+
+mod cli;
+mod frame;
+mod messages;
+
+pub use self::cli::{main, ReplayArgs};
+pub use self::frame::{decode_frame, FrameData, FrameSkip};
+use self::messages::edges_message;
+pub use self::messages::{
+    annotations_message, annotations_topic, edges_topic, keypoints_message, keypoints_topic,
+};
 
 /// Everything `replay` needs.
 #[derive(Clone, Debug)]
@@ -88,17 +102,6 @@ pub struct ReplaySummary {
     pub wall_s: f64,
 }
 
-/// Output topic names for an input image topic.
-pub fn keypoints_topic(t: &str) -> String {
-    format!("{}/keypoints", t.trim_end_matches('/'))
-}
-pub fn edges_topic(t: &str) -> String {
-    format!("{}/edges", t.trim_end_matches('/'))
-}
-pub fn annotations_topic(t: &str) -> String {
-    format!("{}/keypoints/annotations", t.trim_end_matches('/'))
-}
-
 fn is_image_type(t: &str) -> bool {
     t == cdr::IMAGE || t == cdr::COMPRESSED_IMAGE
 }
@@ -153,223 +156,6 @@ fn select_topics(bag: &Bag, wanted: &[String]) -> Result<Vec<super::TopicInfo>> 
         }
     }
     Ok(out)
-}
-
-/// A decoded input frame: either a view of a raw `Image`'s bytes or a decoded compressed one.
-pub enum FrameData<'a> {
-    Raw(cdr::Image<'a>),
-    Decoded {
-        header: Header,
-        data: Vec<u8>,
-        width: usize,
-        height: usize,
-        encoding: Encoding,
-    },
-}
-
-impl FrameData<'_> {
-    pub fn header(&self) -> &Header {
-        match self {
-            FrameData::Raw(i) => &i.header,
-            FrameData::Decoded { header, .. } => header,
-        }
-    }
-
-    pub fn view(&self) -> std::result::Result<ImageView<'_>, crate::DecodeError> {
-        match self {
-            FrameData::Raw(i) => ImageView::new(
-                &i.data,
-                i.width as usize,
-                i.height as usize,
-                i.step as usize,
-                &i.encoding,
-                i.is_bigendian != 0,
-            ),
-            FrameData::Decoded {
-                data,
-                width,
-                height,
-                encoding,
-                ..
-            } => ImageView::with_encoding(
-                data,
-                *width,
-                *height,
-                width * encoding.bytes_per_pixel(),
-                *encoding,
-                false,
-            ),
-        }
-    }
-}
-
-/// Error of a frame we skip (the bag is fine, this one image is not usable).
-pub struct FrameSkip(pub String);
-
-/// Decodes one message of an image topic. `Err(Error)` = the message is not the type it
-/// claims (fatal); `Ok(Err(FrameSkip))` = a well-formed message with an unusable image.
-pub fn decode_frame<'a>(
-    msgtype: &str,
-    data: &'a [u8],
-) -> Result<std::result::Result<FrameData<'a>, FrameSkip>> {
-    match msgtype {
-        cdr::IMAGE => Ok(Ok(FrameData::Raw(cdr::Image::decode(data)?))),
-        cdr::COMPRESSED_IMAGE => {
-            let m = cdr::CompressedImage::decode(data)?;
-            let frame = match crate::image::decode_encoded(&m.data) {
-                Ok(f) => f,
-                Err(e) => {
-                    return Ok(Err(FrameSkip(format!(
-                        "compressed image (format {:?}) does not decode: {e}",
-                        m.format
-                    ))))
-                }
-            };
-            Ok(Ok(FrameData::Decoded {
-                header: m.header,
-                data: frame.data,
-                width: frame.width,
-                height: frame.height,
-                encoding: frame.encoding,
-            }))
-        }
-        other => Err(Error::Bag(format!("not an image type: {other}"))),
-    }
-}
-
-/// The `keypoints` PointCloud2, serialized.
-pub fn keypoints_message(
-    header: &Header,
-    keypoints: &[Keypoint],
-    descriptors: Option<&[Descriptor]>,
-    scratch: &mut Vec<u8>,
-) -> Vec<u8> {
-    pointcloud::encode(keypoints, descriptors, scratch);
-    let n = keypoints.len() as u32;
-    let step = pointcloud::point_step(descriptors.is_some()) as u32;
-    cdr::PointCloud2 {
-        header: header.clone(),
-        height: 1,
-        width: n,
-        fields: pointcloud::fields(descriptors.is_some())
-            .iter()
-            .map(|f| cdr::PointField {
-                name: f.name.to_string(),
-                offset: f.offset,
-                datatype: f.datatype,
-                count: f.count,
-            })
-            .collect(),
-        is_bigendian: false,
-        point_step: step,
-        row_step: step * n,
-        data: Cow::Borrowed(scratch),
-        is_dense: true,
-    }
-    .encode()
-}
-
-fn edges_message(header: &Header, edges: &GrayImage) -> Vec<u8> {
-    cdr::Image {
-        header: header.clone(),
-        height: edges.height as u32,
-        width: edges.width as u32,
-        encoding: "mono8".into(),
-        is_bigendian: 0,
-        step: edges.width as u32,
-        data: Cow::Borrowed(&edges.data),
-    }
-    .encode()
-}
-
-/// One colour per pyramid level (cycled), as Foxglove colours.
-fn level_color(octave: i32) -> cdr::Color {
-    const P: [(f64, f64, f64); 8] = [
-        (0.0, 1.0, 0.0),
-        (1.0, 1.0, 0.0),
-        (1.0, 0.5, 0.0),
-        (1.0, 0.0, 0.0),
-        (1.0, 0.0, 1.0),
-        (0.5, 0.3, 1.0),
-        (0.0, 0.6, 1.0),
-        (0.0, 1.0, 1.0),
-    ];
-    let (r, g, b) = P[octave.rem_euclid(8) as usize];
-    cdr::Color { r, g, b, a: 1.0 }
-}
-
-/// Foxglove image annotations: one `POINTS` annotation (colour = pyramid level), one
-/// `LINE_LIST` with each keypoint's orientation (radius = size / 2), and a count label.
-pub fn annotations_message(header: &Header, keypoints: &[Keypoint]) -> Vec<u8> {
-    let ts = header.stamp;
-    let points = keypoints
-        .iter()
-        .map(|k| cdr::Point2 {
-            x: k.x as f64,
-            y: k.y as f64,
-        })
-        .collect();
-    let colors = keypoints.iter().map(|k| level_color(k.octave)).collect();
-    let mut lines = Vec::new();
-    let mut line_colors = Vec::new();
-    for k in keypoints.iter().filter(|k| k.angle >= 0.0) {
-        let a = (k.angle as f64).to_radians();
-        let r = k.size as f64 / 2.0;
-        lines.push(cdr::Point2 {
-            x: k.x as f64,
-            y: k.y as f64,
-        });
-        lines.push(cdr::Point2 {
-            x: k.x as f64 + r * a.cos(),
-            y: k.y as f64 + r * a.sin(),
-        });
-        let c = level_color(k.octave);
-        line_colors.push(c);
-        line_colors.push(c);
-    }
-    let clear = cdr::Color::default();
-    let mut ann = cdr::ImageAnnotations {
-        circles: Vec::new(),
-        points: vec![cdr::PointsAnnotation {
-            timestamp: ts,
-            kind: cdr::POINTS,
-            points,
-            outline_color: level_color(0),
-            outline_colors: colors,
-            fill_color: clear,
-            thickness: 4.0,
-        }],
-        texts: vec![cdr::TextAnnotation {
-            timestamp: ts,
-            position: cdr::Point2 { x: 8.0, y: 20.0 },
-            text: format!("{} keypoints", keypoints.len()),
-            font_size: 16.0,
-            text_color: cdr::Color {
-                r: 1.0,
-                g: 1.0,
-                b: 1.0,
-                a: 1.0,
-            },
-            background_color: cdr::Color {
-                r: 0.0,
-                g: 0.0,
-                b: 0.0,
-                a: 0.6,
-            },
-        }],
-    };
-    if !lines.is_empty() {
-        ann.points.push(cdr::PointsAnnotation {
-            timestamp: ts,
-            kind: cdr::LINE_LIST,
-            points: lines,
-            outline_color: level_color(0),
-            outline_colors: line_colors,
-            fill_color: clear,
-            thickness: 1.0,
-        });
-    }
-    ann.encode()
 }
 
 struct TopicState {
@@ -491,96 +277,6 @@ fn remove_stale(out_dir: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Command-line arguments of `gpu_features replay` (flattened into the binary's clap tree).
-#[derive(clap::Args, Clone, Debug)]
-pub struct ReplayArgs {
-    /// YAML config (as for `detect`; see config/default.yaml); defaults when absent.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Override one setting, e.g. `--set canny.low_threshold=30` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
-    /// auto: CUDA when usable, else CPU (says why on stderr).
-    #[arg(long, default_value = "auto")]
-    pub backend: BackendChoice,
-    /// Image topic to replay (repeatable); default: every Image / CompressedImage topic.
-    #[arg(long = "topic", value_name = "T")]
-    pub topics: Vec<String>,
-    /// Output directory: out.mcap, report.md, report.json and the plots.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Stop after N frames.
-    #[arg(long, value_name = "N")]
-    pub max_frames: Option<usize>,
-    /// No progress bar (it is only drawn on a terminal anyway).
-    #[arg(long)]
-    pub no_progress: bool,
-    /// Image pair with a ground-truth homography for the repeatability section:
-    /// `[NAME=]IMG1,IMG2,H` (e.g. tests/data/graf1.png,tests/data/graf3.png,tests/data/H1to3p.xml).
-    #[arg(long, value_name = "[NAME=]IMG1,IMG2,H")]
-    pub homography: Vec<HomographyPair>,
-    /// JSON written by scripts/eval_homography.py, shown beside our numbers.
-    #[arg(long, value_name = "FILE")]
-    pub opencv_eval: Option<PathBuf>,
-    /// A bag directory (with metadata.yaml) or one .mcap / .db3 file.
-    pub bag: PathBuf,
-}
-
-impl ReplayArgs {
-    pub fn options(&self) -> Result<ReplayOptions> {
-        let mut config = match &self.config {
-            Some(p) => Config::from_file(p)?,
-            None => Config::default(),
-        };
-        for s in &self.set {
-            let (k, v) = s
-                .split_once('=')
-                .ok_or_else(|| Error::Config(format!("--set {s:?}: expected KEY=VALUE")))?;
-            config = config.with_value(k.trim(), v.trim())?;
-        }
-        Ok(ReplayOptions {
-            bag: self.bag.clone(),
-            out_dir: self.out.clone(),
-            topics: self.topics.clone(),
-            config,
-            backend: self.backend,
-            progress: !self.no_progress,
-            max_frames: self.max_frames,
-            homography: self.homography.clone(),
-            opencv_eval: self.opencv_eval.clone(),
-        })
-    }
-}
-
-/// `gpu_features replay`: runs and prints a one-line summary; errors go to stderr.
-pub fn main(args: &ReplayArgs) -> std::process::ExitCode {
-    let result = args.options().and_then(|o| run(&o));
-    match result {
-        Ok(s) => {
-            let topics: Vec<String> = s
-                .per_topic
-                .iter()
-                .map(|(t, n)| format!("{t}: {n}"))
-                .collect();
-            println!(
-                "replayed {} frames ({}; {} skipped) on {} in {:.1} s -> {}, {}",
-                s.frames,
-                topics.join(", "),
-                s.skipped,
-                s.backend,
-                s.wall_s,
-                s.out_bag.display(),
-                s.report_md.display()
-            );
-            std::process::ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::from(2)
-        }
-    }
 }
 
 /// Runs a replay: see the module docs for the outputs.
