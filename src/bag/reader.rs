@@ -332,6 +332,9 @@ fn channel_topic(ch: &mcap::Channel) -> TopicInfo {
 
 fn mcap_topics(path: &Path) -> Result<Vec<TopicInfo>> {
     let map = map_file(path)?;
+    // `Summary::read` parses the summary section with the `mcap` crate, which reserves what
+    // a string's length prefix says before reading it: check the section's lengths first.
+    mcap_check_summary(path, &map)?;
     let summary = mcap::Summary::read(&map).map_err(|e| mcap_err(path, e))?;
     let mut by_topic: BTreeMap<String, TopicInfo> = BTreeMap::new();
     match summary {
@@ -566,6 +569,135 @@ impl McapChannels {
     }
 }
 
+/// Splits the first record (opcode u8, length u64 LE, body) off `buf`.
+fn mcap_split_record<'a>(path: &Path, buf: &'a [u8]) -> Result<(u8, &'a [u8], &'a [u8])> {
+    let corrupt = || mcap_err(path, mcap::McapError::UnexpectedEoc);
+    let head = buf.get(..9).ok_or_else(corrupt)?;
+    let len = u64::from_le_bytes(head[1..9].try_into().expect("8 bytes"));
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&n| n <= buf.len() - 9)
+        .ok_or_else(corrupt)?;
+    Ok((head[0], &buf[9..9 + len], &buf[9 + len..]))
+}
+
+/// Checks that every length prefix in an MCAP record's body (strings, byte arrays, maps)
+/// fits in the bytes that follow it.
+///
+/// Regression (found by the `bag` fuzz target): the `mcap` crate (through binrw) reserves the
+/// length a string prefix states before reading the string, so a corrupt prefix in a
+/// Schema or Channel record made it ask for up to 4 GiB (3 GB in the fuzzer's input) from a
+/// few kilobytes of file, in the summary section as well as among the messages. Fixed-size
+/// fields are left to the crate, which reports a short record as an error. Layouts: the MCAP
+/// specification, records section.
+fn mcap_check_lengths(path: &Path, opcode: u8, body: &[u8]) -> Result<()> {
+    /// Walks a body; `None` = ran out of bytes in a fixed field (the crate reports that).
+    struct Walk<'a>(&'a [u8]);
+    impl<'a> Walk<'a> {
+        fn fixed(&mut self, n: usize) -> Option<&'a [u8]> {
+            let (a, b) = (self.0.get(..n)?, self.0.get(n..)?);
+            self.0 = b;
+            Some(a)
+        }
+        /// A `u32` (or `u64`) length prefix and the bytes it counts: `Err` when it points
+        /// past the end.
+        fn prefixed(&mut self, wide: bool) -> Option<std::result::Result<&'a [u8], u64>> {
+            let n = if wide {
+                u64::from_le_bytes(self.fixed(8)?.try_into().ok()?)
+            } else {
+                u32::from_le_bytes(self.fixed(4)?.try_into().ok()?) as u64
+            };
+            match usize::try_from(n).ok().filter(|&n| n <= self.0.len()) {
+                Some(n) => self.fixed(n).map(Ok),
+                None => Some(Err(n)),
+            }
+        }
+    }
+    // A field list: a fixed width, a u32-prefixed string / array, a u64-prefixed byte array,
+    // or a u32-prefixed map of string pairs.
+    #[derive(Clone, Copy)]
+    enum F {
+        Fixed(usize),
+        Str,
+        Bytes64,
+        StrMap,
+    }
+    use F::*;
+    let fields: &[F] = match opcode {
+        0x01 => &[Str, Str],                                   // Header
+        0x03 => &[Fixed(2), Str, Str, Str],                    // Schema (data: u32 bytes)
+        0x04 => &[Fixed(4), Str, Str, StrMap],                 // Channel
+        0x06 => &[Fixed(28), Str, Bytes64],                    // Chunk
+        0x07 => &[Fixed(2), Str],                              // MessageIndex (u32 array)
+        0x08 => &[Fixed(32), Str, Fixed(8), Str, Fixed(16)],   // ChunkIndex (offsets map)
+        0x09 => &[Fixed(16), Str, Str, Bytes64],               // Attachment
+        0x0A => &[Fixed(40), Str, Str],                        // AttachmentIndex
+        0x0B => &[Fixed(8), Fixed(2), Fixed(16), Fixed(16), Str], // Statistics (counts map)
+        0x0C => &[Str, StrMap],                                // Metadata
+        0x0D => &[Fixed(16), Str],                             // MetadataIndex
+        _ => &[],
+    };
+    let bad = |n: u64| {
+        bag_err(
+            path,
+            format!(
+                "MCAP: a length field in a record (opcode {opcode:#04x}) says {n} bytes, more \
+                 than the record holds (the file is corrupt)"
+            ),
+        )
+    };
+    let mut w = Walk(body);
+    for f in fields {
+        let ok = match f {
+            Fixed(n) => w.fixed(*n).map(|_| Ok(())),
+            Str => w.prefixed(false).map(|r| r.map(|_| ())),
+            Bytes64 => w.prefixed(true).map(|r| r.map(|_| ())),
+            StrMap => w.prefixed(false).map(|r| {
+                let mut m = Walk(r?);
+                while !m.0.is_empty() {
+                    for _ in 0..2 {
+                        match m.prefixed(false) {
+                            Some(Ok(_)) => {}
+                            Some(Err(n)) => return Err(n),
+                            None => return Ok(()),
+                        }
+                    }
+                }
+                Ok(())
+            }),
+        };
+        match ok {
+            Some(Ok(())) => {}
+            Some(Err(n)) => return Err(bad(n)),
+            None => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+/// Runs [`mcap_check_lengths`] over the summary section (from the footer's
+/// `summary_start` to the footer), which `mcap::Summary::read` parses.
+fn mcap_check_summary(path: &Path, buf: &[u8]) -> Result<()> {
+    // The file ends with the footer record (opcode 0x02, length 20) and the magic.
+    let footer_at = match buf.len().checked_sub(MCAP_MAGIC.len() + 9 + 20) {
+        Some(n) if buf[n] == 0x02 => n,
+        // No footer: `Summary::read` reports that (or the scan does).
+        _ => return Ok(()),
+    };
+    let body = &buf[footer_at + 9..footer_at + 29];
+    let start = u64::from_le_bytes(body[..8].try_into().expect("8 bytes"));
+    let Some(start) = usize::try_from(start).ok().filter(|&s| s > 0 && s < footer_at) else {
+        return Ok(());
+    };
+    let mut rest = &buf[start..footer_at];
+    while !rest.is_empty() {
+        let (opcode, body, after) = mcap_split_record(path, rest)?;
+        mcap_check_lengths(path, opcode, body)?;
+        rest = after;
+    }
+    Ok(())
+}
+
 /// Calls `f` on every message of an MCAP file, in file order, with its channel: what
 /// `mcap::MessageStream` does, with every length bounded (records by the bytes that hold
 /// them, chunks by [`mcap_chunk_limit`]) and each chunk checked whole before it is used.
@@ -591,12 +723,19 @@ fn mcap_messages(path: &Path, buf: &[u8], f: &mut McapMessageFn) -> Result<()> {
             }
             LinearReadEvent::Record { opcode, data } => (opcode, data),
         };
+        mcap_check_lengths(path, opcode, data)?;
         match mcap::parse_record(opcode, data).map_err(|e| mcap_err(path, e))? {
             Record::Chunk { header, data } => {
                 let content = mcap_chunk(path, &header, &data, limit)?;
-                // Records inside a chunk are bounded by the chunk's bytes.
-                for r in mcap::read::LinearReader::sans_magic(&content) {
-                    seen.record(path, r.map_err(|e| mcap_err(path, e))?, f)?;
+                // Records inside a chunk are bounded by the chunk's bytes; each one's length
+                // prefixes are checked before the `mcap` crate parses it.
+                let mut rest: &[u8] = &content;
+                while !rest.is_empty() {
+                    let (opcode, body, after) = mcap_split_record(path, rest)?;
+                    mcap_check_lengths(path, opcode, body)?;
+                    let r = mcap::parse_record(opcode, body).map_err(|e| mcap_err(path, e))?;
+                    seen.record(path, r, f)?;
+                    rest = after;
                 }
             }
             other => seen.record(path, other, f)?,
