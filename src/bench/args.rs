@@ -1,0 +1,132 @@
+//! The bench's command line (`BenchArgs`, frame sizes) and its summary statistic.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// A frame size, `WIDTHxHEIGHT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    pub width: usize,
+    pub height: usize,
+}
+
+impl FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let (w, h) = s
+            .trim()
+            .split_once(['x', 'X'])
+            .ok_or_else(|| format!("{s:?}: expected WIDTHxHEIGHT"))?;
+        let parse = |v: &str| {
+            v.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| (64..=16384).contains(&n))
+                .ok_or_else(|| format!("{s:?}: sides must be 64..=16384"))
+        };
+        Ok(Size {
+            width: parse(w)?,
+            height: parse(h)?,
+        })
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.width, self.height)
+    }
+}
+
+/// Command-line arguments of `gpu_features bench`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct BenchArgs {
+    /// cuda: GPU rows plus the CPU reference; cpu: CPU reference only; auto: cuda if usable.
+    #[arg(long, default_value = "auto")]
+    pub backend: BackendChoice,
+    /// YAML config of the whole-pipeline rows (default: config/default.yaml, ORB-style 2000
+    /// points + Canny; the embedded copy when the file is not there).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Override one setting of that config, e.g. `--set select.max_keypoints=1000`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Timed frames per size and config (median and p90 over these).
+    #[arg(long, default_value_t = 200)]
+    pub frames: usize,
+    /// Untimed frames first (per size and config).
+    #[arg(long, default_value_t = 20)]
+    pub warmup: usize,
+    /// Frame sizes, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1280x720,1920x1080,3840x2160"
+    )]
+    pub sizes: Vec<Size>,
+    /// Photos: directories (their .jpg/.jpeg/.png/.pgm files) or files, comma-separated or
+    /// repeated (default: bench-data/, else the tiled photos of tests/data).
+    #[arg(long, value_delimiter = ',', value_name = "DIR|FILES")]
+    pub images: Vec<PathBuf>,
+    /// Distinct frames per size, rotated frame by frame (at least 4).
+    #[arg(long, default_value_t = 8)]
+    pub distinct: usize,
+    /// Timed frames of the CPU reference (default: --frames with --backend cpu, else
+    /// min(--frames, 20): it is slow at 4K).
+    #[arg(long)]
+    pub cpu_frames: Option<usize>,
+    /// Skip the CPU reference when the GPU is benchmarked.
+    #[arg(long)]
+    pub no_cpu: bool,
+    /// Skip the configs that match OpenCV's output (config/opencv_*.yaml).
+    #[arg(long)]
+    pub no_matched: bool,
+    /// Python with cv2 for the OpenCV rows; `none` skips them.
+    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    pub opencv: String,
+    /// Timed runs of each OpenCV op per thread count (>= 50 for the published table).
+    #[arg(long, default_value_t = 50)]
+    pub opencv_runs: usize,
+    /// Descriptors per set of the matcher rows (random and ORB pairs); 0 skips them.
+    #[arg(long, default_value_t = 2000)]
+    pub match_descriptors: usize,
+    /// Write every number (and the table's inputs) as JSON here.
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Also write the markdown report here (it always goes to stdout).
+    #[arg(long, value_name = "OUT")]
+    pub markdown: Option<PathBuf>,
+    /// Draw PNG charts of the stage times per size into this directory (created) and link
+    /// them from the markdown (relative to the --markdown file when DIR is under its folder).
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
+}
+
+/// Median and p90 (nearest rank) of a sample, in ms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stat {
+    pub median: f64,
+    pub p90: f64,
+    pub n: usize,
+}
+
+impl Stat {
+    pub fn of(v: &[f64]) -> Option<Stat> {
+        if v.is_empty() {
+            return None;
+        }
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            0.5 * (s[n / 2 - 1] + s[n / 2])
+        };
+        let p90 = s[((0.9 * n as f64).ceil() as usize).max(1) - 1];
+        Some(Stat { median, p90, n })
+    }
+
+    pub(super) fn json(&self) -> Value {
+        json!({"median_ms": self.median, "p90_ms": self.p90, "n": self.n})
+    }
+}
