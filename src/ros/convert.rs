@@ -25,27 +25,8 @@ pub fn image_view(msg: &Image) -> Result<ImageView<'_>, DecodeError> {
 /// The `matches` cloud (layout: [`crate::output::matches`]). `buf` is reused.
 pub fn matches_cloud(header: &Header, matches: &[Match], mut buf: Vec<u8>) -> PointCloud2 {
     output_matches::encode(matches, &mut buf);
-    let n = matches.len() as u32;
-    let step = output_matches::POINT_STEP as u32;
-    PointCloud2 {
-        header: header.clone(),
-        height: 1,
-        width: n,
-        fields: output_matches::FIELDS
-            .iter()
-            .map(|f| PointField {
-                name: f.name.to_string(),
-                offset: f.offset,
-                datatype: f.datatype,
-                count: f.count,
-            })
-            .collect(),
-        is_bigendian: false,
-        point_step: step,
-        row_step: step * n,
-        data: buf,
-        is_dense: true,
-    }
+    let step = output_matches::POINT_STEP;
+    unorganized_cloud(header, &output_matches::FIELDS, step, matches.len(), buf)
 }
 
 /// The `keypoints` cloud (layout: [`crate::output::pointcloud`]). `buf` is reused.
@@ -56,13 +37,24 @@ pub fn keypoints_cloud(
     mut buf: Vec<u8>,
 ) -> PointCloud2 {
     pointcloud::encode(keypoints, descriptors, &mut buf);
-    let n = keypoints.len() as u32;
-    let step = pointcloud::point_step(descriptors.is_some()) as u32;
+    let fields = pointcloud::fields(descriptors.is_some());
+    let step = pointcloud::point_step(descriptors.is_some());
+    unorganized_cloud(header, fields, step, keypoints.len(), buf)
+}
+
+/// A `height = 1`, little-endian, dense cloud of `n` points of `point_step` bytes in `data`.
+fn unorganized_cloud(
+    header: &Header,
+    fields: &[pointcloud::Field],
+    point_step: usize,
+    n: usize,
+    data: Vec<u8>,
+) -> PointCloud2 {
     PointCloud2 {
         header: header.clone(),
         height: 1,
-        width: n,
-        fields: pointcloud::fields(descriptors.is_some())
+        width: n as u32,
+        fields: fields
             .iter()
             .map(|f| PointField {
                 name: f.name.to_string(),
@@ -72,9 +64,9 @@ pub fn keypoints_cloud(
             })
             .collect(),
         is_bigendian: false,
-        point_step: step,
-        row_step: step * n,
-        data: buf,
+        point_step: point_step as u32,
+        row_step: (point_step * n) as u32,
+        data,
         is_dense: true,
     }
 }
