@@ -52,7 +52,8 @@ case "$TARGET" in
   *) MAX_LEN=8192 ;;
 esac
 # New inputs go to a scratch directory first, so the committed corpus only grows by the
-# minimised merge below.
+# minimising merge below. The merge keeps a smallest set of inputs that covers every edge
+# (-use_counters=0: hit-count buckets would keep several times more inputs for little).
 WORK=fuzz/target/new-corpus/$TARGET
 mkdir -p "$WORK"
 LIBFUZZER_ARGS=(-max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048
@@ -60,6 +61,9 @@ LIBFUZZER_ARGS=(-max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048
 mkdir -p "fuzz/artifacts/$TARGET"
 echo "fuzz.sh: $TARGET for ${SECONDS_TO_RUN} s"
 BIN=fuzz/target/x86_64-unknown-linux-gnu/release/$TARGET
+# As cargo-fuzz sets it: the bundled SQLite amalgamation defines same-named static tables,
+# which ASan's one-definition-rule check reports at start-up.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_odr_violation=0}
 if [ "${FUZZ_NO_BUILD:-0}" = 1 ]; then
   [ -x "$BIN" ] || die "FUZZ_NO_BUILD=1 but $BIN is not built (cargo +nightly fuzz build)"
   [ "${FUZZ_JOBS:-1}" -gt 1 ] && LIBFUZZER_ARGS+=(-fork="$FUZZ_JOBS")
@@ -74,10 +78,11 @@ if [ "${FUZZ_NO_BUILD:-0}" = 1 ]; then
   # What `cargo fuzz cmin` does: merge into a fresh directory, then replace.
   MIN=fuzz/target/cmin/$TARGET
   rm -rf "$MIN" && mkdir -p "$MIN"
-  nice -n 19 "$BIN" -merge=1 -rss_limit_mb=2048 -timeout=10 -max_len="$MAX_LEN" "$MIN" "$CORPUS"
+  nice -n 19 "$BIN" -merge=1 -use_counters=0 -rss_limit_mb=2048 -timeout=10 \
+    -max_len="$MAX_LEN" "$MIN" "$CORPUS"
   rm -rf "$CORPUS" && mv "$MIN" "$CORPUS"
 else
   (cd fuzz && nice -n 19 cargo +nightly fuzz cmin "$TARGET" "../$CORPUS" -- \
-    -rss_limit_mb=2048 -timeout=10 -max_len="$MAX_LEN")
+    -use_counters=0 -rss_limit_mb=2048 -timeout=10 -max_len="$MAX_LEN")
 fi
 echo "fuzz.sh: $CORPUS now holds $(ls "$CORPUS" | wc -l) inputs, $(du -sh "$CORPUS" | cut -f1)"

@@ -1457,3 +1457,54 @@ fn oversized_png_header_allocates_nothing_large() {
     assert!(e.contains("huge.png") && e.contains("empty"), "{e}");
     assert!(gpu_features::image::decode_encoded(b"").is_err());
 }
+
+/// Regression (found by the `bag` fuzz target, `fuzz/corpus/bag/regression-oom-*`): a
+/// corrupt string length in a Schema or Channel record (here in the summary section, which
+/// `mcap::Summary::read` parses when the topics are listed) made the `mcap` crate reserve
+/// that many bytes, 3 GB from a 4 KB file. Every such prefix is now checked against its
+/// record first: a clear "corrupt" error and no large allocation.
+#[test]
+fn regression_mcap_string_length_in_summary() {
+    let dir = scratch("mcap_string_length");
+    let good = dir.join("good.mcap");
+    write_mcap(&good, &pan("graf1.png", 1, 32, 24), false);
+    let bytes = std::fs::read(&good).unwrap();
+    let targets: Vec<usize> = mcap_records(&bytes)
+        .into_iter()
+        .filter(|r| matches!(bytes[r.start], 0x03 | 0x04))
+        .map(|r| r.start + 9 + 2) // after the u16 id: the name / schema id ...
+        .collect();
+    assert!(
+        targets.len() >= 2,
+        "schema and channel records at top level"
+    );
+    for (i, &at) in targets.iter().enumerate() {
+        let mut b = bytes.clone();
+        // Schema: the name's length; Channel: the schema id then the topic's length.
+        let at = if bytes[at - 11] == 0x04 { at + 2 } else { at };
+        b[at..at + 4].copy_from_slice(&0xB3B3_B3B3u32.to_le_bytes());
+        let p = dir.join(format!("bad{i}.mcap"));
+        std::fs::write(&p, &b).unwrap();
+        let (r, peak) = peak_alloc(|| read_all(&p));
+        let e = r.expect_err("a corrupt length is an error").to_string();
+        assert!(e.contains("corrupt"), "{e}");
+        assert!(peak < 64 << 20, "record {i}: peak allocation {peak}");
+    }
+}
+
+/// Regression (found by the `bag` fuzz target after 800k inputs): an MCAP Attachment record
+/// whose data ends less than 4 bytes (its CRC) before the record's end made the `mcap`
+/// crate's `parse_record` slice out of bounds and panic. The input the fuzzer found (99
+/// bytes) must now be a "corrupt" error.
+#[test]
+fn regression_mcap_attachment_without_crc() {
+    let bytes = include_bytes!("../fuzz/corpus/bag/regression-panic-mcap-attachment-crc");
+    let dir = scratch("mcap_attachment_crc");
+    let p = dir.join("a.mcap");
+    std::fs::write(&p, bytes).unwrap();
+    let e = std::panic::catch_unwind(|| read_all(&p))
+        .expect("no panic")
+        .expect_err("a corrupt attachment is an error")
+        .to_string();
+    assert!(e.contains("corrupt"), "{e}");
+}

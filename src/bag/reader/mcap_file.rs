@@ -319,6 +319,10 @@ pub(super) fn mcap_split_record<'a>(
 /// few kilobytes of file, in the summary section as well as among the messages. Fixed-size
 /// fields are left to the crate, which reports a short record as an error. Layouts: the MCAP
 /// specification, records section.
+///
+/// Second regression (same target): an Attachment record whose data ends less than 4 bytes
+/// (its CRC) before the record's end made `mcap::parse_record` slice out of bounds and
+/// panic; the CRC is now required (`Need(4)`).
 pub(super) fn mcap_check_lengths(path: &Path, opcode: u8, body: &[u8]) -> Result<()> {
     /// Walks a body; `None` = ran out of bytes in a fixed field (the crate reports that).
     struct Walk<'a>(&'a [u8]);
@@ -350,6 +354,8 @@ pub(super) fn mcap_check_lengths(path: &Path, opcode: u8, body: &[u8]) -> Result
         Str,
         Bytes64,
         StrMap,
+        /// A fixed field the crate does not check before slicing: missing = corrupt.
+        Need(usize),
     }
     use F::*;
     let fields: &[F] = match opcode {
@@ -359,7 +365,7 @@ pub(super) fn mcap_check_lengths(path: &Path, opcode: u8, body: &[u8]) -> Result
         0x06 => &[Fixed(28), Str, Bytes64],                       // Chunk
         0x07 => &[Fixed(2), Str],                                 // MessageIndex (u32 array)
         0x08 => &[Fixed(32), Str, Fixed(8), Str, Fixed(16)],      // ChunkIndex (offsets map)
-        0x09 => &[Fixed(16), Str, Str, Bytes64],                  // Attachment
+        0x09 => &[Fixed(16), Str, Str, Bytes64, Need(4)],         // Attachment (+ crc)
         0x0A => &[Fixed(40), Str, Str],                           // AttachmentIndex
         0x0B => &[Fixed(8), Fixed(2), Fixed(16), Fixed(16), Str], // Statistics (counts map)
         0x0C => &[Str, StrMap],                                   // Metadata
@@ -379,6 +385,7 @@ pub(super) fn mcap_check_lengths(path: &Path, opcode: u8, body: &[u8]) -> Result
     for f in fields {
         let ok = match f {
             Fixed(n) => w.fixed(*n).map(|_| Ok(())),
+            Need(n) => Some(w.fixed(*n).map(|_| ()).ok_or(*n as u64)),
             Str => w.prefixed(false).map(|r| r.map(|_| ())),
             Bytes64 => w.prefixed(true).map(|r| r.map(|_| ())),
             StrMap => w.prefixed(false).map(|r| {
