@@ -422,12 +422,24 @@ pub(super) fn mcap_check_summary(path: &Path, buf: &[u8]) -> Result<()> {
     };
     let body = &buf[footer_at + 9..footer_at + 29];
     let start = u64::from_le_bytes(body[..8].try_into().expect("8 bytes"));
-    let Some(start) = usize::try_from(start)
-        .ok()
-        .filter(|&s| s > 0 && s < footer_at)
-    else {
-        return Ok(());
-    };
+    let offsets = u64::from_le_bytes(body[8..16].try_into().expect("8 bytes"));
+    if start == 0 {
+        return Ok(()); // no summary section
+    }
+    // Third regression (same target): a footer whose summary offsets point past the footer
+    // made the crate's summary reader ask for ~4 GiB of buffer. Both offsets must lie
+    // before the footer, in order.
+    let within = |v: u64| v <= footer_at as u64;
+    if !within(start) || (offsets != 0 && !(start <= offsets && within(offsets))) {
+        return Err(bag_err(
+            path,
+            format!(
+                "MCAP: the footer's summary offsets ({start}, {offsets}) point past the \
+                 footer at {footer_at} (the file is corrupt)"
+            ),
+        ));
+    }
+    let start = start as usize;
     let mut rest = &buf[start..footer_at];
     while !rest.is_empty() {
         let (opcode, body, after) = mcap_split_record(path, rest)?;
