@@ -7,7 +7,8 @@
 #   scripts/fuzz.sh --list             the targets
 #
 # Targets (harnesses in src/fuzzing.rs): frame, config, bag, cdr, image_file.
-# Needs the nightly toolchain (libFuzzer's sanitizer flags); installs cargo-fuzz with
+# Needs the nightly toolchain (libFuzzer's sanitizer flags; installed with rustup on first
+# use); installs cargo-fuzz with
 # `cargo install` on first use (cached in ~/.cargo/bin). Runs under `nice -n 19` with
 # -timeout=10 -rss_limit_mb=2048; a crash, hang or OOM stops the run and leaves the input in
 # fuzz/artifacts/TARGET/ (reproduce: cargo +nightly fuzz run TARGET fuzz/artifacts/TARGET/FILE).
@@ -33,7 +34,8 @@ SECONDS_TO_RUN=${2:-600}
 [[ " ${TARGETS[*]} " == *" $TARGET "* ]] || die "unknown target $TARGET (--list)"
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-  die "the nightly toolchain is missing (cargo-fuzz needs it): rustup toolchain install nightly"
+  echo "fuzz.sh: installing the nightly toolchain (once; cargo-fuzz needs it)"
+  rustup toolchain install nightly --profile minimal || die "could not install the nightly toolchain"
 fi
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   echo "fuzz.sh: installing cargo-fuzz (once; cached in ~/.cargo/bin)"
