@@ -76,6 +76,11 @@ else
 fi
 cp -n "$WORK"/* "$CORPUS"/ 2>/dev/null || true
 rm -rf "$WORK"
+# The minimising merge renames every input to its hash: keep the named seeds and
+# regression inputs (tests/robustness.rs includes some) under their names.
+KEEP=fuzz/target/keep/$TARGET
+rm -rf "$KEEP" && mkdir -p "$KEEP"
+cp "$CORPUS"/seed-* "$CORPUS"/regression-* "$KEEP"/ 2>/dev/null || true
 if [ "${FUZZ_NO_BUILD:-0}" = 1 ]; then
   # What `cargo fuzz cmin` does: merge into a fresh directory, then replace.
   MIN=fuzz/target/cmin/$TARGET
@@ -87,4 +92,5 @@ else
   (cd fuzz && nice -n 19 cargo +nightly fuzz cmin "$TARGET" "../$CORPUS" -- \
     -use_counters=0 -rss_limit_mb=2048 -timeout=10 -max_len="$MAX_LEN")
 fi
+cp "$KEEP"/* "$CORPUS"/ 2>/dev/null || true
 echo "fuzz.sh: $CORPUS now holds $(ls "$CORPUS" | wc -l) inputs, $(du -sh "$CORPUS" | cut -f1)"

@@ -121,6 +121,15 @@ impl Pipeline {
         let _ = n;
     }
 
+    /// Device memory in use on the pipeline's GPU, bytes (`None` on the CPU backend).
+    pub fn gpu_memory_used(&self) -> Option<u64> {
+        match &self.backend {
+            Backend::Cpu(_) => None,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(p) => p.gpu().memory_used().ok(),
+        }
+    }
+
     pub fn config(&self) -> &Config {
         &self.config
     }

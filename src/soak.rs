@@ -70,6 +70,8 @@ pub struct RssSample {
     pub seconds: f64,
     pub frames: u64,
     pub rss_kib: u64,
+    /// Device memory in use (CUDA backend only), KiB.
+    pub gpu_used_kib: Option<u64>,
 }
 
 /// One minute (or the last, partial, period) of the run.
@@ -130,6 +132,8 @@ pub struct SoakReport {
     pub rss: Vec<RssSample>,
     /// Largest RSS during the warm-up, KiB.
     pub rss_baseline_kib: u64,
+    /// Largest device memory use during the warm-up (CUDA backend), KiB.
+    pub gpu_baseline_kib: Option<u64>,
     pub rss_limit_mib: f64,
     /// Why the run failed; empty when it passed.
     pub failures: Vec<String>,
@@ -331,18 +335,23 @@ pub fn run(opts: &SoakOptions) -> Result<SoakReport> {
                 seconds: now.duration_since(start).as_secs_f64(),
                 frames: rep.frames,
                 rss_kib: rss_kib().unwrap_or(0),
+                gpu_used_kib: pipeline.gpu_memory_used().map(|b| b / 1024),
             };
             if opts.progress {
                 eprintln!(
                     "soak: {:7.1} s  frames {:8}  processed {:8}  failed {}  malformed {}/{} \
-                     rejected  RSS {:.1} MiB",
+                     rejected  RSS {:.1} MiB{}",
                     sample.seconds,
                     rep.frames,
                     rep.processed,
                     rep.failed,
                     rep.malformed.rejected(),
                     rep.malformed.injected(),
-                    sample.rss_kib as f64 / 1024.0
+                    sample.rss_kib as f64 / 1024.0,
+                    sample
+                        .gpu_used_kib
+                        .map(|k| format!("  GPU {:.1} MiB", k as f64 / 1024.0))
+                        .unwrap_or_default()
                 );
             }
             rep.rss.push(sample);
@@ -514,6 +523,27 @@ fn judge(rep: &mut SoakReport, opts: &SoakOptions) {
             opts.rss_growth_limit_mib
         ));
     }
+    // The same bound for the GPU's memory (the CUDA backend's buffers are per resolution
+    // and config: the mix cycles through all of them during the warm-up).
+    rep.gpu_baseline_kib = rep.rss[..n_warm]
+        .iter()
+        .filter_map(|s| s.gpu_used_kib)
+        .max();
+    if let Some(base) = rep.gpu_baseline_kib {
+        let bound = base + (opts.rss_growth_limit_mib * 1024.0) as u64;
+        let over = rep.rss[n_warm..]
+            .iter()
+            .find(|s| s.gpu_used_kib.is_some_and(|k| k > bound));
+        if let Some(s) = over {
+            rep.failures.push(format!(
+                "GPU memory {:.1} MiB at {:.0} s exceeds the warm-up maximum {:.1} MiB + {} MiB",
+                s.gpu_used_kib.unwrap_or(0) as f64 / 1024.0,
+                s.seconds,
+                base as f64 / 1024.0,
+                opts.rss_growth_limit_mib
+            ));
+        }
+    }
     let full: Vec<&MinuteStat> = rep
         .minutes
         .iter()
@@ -582,6 +612,18 @@ impl SoakReport {
             mib(rss_max),
             self.rss_limit_mib
         );
+        if let Some(base) = self.gpu_baseline_kib {
+            let gpu: Vec<u64> = self.rss.iter().filter_map(|r| r.gpu_used_kib).collect();
+            let _ = writeln!(
+                s,
+                "| GPU memory in use first / warm-up max / last / max | {:.1} / {:.1} / {:.1} / \
+                 {:.1} MiB (same bound) |",
+                mib(gpu.first().copied().unwrap_or(0)),
+                mib(base),
+                mib(gpu.last().copied().unwrap_or(0)),
+                mib(gpu.iter().copied().max().unwrap_or(0)),
+            );
+        }
         let _ = writeln!(
             s,
             "| result | {} |",
@@ -616,11 +658,17 @@ impl SoakReport {
             );
         }
         let _ = writeln!(s, "\nRSS samples:\n");
-        let _ = writeln!(s, "| t (s) | frames | RSS (MiB) |\n|---:|---:|---:|");
+        let _ = writeln!(
+            s,
+            "| t (s) | frames | RSS (MiB) | GPU memory in use (MiB) |\n|---:|---:|---:|---:|"
+        );
         for r in &self.rss {
+            let gpu = r
+                .gpu_used_kib
+                .map_or("-".into(), |k| format!("{:.1}", mib(k)));
             let _ = writeln!(
                 s,
-                "| {:.0} | {} | {:.1} |",
+                "| {:.0} | {} | {:.1} | {gpu} |",
                 r.seconds,
                 r.frames,
                 mib(r.rss_kib)
@@ -690,6 +738,7 @@ mod tests {
                     seconds: i as f64 * 10.0,
                     frames: i * 300,
                     rss_kib: if i < 20 { 100_000 } else { 100_000 + 70 * 1024 },
+                    gpu_used_kib: None,
                 })
                 .collect(),
             minutes: vec![
@@ -714,6 +763,37 @@ mod tests {
         assert_eq!(rep.failures.len(), 2, "{:?}", rep.failures);
         assert!(rep.failures[0].contains("RSS"));
         assert!(rep.failures[1].contains("minute 2"));
+    }
+
+    #[test]
+    fn judge_flags_gpu_memory_growth_only_past_the_bound() {
+        let samples = |grow_mib: u64| -> Vec<RssSample> {
+            (0..30)
+                .map(|i| RssSample {
+                    seconds: i as f64 * 10.0,
+                    frames: i * 300,
+                    rss_kib: 100_000,
+                    gpu_used_kib: Some(500_000 + if i < 20 { 0 } else { grow_mib * 1024 }),
+                })
+                .collect()
+        };
+        for (grow, fails) in [(10, false), (70, true)] {
+            let mut rep = SoakReport {
+                elapsed_s: 300.0,
+                rss: samples(grow),
+                ..Default::default()
+            };
+            judge(&mut rep, &SoakOptions::default());
+            assert_eq!(rep.gpu_baseline_kib, Some(500_000));
+            assert_eq!(
+                !rep.failures.is_empty(),
+                fails,
+                "{grow}: {:?}",
+                rep.failures
+            );
+            assert!(rep.failures.iter().all(|f| f.contains("GPU memory")));
+            assert!(rep.to_markdown().contains("GPU memory in use first"));
+        }
     }
 
     #[test]

@@ -374,3 +374,98 @@ fn bad_image_files_each_fail_with_their_name_and_the_rest_run() {
         assert!(!csv::parse(&text).unwrap().0.is_empty());
     }
 }
+
+fn bench(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_gpu_features"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bench_streams_reports_every_count_in_the_table_and_json() {
+    let out = out_dir("cli_bench_streams");
+    std::fs::create_dir_all(&out).unwrap();
+    let json = out.join("streams.json");
+    let md = out.join("streams.md");
+    let images = format!("{ROOT}/tests/data");
+    let frames = 3;
+    let o = bench(&[
+        "--backend",
+        "cpu",
+        "--streams",
+        "1,2",
+        "--sizes",
+        "96x64",
+        "--frames",
+        &frames.to_string(),
+        "--warmup",
+        "1",
+        "--images",
+        &images,
+        "--opencv",
+        "none",
+        "--no-matched",
+        "--match-descriptors",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(std::fs::read_to_string(&md).unwrap(), stdout);
+    assert!(
+        stdout.contains("| streams | aggregate frames/s | x 1 stream |"),
+        "{stdout}"
+    );
+    for n in [1, 2] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {n} | ")))
+            .unwrap_or_else(|| panic!("no row for {n} streams:\n{stdout}"));
+        assert!(row.ends_with("| cpu | 96x64 |"), "{row}");
+    }
+    assert!(stdout.contains("| 1.00x |"), "{stdout}");
+    assert!(
+        !stdout.contains("whole `process_into`"),
+        "only the streams table"
+    );
+
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = doc["streams"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (r, n) in rows.iter().zip([1u64, 2]) {
+        assert_eq!(r["streams"], n);
+        assert_eq!(r["size"], "96x64");
+        assert_eq!(r["backend"], "cpu");
+        assert_eq!(r["frames"], n * frames);
+        assert_eq!(r["latency_ms"]["n"], n * frames);
+        assert!(r["frames_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["vs_1_stream"].as_f64().unwrap() > 0.0, "{r}");
+        let lat = &r["latency_ms"];
+        assert!(lat["p50"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(
+            lat["p99"].as_f64().unwrap() >= lat["p50"].as_f64().unwrap(),
+            "{r}"
+        );
+    }
+    assert_eq!(rows[0]["vs_1_stream"], 1.0);
+}
+
+#[test]
+fn bench_streams_rejects_bad_counts() {
+    for bad in ["0", "x", "2,0", "65"] {
+        let o = bench(&["--backend", "cpu", "--streams", bad, "--frames", "1"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains("--streams") && err.contains("1..=64"),
+            "{bad}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{bad}: {err}");
+    }
+}

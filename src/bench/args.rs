@@ -99,6 +99,21 @@ pub struct BenchArgs {
     /// them from the markdown (relative to the --markdown file when DIR is under its folder).
     #[arg(long, value_name = "DIR")]
     pub plots: Option<PathBuf>,
+    /// Throughput mode: for each count N (comma-separated, 1..=64, e.g. `1,2,4,8`) run N
+    /// pipelines at once, one thread and one CUDA stream each, on distinct frames of each
+    /// --sizes, and report aggregate frames/s and per-frame latency p50/p99. Replaces the
+    /// stage tables (the OpenCV, matched-config and matcher options are then ignored).
+    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = parse_streams)]
+    pub streams: Vec<usize>,
+}
+
+/// One `--streams` count: a whole number of pipelines, 1..=64.
+pub(super) fn parse_streams(s: &str) -> std::result::Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=64).contains(n))
+        .ok_or_else(|| format!("{s:?}: expected a pipeline count 1..=64"))
 }
 
 /// Median and p90 (nearest rank) of a sample, in ms.

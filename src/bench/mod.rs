@@ -109,6 +109,7 @@ mod frames;
 mod matching;
 mod opencv;
 mod report;
+mod streams;
 mod system;
 
 pub use self::args::{BenchArgs, Size, Stat};
@@ -118,12 +119,17 @@ use self::opencv::*;
 use self::report::*;
 use self::system::*;
 
-/// Runs `warmup` untimed then `n` timed frames, rotating through `frames`.
-fn measure(p: &mut Pipeline, frames: &[GrayImage], warmup: usize, n: usize) -> Result<RunStats> {
-    let views: Vec<ImageView> = frames
+/// mono8 views of the bench frames.
+fn views_of(frames: &[GrayImage]) -> Result<Vec<ImageView<'_>>> {
+    Ok(frames
         .iter()
         .map(|f| ImageView::mono8(&f.data, f.width, f.height))
-        .collect::<std::result::Result<_, _>>()?;
+        .collect::<std::result::Result<_, _>>()?)
+}
+
+/// Runs `warmup` untimed then `n` timed frames, rotating through `frames`.
+fn measure(p: &mut Pipeline, frames: &[GrayImage], warmup: usize, n: usize) -> Result<RunStats> {
+    let views = views_of(frames)?;
     let mut out = Features::default();
     for i in 0..warmup {
         p.process_into(&views[i % views.len()], &mut out)?;
@@ -227,15 +233,9 @@ fn load_config(args: &BenchArgs) -> Result<(Config, String)> {
     Ok((cfg, name))
 }
 
-/// `gpu_features bench`.
-pub fn run(args: &BenchArgs) -> Result<()> {
-    if args.frames == 0 {
-        return Err(Error::Config("--frames must be at least 1".into()));
-    }
-    let (cfg, cfg_name) = load_config(args)?;
-    let mut notes: Vec<String> = Vec::new();
-
-    // Photos.
+/// The photos frames are cut from (--images, else bench-data/, else tests/data) and whether
+/// they are real photos rather than the tests/data fallback; notes what the report must say.
+fn load_inputs(args: &BenchArgs, notes: &mut Vec<String>) -> Result<(Vec<Photo>, bool)> {
     let (files, from_bench_data) = if !args.images.is_empty() {
         (image_files(&args.images)?, true)
     } else if let Some(d) = find_dir("bench-data") {
@@ -262,6 +262,21 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             "only {distinct} distinct frames per size: the L2 cache may flatter"
         ));
     }
+    Ok((photos, from_bench_data))
+}
+
+/// `gpu_features bench`.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    if args.frames == 0 {
+        return Err(Error::Config("--frames must be at least 1".into()));
+    }
+    let (cfg, cfg_name) = load_config(args)?;
+    let mut notes: Vec<String> = Vec::new();
+    let (photos, from_bench_data) = load_inputs(args, &mut notes)?;
+    if !args.streams.is_empty() {
+        return streams::run(args, &cfg, &cfg_name, &photos, from_bench_data, notes);
+    }
+    let distinct = args.distinct.max(1);
 
     // Backends.
     let primary = Pipeline::new(cfg.clone(), args.backend)?;
@@ -532,6 +547,15 @@ mod tests {
         );
         assert!("1920".parse::<Size>().is_err());
         assert!("0x10".parse::<Size>().is_err());
+    }
+
+    #[test]
+    fn stream_counts_parse() {
+        assert_eq!(args::parse_streams(" 8"), Ok(8));
+        for bad in ["0", "65", "x", "", "-1", "1.5"] {
+            let e = args::parse_streams(bad).unwrap_err();
+            assert!(e.contains("1..=64"), "{bad}: {e}");
+        }
     }
 
     #[test]

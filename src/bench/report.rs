@@ -196,20 +196,23 @@ pub(super) fn stage_label(stage: &str, gpu: bool) -> String {
     }
 }
 
+/// The report's `- GPU:` line: the device when it was used, else why not.
+pub(super) fn gpu_line(used: bool, desc: Option<&str>) -> String {
+    let what = match (used, desc) {
+        (true, Some(d)) => d.to_string(),
+        (true, None) => "CUDA device (nvidia-smi not found)".into(),
+        (false, Some(d)) => format!("{d} (not used)"),
+        (false, None) => "none used".into(),
+    };
+    format!("- GPU: {what}\n")
+}
+
 pub(super) fn report(r: ReportInput) -> String {
     let a = r.args;
     let mut s = String::new();
     s.push_str(&format!("## gpu_features bench, {}\n\n", utc_date()));
     s.push_str(&format!("- command: `{}`\n", command_line()));
-    s.push_str(&format!(
-        "- GPU: {}\n",
-        match (r.gpu, r.gpu_desc) {
-            (true, Some(d)) => d.to_string(),
-            (true, None) => "CUDA device (nvidia-smi not found)".into(),
-            (false, Some(d)) => format!("{d} (not used)"),
-            (false, None) => "none used".into(),
-        }
-    ));
+    s.push_str(&gpu_line(r.gpu, r.gpu_desc));
     s.push_str(&format!("- CPU: {}\n", cpu_model()));
     s.push_str(&format!(
         "- OpenCV: {}\n",

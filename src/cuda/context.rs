@@ -384,6 +384,14 @@ impl Gpu {
         Ok((m, info))
     }
 
+    /// Device memory in use (total - free, all processes: `cuMemGetInfo`), bytes.
+    pub fn memory_used(&self) -> Result<u64> {
+        self.bind()?;
+        let (free, total) =
+            cudarc::driver::result::mem_get_info().map_err(|e| cuda_err("cuMemGetInfo", e))?;
+        Ok((total - free) as u64)
+    }
+
     /// Makes the context current on the calling thread (cheap; call at each entry point).
     pub fn bind(&self) -> Result<()> {
         self.ctx

@@ -3,13 +3,15 @@
 //!
 //! - [`node`]: runtime (subscriptions, newest-frame slots, workers, diagnostics, shutdown);
 //! - [`params`]: the ROS parameters (the config's dotted keys + node settings);
-//! - [`convert`]: `sensor_msgs` <-> library types.
+//! - [`convert`]: `sensor_msgs` <-> library types;
+//! - [`load`]: `gpu_features_load`, the load generator and loopback soak driver.
 //!
 //! The binary also has a reference mode that needs no ROS graph, used by the integration
 //! test to get "what the library gives" for the exact bytes it publishes:
 //! `gpu_features_node --reference MANIFEST.yaml` (see [`reference`]).
 
 pub mod convert;
+pub mod load;
 mod matches;
 pub mod node;
 pub mod params;

@@ -323,7 +323,7 @@ async fn run_async() -> Result<(), String> {
         let mut l = s.all_latency_ms.clone();
         l.sort_by(|a, b| a.total_cmp(b));
         println!(
-            "gpu_features_node summary input={:?} received={} processed={} dropped={} decode_errors={} process_errors={} latency_ms p50={:.2} p95={:.2} max={:.2}",
+            "gpu_features_node summary input={:?} received={} processed={} dropped={} decode_errors={} process_errors={} latency_ms p50={:.2} p95={:.2} p99={:.2} max={:.2}",
             i.name,
             s.received,
             s.processed,
@@ -332,6 +332,7 @@ async fn run_async() -> Result<(), String> {
             s.process_errors,
             percentile(&l, 0.5),
             percentile(&l, 0.95),
+            percentile(&l, 0.99),
             l.last().copied().unwrap_or(f64::NAN)
         );
     }
@@ -385,6 +386,7 @@ fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> DiagnosticStatus
         kv("latency_ms_mean", format!("{mean:.3}")),
         kv("latency_ms_p50", format!("{:.3}", percentile(&lat, 0.5))),
         kv("latency_ms_p95", format!("{:.3}", percentile(&lat, 0.95))),
+        kv("latency_ms_p99", format!("{:.3}", percentile(&lat, 0.99))),
         kv(
             "latency_ms_max",
             format!("{:.3}", lat.last().copied().unwrap_or(f64::NAN)),

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The ROS 2 node measured on a GPU machine that has no ROS and no Python ROS (docs/ros.md,
+# "The node on a GPU"). Two steps:
+#
+#   scripts/node-gpu-bench.sh pack [BUNDLE]   here (PyPI ROS 2 from scripts/setup-ros.sh):
+#       builds gpu_features_node and gpu_features_load (release, --features ros), strips
+#       them, runs both once over loopback to record every shared library they map (the
+#       dlopened rmw and type-support libraries included), and packs binaries + those
+#       libraries + the ament index + config/ into BUNDLE (default devrun/node-bundle.tar.xz,
+#       ~20 MB: small enough for the 64 MiB that travels to the GPU machine).
+#
+#   scripts/node-gpu-bench.sh run BUNDLE OUT [IMAGES]   on the GPU machine:
+#       unpacks, then for 1920x1080 mono8 and bgr8 at 30 and 60 Hz, with 1 input and with
+#       `inputs: [a, b, c, d]` (four cameras, four CUDA streams), starts the node with
+#       backend cuda and runs the load generator for GF_NODE_BENCH_SECONDS (default 60)
+#       each; rows go to OUT/node-bench.md, logs and JSON to OUT/node-bench-logs.tar.gz.
+#       IMAGES: photos to crop the frames from (default bench-data).
+#
+# Env: GF_NO_BUILD=1 (pack: no cargo build), GF_NODE_BENCH_SECONDS (60), GF_NODE_BENCH_CASES ("mono8:30:1 mono8:60:1 ..." subset),
+#      GF_NODE_BENCH_BACKEND (cuda), ROS_DOMAIN_ID (default 42).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+pack() {
+  local bundle=${1:-$ROOT/devrun/node-bundle.tar.xz}
+  cd "$ROOT"
+  eval "$(scripts/setup-ros.sh --env)"
+  export CARGO_TARGET_DIR=${GF_ROS_TARGET:-$ROOT/target/ros}
+  [ "${GF_NO_BUILD:-0}" = 1 ] ||   # GF_NO_BUILD=1: pack the binaries already built
+    cargo build --release --features ros --bin gpu_features_node --bin gpu_features_load
+  local stage
+  stage=$(mktemp -d)
+  trap 'rm -rf "$stage"' RETURN
+  mkdir -p "$stage/bin" "$stage/lib" "$stage/share"
+  for b in gpu_features_node gpu_features_load; do
+    cp "$CARGO_TARGET_DIR/release/$b" "$stage/bin/" && strip "$stage/bin/$b"
+  done
+  # Run both over loopback (CPU backend) and record what they map while they run.
+  export ROS_DOMAIN_ID=$(( (RANDOM % 100) + 1 )) ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+  export FASTDDS_DEFAULT_PROFILES_FILE=$ROOT/config/fastdds_large_frames.xml
+  "$stage/bin/gpu_features_node" --ros-args -p backend:=cpu -p "inputs:=[a,b]" \
+    >"$stage/pack-node.log" 2>&1 &
+  local node=$!
+  "$stage/bin/gpu_features_load" --inputs a,b --sizes 320x240 --encodings mono8,bgr8 \
+    --rate 10 --duration 4s --images "$ROOT/tests/data" >"$stage/pack-load.log" 2>&1 &
+  local load=$!
+  sleep 3
+  cat "/proc/$node/maps" "/proc/$load/maps" | awk '$6 ~ /\.so/ {print $6}' | sort -u \
+    >"$stage/maps.txt" || true
+  wait "$load" || { cat "$stage/pack-load.log"; kill "$node"; return 1; }
+  kill -INT "$node"; wait "$node" || true
+  # glibc, libstdc++, libgcc, expat and zlib are on any host recent enough for CUDA 12/13;
+  # ship the rest
+  # (the binaries also link libpython, through r2r's message libraries, never initialised).
+  grep -v -E '/(ld-linux[^/]*|lib(c|m|dl|pthread|rt|gcc_s|stdc\+\+|expat|z)\.so[^/]*)$' \
+      "$stage/maps.txt" | while read -r so; do
+    # maps names the file a symlink resolved to; the loader looks for the SONAME
+    local name base
+    name=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    base=$(basename "$so")
+    cp -L "$so" "$stage/lib/${name:-$base}"
+    [ -z "$name" ] || [ "$name" = "$base" ] || ln -sf "$name" "$stage/lib/$base"
+  done
+  cp -r "$ROS_VENV/share/ament_index" "$stage/share/"
+  cp -r "$ROOT/config" "$stage/"
+  cp "$0" "$stage/node-gpu-bench.sh"
+  rm -f "$stage"/pack-*.log
+  echo "[node-gpu-bench] $(wc -l <"$stage/maps.txt") libraries mapped, $(ls "$stage/lib" | wc -l) shipped"
+  mkdir -p "$(dirname "$bundle")"
+  tar -C "$stage" -cJf "$bundle" .
+  echo "[node-gpu-bench] wrote $bundle ($(du -h "$bundle" | cut -f1))"
+}
+
+run() {
+  local bundle=$1 out=$2 images=${3:-bench-data}
+  local dir
+  dir=$(mktemp -d)
+  tar -C "$dir" -xJf "$bundle"
+  mkdir -p "$out/logs"
+  export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export AMENT_PREFIX_PATH=$dir RMW_IMPLEMENTATION=rmw_fastrtps_cpp
+  export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-42} ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+  export FASTDDS_DEFAULT_PROFILES_FILE=$dir/config/fastdds_large_frames.xml
+  export RCUTILS_COLORIZED_OUTPUT=0
+  local secs=${GF_NODE_BENCH_SECONDS:-60} backend=${GF_NODE_BENCH_BACKEND:-cuda}
+  local cases=${GF_NODE_BENCH_CASES:-"mono8:30:1 mono8:60:1 bgr8:30:1 bgr8:60:1 mono8:30:4 mono8:60:4 bgr8:30:4 bgr8:60:4"}
+  local md=$out/node-bench.md
+  {
+    echo "node benchmark: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'), $(nproc) CPUs, backend $backend, $secs s per case, /dev/shm $(df -h /dev/shm | awk 'NR==2 {print $2}')"
+    echo
+    "$dir/bin/gpu_features_load" --help >/dev/null
+    echo "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node stages, mean ms |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---|---|"
+  } >"$md"
+  for c in $cases; do
+    IFS=: read -r enc rate n <<<"$c"
+    local inputs="" params=()
+    if [ "$n" -gt 1 ]; then
+      inputs=$(printf 'cam%d,' $(seq 1 "$n")); inputs=${inputs%,}
+      params=(-p "inputs:=[${inputs}]")
+    fi
+    local tag="${enc}-${rate}hz-${n}in" label="1080p $enc $rate Hz, $n input(s)"
+    "$dir/bin/gpu_features_node" --ros-args -p backend:="$backend" -p diagnostics_period:=1.0 \
+      "${params[@]}" >"$out/logs/node-$tag.log" 2>&1 &
+    local node=$!
+    "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
+      --encodings "$enc" --rate "$rate" --duration "${secs}s" --images "$images" \
+      --node-pid "$node" --node-log "$out/logs/node-$tag.log" --label "$label" \
+      --json "$out/logs/load-$tag.json" --markdown "$md" >"$out/logs/load-$tag.log" 2>&1 \
+      || { echo "[node-gpu-bench] $tag failed:"; tail -5 "$out/logs/load-$tag.log"; }
+    kill "$node" 2>/dev/null || true; wait "$node" 2>/dev/null || true
+    echo "[node-gpu-bench] $tag done"
+  done
+  tar -C "$out" -czf "$out/node-bench-logs.tar.gz" logs && rm -rf "$out/logs"
+  cat "$md"
+}
+
+case "${1:-}" in
+  pack) shift; pack "$@" ;;
+  run) shift; [ $# -ge 2 ] || { sed -n '2,22p' "$0"; exit 2; }; run "$@" ;;
+  *) sed -n '2,22p' "$0"; exit 2 ;;
+esac

@@ -1,0 +1,124 @@
+//! `gpu_features_load`: a ROS 2 load generator for a running `gpu_features_node` (r2r, so the
+//! GPU machine needs no Python). It publishes crops of real photos on the node's inputs at a
+//! fixed rate, times each frame's round trip to its `keypoints` cloud (by header stamp),
+//! reads the node's counters and stage times from /diagnostics and, given the node's pid
+//! and log, stops it and reads its latency summary. Two uses:
+//!
+//! - the node benchmark (scripts/node-gpu-bench.sh): one row per input with frames
+//!   sent/answered/dropped, round trip p50/p99, node latency p50/p99 and per-stage times;
+//! - the loopback soak (scripts/node-soak.sh): a mix of sizes and encodings with malformed
+//!   frames for a long time, the node's RSS sampled, judged at the end (exit status 1 when
+//!   memory grows, throughput drops or a frame is unaccounted for).
+
+mod frames;
+mod report;
+mod run;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+pub use report::{InputResult, LoadReport};
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "gpu_features_load",
+    about = "Publish camera frames to a running gpu_features_node and measure it (round trip, \
+             drops, node latency and stages; with --node-pid also its memory)"
+)]
+pub struct LoadArgs {
+    /// The node's `inputs` parameter, comma-separated (empty: its single `image` input)
+    #[arg(long, value_delimiter = ',')]
+    pub inputs: Vec<String>,
+    /// The node's namespace (its topics are NAMESPACE/INPUT/image, ...)
+    #[arg(long, default_value = "")]
+    pub namespace: String,
+    /// Frame sizes, comma-separated; several: frames cycle through them
+    #[arg(long, value_delimiter = ',', default_value = "1920x1080")]
+    pub sizes: Vec<String>,
+    /// Encodings (mono8, bgr8, rgb8, bgra8, mono16), comma-separated; several: frames cycle
+    #[arg(long, value_delimiter = ',', default_value = "mono8")]
+    pub encodings: Vec<String>,
+    /// Frames per second on each input
+    #[arg(long, default_value_t = 30.0)]
+    pub rate: f64,
+    /// How long to publish: seconds, or with a unit (90s, 30m)
+    #[arg(long, default_value = "60s")]
+    pub duration: String,
+    /// Photos (a file or a directory of .jpg/.png/.pgm) to crop the frames from
+    #[arg(long, default_value = "bench-data")]
+    pub images: PathBuf,
+    /// Distinct frames per size and encoding (different crops), published in turn
+    #[arg(long, default_value_t = 4)]
+    pub distinct: usize,
+    /// QoS reliability of the image publishers: best_effort or reliable
+    #[arg(long, default_value = "reliable")]
+    pub reliability: String,
+    /// Share of malformed frames (short buffer, wrong step, unknown encoding), percent
+    #[arg(long, default_value_t = 0.0)]
+    pub malformed_percent: f64,
+    /// The node's process id: its RSS is sampled, and it is stopped (SIGINT) at the end
+    #[arg(long)]
+    pub node_pid: Option<u32>,
+    /// The node's stdout log: its shutdown summary gives the node latency percentiles
+    #[arg(long)]
+    pub node_log: Option<PathBuf>,
+    /// RSS sampling period (with --node-pid)
+    #[arg(long, default_value = "10s")]
+    pub sample_every: String,
+    /// Judge the run as a soak: fail on RSS growth beyond the warm-up maximum + this (MiB),
+    /// a minute's throughput under half the first minute's, or a frame not accounted for
+    #[arg(long)]
+    pub soak_rss_growth_mib: Option<f64>,
+    /// A label for the report's rows (e.g. "1080p mono8 30 Hz")
+    #[arg(long, default_value = "")]
+    pub label: String,
+    /// Write every number as JSON here
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Append the report's markdown rows here
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+}
+
+impl LoadArgs {
+    fn duration(&self) -> Result<Duration, String> {
+        crate::soak::parse_duration(&self.duration)
+    }
+    fn sizes(&self) -> Result<Vec<(usize, usize)>, String> {
+        self.sizes
+            .iter()
+            .map(|s| {
+                let (w, h) = s
+                    .split_once('x')
+                    .ok_or_else(|| format!("size {s:?}: expected WxH"))?;
+                let p = |v: &str| v.parse::<usize>().ok().filter(|&n| n > 0 && n <= 16384);
+                match (p(w), p(h)) {
+                    (Some(w), Some(h)) => Ok((w, h)),
+                    _ => Err(format!("size {s:?}: expected WxH with 1..16384 each")),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Entry point of `gpu_features_load`; returns the exit code.
+pub fn main() -> i32 {
+    let args = LoadArgs::parse();
+    match run::run(&args) {
+        Ok(rep) => {
+            print!("{}", rep.to_markdown());
+            if rep.failures.is_empty() {
+                0
+            } else {
+                eprintln!("gpu_features_load: FAIL: {}", rep.failures.join("; "));
+                1
+            }
+        }
+        Err(e) => {
+            eprintln!("gpu_features_load: {e}");
+            2
+        }
+    }
+}

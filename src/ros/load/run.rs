@@ -1,0 +1,441 @@
+//! The load run: publishers paced on their own threads, round trips matched by header stamp
+//! (sec 1: warm-up, sec 2: measured frame number `nanosec`), /diagnostics windows summed.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use r2r::diagnostic_msgs::msg::DiagnosticArray;
+use r2r::sensor_msgs::msg::{Image, PointCloud2};
+use r2r::QosProfile;
+
+use super::frames::{self, Malformed};
+use super::report::{parse_node_summary, InputResult, LoadReport, RssSample};
+use super::LoadArgs;
+use crate::bag::report::Dist;
+
+const WARMUP_SEC: i32 = 1;
+const MEASURED_SEC: i32 = 2;
+
+/// What the subscription tasks collect for one input.
+#[derive(Default)]
+struct Received {
+    /// Send instant per measured frame number (set by the publisher thread).
+    sent_at: Vec<Option<Instant>>,
+    /// (frame number, round trip ms, arrival) of answered measured frames.
+    answers: Vec<(u32, f64, Instant)>,
+    warmup_answered: u64,
+    /// Last /diagnostics values of this input, and the stage sums (ms * frames, frames).
+    node: BTreeMap<String, String>,
+    stage_sum: BTreeMap<String, (f64, f64)>,
+}
+
+struct Shared {
+    inputs: Vec<Mutex<Received>>,
+    /// Diagnostics windows are summed only while this is set.
+    measuring: AtomicBool,
+    diag_seen: AtomicU64,
+}
+
+fn topic(ns: &str, input: &str, name: &str) -> String {
+    let parts: Vec<&str> = [ns, input, name]
+        .into_iter()
+        .map(|p| p.trim_matches('/'))
+        .filter(|p| !p.is_empty())
+        .collect();
+    format!("/{}", parts.join("/"))
+}
+
+pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
+    let duration = args.duration()?;
+    let sample_every = crate::soak::parse_duration(&args.sample_every)?;
+    let sizes = args.sizes()?;
+    for e in &args.encodings {
+        if !frames::ENCODINGS.contains(&e.as_str()) {
+            return Err(format!("encoding {e:?}: one of {:?}", frames::ENCODINGS));
+        }
+    }
+    if !(args.rate > 0.0 && args.rate <= 1000.0) {
+        return Err(format!("rate {}: 0 < rate <= 1000", args.rate));
+    }
+    let photos = frames::load_photos(&frames::photo_files(&args.images)?)?;
+    // Templates in publishing order: encodings vary fastest, then sizes, then crops.
+    let mut templates = Vec::new();
+    for d in 0..args.distinct.max(1) {
+        for &(w, h) in &sizes {
+            let rgb = frames::crop(&photos[d % photos.len()], w, h, d);
+            for e in &args.encodings {
+                templates.push(frames::encode(&rgb, e));
+            }
+        }
+    }
+    let names: Vec<String> = if args.inputs.is_empty() {
+        vec![String::new()]
+    } else {
+        args.inputs.clone()
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio: {e}"))?;
+    rt.block_on(run_async(args, duration, sample_every, &names, templates))
+}
+
+async fn run_async(
+    args: &LoadArgs,
+    duration: Duration,
+    sample_every: Duration,
+    names: &[String],
+    templates: Vec<Image>,
+) -> Result<LoadReport, String> {
+    let ctx = r2r::Context::create().map_err(|e| format!("rcl init: {e}"))?;
+    let mut node =
+        r2r::Node::create(ctx, "gpu_features_load", "").map_err(|e| format!("node create: {e}"))?;
+    let capacity = (duration.as_secs_f64() * args.rate) as usize + 16;
+    let shared = Arc::new(Shared {
+        inputs: names
+            .iter()
+            .map(|_| {
+                Mutex::new(Received {
+                    sent_at: vec![None; capacity],
+                    ..Default::default()
+                })
+            })
+            .collect(),
+        measuring: AtomicBool::new(false),
+        diag_seen: AtomicU64::new(0),
+    });
+    let qos = {
+        let q = QosProfile::default().keep_last(4);
+        match args.reliability.as_str() {
+            "reliable" => q.reliable(),
+            "best_effort" => q.best_effort(),
+            r => return Err(format!("reliability {r:?}: reliable or best_effort")),
+        }
+    };
+    let mut publishers = Vec::new();
+    for (k, name) in names.iter().enumerate() {
+        let t = topic(&args.namespace, name, "image");
+        publishers.push(
+            node.create_publisher::<Image>(&t, qos.clone())
+                .map_err(|e| format!("publisher {t}: {e}"))?,
+        );
+        let kp = topic(&args.namespace, name, "keypoints");
+        let mut sub = node
+            .subscribe::<PointCloud2>(&kp, QosProfile::default().keep_last(100))
+            .map_err(|e| format!("subscribe {kp}: {e}"))?;
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            while let Some(msg) = sub.next().await {
+                let now = Instant::now();
+                let mut r = shared.inputs[k].lock().unwrap();
+                match msg.header.stamp.sec {
+                    WARMUP_SEC => r.warmup_answered += 1,
+                    MEASURED_SEC => {
+                        let n = msg.header.stamp.nanosec;
+                        if let Some(Some(t)) = r.sent_at.get(n as usize).copied() {
+                            r.answers.push((n, (now - t).as_secs_f64() * 1e3, now));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
+    {
+        let mut sub = node
+            .subscribe::<DiagnosticArray>("/diagnostics", QosProfile::default().keep_last(50))
+            .map_err(|e| format!("subscribe /diagnostics: {e}"))?;
+        let shared = shared.clone();
+        let labels: Vec<String> = names
+            .iter()
+            .map(|n| {
+                if n.is_empty() {
+                    "image".into()
+                } else {
+                    n.clone()
+                }
+            })
+            .collect();
+        tokio::spawn(async move {
+            while let Some(msg) = sub.next().await {
+                for st in &msg.status {
+                    let Some(k) = labels
+                        .iter()
+                        .position(|l| st.name.ends_with(&format!(": {l}")))
+                    else {
+                        continue;
+                    };
+                    let vals: BTreeMap<String, String> = st
+                        .values
+                        .iter()
+                        .map(|kv| (kv.key.clone(), kv.value.clone()))
+                        .collect();
+                    let mut r = shared.inputs[k].lock().unwrap();
+                    if shared.measuring.load(Ordering::SeqCst) {
+                        let frames: f64 = vals
+                            .get("window_frames")
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(0.0);
+                        for (key, v) in &vals {
+                            if let (Some(stage), Ok(ms)) =
+                                (key.strip_prefix("stage_ms."), v.parse::<f64>())
+                            {
+                                let e = r.stage_sum.entry(stage.to_string()).or_default();
+                                e.0 += ms * frames;
+                                e.1 += frames;
+                            }
+                        }
+                    }
+                    r.node = vals;
+                }
+                shared.diag_seen.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    }
+    let spin_stop = Arc::new(AtomicBool::new(false));
+    let spinner = {
+        let stop = spin_stop.clone();
+        tokio::task::spawn_blocking(move || {
+            while !stop.load(Ordering::SeqCst) {
+                node.spin_once(Duration::from_millis(5));
+            }
+        })
+    };
+
+    // Warm-up: one frame per input, answered, before anything is timed (the node sizes its
+    // buffers on the first frame of a resolution).
+    let mut warmup_sent = vec![0u64; names.len()];
+    for (k, p) in publishers.iter().enumerate() {
+        let mut msg = templates[0].clone();
+        msg.header.stamp.sec = WARMUP_SEC;
+        let t0 = Instant::now();
+        while shared.inputs[k].lock().unwrap().warmup_answered == 0 {
+            if t0.elapsed() > Duration::from_secs(60) {
+                spin_stop.store(true, Ordering::SeqCst);
+                return Err(format!(
+                    "no keypoints on {} within 60 s of publishing on {}: is the node running there?",
+                    topic(&args.namespace, &names[k], "keypoints"),
+                    topic(&args.namespace, &names[k], "image")
+                ));
+            }
+            // Discovery takes a moment: repeat until the node answers.
+            if warmup_sent[k] == 0 || t0.elapsed() > Duration::from_secs(warmup_sent[k] * 2) {
+                msg.header.stamp.nanosec = warmup_sent[k] as u32;
+                p.publish(&msg).map_err(|e| format!("publish: {e}"))?;
+                warmup_sent[k] += 1;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await; // late warm-up answers
+
+    // Measured run: one paced publisher thread per input; the RSS sampler beside them.
+    let t_start = Instant::now();
+    shared.measuring.store(true, Ordering::SeqCst);
+    let mut threads = Vec::new();
+    for (k, p) in publishers.into_iter().enumerate() {
+        let shared = shared.clone();
+        let templates = templates.clone();
+        let (rate, malformed) = (args.rate, args.malformed_percent / 100.0);
+        threads.push(std::thread::spawn(move || {
+            publish_paced(
+                k, &p, templates, rate, malformed, duration, capacity, &shared,
+            )
+        }));
+    }
+    let sampler = args.node_pid.map(|pid| {
+        let done = spin_stop.clone();
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let mut next = t_start;
+            while !done.load(Ordering::SeqCst) && t_start.elapsed() < duration {
+                if Instant::now() >= next {
+                    if let Some(kib) = rss_kib(pid) {
+                        v.push(RssSample {
+                            seconds: t_start.elapsed().as_secs_f64(),
+                            rss_kib: kib,
+                        });
+                    }
+                    next += sample_every;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            v
+        })
+    });
+    let mut sent = Vec::new();
+    for t in threads {
+        sent.push(t.join().map_err(|_| "publisher thread panicked")?);
+    }
+    let seconds = t_start.elapsed().as_secs_f64();
+    // Late answers, then one more diagnostics report that counts the last frames.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let seen = shared.diag_seen.load(Ordering::SeqCst);
+    let t_wait = Instant::now();
+    while shared.diag_seen.load(Ordering::SeqCst) < seen + names.len() as u64
+        && t_wait.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    shared.measuring.store(false, Ordering::SeqCst);
+    spin_stop.store(true, Ordering::SeqCst);
+    let _ = spinner.await;
+    let node_rss = sampler
+        .map(|s| s.join().unwrap_or_default())
+        .unwrap_or_default();
+
+    let node_log = match (args.node_pid, &args.node_log) {
+        (Some(pid), Some(log)) => {
+            stop_process(pid);
+            std::fs::read_to_string(log).unwrap_or_default()
+        }
+        (Some(pid), None) => {
+            stop_process(pid);
+            String::new()
+        }
+        _ => String::new(),
+    };
+
+    let mut rep = LoadReport {
+        label: args.label.clone(),
+        seconds,
+        rate_hz: args.rate,
+        sizes: args.sizes.clone(),
+        encodings: args.encodings.clone(),
+        node_rss,
+        ..Default::default()
+    };
+    for (k, name) in names.iter().enumerate() {
+        let r = shared.inputs[k].lock().unwrap();
+        let (n_sent, n_bad, late) = sent[k];
+        let mut per_minute = vec![0u64; (seconds / 60.0).ceil().max(1.0) as usize + 1];
+        for (_, _, at) in &r.answers {
+            let m = (at.saturating_duration_since(t_start).as_secs_f64() / 60.0) as usize;
+            let last = per_minute.len() - 1;
+            per_minute[m.min(last)] += 1;
+        }
+        while per_minute.len() > 1 && per_minute.last() == Some(&0) {
+            per_minute.pop();
+        }
+        rep.inputs.push(InputResult {
+            input: name.clone(),
+            sent: n_sent,
+            sent_malformed: n_bad,
+            late,
+            warmup_sent: warmup_sent[k],
+            warmup_answered: r.warmup_answered,
+            answered: r.answers.len() as u64,
+            round_trip_ms: Dist::of(r.answers.iter().map(|a| a.1)),
+            node: r.node.clone(),
+            stage_ms: r
+                .stage_sum
+                .iter()
+                .filter(|(_, (_, n))| *n > 0.0)
+                .map(|(k, (sum, n))| (k.clone(), sum / n))
+                .collect(),
+            node_latency_ms: parse_node_summary(&node_log, name).unwrap_or_default(),
+            answered_per_minute: per_minute,
+        });
+    }
+    if let Some(growth) = args.soak_rss_growth_mib {
+        rep.judge_soak(growth);
+    }
+    if let Some(p) = &args.json {
+        let j = serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?;
+        std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    if let Some(p) = &args.markdown {
+        use std::io::Write;
+        let rows: String = rep.inputs.iter().map(|i| rep.row(i) + "\n").collect();
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .and_then(|mut f| f.write_all(rows.as_bytes()))
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(rep)
+}
+
+/// Publishes `templates` in turn at `rate` for `duration`; returns (sent, malformed, late).
+#[allow(clippy::too_many_arguments)]
+fn publish_paced(
+    k: usize,
+    p: &r2r::Publisher<Image>,
+    mut templates: Vec<Image>,
+    rate: f64,
+    malformed: f64,
+    duration: Duration,
+    capacity: usize,
+    shared: &Shared,
+) -> (u64, u64, u64) {
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (k as u64 + 1);
+    let start = Instant::now();
+    let mut next = start;
+    let (mut sent, mut bad, mut late) = (0u64, 0u64, 0u64);
+    while start.elapsed() < duration && (sent as usize) < capacity {
+        let now = Instant::now();
+        if now < next {
+            std::thread::sleep(next - now);
+        } else if now - next > period {
+            late += 1;
+            next = now; // do not burst to catch up
+        }
+        next += period;
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let n = sent as u32;
+        let nt = templates.len();
+        let t = &mut templates[sent as usize % nt];
+        let broken = ((rng >> 11) as f64 / (1u64 << 53) as f64) < malformed;
+        let mut one;
+        let msg = if broken {
+            one = Malformed::ALL[(rng % 3) as usize].apply(t);
+            bad += 1;
+            &mut one
+        } else {
+            t
+        };
+        msg.header.stamp.sec = MEASURED_SEC;
+        msg.header.stamp.nanosec = n;
+        if !broken {
+            shared.inputs[k].lock().unwrap().sent_at[n as usize] = Some(Instant::now());
+        }
+        if p.publish(msg).is_ok() {
+            sent += 1;
+        }
+    }
+    (sent, bad, late)
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// SIGINT to `pid`, then up to 15 s for it to exit (its summary goes to its log).
+fn stop_process(pid: u32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status();
+    let t = Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && t.elapsed().as_secs() < 15 {
+        // A zombie (exited, not yet reaped by its parent shell) counts as exited.
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if state
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
