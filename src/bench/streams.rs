@@ -9,7 +9,6 @@
 //! N * frames / (first thread's start .. last thread's end); latency is the wall time of
 //! each call, nearest-rank p50/p99 over all N * frames calls.
 
-#[allow(unused_imports)]
 use super::*;
 
 use std::sync::Barrier;
