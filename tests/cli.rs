@@ -1,6 +1,8 @@
 //! The `gpu_features detect` command end to end: presets reproduce OpenCV's outputs through
 //! the files a user gets, bad inputs fail loudly without stopping the batch.
 
+mod shared;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -222,14 +224,6 @@ fn opencv_orb_preset_writes_detect_and_compute_output() {
 /// A PNG of `w` x `h` 8-bit gray pixels whose IDAT holds `rows` rows (fewer than `h` for a
 /// file that lies about its size).
 fn handmade_png(w: u32, h: u32, rows: usize) -> Vec<u8> {
-    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], body: &[u8]) {
-        out.extend((body.len() as u32).to_be_bytes());
-        let start = out.len();
-        out.extend(kind);
-        out.extend(body);
-        let crc = crc32fast::hash(&out[start..]);
-        out.extend(crc.to_be_bytes());
-    }
     let mut ihdr = Vec::new();
     ihdr.extend(w.to_be_bytes());
     ihdr.extend(h.to_be_bytes());
@@ -259,9 +253,9 @@ fn handmade_png(w: u32, h: u32, rows: usize) -> Vec<u8> {
     };
     z.extend(adler.to_be_bytes());
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
-    chunk(&mut png, b"IHDR", &ihdr);
-    chunk(&mut png, b"IDAT", &z);
-    chunk(&mut png, b"IEND", &[]);
+    shared::png_chunk(&mut png, b"IHDR", &ihdr);
+    shared::png_chunk(&mut png, b"IDAT", &z);
+    shared::png_chunk(&mut png, b"IEND", &[]);
     png
 }
 

@@ -6,6 +6,8 @@
 
 mod bag_common;
 
+mod shared;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashSet};
@@ -1416,26 +1418,18 @@ fn regression_truncated_jpeg_is_an_error() {
 /// is allocated, from memory and from a file; an empty file says so.
 #[test]
 fn oversized_png_header_allocates_nothing_large() {
-    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], body: &[u8]) {
-        out.extend((body.len() as u32).to_be_bytes());
-        let start = out.len();
-        out.extend(kind);
-        out.extend(body);
-        let crc = crc32fast::hash(&out[start..]);
-        out.extend(crc.to_be_bytes());
-    }
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
     let mut ihdr = Vec::new();
     ihdr.extend(20000u32.to_be_bytes());
     ihdr.extend(20000u32.to_be_bytes());
     ihdr.extend([8, 2, 0, 0, 0]);
-    chunk(&mut png, b"IHDR", &ihdr);
-    chunk(
+    shared::png_chunk(&mut png, b"IHDR", &ihdr);
+    shared::png_chunk(
         &mut png,
         b"IDAT",
         &[0x78, 0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
     );
-    chunk(&mut png, b"IEND", &[]);
+    shared::png_chunk(&mut png, b"IEND", &[]);
     const { assert!(20000 > MAX_SIDE) };
     let (r, peak) = peak_alloc(|| gpu_features::image::decode_encoded(&png));
     assert!(r.unwrap_err().contains("larger than the limit"));

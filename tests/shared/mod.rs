@@ -49,3 +49,13 @@ pub fn skip_without_gpu(test: &str, err: &dyn std::fmt::Display) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "SKIPPED: no CUDA device: {err} ({test})");
 }
+
+/// Appends one PNG chunk (length, type, body, CRC) to `out`: for hand-made PNG files.
+pub fn png_chunk(out: &mut Vec<u8>, kind: &[u8; 4], body: &[u8]) {
+    out.extend((body.len() as u32).to_be_bytes());
+    let start = out.len();
+    out.extend(kind);
+    out.extend(body);
+    let crc = crc32fast::hash(&out[start..]);
+    out.extend(crc.to_be_bytes());
+}
