@@ -83,6 +83,10 @@ pub struct BenchArgs {
     /// Python with cv2 for the OpenCV rows; `none` skips them.
     #[arg(long, value_name = "PYTHON", default_value = "python3")]
     pub opencv: String,
+    /// Python with kornia and/or cuCIM (and torch/cupy) for the GPU peer rows, run beside the
+    /// GPU rows; `none` skips them; libraries that are missing are named in a note.
+    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    pub peers: String,
     /// Timed runs of each OpenCV op per thread count (>= 50 for the published table).
     #[arg(long, default_value_t = 50)]
     pub opencv_runs: usize,

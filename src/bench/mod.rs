@@ -34,6 +34,7 @@ use crate::pipeline::{BackendChoice, BackendKind, Features, Pipeline};
 
 const DEFAULT_YAML: &str = include_str!("../../config/default.yaml");
 const OPENCV_SCRIPT: &str = include_str!("../../scripts/bench_opencv.py");
+const PEERS_SCRIPT: &str = include_str!("../../scripts/bench_peers.py");
 /// Configs whose output equals an OpenCV call's: (key, file, what it equals). The `orb` key
 /// runs the file with `describe.enabled: false` (ORB's detect alone).
 const MATCHED: [(&str, &str, &str); 4] = [
@@ -108,6 +109,7 @@ mod args;
 mod frames;
 mod matching;
 mod opencv;
+mod peers;
 mod report;
 mod streams;
 mod system;
@@ -116,6 +118,7 @@ pub use self::args::{BenchArgs, Size, Stat};
 use self::frames::*;
 use self::matching::*;
 use self::opencv::*;
+use self::peers::*;
 use self::report::*;
 use self::system::*;
 
@@ -324,12 +327,19 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 
     let tmp = std::env::temp_dir().join(format!("gpu_features_bench_{}", std::process::id()));
     let python = (args.opencv != "none").then_some(args.opencv.as_str());
-    if python.is_some() {
+    let peers_python = (args.peers != "none").then_some(args.peers.as_str());
+    if python.is_some() || peers_python.is_some() {
         std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    } else {
+    }
+    if python.is_none() {
         notes.push("OpenCV rows omitted: --opencv none".into());
     }
     let mut opencv_failed: Option<String> = None;
+    // Why the peers script cannot run at all (then it is not tried again), and which of
+    // its libraries were missing (it still runs for the others).
+    let mut peers_failed: Option<String> = (peers_python.is_some() && gpu_pipe.is_none())
+        .then(|| "GPU peer rows omitted: no GPU rows".into());
+    let mut peers_missing: Option<String> = None;
 
     let mut results: Vec<SizeResult> = Vec::new();
     for &size in &args.sizes {
@@ -383,9 +393,24 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 }
             }
         }
+        if let (Some(py), None) = (peers_python, &peers_failed) {
+            let t = Instant::now();
+            match run_peers(py, &tmp, size, &set.frames, args.opencv_runs) {
+                Ok(v) => {
+                    eprintln!("  gpu peers: done ({:.1} s)", t.elapsed().as_secs_f64());
+                    res.add_peers(&v);
+                    peers_missing = missing_note(&v);
+                }
+                Err(why) => {
+                    eprintln!("  gpu peers: {why}");
+                    peers_failed = Some(format!("GPU peer rows omitted: {why}"));
+                }
+            }
+        }
         res.frames = Some(set);
         results.push(res);
     }
+    notes.extend(peers_failed.or(peers_missing));
     let matching = if args.match_descriptors > 0 {
         eprintln!(
             "bench matcher: {} descriptors per set",
@@ -408,7 +433,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     } else {
         None
     };
-    if python.is_some() {
+    if python.is_some() || peers_python.is_some() {
         let _ = std::fs::remove_dir_all(&tmp);
     }
     if let Some(why) = &opencv_failed {

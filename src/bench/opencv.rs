@@ -15,17 +15,30 @@ pub(super) fn run_opencv(
     if !script.exists() {
         std::fs::write(&script, OPENCV_SCRIPT).map_err(|e| format!("{}: {e}", script.display()))?;
     }
-    let mut files = Vec::new();
-    for (i, f) in frames.iter().enumerate() {
-        let path = dir.join(format!("{size}_{i}.png"));
-        save_gray_png(f, &path).map_err(|e| e.to_string())?;
-        files.push(path);
-    }
+    let files = frame_files(dir, size, frames)?;
     let mut cmd = Command::new(python);
     cmd.arg(&script)
         .args(["--runs", &runs.to_string(), "--warmup", "3"])
         .args(&files);
     script_json(python, cmd)
+}
+
+/// The frames of one size as PNG files in `dir` (written once; the OpenCV and the peers
+/// scripts read the same files).
+pub(super) fn frame_files(
+    dir: &Path,
+    size: Size,
+    frames: &[GrayImage],
+) -> std::result::Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        let path = dir.join(format!("{size}_{i}.png"));
+        if !path.exists() {
+            save_gray_png(f, &path).map_err(|e| e.to_string())?;
+        }
+        files.push(path);
+    }
+    Ok(files)
 }
 
 /// Runs the OpenCV script (`cmd`, prepared by the caller) and parses the JSON it prints; the

@@ -350,6 +350,8 @@ pub(super) fn report(r: ReportInput) -> String {
             rows.push(Row::Time(label.into(), format!("{tag}.{op}")));
         }
     }
+    let (peer_times, peer_ratios) = super::peers::peer_rows(r.results);
+    rows.extend(peer_times);
     s.push_str(&render_table(&a.sizes, r.results, &rows));
 
     let mut ratios = Vec::new();
@@ -390,6 +392,7 @@ pub(super) fn report(r: ReportInput) -> String {
                 "gpu.default.wall".into(),
             ));
         }
+        ratios.extend(peer_ratios);
     }
     for (tag, threads) in [("cv1", "1 thread"), ("cvN", all.as_str())] {
         ratios.push(Row::Header(format!(
