@@ -11,9 +11,29 @@ pub(super) fn run_opencv(
     frames: &[GrayImage],
     runs: usize,
 ) -> std::result::Result<Value, String> {
-    let script = dir.join("bench_opencv.py");
+    run_frames_script(
+        python,
+        dir,
+        ("bench_opencv.py", OPENCV_SCRIPT),
+        size,
+        frames,
+        runs,
+    )
+}
+
+/// Writes `script` (name, text) into `dir` (once) and the frames as PNG, and runs it on
+/// them with `--runs runs --warmup 3`: its JSON, or why not.
+pub(super) fn run_frames_script(
+    python: &str,
+    dir: &Path,
+    (name, text): (&str, &str),
+    size: Size,
+    frames: &[GrayImage],
+    runs: usize,
+) -> std::result::Result<Value, String> {
+    let script = dir.join(name);
     if !script.exists() {
-        std::fs::write(&script, OPENCV_SCRIPT).map_err(|e| format!("{}: {e}", script.display()))?;
+        std::fs::write(&script, text).map_err(|e| format!("{}: {e}", script.display()))?;
     }
     let files = frame_files(dir, size, frames)?;
     let mut cmd = Command::new(python);

@@ -28,8 +28,8 @@ pub(super) const PEER_OPS: [(&str, &str, Option<&str>); 4] = [
     ),
 ];
 
-/// Writes the frames as PNG (once per size; shared with the OpenCV script) and runs the
-/// peers script on them: its JSON, or why not.
+/// Runs the peers script on the frames (the PNG files the OpenCV script reads, written
+/// once per size): its JSON, or why not.
 pub(super) fn run_peers(
     python: &str,
     dir: &Path,
@@ -37,16 +37,14 @@ pub(super) fn run_peers(
     frames: &[GrayImage],
     runs: usize,
 ) -> std::result::Result<Value, String> {
-    let script = dir.join("bench_peers.py");
-    if !script.exists() {
-        std::fs::write(&script, PEERS_SCRIPT).map_err(|e| format!("{}: {e}", script.display()))?;
-    }
-    let files = frame_files(dir, size, frames)?;
-    let mut cmd = Command::new(python);
-    cmd.arg(&script)
-        .args(["--runs", &runs.to_string(), "--warmup", "3"])
-        .args(&files);
-    script_json(python, cmd)
+    run_frames_script(
+        python,
+        dir,
+        ("bench_peers.py", PEERS_SCRIPT),
+        size,
+        frames,
+        runs,
+    )
 }
 
 /// The libraries the script could not use, as one note ("kornia: ModuleNotFoundError ...").
