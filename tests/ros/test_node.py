@@ -712,8 +712,8 @@ def main():
             fields = dict(kv.split('=', 1) for kv in summary[0].split() if '=' in kv)
             # minus the warm-up frame
             received, dropped = int(fields['received']) - 1, int(fields['dropped'])
-            log(f'  drops: {max(0, len(sent) - received)} never reached the node (DDS keeps only the '
-                f'newest), {dropped} replaced in the node\'s one-frame slot, '
+            log(f'  drops: {max(0, len(sent) - received)} never reached the node (lost in '
+                f'transport), {dropped} replaced in the node\'s one-frame slot, '
                 f'{len(sent) - len(rtt)} in all')
         log(f'  node per-stage ms (last window, backend {last.get("backend")}): {stage}')
         assert rc == 0, f'exit {rc}'
