@@ -7,7 +7,7 @@
 #       them, runs both once over loopback to record every shared library they map (the
 #       dlopened rmw and type-support libraries included), and packs binaries + those
 #       libraries + the ament index + config/ into BUNDLE (default devrun/node-bundle.tar.xz,
-#       ~20 MB: small enough for the 64 MiB that travels to the GPU machine).
+#       ~10 MB: small enough for the 64 MiB that travels to the GPU machine).
 #
 #   scripts/node-gpu-bench.sh run BUNDLE OUT [IMAGES]   on the GPU machine:
 #       unpacks, then for 1920x1080 mono8 and bgr8 at 30 and 60 Hz, with 1 input and with
