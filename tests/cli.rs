@@ -463,3 +463,29 @@ fn bench_streams_rejects_bad_counts() {
         assert!(!err.contains("panicked"), "{bad}: {err}");
     }
 }
+
+/// `bench --input-path` times the pieces of the input path on a GPU (every row of the table
+/// has a time for each of the three frame sizes); without one it fails with a clear error.
+#[test]
+fn bench_input_path_measures_on_a_gpu_and_says_why_not_without() {
+    let out = bench(&["--input-path", "--frames", "3"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        for row in [
+            "copy into write-combined pinned memory, 1 thread(s)",
+            "upload from pinned memory",
+            "copy and upload in 4 pieces, overlapped",
+        ] {
+            let line = stdout
+                .lines()
+                .find(|l| l.contains(row))
+                .unwrap_or_else(|| panic!("no row {row:?} in\n{stdout}"));
+            assert_eq!(line.matches(" (").count(), 3, "{line}");
+        }
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("CUDA"), "{stderr}");
+        shared::skip_without_gpu("bench_input_path", &stderr.trim());
+    }
+}

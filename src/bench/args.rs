@@ -109,6 +109,11 @@ pub struct BenchArgs {
     /// stage tables (the OpenCV, matched-config and matcher options are then ignored).
     #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = parse_streams)]
     pub streams: Vec<usize>,
+    /// Time the pieces of a frame's way to the GPU instead (copy into pinned memory on 1..N
+    /// threads, write-combined or plain; uploads; the copy overlapped with the upload in
+    /// pieces) for 1080p mono8/bgr8 and 4K mono8; `--frames` calls per row. Needs a GPU.
+    #[arg(long)]
+    pub input_path: bool,
 }
 
 /// One `--streams` count: a whole number of pipelines, 1..=64.

@@ -107,6 +107,8 @@ impl RunStats {
 
 mod args;
 mod frames;
+#[cfg(feature = "cuda")]
+mod input_path;
 mod matching;
 mod opencv;
 mod peers;
@@ -272,6 +274,14 @@ fn load_inputs(args: &BenchArgs, notes: &mut Vec<String>) -> Result<(Vec<Photo>,
 pub fn run(args: &BenchArgs) -> Result<()> {
     if args.frames == 0 {
         return Err(Error::Config("--frames must be at least 1".into()));
+    }
+    if args.input_path {
+        #[cfg(feature = "cuda")]
+        return input_path::run(args);
+        #[cfg(not(feature = "cuda"))]
+        return Err(Error::Cuda(
+            "--input-path needs the CUDA backend (built without the `cuda` feature)".into(),
+        ));
     }
     let (cfg, cfg_name) = load_config(args)?;
     let mut notes: Vec<String> = Vec::new();
