@@ -405,7 +405,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         }
         if let (Some(py), None) = (peers_python, &peers_failed) {
             let t = Instant::now();
-            match run_peers(py, &tmp, size, &set.frames, args.opencv_runs) {
+            // On the PNG files the OpenCV script reads (written once per size).
+            let script = ("bench_peers.py", PEERS_SCRIPT);
+            match run_frames_script(py, &tmp, script, size, &set.frames, args.opencv_runs) {
                 Ok(v) => {
                     eprintln!("  gpu peers: done ({:.1} s)", t.elapsed().as_secs_f64());
                     res.add_peers(&v);

@@ -28,25 +28,6 @@ pub(super) const PEER_OPS: [(&str, &str, Option<&str>); 4] = [
     ),
 ];
 
-/// Runs the peers script on the frames (the PNG files the OpenCV script reads, written
-/// once per size): its JSON, or why not.
-pub(super) fn run_peers(
-    python: &str,
-    dir: &Path,
-    size: Size,
-    frames: &[GrayImage],
-    runs: usize,
-) -> std::result::Result<Value, String> {
-    run_frames_script(
-        python,
-        dir,
-        ("bench_peers.py", PEERS_SCRIPT),
-        size,
-        frames,
-        runs,
-    )
-}
-
 /// The libraries the script could not use, as one note ("kornia: ModuleNotFoundError ...").
 pub(super) fn missing_note(v: &Value) -> Option<String> {
     let m = v["missing"].as_object()?;
