@@ -73,7 +73,13 @@ use self::stream::*;
 
 /// `VmRSS` of this process in KiB (Linux), `None` elsewhere.
 pub fn rss_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    rss_kib_of("self")
+}
+
+/// `VmRSS` of process `pid` ("self" or a number) in KiB (Linux), `None` elsewhere or when
+/// it is gone.
+pub fn rss_kib_of(pid: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -254,7 +254,7 @@ async fn run_async(
             let mut next = t_start;
             while !done.load(Ordering::SeqCst) && t_start.elapsed() < duration {
                 if Instant::now() >= next {
-                    if let Some(kib) = rss_kib(pid) {
+                    if let Some(kib) = crate::soak::rss_kib_of(&pid.to_string()) {
                         v.push(RssSample {
                             seconds: t_start.elapsed().as_secs_f64(),
                             rss_kib: kib,
@@ -412,12 +412,6 @@ fn publish_paced(
         }
     }
     (sent, bad, late)
-}
-
-fn rss_kib(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// SIGINT to `pid`, then up to 15 s for it to exit (its summary goes to its log).
