@@ -33,6 +33,37 @@ __device__ __forceinline__ int reflect101(int p, int len) {
     return p;
 }
 
+// Exact float of a byte without the conversion unit (I2F runs at a quarter of the FMA rate
+// on sm_90): 2^23 + b has b in its low mantissa bits.
+__device__ __forceinline__ float u8_to_float(u32 b) {
+    return __fsub_rn(__int_as_float(0x4B000000 | b), 8388608.0f);
+}
+
+__device__ __forceinline__ void store_px(u8* d, u32 b) { *d = (u8)b; }
+__device__ __forceinline__ void store_px(float* d, u32 b) { *d = u8_to_float(b); }
+
+// Copies the tw x th window of `img` (w x h, row pitch w) whose top-left pixel is (gx0, gy0)
+// into `dst` (shared, row pitch tw; bytes, or their floats), BORDER_REFLECT_101 outside the
+// image. Rows go to the block's y threads and columns to its x threads (no division per
+// byte), and a window that lies inside the image (nearly every tile) skips the border
+// arithmetic. Called by every thread of the block; the caller synchronises.
+template <typename T>
+__device__ __forceinline__ void load_window_reflect101(const u8* __restrict__ img, int w, int h,
+                                                       int gx0, int gy0, int tw, int th, T* dst) {
+    const bool inside = gx0 >= 0 && gy0 >= 0 && gx0 + tw <= w && gy0 + th <= h;
+    for (int r = threadIdx.y; r < th; r += blockDim.y) {
+        const int gy = inside ? gy0 + r : reflect101(gy0 + r, h);
+        const u8* row = img + (size_t)gy * w;
+        T* out = dst + r * tw;
+        if (inside) {
+            for (int c = threadIdx.x; c < tw; c += blockDim.x) store_px(out + c, __ldg(row + gx0 + c));
+        } else {
+            for (int c = threadIdx.x; c < tw; c += blockDim.x)
+                store_px(out + c, __ldg(row + reflect101(gx0 + c, w)));
+        }
+    }
+}
+
 // Level of a global tile (or tile-row) index: levels are few (<= 32), a scan is enough.
 __device__ __forceinline__ int level_of_tile(const LevelDesc* lv, int nlev, int tile) {
     int l = 0;
@@ -66,13 +97,11 @@ __device__ __forceinline__ TilePos tile_pos(const LevelDesc* lv, int nlev, int t
 }
 
 // Ordered compaction inside a (32, 8) tile, warp ty being tile row ty: writes the row's
-// survivor count to `row_counts` (for scan_tile_rows in compact.cu) and each survivor's
-// {word0, word1} to its slot, in tile-raster order (slots past `cap` are dropped). `row_n`:
-// TILE_H u32 of shared memory. Called by every thread of the block.
-__device__ __forceinline__ void compact_tile(bool keep, u32 word0, u32 word1, const TilePos& p,
-                                             int tile, int cap, u32* row_n,
-                                             u32* __restrict__ row_counts,
-                                             uint2* __restrict__ slots) {
+// survivor count to `row_counts` (for scan_tile_rows in compact.cu) and returns each
+// survivor's slot in tile-raster order (slots >= `cap` are to be dropped); `row_n` (TILE_H
+// u32 of shared memory) then holds the row counts. Called by every thread of the block.
+__device__ __forceinline__ u32 tile_slot(bool keep, const TilePos& p, u32* row_n,
+                                         u32* __restrict__ row_counts) {
     const int tx = threadIdx.x, ty = threadIdx.y;
     const u32 ballot = __ballot_sync(0xffffffffu, keep);
     const u32 rank = __popc(ballot & ((1u << tx) - 1u));
@@ -81,12 +110,29 @@ __device__ __forceinline__ void compact_tile(bool keep, u32 word0, u32 word1, co
         row_counts[p.L.rc_start + (p.tile_y * TILE_H + ty) * p.L.tiles_x + p.tile_x] = __popc(ballot);
     }
     __syncthreads();
-    if (keep) {
-        u32 base = 0;
-        for (int r = 0; r < ty; ++r) base += row_n[r];
-        const u32 slot = base + rank;
-        if (slot < (u32)cap) slots[(size_t)tile * cap + slot] = make_uint2(word0, word1);
-    }
+    u32 base = 0;
+    for (int r = 0; r < ty; ++r) base += row_n[r];
+    return base + rank;
+}
+
+// tile_slot, then each survivor's {word0, word1} to its slot.
+__device__ __forceinline__ void compact_tile(bool keep, u32 word0, u32 word1, const TilePos& p,
+                                             int tile, int cap, u32* row_n,
+                                             u32* __restrict__ row_counts,
+                                             uint2* __restrict__ slots) {
+    const u32 slot = tile_slot(keep, p, row_n, row_counts);
+    if (keep && slot < (u32)cap) slots[(size_t)tile * cap + slot] = make_uint2(word0, word1);
+}
+
+// Sum of `v` over the 32 lanes of a converged warp, returned to every lane.
+__device__ __forceinline__ int warp_sum_i32(int v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(0xffffffffu, v);
+#else
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+#endif
 }
 
 // Exclusive prefix sum over a block of blockDim.x threads (a multiple of 32, <= 1024).

@@ -3,9 +3,10 @@
 //
 // Each block loads one 32x8 output tile plus a halo into shared memory once. From that tile
 // it runs the binary-encoded segment test (one 16-bit mask per polarity, doubled to 32 bits,
-// 9-runs found by shifted ANDs; seed 001) and the OpenCV score on the tile and a one-pixel
+// 9-runs found by shifted ANDs; seed 001) behind OpenCV's opposite-pairs early test, and the
+// OpenCV score (from arc minima, not a search over thresholds) on the tile and a one-pixel
 // ring (for NMS), keeps strict 3x3 maxima, and computes the Harris response of the survivors
-// from the same shared tile. Nothing is written to global memory but the survivors
+// from the same shared tile, one warp per survivor. Nothing is written to global memory but the survivors
 // themselves: per tile row a count (for the ordered scan in compact.cu) and per tile the
 // survivors in tile-raster order.
 #include "common.cuh"
@@ -28,6 +29,7 @@ __device__ __forceinline__ bool has_arc9(u32 mask16) {
 
 __device__ __forceinline__ bool is_corner(const int* p, int v, int t) {
     u32 bright = 0, dark = 0;
+#pragma unroll
     for (int k = 0; k < 16; ++k) {
         bright |= (p[k] > v + t) ? (1u << k) : 0u;
         dark |= (p[k] < v - t) ? (1u << k) : 0u;
@@ -35,47 +37,140 @@ __device__ __forceinline__ bool is_corner(const int* p, int v, int t) {
     return has_arc9(bright) || has_arc9(dark);
 }
 
-// FAST score (0 = not a corner) at position (sx, sy) of an image with row pitch `tw`:
-// OpenCV's cornerScore is the largest threshold at which the pixel is still a corner
-// (max over 9-arcs of the smallest same-signed difference, minus 1). Being a corner is
-// monotone in the threshold, so a binary search over [thr, 255) on the two 16-bit masks
-// finds it exactly.
-__device__ __forceinline__ u32 fast_score_at(const u8* t, int tw, int sx, int sy, int thr) {
+// 1: brighter than v + t, 2: darker than v - t, 0: neither.
+__device__ __forceinline__ u32 polarity(int q, int v, int t) {
+    return (q > v + t ? 1u : 0u) | (q < v - t ? 2u : 0u);
+}
+
+// Largest over the 16 starts k of the smallest of d[k..k+8] (circular), the minima by
+// doubling: 4 mins per start, not 8.
+__device__ __forceinline__ int best_arc9(const int* d) {
+    int m2[16], m4[16];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) m2[k] = min(d[k], d[(k + 1) & 15]);
+#pragma unroll
+    for (int k = 0; k < 16; ++k) m4[k] = min(m2[k], m2[(k + 2) & 15]);
+    int best = -256;
+#pragma unroll
+    for (int k = 0; k < 16; ++k) best = max(best, min(min(m4[k], m4[(k + 4) & 15]), d[(k + 8) & 15]));
+    return best;
+}
+
+// A necessary condition for a FAST corner at `thr`, from 4 of the 16 reads: every 9-arc
+// holds two neighbouring compass points (circle positions 0, 4, 8, 12, 4 apart), so some
+// polarity must hold at two neighbouring compass points.
+__device__ __forceinline__ bool fast_compass_test(const u8* t, int tw, int sx, int sy, int thr) {
+    const u8* c = t + sy * tw + sx;
+    const int v = c[0];
+    const u32 n = polarity(c[3 * tw], v, thr), e = polarity(c[3], v, thr);
+    const u32 s = polarity(c[-3 * tw], v, thr), w = polarity(c[-3], v, thr);
+    return ((n & e) | (e & s) | (s & w) | (w & n)) != 0;
+}
+
+// Appends `v` to the shared list `list` (count `*n`) when `keep`, in no particular order
+// (warp-aggregated: one atomic per warp). Called by every thread of the warp.
+__device__ __forceinline__ void push_unordered(bool keep, u16 v, u16* list, u32* n) {
+    const u32 ballot = __ballot_sync(0xffffffffu, keep);
+    const int lane = threadIdx.x & 31;
+    u32 base = 0;
+    if (lane == 0 && ballot) base = atomicAdd(n, (u32)__popc(ballot));
+    base = __shfl_sync(0xffffffffu, base, 0);
+    if (keep) list[base + __popc(ballot & ((1u << lane) - 1u))] = v;
+}
+
+// Whether (sx, sy) of an image with row pitch `tw` is a FAST corner at `thr`. An exact
+// shortcut first: every 9-arc holds one pixel of each opposite pair (k, k + 8), so a pixel
+// where some pair has neither pixel of a common polarity is no corner (OpenCV's own early
+// test; most pixels stop there after 8 of the 16 reads).
+__device__ __forceinline__ bool fast_corner_at(const u8* t, int tw, int sx, int sy, int thr) {
     const u8* c = t + sy * tw + sx;
     const int off[16] = CIRCLE_OFFSETS(tw);
     const int v = c[0];
     int p[16];
-    for (int k = 0; k < 16; ++k) p[k] = c[off[k]];
-    if (!is_corner(p, v, thr)) return 0;
-    int lo = thr, hi = 255;  // corner at lo; never a corner at 255
-    while (hi - lo > 1) {
-        int mid = (lo + hi) >> 1;
-        if (is_corner(p, v, mid)) lo = mid; else hi = mid;
-    }
-    return (u32)lo;
+#pragma unroll
+    for (int k = 0; k < 16; k += 2) p[k] = c[off[k]];
+    u32 d = 3u;
+#pragma unroll
+    for (int k = 0; k < 8; k += 2) d &= polarity(p[k], v, thr) | polarity(p[k + 8], v, thr);
+    if (d == 0) return false;
+#pragma unroll
+    for (int k = 1; k < 16; k += 2) p[k] = c[off[k]];
+    return is_corner(p, v, thr);
 }
 
-// ORB's Harris response (OpenCV HarrisResponses) at shared-tile position (sx, sy).
-__device__ __forceinline__ float orb_harris_at(const u8* t, int tw, int sx, int sy, int bs,
-                                               float k, float scale_sq_sq) {
-    int r = bs / 2;
+// FAST score of a corner at (sx, sy): OpenCV's cornerScore, the largest threshold at which
+// the pixel is still a corner. A pixel is a corner at t iff some 9-arc lies entirely above
+// v + t or entirely below v - t, so that threshold is the best arc's smallest same-signed
+// difference minus 1 (never above 254), found from arc minima rather than by a search over
+// thresholds.
+__device__ __forceinline__ u32 fast_corner_score(const u8* t, int tw, int sx, int sy) {
+    const u8* c = t + sy * tw + sx;
+    const int off[16] = CIRCLE_OFFSETS(tw);
+    const int v = c[0];
+    // One polarity after the other keeps fewer registers live.
+    int d[16];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) d[k] = (int)c[off[k]] - v;
+    const int up = best_arc9(d);
+#pragma unroll
+    for (int k = 0; k < 16; ++k) d[k] = -d[k];
+    const int best = max(up, best_arc9(d));
+    return (u32)(best - 1);
+}
+
+// ORB's Harris response (OpenCV HarrisResponses) at shared-tile position (sx, sy), by a
+// whole warp: lane j sums the window's pixels j, j + 32, ... (integer sums, so the order
+// does not change them) and every lane returns the response.
+__device__ __forceinline__ float orb_harris_warp(const u8* t, int tw, int sx, int sy, int bs,
+                                                 float k, float scale_sq_sq) {
+    const int r = bs / 2;
     int a = 0, b = 0, c = 0;
-    for (int i = 0; i < bs; ++i) {
-        const u8* row = t + (sy - r + i) * tw + (sx - r);
-        for (int j = 0; j < bs; ++j) {
-            const u8* p = row + j;
-            int ix = (p[1] - p[-1]) * 2 + (p[-tw + 1] - p[-tw - 1]) + (p[tw + 1] - p[tw - 1]);
-            int iy = (p[tw] - p[-tw]) * 2 + (p[tw - 1] - p[-tw - 1]) + (p[tw + 1] - p[-tw + 1]);
-            a += ix * ix;
-            b += iy * iy;
-            c += ix * iy;
-        }
+    for (int i = threadIdx.x & 31; i < bs * bs; i += 32) {
+        const u8* p = t + (sy - r + i / bs) * tw + (sx - r + i % bs);
+        int ix = (p[1] - p[-1]) * 2 + (p[-tw + 1] - p[-tw - 1]) + (p[tw + 1] - p[tw - 1]);
+        int iy = (p[tw] - p[-tw]) * 2 + (p[tw - 1] - p[-tw - 1]) + (p[tw + 1] - p[-tw + 1]);
+        a += ix * ix;
+        b += iy * iy;
+        c += ix * iy;
     }
+    a = warp_sum_i32(a);
+    b = warp_sum_i32(b);
+    c = warp_sum_i32(c);
     float fa = (float)a, fb = (float)b, fc = (float)c;
     float s = __fadd_rn(fa, fb);
     float det = __fsub_rn(__fmul_rn(fa, fb), __fmul_rn(fc, fc));
     float tr = __fmul_rn(__fmul_rn(k, s), s);
     return __fmul_rn(__fsub_rn(det, tr), scale_sq_sq);
+}
+
+// Ordered compaction of the tile's survivors (tile_slot) with their response: the FAST
+// score, or with `harris` ORB's Harris response, computed afterwards by whole warps over the
+// compacted list (a survivor per warp instead of a survivor per thread, whose 49+ window
+// reads stalled its whole warp). `list`: TILE_THREADS u32 of shared memory.
+__device__ __forceinline__ void compact_scored(bool keep, u32 s, const TilePos& p, int tile, int cap,
+                                               int harris, const u8* t, int tw, int halo, int bs,
+                                               float k, float sss, u32* row_n, u32* list,
+                                               u32* __restrict__ row_counts,
+                                               uint2* __restrict__ slots) {
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const u32 word0 = (u32)(ty * TILE_W + tx) | (s << 16);
+    const u32 slot = tile_slot(keep, p, row_n, row_counts);
+    if (!harris) {
+        if (keep && slot < (u32)cap)
+            slots[(size_t)tile * cap + slot] = make_uint2(word0, __float_as_uint((float)s));
+        return;
+    }
+    if (keep && slot < (u32)cap) list[slot] = word0;
+    u32 n = 0;
+    for (int r = 0; r < TILE_H; ++r) n += row_n[r];
+    n = min(n, (u32)cap);
+    __syncthreads();
+    for (u32 i = ty; i < n; i += TILE_H) {
+        const u32 w0 = list[i], pos = w0 & 0xffffu;
+        const float resp = orb_harris_warp(t, tw, (int)(pos % TILE_W) + halo, (int)(pos / TILE_W) + halo,
+                                           bs, k, sss);
+        if (tx == 0) slots[(size_t)tile * cap + i] = make_uint2(w0, __float_as_uint(resp));
+    }
 }
 
 // Shared memory of the FAST kernels: the image tile, sized for the largest halo
@@ -97,34 +192,59 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
     const LevelDesc& L = p.L;
     const int x0 = p.x0, y0 = p.y0;
     const int tw = TILE_W + 2 * halo, th = TILE_H + 2 * halo;
-    const u8* img = pyr + L.img_off;
-    const int tid = threadIdx.y * TILE_W + threadIdx.x;
-    for (int i = tid; i < tw * th; i += TILE_THREADS) {
-        int gx = reflect101(x0 - halo + i % tw, L.w);
-        int gy = reflect101(y0 - halo + i / tw, L.h);
-        t[i] = img[gy * L.w + gx];
-    }
+    load_window_reflect101(pyr + L.img_off, L.w, L.h, x0 - halo, y0 - halo, tw, th, t);
     __syncthreads();
 
+    // Three passes over shrinking lists, so that no warp runs a costly test for one pixel among
+    // 32 that needs it (a warp-wide early exit almost never happens in textured images):
+    // the compass test at every position, the full corner test on the positions that pass
+    // it, the score of the corners.
+    __shared__ u16 cand[FAST_SCORE_BYTES], corners[FAST_SCORE_BYTES];
+    __shared__ u32 ncand, ncorners;
+    const int tid = threadIdx.y * TILE_W + threadIdx.x;
     const int sw = FAST_SCORE_W;
-    for (int i = tid; i < sw * (TILE_H + 2); i += TILE_THREADS) {
-        int px = x0 - 1 + i % sw, py = y0 - 1 + i / sw;
-        u32 s = 0;
-        if (px >= 3 && py >= 3 && px < L.w - 3 && py < L.h - 3)
-            s = fast_score_at(t, tw, px - x0 + halo, py - y0 + halo, thr);
-        sc[i] = (u8)s;
+    if (tid == 0) ncand = ncorners = 0;
+    __syncthreads();
+    for (int i0 = 0; i0 < sw * (TILE_H + 2); i0 += TILE_THREADS) {
+        const int i = i0 + tid;
+        bool pass = false;
+        if (i < sw * (TILE_H + 2)) {
+            const int px = x0 - 1 + i % sw, py = y0 - 1 + i / sw;
+            if (px >= 3 && py >= 3 && px < L.w - 3 && py < L.h - 3)
+                pass = fast_compass_test(t, tw, px - x0 + halo, py - y0 + halo, thr);
+            sc[i] = 0;
+        }
+        push_unordered(pass, (u16)i, cand, &ncand);
+    }
+    __syncthreads();
+    for (u32 j0 = 0; j0 < ncand; j0 += TILE_THREADS) {
+        const u32 j = j0 + tid;
+        bool corner = false;
+        int i = 0;
+        if (j < ncand) {
+            i = cand[j];
+            corner = fast_corner_at(t, tw, i % sw - 1 + halo, i / sw - 1 + halo, thr);
+        }
+        push_unordered(corner, (u16)i, corners, &ncorners);
+    }
+    __syncthreads();
+    for (u32 j = tid; j < ncorners; j += TILE_THREADS) {
+        const int i = corners[j];
+        sc[i] = (u8)fast_corner_score(t, tw, i % sw - 1 + halo, i / sw - 1 + halo);
     }
     __syncthreads();
 }
 
-// Block: (32, 8). Grid: total tiles over all levels.
-extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
+// Block: (32, 8). Grid: total tiles over all levels. (6 blocks per SM: at most 40
+// registers, occupancy 75 % instead of 50 %.)
+extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
                                        int nlev, int threshold, int nms, int border, int harris,
                                        int block_size, float harris_k, float scale_sq_sq, int halo,
                                        int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
     __shared__ u8 t[FAST_TILE_BYTES];
     __shared__ u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 row_n[TILE_H];
+    __shared__ u32 list[TILE_THREADS];
     const int tile = blockIdx.x;
     const TilePos p = tile_pos(levels, nlev, tile);
     const LevelDesc& L = p.L;
@@ -141,11 +261,8 @@ extern "C" __global__ void fast_harris(const u8* __restrict__ pyr, const LevelDe
                s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] && s > srow[sw + 1];
     }
     keep = keep && x >= border && y >= border && x + border < L.w && y + border < L.h;
-    float resp = (float)s;
-    if (keep && harris)
-        resp = orb_harris_at(t, tw, tx + halo, ty + halo, block_size, harris_k, scale_sq_sq);
-    compact_tile(keep, (u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint(resp), p, tile, cap,
-                 row_n, row_counts, slots);
+    compact_scored(keep, s, p, tile, cap, harris, t, tw, halo, block_size, harris_k, scale_sq_sq,
+                   row_n, list, row_counts, slots);
 }
 
 
@@ -190,6 +307,7 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
     __shared__ u8 t[FAST_TILE_BYTES];
     __shared__ u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 row_n[TILE_H];
+    __shared__ u32 list[TILE_THREADS];
     const int tile = blockIdx.x;
     const TilePos p = tile_pos(levels, nlev, tile);
     const LevelDesc& L = p.L;
@@ -212,11 +330,8 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
             }
     }
     if (keep && (int)s >= cp.ini) flags[cell] = 1;
-    float resp = (float)s;
-    if (keep && harris)
-        resp = orb_harris_at(t, tw, tx + halo, ty + halo, block_size, harris_k, scale_sq_sq);
-    compact_tile(keep, (u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint(resp), p, tile, cap,
-                 row_n, row_counts, slots);
+    compact_scored(keep, s, p, tile, cap, harris, t, tw, halo, block_size, harris_k, scale_sq_sq,
+                   row_n, list, row_counts, slots);
 }
 
 // Block: 256 threads (>= cap). Grid: total tiles. Keeps, in order, the tile's slots whose

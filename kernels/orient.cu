@@ -37,30 +37,61 @@ __device__ float ic_angle(const u8* img, int w, int x, int y, int half, const in
     return fast_atan2_deg((float)m01, (float)m10, p, eps);
 }
 
+// ic_angle by a whole warp: lane j takes the patch columns u = j - half (+ 32 k when the
+// patch is wider than a warp) over all rows, so each row's reads are one coalesced segment;
+// the moments are integer sums, the same in any order. Every lane returns the angle. (The
+// unrolled rows keep 8 loads in flight: one warp per corner is latency-bound.)
+__device__ float ic_angle_warp(const u8* img, int w, int x, int y, int half,
+                               const int* __restrict__ umax, float4 p, float eps) {
+    const u8* c = img + (size_t)y * w + x;
+    int m10 = 0, m01 = 0;
+    for (int u = (int)(threadIdx.x & 31) - half; u <= half; u += 32) {
+        const int au = abs(u);
+#pragma unroll 8
+        for (int v = -half; v <= half; ++v) {
+            const int d = v == 0 ? half : __ldg(umax + abs(v));
+            if (au <= d) {
+                const int px = c[(ptrdiff_t)v * w + u];
+                m10 += u * px;
+                m01 += v * px;
+            }
+        }
+    }
+    m10 = warp_sum_i32(m10);
+    m01 = warp_sum_i32(m01);
+    return fast_atan2_deg((float)m01, (float)m10, p, eps);
+}
+
+// Block: 8 warps, one tile each. Grid: ceil(ntiles / 8). (A block per tile left most of
+// 25k tiny blocks idle: a 1080p pyramid's tiles mostly hold 0-3 survivors.)
 extern "C" __global__ void gather_orient(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
-                                         int nlev, int cap, const u32* __restrict__ rc,
+                                         int nlev, int ntiles, int cap, const u32* __restrict__ rc,
                                          const u32* __restrict__ rc_off, const u32* __restrict__ tr_base,
                                          const uint2* __restrict__ slots, int orient, int half,
                                          const int* __restrict__ umax, float4 atan_p, float eps,
                                          uint4* __restrict__ out, u32 out_cap) {
-    __shared__ u32 rn[TILE_H], rp[TILE_H + 1];
-    const int tile = blockIdx.x;
+    __shared__ u32 rp_all[8][TILE_H];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int tile = blockIdx.x * 8 + warp;
+    if (tile >= ntiles) return;  // warp-uniform
     const LevelDesc L = levels[level_of_tile(levels, nlev, tile)];
     const int lt = tile - L.tile_start;
     const int tile_x = lt % L.tiles_x, tile_y = lt / L.tiles_x;
-    if (threadIdx.x < TILE_H)
-        rn[threadIdx.x] = rc[L.rc_start + (tile_y * TILE_H + threadIdx.x) * L.tiles_x + tile_x];
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        u32 a = 0;
-        for (int r = 0; r < TILE_H; ++r) { rp[r] = a; a += rn[r]; }
-        rp[TILE_H] = a;
+    // Row counts of the tile (lanes 0..7) and their exclusive prefix.
+    const u32 n = lane < TILE_H ? rc[L.rc_start + (tile_y * TILE_H + lane) * L.tiles_x + tile_x] : 0u;
+    u32 incl = n;
+#pragma unroll
+    for (int o = 1; o < TILE_H; o <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += y;
     }
-    __syncthreads();
-    const u32 count = min(rp[TILE_H], (u32)cap);
+    u32* rp = rp_all[warp];
+    if (lane < TILE_H) rp[lane] = incl - n;
+    const u32 count = min(__shfl_sync(0xffffffffu, incl, TILE_H - 1), (u32)cap);
+    __syncwarp();
     const u8* img = pyr + L.img_off;
     const u32 base = tr_base[L.tr_start + tile_y];
-    for (u32 i = threadIdx.x; i < count; i += blockDim.x) {
+    for (u32 i = lane; i < count; i += 32) {
         uint2 rec = slots[(size_t)tile * cap + i];
         u32 local = rec.x & 0xffffu;
         int ly = local / TILE_W, lx = local % TILE_W;

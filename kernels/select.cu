@@ -17,7 +17,7 @@
 //   3. ordered compaction (block scan over the candidates in raster order) of the indices
 //      of the kept candidates into `sel_idx` (at the level's candidate base) and the count.
 // orient_kept (grid: levels x blocks): level bases from the kept counts, orientation of the
-// kept corners only, and the final records + header {total, count[l]..., base[l]...}.
+// kept corners only (one warp each), and the final records + header {total, count[l]..., base[l]...}.
 #include "common.cuh"
 
 #define SEL_MAX_LEVELS 32
@@ -162,11 +162,12 @@ extern "C" __global__ void orient_kept(const u8* __restrict__ pyr, const LevelDe
     const LevelDesc L = levels[l];
     const u8* img = pyr + L.img_off;
     const u32 cbase = header[1 + nlev + l];
-    for (u32 j = blockIdx.y * blockDim.x + threadIdx.x; j < k; j += gridDim.y * blockDim.x) {
+    const u32 warps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    for (u32 j = blockIdx.y * warps + (threadIdx.x >> 5); j < k; j += gridDim.y * warps) {
         const uint4 v = cand[sel_idx[cbase + j]];
-        const float a = orient ? ic_angle(img, L.w, (int)(v.x & 0xffffu), (int)(v.x >> 16), half, umax,
-                                          atan_p, eps)
+        const float a = orient ? ic_angle_warp(img, L.w, (int)(v.x & 0xffffu), (int)(v.x >> 16), half,
+                                               umax, atan_p, eps)
                                : -1.0f;
-        kp[out_base + j] = make_uint4(v.x, v.y, v.z, __float_as_uint(a));
+        if (lane == 0) kp[out_base + j] = make_uint4(v.x, v.y, v.z, __float_as_uint(a));
     }
 }

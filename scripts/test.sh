@@ -22,6 +22,10 @@ export PROPTEST_RNG_SEED=${PROPTEST_RNG_SEED:-20261122}
 # --nocapture so the GPU tests' "SKIPPED: no CUDA device" lines show in the log.
 cargo test --all-targets -- --nocapture
 cargo test --doc
+step "the kernels compile with NVRTC (from PyPI; no GPU needed)"
+NVRTC_LIB=$(bash scripts/setup-nvrtc.sh)
+GF_REQUIRE_NVRTC=1 LD_LIBRARY_PATH="$NVRTC_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  cargo test --lib kernels_compile_with_nvrtc -- --nocapture
 if [ "${SKIP_ROS:-0}" != 1 ] && [ -f scripts/test-ros.sh ]; then
   step "ROS 2 node integration test"
   bash scripts/test-ros.sh

@@ -28,6 +28,9 @@ pub type Descriptor = [u8; 32];
 pub struct StageTiming {
     pub stage: &'static str,
     pub ms: f64,
+    /// Ran beside the stages after it (Canny on its own CUDA stream): part of no sum of the
+    /// frame's critical path.
+    pub overlapped: bool,
 }
 
 /// Everything one frame produces.

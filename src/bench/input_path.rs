@@ -2,24 +2,41 @@
 //! the GPU, timed one by one (docs/performance.md, "Input path"), so that one device run
 //! says which of them to attack: the copy into pinned staging on 1..N threads, into
 //! write-combined or plain pinned memory, the upload from pinned or pageable memory, and
-//! the copy overlapped with the upload piece by piece.
+//! the pipeline's own path (`decode::stage_and_upload`: pieces copied on the pool, each
+//! uploaded as soon as it is in) against copy-then-upload, back to back and after an idle
+//! gap like the GPU part of a frame (when the pool's threads have gone to sleep).
 
 use super::*;
 
 use crate::cuda::buffers::{upload, DevBuf, HostBuf};
-use crate::cuda::decode::copy_to_staging;
+use crate::cuda::decode::{copy_to_staging, stage_and_upload_by, CopyCrew};
 use crate::cuda::Gpu;
 
 /// Distinct source frames, rotated, so that the source is not always in cache.
 const SOURCES: usize = 8;
 
+/// Idle time before each call of the "after idle" rows: about the GPU part of a 1080p frame.
+const IDLE: std::time::Duration = std::time::Duration::from_micros(300);
+
 /// Median and p90 (ms) of `runs` calls of `f(i)` after 10 untimed ones.
-fn time(runs: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<Stat> {
+fn time(runs: usize, f: impl FnMut(usize) -> Result<()>) -> Result<Stat> {
+    time_after(runs, None, f)
+}
+
+/// [`time`], sleeping `idle` (untimed) before each call when given.
+fn time_after(
+    runs: usize,
+    idle: Option<std::time::Duration>,
+    mut f: impl FnMut(usize) -> Result<()>,
+) -> Result<Stat> {
     for i in 0..10 {
         f(i)?;
     }
     let mut ms = Vec::with_capacity(runs);
     for i in 0..runs {
+        if let Some(d) = idle {
+            std::thread::sleep(d);
+        }
         let t = Instant::now();
         f(i)?;
         ms.push(t.elapsed().as_secs_f64() * 1e3);
@@ -67,34 +84,35 @@ fn measure(gpu: &Gpu, bytes: usize, runs: usize) -> Result<Vec<(String, Stat)>> 
             .map_err(|e| crate::cuda::context::cuda_err("pageable upload", e))
     })?;
     rows.push(("upload from pageable memory (cuMemcpyHtoD)".into(), s));
-    let p = pool(counts.last().copied().unwrap_or(1))?;
-    let s = time(runs, |i| {
-        p.install(|| copy_to_staging(&mut wc.as_mut_slice()[..bytes], &src[i % SOURCES]));
-        upload(&gpu.stream, &wc, dev.ptr(), bytes)?;
-        gpu.sync()
-    })?;
-    rows.push(("copy (all threads) then upload: today's path".into(), s));
-    for pieces in [2usize, 4, 8] {
-        let s = time(runs, |i| {
-            let chunk = bytes.div_ceil(pieces);
-            for (k, part) in src[i % SOURCES].chunks(chunk).enumerate() {
-                let off = k * chunk;
-                let dst = &mut wc.as_mut_slice()[off..off + part.len()];
-                p.install(|| copy_to_staging(dst, part));
-                // The upload of this piece runs while the next one is copied.
-                let host = &wc.as_slice()[off..off + part.len()];
-                unsafe {
-                    cudarc::driver::result::memcpy_htod_async(
-                        dev.ptr() + off as u64,
-                        host,
-                        gpu.stream.cu_stream(),
-                    )
-                }
-                .map_err(|e| crate::cuda::context::cuda_err("piece upload", e))?;
-            }
+    // The last rows run on rayon's global pool, as the pipeline does; the "after idle" ones
+    // are what a pipeline sees (the pool's threads asleep during the GPU part of a frame).
+    for idle in [None, Some(IDLE)] {
+        let after = if idle.is_some() {
+            ", after 0.3 ms idle"
+        } else {
+            ""
+        };
+        let s = time_after(runs, idle, |i| {
+            copy_to_staging(&mut wc.as_mut_slice()[..bytes], &src[i % SOURCES]);
+            upload(&gpu.stream, &wc, dev.ptr(), bytes)?;
             gpu.sync()
         })?;
-        rows.push((format!("copy and upload in {pieces} pieces, overlapped"), s));
+        rows.push((format!("copy (all threads) then upload{after}"), s));
+        for (crew, wc_buf, what) in [
+            (CopyCrew::Pool, true, "on the pool"),
+            (CopyCrew::ThisThread, true, "on this thread"),
+            (CopyCrew::ThisThread, false, "on this thread, plain pinned"),
+        ] {
+            let buf = if wc_buf { &mut wc } else { &mut plain };
+            let s = time_after(runs, idle, |i| {
+                stage_and_upload_by(&gpu.stream, buf, dev.ptr(), &src[i % SOURCES], crew)?;
+                gpu.sync()
+            })?;
+            rows.push((
+                format!("pieces copied {what}, each uploaded when copied{after}"),
+                s,
+            ));
+        }
     }
     Ok(rows)
 }

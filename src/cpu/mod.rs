@@ -55,6 +55,7 @@ impl CpuPipeline {
             timings.push(StageTiming {
                 stage,
                 ms: (now - t).as_secs_f64() * 1e3,
+                overlapped: false,
             });
             t = now;
         };

@@ -122,12 +122,24 @@ impl Drop for HostBuf {
     }
 }
 
-/// Async host -> device copy of `bytes` from pinned `src` (offset 0) to `dst + dst_off`.
+/// Async host -> device copy of `bytes` from pinned `src` (offset 0) to `dst`.
 pub fn upload(stream: &CudaStream, src: &HostBuf, dst: u64, bytes: usize) -> Result<()> {
+    upload_range(stream, src, 0, dst, bytes)
+}
+
+/// Async host -> device copy of `src[src_off..src_off + bytes]` (pinned) to `dst`.
+pub fn upload_range(
+    stream: &CudaStream,
+    src: &HostBuf,
+    src_off: usize,
+    dst: u64,
+    bytes: usize,
+) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
-    unsafe { result::memcpy_htod_async(dst, &src.as_slice()[..bytes], stream.cu_stream()) }
+    let host = &src.as_slice()[src_off..src_off + bytes];
+    unsafe { result::memcpy_htod_async(dst, host, stream.cu_stream()) }
         .map_err(|e| cuda_err("host-to-device copy", e))
 }
 

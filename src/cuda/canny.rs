@@ -9,6 +9,7 @@ use super::context::Gpu;
 use crate::config::CannyConfig;
 use crate::cpu::canny::thresholds;
 use crate::error::Result;
+use cudarc::driver::CudaStream;
 
 pub struct Canny {
     w: usize,
@@ -54,16 +55,23 @@ impl Canny {
         })
     }
 
-    /// Queues the whole Canny on the stream, the packed edge map into its device buffer (no
+    /// Queues the whole Canny on `stream`, the packed edge map into its device buffer (no
     /// sync; [`Canny::download`] queues its download).
-    pub fn run(&mut self, gpu: &Gpu, src: u64, cfg: &CannyConfig) -> Result<()> {
+    pub fn run(
+        &mut self,
+        gpu: &Gpu,
+        stream: &CudaStream,
+        src: u64,
+        cfg: &CannyConfig,
+    ) -> Result<()> {
         let (w, h) = (self.w as i32, self.h as i32);
         let grid = (self.w.div_ceil(32) as u32, self.h.div_ceil(8) as u32, 1);
         let block = (32, 8, 1);
         let mut img = src;
         if let Some((tmp, blurred, kernel, ksize)) = &self.blur {
             let (t, b, k, ks) = (tmp.ptr(), blurred.ptr(), kernel.ptr(), *ksize as i32);
-            gpu.launch(
+            gpu.launch_on(
+                stream,
                 "blur_h",
                 &gpu.k.blur_h,
                 grid,
@@ -71,7 +79,8 @@ impl Canny {
                 0,
                 &mut kargs![src, w, h, k, ks, t],
             )?;
-            gpu.launch(
+            gpu.launch_on(
+                stream,
                 "blur_v",
                 &gpu.k.blur_v,
                 grid,
@@ -84,7 +93,8 @@ impl Canny {
         let (low, high) = thresholds(cfg);
         let l2 = cfg.l2_gradient as i32;
         let (cls, label) = (self.cls.ptr(), self.label.ptr());
-        gpu.launch(
+        gpu.launch_on(
+            stream,
             "canny_classify",
             &gpu.k.canny_classify,
             grid,
@@ -92,7 +102,8 @@ impl Canny {
             0,
             &mut kargs![img, w, h, l2, low, high, cls, label],
         )?;
-        gpu.launch(
+        gpu.launch_on(
+            stream,
             "uf_merge",
             &gpu.k.uf_merge,
             grid,
@@ -100,7 +111,8 @@ impl Canny {
             0,
             &mut kargs![label, w, h],
         )?;
-        gpu.launch(
+        gpu.launch_on(
+            stream,
             "uf_resolve",
             &gpu.k.uf_resolve,
             grid,
@@ -109,7 +121,8 @@ impl Canny {
             &mut kargs![label, cls, w, h],
         )?;
         let (wpr, bits) = (self.words_per_row as i32, self.bits.ptr());
-        gpu.launch(
+        gpu.launch_on(
+            stream,
             "uf_final",
             &gpu.k.uf_final,
             grid,
@@ -120,9 +133,9 @@ impl Canny {
     }
 
     /// Queues the download of the packed edge map into pinned memory.
-    pub fn download(&mut self, gpu: &Gpu) -> Result<()> {
+    pub fn download(&mut self, stream: &CudaStream) -> Result<()> {
         let n = self.bits.bytes();
-        download(&gpu.stream, self.bits.ptr(), &mut self.host_bits, 0, n)
+        download(stream, self.bits.ptr(), &mut self.host_bits, 0, n)
     }
 
     /// Unpacks the downloaded edge map into `dst` (w*h bytes, 0/255). Only call once the

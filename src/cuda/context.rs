@@ -83,7 +83,6 @@ pub struct Kernels {
     pub harris_rowsum: CudaFunction,
     pub harris_colsum: CudaFunction,
     pub harris_nms: CudaFunction,
-    pub orb_blur: CudaFunction,
     pub orb_describe: CudaFunction,
     pub match_knn: CudaFunction,
     pub match_merge: CudaFunction,
@@ -103,6 +102,9 @@ pub struct ModuleInfo {
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
+    /// A second stream, of the greatest priority: Canny runs there beside the pyramid and
+    /// the detection (they share only the decoded frame, which both read).
+    pub side: Arc<CudaStream>,
     pub k: Kernels,
     _module: Arc<CudaModule>,
     pub name: String,
@@ -156,7 +158,17 @@ fn driver_version() -> Result<i32> {
     Ok(v)
 }
 
-/// NVRTC: source -> CUBIN for `arch` (e.g. "sm_90").
+/// NVRTC's options for `arch` (e.g. "sm_90").
+fn compile_options(arch: &str) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={arch}"),
+        // Bit-exact float arithmetic with the CPU reference: no FMA contraction.
+        "--fmad=false".into(),
+        "--std=c++17".into(),
+    ]
+}
+
+/// NVRTC: source -> CUBIN (options from [`compile_options`]).
 fn compile_cubin(src: &str, opts: &[String]) -> Result<Vec<u8>> {
     let csrc = CString::new(src).map_err(|e| cuda_err("kernel source", e))?;
     let name = CString::new("gpu_features.cu").unwrap();
@@ -273,6 +285,13 @@ impl Gpu {
         let stream = ctx
             .new_stream()
             .map_err(|e| cuda_err("creating a stream", e))?;
+        // The greatest priority: Canny's blocks go first, so that its edge map is back early
+        // and the host unpacks it while the detection still runs.
+        let (_, greatest) = result::stream::get_priority_range()
+            .map_err(|e| cuda_err("stream priority range", e))?;
+        let side = ctx
+            .new_stream_with_priority(greatest)
+            .map_err(|e| cuda_err("creating a stream", e))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
         let (major, minor) = ctx
             .compute_capability()
@@ -305,7 +324,6 @@ impl Gpu {
             harris_rowsum: f("harris_rowsum")?,
             harris_colsum: f("harris_colsum")?,
             harris_nms: f("harris_nms")?,
-            orb_blur: f("orb_blur")?,
             orb_describe: f("orb_describe")?,
             match_knn: f("match_knn")?,
             match_merge: f("match_merge")?,
@@ -313,6 +331,7 @@ impl Gpu {
         Ok(Gpu {
             ctx,
             stream,
+            side,
             k,
             _module: module,
             name,
@@ -335,12 +354,7 @@ impl Gpu {
     fn load_kernels(ctx: &Arc<CudaContext>, arch: &str) -> Result<(Arc<CudaModule>, ModuleInfo)> {
         let t = Instant::now();
         let src = translation_unit();
-        let opts: Vec<String> = vec![
-            format!("--gpu-architecture={arch}"),
-            // Bit-exact float arithmetic with the CPU reference: no FMA contraction.
-            "--fmad=false".into(),
-            "--std=c++17".into(),
-        ];
+        let opts = compile_options(arch);
         let (nv_major, nv_minor) = nvrtc_version()?;
         let drv = driver_version()?;
         let mut h = fnv1a(src.as_bytes(), 0xcbf29ce484222325);
@@ -409,6 +423,21 @@ impl Gpu {
         shared: u32,
         args: &mut [*mut c_void],
     ) -> Result<()> {
+        self.launch_on(&self.stream, name, f, grid, block, shared, args)
+    }
+
+    /// [`Gpu::launch`] on `stream` (the pipeline's or [`Gpu::side`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_on(
+        &self,
+        stream: &CudaStream,
+        name: &str,
+        f: &CudaFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared: u32,
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
             return Ok(());
         }
@@ -427,7 +456,7 @@ impl Gpu {
                 grid,
                 block,
                 shared,
-                self.stream.cu_stream(),
+                stream.cu_stream(),
                 args,
             )
         }
@@ -437,5 +466,41 @@ impl Gpu {
     pub fn sync(&self) -> Result<()> {
         unsafe { result::stream::synchronize(self.stream.cu_stream()) }
             .map_err(|e| cuda_err("stream synchronize (a kernel failed)", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernels compile for the data-centre GPU this project is measured on (sm_90) and
+    /// for Jetson Orin (sm_87) wherever libnvrtc can be loaded, no GPU needed: the test
+    /// command installs the NVRTC wheel (scripts/setup-nvrtc.sh) and sets GF_REQUIRE_NVRTC,
+    /// so that a kernel that does not compile fails CI and not first on a robot.
+    #[test]
+    fn kernels_compile_with_nvrtc() {
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            assert!(
+                std::env::var_os("GF_REQUIRE_NVRTC").is_none(),
+                "GF_REQUIRE_NVRTC is set but libnvrtc cannot be loaded"
+            );
+            eprintln!(
+                "SKIPPED kernels_compile_with_nvrtc: libnvrtc not found (scripts/setup-nvrtc.sh \
+                 installs it; LD_LIBRARY_PATH must name its folder)"
+            );
+            return;
+        }
+        let src = translation_unit();
+        for arch in ["sm_90", "sm_87"] {
+            let opts = compile_options(arch);
+            let cubin = compile_cubin(&src, &opts).unwrap_or_else(|e| panic!("{arch}: {e}"));
+            assert!(cubin.len() > 1000, "{arch}: a {} byte CUBIN", cubin.len());
+            // For scripts/cubin-regs.py (registers and stack of every kernel, no GPU needed).
+            if let Some(dir) = std::env::var_os("GF_DUMP_CUBIN") {
+                let path = std::path::Path::new(&dir).join(format!("kernels-{arch}.cubin"));
+                std::fs::write(&path, &cubin).expect("writing the CUBIN");
+            }
+            eprintln!("kernels compiled for {arch}: {} byte CUBIN", cubin.len());
+        }
     }
 }

@@ -1,17 +1,13 @@
 //! ORB descriptors on the GPU (host side of `kernels/describe.cu`; semantics in
 //! `cpu::describe`'s "Note: descriptor semantics").
 //!
-//! The blur of every level runs once per frame into a second pyramid-shaped buffer; the
-//! descriptors are computed for the kept keypoints only:
+//! One kernel per frame for the kept keypoints only, the blur fused in (each block blurs the
+//! patch around its keypoint; no blurred copy of the pyramid):
 //! - ORB's path (GPU selection): straight from the selection's records, before the final
 //!   download, and downloaded with them ([`Describer::describe_records`]);
 //! - the host spread modes and `max_keypoints: 0` pick the keypoints on the host: their
 //!   records are uploaded, described and downloaded in one more round trip
 //!   ([`Describer::describe_keypoints`]).
-//!
-//! Not fused with the pyramid kernel: ORB blurs each finished level with reflected borders,
-//! so a fused kernel would recompute the resize for a 3-pixel halo around every tile; the
-//! separate pass costs one read and one write of the pyramid (~2.9 Mpixel at 1080p).
 
 use super::buffers::{download, upload, DevBuf, HostBuf};
 use super::context::Gpu;
@@ -23,20 +19,12 @@ use crate::features::{Descriptor, Keypoint};
 
 /// Mirrors `DESC_MAX_LEVELS` in kernels/describe.cu.
 const MAX_LEVELS: usize = 32;
-/// Output tile of `orb_blur` (`OB_TW` x `OB_TH`).
-const BLUR_TILE: usize = 32;
-/// Keypoints (warps) per block of `orb_describe`.
-const WARPS_PER_BLOCK: usize = 4;
-
-/// Mirrors `struct DescLevels` in kernels/describe.cu.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct DescLevels {
     w: [i32; MAX_LEVELS],
     h: [i32; MAX_LEVELS],
     off: [i32; MAX_LEVELS],
-    tiles_x: [i32; MAX_LEVELS],
-    tile_start: [i32; MAX_LEVELS],
     scale: [f32; MAX_LEVELS],
 }
 
@@ -47,6 +35,11 @@ struct Float4(f32, f32, f32, f32);
 /// `ORB_PATTERN` as CUDA source, appended to the translation unit (src/cuda/context.rs):
 /// the table lives once, in src/cpu/orb_pattern.rs.
 pub fn pattern_source() -> String {
+    // describe.cu's DESC_R (18) bounds a rotated sample's offset by 13 * sqrt(2).
+    assert!(
+        ORB_PATTERN.iter().flatten().all(|v| v.abs() <= 13),
+        "ORB pattern coordinate outside [-13, 13]"
+    );
     let nums: Vec<String> = ORB_PATTERN
         .iter()
         .flatten()
@@ -58,12 +51,27 @@ pub fn pattern_source() -> String {
     )
 }
 
+/// Where [`Describer::describe_records`] takes each keypoint's angle from.
+#[derive(Clone, Copy, Debug)]
+pub enum Angles {
+    /// Orientation off: -1 (as `cpu::to_keypoint`).
+    None,
+    /// The record's angle word.
+    FromRecords,
+    /// Computed in the descriptor kernel from the patch it loads anyway (ORB's intensity
+    /// centroid over a disc of radius `half`, `umax` its row extents on the device) and
+    /// written back into the record. Only for `half <=` [`MAX_FUSED_HALF`].
+    ComputeHere { half: i32, umax: u64 },
+}
+
+/// Largest orientation patch radius that [`Angles::ComputeHere`] serves: the raw patch of
+/// describe.cu reaches 21 pixels from the centre, one kept for rounding.
+pub const MAX_FUSED_HALF: i32 = 20;
+
 /// Device and pinned buffers of the descriptor stage, sized once per resolution.
 pub struct Describer {
     levels: DescLevels,
     nlev: usize,
-    tiles: usize,
-    blurred: DevBuf,
     /// Capacity in keypoints (the detector's record capacity).
     cap: usize,
     desc: DevBuf,
@@ -87,21 +95,14 @@ impl Describer {
             w: [0; MAX_LEVELS],
             h: [0; MAX_LEVELS],
             off: [0; MAX_LEVELS],
-            tiles_x: [0; MAX_LEVELS],
-            tile_start: [0; MAX_LEVELS],
             scale: [0.0; MAX_LEVELS],
         };
-        let mut tiles = 0usize;
         for (l, lv) in pyr.levels.iter().enumerate() {
-            let tx = lv.w.div_ceil(BLUR_TILE);
             levels.w[l] = lv.w as i32;
             levels.h[l] = lv.h as i32;
             levels.off[l] = i32::try_from(lv.off)
                 .map_err(|_| Error::Cuda("pyramid larger than 2 GiB".into()))?;
-            levels.tiles_x[l] = tx as i32;
-            levels.tile_start[l] = tiles as i32;
             levels.scale[l] = crate::cpu::pyramid::level_scale(scale_factor, l);
-            tiles += tx * lv.h.div_ceil(BLUR_TILE);
         }
         let c = &gpu.ctx;
         let cap = cap.max(1);
@@ -109,8 +110,6 @@ impl Describer {
         Ok(Describer {
             levels,
             nlev,
-            tiles,
-            blurred: DevBuf::new(c, pyr.buf.bytes().max(1))?,
             cap,
             desc: DevBuf::new(c, cap * 32)?,
             host_desc: HostBuf::new(c, cap * 32, false)?,
@@ -121,24 +120,10 @@ impl Describer {
         })
     }
 
-    /// Queues the blur of every level (step 1 of the note).
-    pub fn blur(&self, gpu: &Gpu, pyr: &Pyramid) -> Result<()> {
-        let k = blur_kernel();
-        let k = Float4(k[0], k[1], k[2], k[3]);
-        let (src, dst, lv) = (pyr.buf.ptr(), self.blurred.ptr(), self.levels);
-        let nlev = self.nlev as i32;
-        gpu.launch(
-            "orb_blur",
-            &gpu.k.orb_blur,
-            (self.tiles as u32, 1, 1),
-            (32, 8, 1),
-            0,
-            &mut kargs![src, dst, lv, nlev, k],
-        )
-    }
-
     /// Queues the descriptors of at most `max_records` records at `recs` (device) whose
     /// header `{total, count[l]..., base[l]...}` is at `header`, then their download.
+    /// `angles`: where each keypoint's angle comes from.
+    #[allow(clippy::too_many_arguments)]
     pub fn describe_records(
         &mut self,
         gpu: &Gpu,
@@ -146,24 +131,28 @@ impl Describer {
         header: u64,
         recs: u64,
         max_records: usize,
-        use_angle: bool,
+        angles: Angles,
     ) -> Result<()> {
         let n = max_records.min(self.cap);
-        let (src, blurred, lv, out) = (
-            pyr.buf.ptr(),
-            self.blurred.ptr(),
-            self.levels,
-            self.desc.ptr(),
-        );
+        let (src, lv, out) = (pyr.buf.ptr(), self.levels, self.desc.ptr());
         let nlev = self.nlev as i32;
-        let use_angle = use_angle as i32;
+        let k = blur_kernel();
+        let k = Float4(k[0], k[1], k[2], k[3]);
+        let (mode, half, umax) = match angles {
+            Angles::None => (0, 0, 0),
+            Angles::FromRecords => (1, 0, 0),
+            Angles::ComputeHere { half, umax } => (2, half, umax),
+        };
+        let p = crate::cuda::fast_harris::atan_coefficients();
+        let eps = f64::EPSILON as f32;
+        // One block per record, one thread per test pair.
         gpu.launch(
             "orb_describe",
             &gpu.k.orb_describe,
-            (n.div_ceil(WARPS_PER_BLOCK) as u32, 1, 1),
-            (32 * WARPS_PER_BLOCK as u32, 1, 1),
+            (n.max(1) as u32, 1, 1),
+            (32, 8, 1),
             0,
-            &mut kargs![src, blurred, lv, nlev, header, recs, use_angle, out],
+            &mut kargs![src, lv, nlev, header, recs, mode, k, half, umax, p, eps, out],
         )?;
         download(&gpu.stream, out, &mut self.host_desc, 0, n * 32)
     }
@@ -219,7 +208,12 @@ impl Describer {
             (1 + 2 * nlev) * 4,
         )?;
         let (h, r) = (self.header.ptr(), self.recs.ptr());
-        self.describe_records(gpu, pyr, h, r, n, use_angle)?;
+        let angles = if use_angle {
+            Angles::FromRecords
+        } else {
+            Angles::None
+        };
+        self.describe_records(gpu, pyr, h, r, n, angles)?;
         gpu.sync()
     }
 

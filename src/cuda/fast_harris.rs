@@ -331,15 +331,16 @@ impl Detector {
         let p = atan_coefficients();
         let eps = f64::EPSILON as f32;
         let out_cap = self.out_cap as u32;
+        let ntiles = self.ntiles as i32;
         gpu.launch(
             "gather_orient",
             &gpu.k.gather_orient,
-            (self.ntiles as u32, 1, 1),
-            (64, 1, 1),
+            (self.ntiles.div_ceil(8) as u32, 1, 1),
+            (256, 1, 1),
             0,
             &mut kargs![
-                pyr_p, descs, nlev, cap, rc, rc_off, tr_base, slots, orient, half, umax, p, eps,
-                out, out_cap
+                pyr_p, descs, nlev, ntiles, cap, rc, rc_off, tr_base, slots, orient, half, umax, p,
+                eps, out, out_cap
             ],
         )?;
         Ok(())

@@ -13,7 +13,7 @@
 //! | budget (spread none) | `select.cu` | [`select`] |
 //! | spread grid / quadtree | — (host, CPU reference functions) | [`select`] |
 //! | canny (+ blur, hysteresis) | `canny.cu` | [`canny`] |
-//! | ORB descriptors (blur + rBRIEF of the kept keypoints) | `describe.cu` | [`describe`] |
+//! | ORB descriptors (patch blur + rBRIEF of the kept keypoints, one kernel) | `describe.cu` | [`describe`] |
 //!
 //! Per frame: one pinned upload, kernels on one stream, and one final download (the
 //! selected keypoints and their per-level header: one host sync). Canny runs first, right
@@ -126,15 +126,23 @@ struct State {
     describe: Option<describe::Describer>,
 }
 
-/// Stage boundaries, recorded as CUDA events on the stream.
+/// Stage boundaries, recorded as CUDA events: on the pipeline's stream, but "canny" (the
+/// end of Canny and of its edge-map download) on the side stream.
 const MARKS: [&str; 8] = [
     "start", "decode", "canny", "pyramid", "detect", "select", "describe", "download",
 ];
+
+/// Each stage of `MARKS[1..]` as (start mark, end mark): Canny and the pyramid both start
+/// at the decode's end, and the pyramid's time is its own (the main stream does not wait
+/// for Canny).
+const STAGE_SPANS: [(usize, usize); 7] = [(0, 1), (1, 2), (1, 3), (3, 4), (4, 5), (5, 6), (6, 7)];
 
 pub struct CudaPipeline {
     gpu: Gpu,
     state: Option<State>,
     events: Vec<CudaEvent>,
+    /// Canny was queued on the side stream and the host has not waited for it yet.
+    side_pending: bool,
 }
 
 impl CudaPipeline {
@@ -154,6 +162,7 @@ impl CudaPipeline {
             gpu,
             state: None,
             events,
+            side_pending: false,
         })
     }
 
@@ -283,14 +292,32 @@ impl CudaPipeline {
         ev[0]
             .record(&gpu.stream)
             .map_err(|e| context::cuda_err("recording an event", e))?;
+        // A frame that failed after queueing Canny left the side stream running: the decode
+        // must not overwrite level 0 under it.
+        if self.side_pending {
+            gpu.stream
+                .wait(&ev[2])
+                .map_err(|e| context::cuda_err("waiting for the side stream", e))?;
+            self.side_pending = false;
+        }
         let gray = st.pyr.level_ptr(0);
         st.decoder.run(gpu, frame, gray)?;
         mark(&ev[1], gpu)?;
         if let Some(c) = st.canny.as_mut() {
-            c.run(gpu, gray, &cfg.canny)?;
-            c.download(gpu)?;
+            // Canny and its edge-map download on the side stream, beside the pyramid and the
+            // detection: both only read level 0.
+            gpu.side
+                .wait(&ev[1])
+                .map_err(|e| context::cuda_err("ordering the side stream", e))?;
+            c.run(gpu, &gpu.side, gray, &cfg.canny)?;
+            c.download(&gpu.side)?;
+            ev[2]
+                .record(&gpu.side)
+                .map_err(|e| context::cuda_err("recording an event", e))?;
+            self.side_pending = true;
+        } else {
+            mark(&ev[2], gpu)?; // an empty "canny" stage
         }
-        mark(&ev[2], gpu)?;
         st.pyr.run(gpu)?;
         mark(&ev[3], gpu)?;
         if let Some(det) = st.det.as_mut() {
@@ -303,17 +330,32 @@ impl CudaPipeline {
             }
         }
         mark(&ev[4], gpu)?;
+        // With descriptors, the kept corners' orientation is computed in the descriptor
+        // kernel, from the patch it loads anyway (one launch less).
+        let fused_orient = cfg.orient.enabled
+            && st.describe.is_some()
+            && st
+                .det
+                .as_ref()
+                .is_some_and(|d| d.half() <= describe::MAX_FUSED_HALF);
         if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, st.sel.as_mut()) {
             sel.per_level(cfg, det.nlev());
-            sel.run(gpu, &st.pyr, det, cfg)?;
+            sel.run(gpu, &st.pyr, det, cfg, cfg.orient.enabled && !fused_orient)?;
         }
         mark(&ev[5], gpu)?;
         if let Some(d) = st.describe.as_mut() {
-            d.blur(gpu, &st.pyr)?;
             if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, &st.sel) {
                 let n = sel.max_kept().min(det.out_cap());
                 let (h, r) = (sel.header_ptr(), sel.kp_ptr());
-                d.describe_records(gpu, &st.pyr, h, r, n, cfg.orient.enabled)?;
+                let angles = match (cfg.orient.enabled, fused_orient) {
+                    (false, _) => describe::Angles::None,
+                    (true, true) => describe::Angles::ComputeHere {
+                        half: det.half(),
+                        umax: det.umax_ptr(),
+                    },
+                    (true, false) => describe::Angles::FromRecords,
+                };
+                d.describe_records(gpu, &st.pyr, h, r, n, angles)?;
             }
         }
         mark(&ev[6], gpu)?;
@@ -348,6 +390,7 @@ impl CudaPipeline {
                 e.data.resize(n, 0);
             }
             c.edges_into(&mut e.data);
+            self.side_pending = false;
         } else {
             out.edges = None;
         }
@@ -387,13 +430,16 @@ impl CudaPipeline {
         let host_ms = t_host.elapsed().as_secs_f64() * 1e3;
 
         out.timings.clear();
-        for (pair, &stage) in ev.windows(2).zip(&MARKS[1..]) {
-            let ms = pair[0]
-                .elapsed_ms(&pair[1])
+        let canny = st.canny.is_some();
+        for (stage, (from, to)) in MARKS[1..].iter().zip(STAGE_SPANS) {
+            let overlapped = *stage == "canny" && canny;
+            let ms = ev[from]
+                .elapsed_ms(&ev[to])
                 .map_err(|e| context::cuda_err("reading an event", e))?;
             out.timings.push(StageTiming {
                 stage,
                 ms: ms as f64,
+                overlapped,
             });
         }
         out.timings.push(StageTiming {
@@ -403,6 +449,7 @@ impl CudaPipeline {
                 "select (host)"
             },
             ms: host_ms,
+            overlapped: false,
         });
         Ok(())
     }

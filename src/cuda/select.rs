@@ -88,8 +88,16 @@ impl Selector {
     }
 
     /// Queues `select_level` and `orient_kept` after the detector (no sync). Call
-    /// [`Selector::per_level`] for this config first.
-    pub fn run(&self, gpu: &Gpu, pyr: &Pyramid, det: &Detector, cfg: &Config) -> Result<()> {
+    /// [`Selector::per_level`] for this config first. `orient`: compute the kept corners'
+    /// angles here (else -1, or the descriptor kernel computes them: `describe::Angles`).
+    pub fn run(
+        &self,
+        gpu: &Gpu,
+        pyr: &Pyramid,
+        det: &Detector,
+        cfg: &Config,
+        orient: bool,
+    ) -> Result<()> {
         let nlev = det.nlev();
         let mut p = SelParams { n: [0; MAX_LEVELS] };
         for (d, &n) in p.n.iter_mut().zip(&self.per_level) {
@@ -108,11 +116,12 @@ impl Selector {
             0,
             &mut kargs![header, nlev_i, p, precut, cand, sel_idx, kept],
         )?;
-        let per_block = 64usize;
+        // One warp per kept corner (its orientation), 8 per block.
+        let warps = 8usize;
         let most = self.per_level.iter().copied().max().unwrap_or(0);
-        let blocks_y = most.div_ceil(per_block).clamp(1, 1024) as u32;
+        let blocks_y = most.div_ceil(warps).clamp(1, 65535) as u32;
         let (pyr_p, descs) = (pyr.buf.ptr(), det.descs_ptr());
-        let orient = cfg.orient.enabled as i32;
+        let orient = orient as i32;
         let half = det.half();
         let umax = det.umax_ptr();
         let atan = super::fast_harris::atan_coefficients();
@@ -122,7 +131,7 @@ impl Selector {
             "orient_kept",
             &gpu.k.orient_kept,
             (nlev as u32, blocks_y, 1),
-            (per_block as u32, 1, 1),
+            (32 * warps as u32, 1, 1),
             0,
             &mut kargs![
                 pyr_p, descs, nlev_i, header, kept, sel_idx, cand, orient, half, umax, atan, eps,

@@ -671,7 +671,7 @@ mod tests {
         let ok = diagnostic_status("/gpu_features", "", &mut s);
         assert_eq!(ok.level, 0);
         s.gpu_failures = 1;
-        s.gpu_failure = "launching orb_blur: injected fault".into();
+        s.gpu_failure = "launching orb_describe: injected fault".into();
         let d = diagnostic_status("/gpu_features", "left", &mut s);
         assert_eq!(d.level, 1, "WARN");
         assert!(d.message.contains("CPU backend") && d.message.contains("injected"));
