@@ -7,8 +7,9 @@
 //    magnitude (L1 or squared L2), OpenCV's fixed-point NMS and the double threshold, into
 //    classes NONE / WEAK / STRONG, and the union-find labels of candidate pixels.
 // 3. Hysteresis, exact: connected components of the candidate pixels (8-connectivity) by a
-//    lock-free union-find (atomicMin on roots), then every component that holds a STRONG
-//    pixel is an edge. A fixed number of launches, no iteration count to guess.
+//    lock-free union-find (atomicMin on roots), first inside each tile in shared memory
+//    (canny_classify), then across tile borders (uf_merge); every component that holds a
+//    STRONG pixel is an edge. A fixed number of launches, no iteration count to guess.
 #include "common.cuh"
 
 #define CLS_NONE 0
@@ -39,6 +40,35 @@ extern "C" __global__ void blur_v(const u16* __restrict__ tmp, int w, int h, con
     u32 acc = 1u << 15;
     for (int i = 0; i < ksize; ++i) acc += (u32)tmp[(size_t)reflect101(y - r + i, h) * w + x] * k[i];
     dst[(size_t)y * w + x] = (u8)(acc >> 16);
+}
+
+__device__ __forceinline__ int uf_find(const int* L, int x) {
+    const volatile int* V = L;
+    int p = V[x];
+    while (p != x) {
+        x = p;
+        p = V[x];
+    }
+    return x;
+}
+
+__device__ __forceinline__ void uf_union(int* L, int a, int b) {
+    bool done;
+    do {
+        a = uf_find(L, a);
+        b = uf_find(L, b);
+        if (a < b) {
+            int old = atomicMin(&L[b], a);
+            done = old == b;
+            b = old;
+        } else if (b < a) {
+            int old = atomicMin(&L[a], b);
+            done = old == a;
+            a = old;
+        } else {
+            done = true;
+        }
+    } while (!done);
 }
 
 // Block (32, 8); grid (ceil(w/32), ceil(h/8)).
@@ -72,11 +102,11 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
     __syncthreads();
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int x = x0 + tx, y = y0 + ty;
-    if (x >= w || y >= h) return;
+    const bool inside = x < w && y < h;
     const int mx = tx + 1, my = ty + 1, cx = tx + 2, cy = ty + 2;
     const int m = mag[my][mx];
     u8 c = CLS_NONE;
-    if (m > low) {
+    if (inside && m > low) {
         int xs = (g[cy - 1][cx + 1] + 2 * g[cy][cx + 1] + g[cy + 1][cx + 1]) -
                  (g[cy - 1][cx - 1] + 2 * g[cy][cx - 1] + g[cy + 1][cx - 1]);
         int ys = (g[cy + 1][cx - 1] + 2 * g[cy + 1][cx] + g[cy + 1][cx + 1]) -
@@ -96,46 +126,42 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
         }
         if (keep) c = m > high ? CLS_STRONG : CLS_WEAK;
     }
+    // The tile's own components first, by union-find in shared memory (the same algorithm
+    // as below on tile-local indices); uf_merge then joins only across tile borders.
+    __shared__ int loc[TILE_THREADS];
+    const int me = ty * TILE_W + tx;
+    loc[me] = c != CLS_NONE ? me : -1;
+    __syncthreads();
+    if (c != CLS_NONE) {
+        if (tx > 0 && loc[me - 1] >= 0) uf_union(loc, me, me - 1);
+        if (ty > 0) {
+            const int q = me - TILE_W;
+            if (tx > 0 && loc[q - 1] >= 0) uf_union(loc, me, q - 1);
+            if (loc[q] >= 0) uf_union(loc, me, q);
+            if (tx + 1 < TILE_W && loc[q + 1] >= 0) uf_union(loc, me, q + 1);
+        }
+    }
+    __syncthreads();
+    if (!inside) return;
     const size_t idx = (size_t)y * w + x;
     cls[idx] = c;
-    label[idx] = c != CLS_NONE ? (int)idx : -1;
-}
-
-__device__ __forceinline__ int uf_find(const int* L, int x) {
-    const volatile int* V = L;
-    int p = V[x];
-    while (p != x) {
-        x = p;
-        p = V[x];
+    int lab = -1;
+    if (c != CLS_NONE) {
+        const int r = uf_find(loc, me);  // a tile pixel inside the image: its root is too
+        lab = (y0 + r / TILE_W) * w + (x0 + r % TILE_W);
     }
-    return x;
-}
-
-__device__ __forceinline__ void uf_union(int* L, int a, int b) {
-    bool done;
-    do {
-        a = uf_find(L, a);
-        b = uf_find(L, b);
-        if (a < b) {
-            int old = atomicMin(&L[b], a);
-            done = old == b;
-            b = old;
-        } else if (b < a) {
-            int old = atomicMin(&L[a], b);
-            done = old == a;
-            a = old;
-        } else {
-            done = true;
-        }
-    } while (!done);
+    label[idx] = lab;
 }
 
 // Union of every candidate pixel with its candidate neighbours left, up-left, up, up-right
-// (the other four are covered from the other side).
+// (the other four are covered from the other side) in other tiles: canny_classify joined
+// those of the same tile. Block (32, 8) = one tile, as canny_classify's.
 extern "C" __global__ void uf_merge(int* __restrict__ label, int w, int h) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    if (tx != 0 && ty != 0 && tx != TILE_W - 1) return;  // every neighbour in the tile
     int p = y * w + x;
     if (label[p] < 0) return;
     if (x > 0 && label[p - 1] >= 0) uf_union(label, p, p - 1);

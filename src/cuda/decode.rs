@@ -9,12 +9,13 @@
 //! ([`stage_and_upload`]): the DMA of the first pieces runs while the others are copied on
 //! rayon's pool. Tunables and measurements: docs/performance.md, "Input path".
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use cudarc::driver::CudaStream;
+use cudarc::driver::{result, CudaStream};
 use rayon::prelude::*;
 
 use super::buffers::{upload, upload_range, DevBuf, HostBuf};
+use super::context::cuda_err;
 use super::context::Gpu;
 use crate::error::Result;
 use crate::image::{Encoding, ImageView};
@@ -56,10 +57,9 @@ pub fn piece_bytes(n: usize) -> usize {
     COPY_CHUNK.max(n.div_ceil(MAX_PIECES))
 }
 
-/// A pointer that may cross to a pool thread; see the SAFETY note where it is used.
+/// The staging buffer's address, shared by the threads of one copy ([`Pieces`]).
 #[derive(Clone, Copy)]
 struct SendPtr(*mut u8);
-unsafe impl Send for SendPtr {}
 
 /// Who copies the pieces of [`stage_and_upload_by`]. The pipeline uses the pool: the calling
 /// thread alone was slower at every size measured, even 2 MB after an idle gap
@@ -68,13 +68,14 @@ unsafe impl Send for SendPtr {}
 pub enum CopyCrew {
     /// The calling thread, piece after piece.
     ThisThread,
-    /// Rayon's pool; the calling thread queues the uploads.
+    /// Rayon's pool and the calling thread, which queues the uploads in order.
     Pool,
 }
 
 /// Copies `src` into the pinned `host` buffer and queues its upload to `dst` on `stream`
-/// (no sync), in pieces copied on rayon's pool, each piece's upload queued by this thread as
-/// soon as it is copied, so that the upload overlaps the copy. No allocation.
+/// (no sync), in pieces copied on rayon's pool (and this thread), each piece's upload queued
+/// by this thread as soon as it is copied, so that the upload overlaps the copy. No
+/// allocation.
 pub fn stage_and_upload(
     stream: &CudaStream,
     host: &mut HostBuf,
@@ -106,37 +107,96 @@ pub fn stage_and_upload_by(
         }
         return Ok(());
     }
-    let piece = piece_bytes(n);
-    let pieces = n.div_ceil(piece);
-    let done: [AtomicBool; MAX_PIECES] = std::array::from_fn(|_| AtomicBool::new(false));
-    let base = SendPtr(host.as_mut_slice()[..n].as_mut_ptr());
-    let host: &HostBuf = host;
+    copy_in_pieces(src, &mut host.as_mut_slice()[..n], |off, bytes| {
+        unsafe { result::memcpy_htod_async(dst + off as u64, bytes, stream.cu_stream()) }
+            .map_err(|e| cuda_err("host-to-device copy", e))
+    })
+}
+
+/// Copies `src` into `dst` (same length) in [`piece_bytes`] pieces shared by this thread and
+/// rayon's pool, and calls `on_piece(offset, bytes)` on this thread for each piece, in
+/// order, as soon as it is in. This thread copies too whenever it has nothing to hand over:
+/// the copy finishes even when the pool is busy or the caller is the pool's only thread
+/// (and it measured the same as leaving the copy to the pool: docs/performance.md).
+pub fn copy_in_pieces(
+    src: &[u8],
+    dst: &mut [u8],
+    mut on_piece: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
+    assert_eq!(src.len(), dst.len(), "copy_in_pieces: lengths differ");
+    let n = src.len();
+    let pieces = Pieces {
+        src,
+        dst: SendPtr(dst.as_mut_ptr()),
+        piece: piece_bytes(n),
+        count: n.div_ceil(piece_bytes(n)),
+        next: AtomicUsize::new(0),
+        done: std::array::from_fn(|_| AtomicBool::new(false)),
+    };
+    let helpers = pieces
+        .count
+        .saturating_sub(1)
+        .min(rayon::current_num_threads());
     rayon::in_place_scope(|s| -> Result<()> {
-        for (k, part) in src.chunks(piece).enumerate() {
-            let flag = &done[k];
-            s.spawn(move |_| {
-                // SAFETY: pieces are disjoint ranges of the `n` bytes behind `base`, which the
-                // `&mut HostBuf` above keeps alive and unaliased for the whole scope; this
-                // thread only reads piece k (for its upload) after the Release store below.
-                // Raw pointers instead of `chunks_mut` because this thread reads the pieces
-                // while the scope still runs (measured benefit: docs/performance.md).
-                let dst = base;
-                unsafe {
-                    std::ptr::copy_nonoverlapping(part.as_ptr(), dst.0.add(k * piece), part.len())
-                };
-                flag.store(true, Ordering::Release);
-            });
+        for _ in 0..helpers {
+            s.spawn(|_| while pieces.copy_one() {});
         }
-        for (k, flag) in done.iter().enumerate().take(pieces) {
-            while !flag.load(Ordering::Acquire) {
+        let mut handed = 0;
+        while handed < pieces.count {
+            if let Some(bytes) = pieces.finished(handed) {
+                on_piece(handed * pieces.piece, bytes)?;
+                handed += 1;
+            } else if !pieces.copy_one() {
                 std::hint::spin_loop();
             }
-            let off = k * piece;
-            let len = piece.min(n - off);
-            upload_range(stream, host, off, dst + off as u64, len)?;
         }
         Ok(())
     })
+}
+
+/// The pieces of one frame's copy into pinned staging, claimed by whichever thread comes.
+struct Pieces<'a> {
+    src: &'a [u8],
+    dst: SendPtr,
+    piece: usize,
+    count: usize,
+    next: AtomicUsize,
+    done: [AtomicBool; MAX_PIECES],
+}
+
+// SAFETY: `dst` points at `src.len()` bytes that `copy_in_pieces` holds by `&mut` for the
+// whole scope; the pieces are disjoint and each is written by the one
+// thread that claimed it (`next`), then only read after its Release flag.
+unsafe impl Sync for Pieces<'_> {}
+
+impl Pieces<'_> {
+    /// Claims the next piece and copies it; false when none was left.
+    fn copy_one(&self) -> bool {
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        if k >= self.count {
+            return false;
+        }
+        let off = k * self.piece;
+        let part = &self.src[off..(off + self.piece).min(self.src.len())];
+        // SAFETY: see `impl Sync for Pieces`: piece k is this thread's alone. Raw pointers
+        // because the calling thread uploads finished pieces while others are still being
+        // written (measured benefit: docs/performance.md, change 8: 0.229 -> 0.179 ms at
+        // 1080p after an idle gap).
+        unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), self.dst.0.add(off), part.len()) };
+        self.done[k].store(true, Ordering::Release);
+        true
+    }
+
+    /// Piece k's bytes in the staging buffer once they are all there.
+    fn finished(&self, k: usize) -> Option<&[u8]> {
+        if !self.done[k].load(Ordering::Acquire) {
+            return None;
+        }
+        let off = k * self.piece;
+        let len = self.piece.min(self.src.len() - off);
+        // SAFETY: piece k is complete (Acquire above) and nobody writes it again.
+        Some(unsafe { std::slice::from_raw_parts(self.dst.0.add(off), len) })
+    }
 }
 
 /// Upload staging and raw device bytes for frames of one geometry.
@@ -189,6 +249,39 @@ impl Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pieces_are_copied_exactly_and_handed_over_in_order() {
+        for n in [
+            0,
+            1,
+            PARALLEL_COPY_MIN,
+            3 * COPY_CHUNK + 17,
+            MAX_PIECES * COPY_CHUNK + 1,
+            40 << 20,
+        ] {
+            let src: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
+            let mut dst = vec![0u8; n];
+            let mut seen = Vec::new();
+            copy_in_pieces(&src, &mut dst, |off, bytes| {
+                // Each piece is complete when handed over.
+                assert!(
+                    bytes == &src[off..off + bytes.len()],
+                    "{n} bytes, piece at {off}"
+                );
+                seen.push((off, bytes.len()));
+                Ok(())
+            })
+            .unwrap();
+            assert!(dst == src, "{n} bytes");
+            let piece = piece_bytes(n);
+            let want: Vec<(usize, usize)> = (0..n.div_ceil(piece))
+                .map(|k| (k * piece, piece.min(n - k * piece)))
+                .collect();
+            assert_eq!(seen, want, "{n} bytes");
+            assert!(seen.len() <= MAX_PIECES);
+        }
+    }
 
     #[test]
     fn staging_copy_is_exact_at_every_size_around_the_thresholds() {
