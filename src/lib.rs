@@ -36,7 +36,7 @@ pub mod soak;
 
 pub use config::Config;
 pub use error::{DecodeError, Error, Result};
-pub use image::{Encoding, GrayImage, ImageView};
+pub use image::{Encoding, FrameLayout, GrayImage, ImageView};
 pub use pipeline::{
     BackendChoice, BackendKind, Descriptor, Features, Keypoint, Pipeline, StageTiming,
 };

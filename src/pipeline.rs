@@ -6,7 +6,7 @@ use crate::error::Result;
 // The shared types live in `features` (no import circle with the backends); re-exported
 // here for the callers that name them through the pipeline.
 pub use crate::features::{Descriptor, Features, Keypoint, StageTiming};
-use crate::image::ImageView;
+use crate::image::{FrameLayout, ImageView};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
@@ -54,6 +54,9 @@ enum Backend {
 pub struct Pipeline {
     config: Config,
     backend: Backend,
+    /// The CPU backend's input buffer ([`Pipeline::input_buffer`]) and its layout; the CUDA
+    /// backend's is its pinned staging memory.
+    cpu_input: Option<(FrameLayout, Vec<u8>)>,
     /// Why `Auto` fell back to the CPU, if it did.
     fallback_reason: Option<String>,
     /// The CUDA error that made the pipeline switch to the CPU mid-stream, if one did.
@@ -74,6 +77,7 @@ impl Pipeline {
         Ok(Pipeline {
             config,
             backend,
+            cpu_input: None,
             fallback_reason,
             gpu_failure: None,
         })
@@ -179,4 +183,87 @@ impl Pipeline {
         }
         r
     }
+
+    /// A buffer for the next frame, of `layout.bytes()` bytes: write the frame's bytes here
+    /// (an image decoder, a message reader), then call [`Pipeline::process_input_into`]. On
+    /// the CUDA backend this is the pinned memory that the upload reads, so the frame is
+    /// written once instead of being copied again by [`Pipeline::process_into`] (0.18-0.24 ms
+    /// for a 1080p mono8 frame on the H100 machine; docs/performance.md). The buffer and
+    /// its contents stay until the next call with another layout; a config change keeps
+    /// them. Errors: the layout's own (sizes, step), or no memory for it.
+    pub fn input_buffer(&mut self, layout: FrameLayout) -> Result<&mut [u8]> {
+        let bytes = layout.bytes()?;
+        if bytes > MAX_INPUT_BYTES {
+            return Err(crate::Error::Config(format!(
+                "input buffer: {bytes} bytes for a {}x{} frame with step {} is more than the \
+                 largest frame ({MAX_INPUT_BYTES} bytes)",
+                layout.width, layout.height, layout.step
+            )));
+        }
+        match &mut self.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(p) => p.input_buffer(layout),
+            Backend::Cpu(_) => {
+                if !matches!(&self.cpu_input, Some((l, _)) if *l == layout) {
+                    let mut buf = Vec::new();
+                    buf.try_reserve_exact(bytes).map_err(|e| {
+                        crate::Error::Config(format!("input buffer of {bytes} bytes: {e}"))
+                    })?;
+                    buf.resize(bytes, 0);
+                    self.cpu_input = Some((layout, buf));
+                }
+                Ok(&mut self.cpu_input.as_mut().expect("input").1)
+            }
+        }
+    }
+
+    /// [`Pipeline::process_into`] on the frame written into [`Pipeline::input_buffer`].
+    pub fn process_input_into(&mut self, out: &mut Features) -> Result<()> {
+        #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
+        let mut r = match &mut self.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(p) => p.process_staged_into(&self.config, out),
+            Backend::Cpu(p) => match &self.cpu_input {
+                Some((l, buf)) => {
+                    let view = ImageView::with_encoding(
+                        buf,
+                        l.width,
+                        l.height,
+                        l.step,
+                        l.encoding,
+                        l.big_endian,
+                    )?;
+                    p.process_into(&self.config, &view, out);
+                    Ok(())
+                }
+                None => Err(crate::Error::Config(
+                    "no frame in the input buffer: call input_buffer first".into(),
+                )),
+            },
+        };
+        #[cfg(feature = "cuda")]
+        if let (Err(crate::Error::Cuda(why)), Backend::Cuda(p)) = (&r, &self.backend) {
+            // As in process_into: the same frame on the CPU, and the CPU from now on (the
+            // frame moves into the CPU backend's input buffer).
+            if let Some(frame) = p.staged_frame() {
+                self.gpu_failure = Some(why.clone());
+                let mut cpu = Box::<CpuPipeline>::default();
+                cpu.process_into(&self.config, &frame, out);
+                self.cpu_input = Some((frame.layout(), frame.data().to_vec()));
+                self.backend = Backend::Cpu(cpu);
+                r = Ok(());
+            }
+        }
+        if r.is_err() {
+            out.keypoints.clear();
+            out.descriptors.clear();
+            out.edges = None;
+            out.level_sizes.clear();
+            out.timings.clear();
+        }
+        r
+    }
 }
+
+/// Largest input buffer: the largest frame an `ImageView` accepts, 4 bytes per pixel.
+pub const MAX_INPUT_BYTES: usize = crate::image::MAX_PIXELS * 4;

@@ -210,6 +210,30 @@ fn measure(p: &mut Pipeline, frames: &[GrayImage], warmup: usize, n: usize) -> R
     })
 }
 
+/// As [`measure`], the wall time only, each frame first written into the pipeline's input
+/// buffer (untimed, as a camera driver or an image decoder would write it) and processed
+/// from there: the whole call without the copy into pinned memory.
+fn measure_input_buffer(
+    p: &mut Pipeline,
+    frames: &[GrayImage],
+    warmup: usize,
+    n: usize,
+) -> Result<Stat> {
+    let mut out = Features::default();
+    let mut walls = Vec::with_capacity(n);
+    for i in 0..warmup + n {
+        let f = &frames[i % frames.len()];
+        let layout = crate::image::FrameLayout::mono8(f.width, f.height);
+        p.input_buffer(layout)?.copy_from_slice(&f.data);
+        let t = Instant::now();
+        p.process_input_into(&mut out)?;
+        if i >= warmup {
+            walls.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    Stat::of(&walls).ok_or_else(|| Error::Config("bench: --frames must be at least 1".into()))
+}
+
 fn load_config(args: &BenchArgs) -> Result<(Config, String)> {
     let (mut cfg, name) = match &args.config {
         Some(p) => (Config::from_file(p)?, p.display().to_string()),
@@ -375,6 +399,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                     t.elapsed().as_secs_f64()
                 );
                 res.add_run(&format!("gpu.{key}"), r);
+                let wall = measure_input_buffer(p, &set.frames, args.warmup, args.frames)?;
+                res.add_input_buffer_run(&format!("gpu.{key}"), wall);
             }
         }
         if let Some(p) = cpu.as_mut() {

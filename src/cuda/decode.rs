@@ -18,7 +18,7 @@ use super::buffers::{upload, upload_range, DevBuf, HostBuf};
 use super::context::cuda_err;
 use super::context::Gpu;
 use crate::error::Result;
-use crate::image::{Encoding, ImageView};
+use crate::image::{Encoding, FrameLayout};
 
 pub fn encoding_code(e: Encoding) -> i32 {
     match e {
@@ -199,46 +199,77 @@ impl Pieces<'_> {
     }
 }
 
-/// Upload staging and raw device bytes for frames of one geometry.
+/// Where [`Decoder::run`] takes the frame's bytes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Source<'a> {
+    /// A caller's (pageable) buffer: copied into the pinned staging, then uploaded.
+    Copy(&'a [u8]),
+    /// Already in the pinned staging ([`Decoder::staging`]): uploaded as it is.
+    Staged,
+}
+
+/// Upload staging and raw device bytes for frames of one layout.
 pub struct Decoder {
+    layout: FrameLayout,
     raw_bytes: usize,
     host: HostBuf,
     dev: DevBuf,
 }
 
 impl Decoder {
-    pub fn new(gpu: &Gpu, frame: &ImageView) -> Result<Self> {
-        let raw_bytes = frame.step() * frame.height();
+    pub fn new(gpu: &Gpu, layout: FrameLayout) -> Result<Self> {
+        let raw_bytes = layout.bytes()?;
         Ok(Decoder {
+            layout,
             raw_bytes,
             host: HostBuf::new(&gpu.ctx, raw_bytes, true)?,
             dev: DevBuf::new(&gpu.ctx, raw_bytes)?,
         })
     }
 
-    /// Copies the frame into pinned memory, uploads it and converts it into `gray` (w*h).
-    /// A packed mono8 frame is uploaded straight into `gray`.
-    pub fn run(&mut self, gpu: &Gpu, frame: &ImageView, gray: u64) -> Result<()> {
+    pub fn layout(&self) -> FrameLayout {
+        self.layout
+    }
+
+    /// The pinned staging bytes of one frame: write a frame here and run with
+    /// [`Source::Staged`] to skip the copy.
+    pub fn staging(&mut self) -> &mut [u8] {
+        &mut self.host.as_mut_slice()[..self.raw_bytes]
+    }
+
+    /// The staged frame's bytes (e.g. for the CPU to redo a frame the GPU failed on).
+    pub fn staged(&self) -> &[u8] {
+        &self.host.as_slice()[..self.raw_bytes]
+    }
+
+    /// Brings the frame to the GPU (copy into pinned memory and upload, or the upload
+    /// alone) and converts it into `gray` (w*h). A packed mono8 frame is uploaded straight
+    /// into `gray`.
+    pub fn run(&mut self, gpu: &Gpu, source: Source, gray: u64) -> Result<()> {
         let n = self.raw_bytes;
-        let (w, h) = (frame.width(), frame.height());
+        let l = self.layout;
         let stream = &gpu.stream;
-        let src = &frame.data()[..n];
-        if frame.encoding() == Encoding::Mono8 && frame.step() == w {
-            return stage_and_upload(stream, &mut self.host, gray, src);
+        let packed_mono8 = l.encoding == Encoding::Mono8 && l.step == l.width;
+        let dst = if packed_mono8 { gray } else { self.dev.ptr() };
+        match source {
+            Source::Copy(src) => stage_and_upload(stream, &mut self.host, dst, &src[..n])?,
+            Source::Staged => upload(stream, &self.host, dst, n)?,
         }
-        stage_and_upload(stream, &mut self.host, self.dev.ptr(), src)?;
+        if packed_mono8 {
+            return Ok(());
+        }
         let raw = self.dev.ptr();
-        let step = frame.step() as i32;
-        let (wi, hi) = (w as i32, h as i32);
-        let enc = encoding_code(frame.encoding());
-        let be = frame.big_endian() as i32;
+        let step = l.step as i32;
+        let (wi, hi) = (l.width as i32, l.height as i32);
+        let enc = encoding_code(l.encoding);
+        let be = l.big_endian as i32;
         let out = gray;
         use crate::cpu::decode::{GRAY_B, GRAY_G, GRAY_R, GRAY_SHIFT};
         let wt: [u32; 4] = [GRAY_R, GRAY_G, GRAY_B, GRAY_SHIFT];
         gpu.launch(
             "decode_gray",
             &gpu.k.decode_gray,
-            (w.div_ceil(32) as u32, h.div_ceil(8) as u32, 1),
+            (l.width.div_ceil(32) as u32, l.height.div_ceil(8) as u32, 1),
             (32, 8, 1),
             0,
             &mut kargs![raw, step, wi, hi, enc, be, wt, out],

@@ -62,7 +62,7 @@ pub use self::context::{device, device_count, set_device, Gpu, ModuleInfo};
 use crate::config::{Config, DetectorMethod, Interpolation, Spread};
 use crate::error::Result;
 use crate::features::{Features, StageTiming};
-use crate::image::{Encoding, GrayImage, ImageView};
+use crate::image::{Encoding, FrameLayout, GrayImage, ImageView};
 
 /// Everything that decides buffer sizes; a change reallocates (rare).
 #[derive(Clone, Debug, PartialEq)]
@@ -85,13 +85,13 @@ struct StateKey {
 }
 
 impl StateKey {
-    fn new(cfg: &Config, frame: &ImageView) -> Self {
+    fn new(cfg: &Config, frame: FrameLayout) -> Self {
         let detect = cfg.detector.method != DetectorMethod::None;
         StateKey {
-            width: frame.width(),
-            height: frame.height(),
-            step: frame.step(),
-            encoding: frame.encoding(),
+            width: frame.width,
+            height: frame.height,
+            step: frame.step,
+            encoding: frame.encoding,
             levels: if detect {
                 cfg.pyramid.levels as usize
             } else {
@@ -115,7 +115,6 @@ impl StateKey {
 
 struct State {
     key: StateKey,
-    decoder: decode::Decoder,
     pyr: pyramid::Pyramid,
     det: Option<fast_harris::Detector>,
     sel: Option<select::Selector>,
@@ -139,6 +138,9 @@ const STAGE_SPANS: [(usize, usize); 7] = [(0, 1), (1, 2), (1, 3), (3, 4), (4, 5)
 
 pub struct CudaPipeline {
     gpu: Gpu,
+    /// The input's staging and upload buffers, per frame layout (not per config: a frame
+    /// written into [`CudaPipeline::input_buffer`] survives a config change).
+    decoder: Option<decode::Decoder>,
     state: Option<State>,
     events: Vec<CudaEvent>,
     /// Canny was queued on the side stream and the host has not waited for it yet.
@@ -160,6 +162,7 @@ impl CudaPipeline {
         }
         Ok(CudaPipeline {
             gpu,
+            decoder: None,
             state: None,
             events,
             side_pending: false,
@@ -170,14 +173,23 @@ impl CudaPipeline {
         &self.gpu
     }
 
-    fn ensure_state(&mut self, cfg: &Config, frame: &ImageView) -> Result<()> {
+    fn ensure_decoder(&mut self, layout: FrameLayout) -> Result<()> {
+        if self.decoder.as_ref().is_some_and(|d| d.layout() == layout) {
+            return Ok(());
+        }
+        self.decoder = None; // free the old buffers first
+        self.decoder = Some(decode::Decoder::new(&self.gpu, layout)?);
+        Ok(())
+    }
+
+    fn ensure_state(&mut self, cfg: &Config, frame: FrameLayout) -> Result<()> {
         let key = StateKey::new(cfg, frame);
         if self.state.as_ref().is_some_and(|s| s.key == key) {
             return Ok(());
         }
         self.state = None; // free the old buffers first
         let g = &self.gpu;
-        let (w, h) = (frame.width(), frame.height());
+        let (w, h) = (frame.width, frame.height);
         let pyr = pyramid::Pyramid::new(
             g,
             w,
@@ -224,7 +236,6 @@ impl CudaPipeline {
         };
         self.state = Some(State {
             key,
-            decoder: decode::Decoder::new(g, frame)?,
             pyr,
             det,
             sel,
@@ -278,7 +289,51 @@ impl CudaPipeline {
         out: &mut Features,
     ) -> Result<()> {
         self.gpu.bind()?;
-        self.ensure_state(cfg, frame)?;
+        self.ensure_decoder(frame.layout())?;
+        self.run(cfg, decode::Source::Copy(frame.data()), out)
+    }
+
+    /// The pinned staging buffer for a frame of `layout` (`layout.bytes()` long, allocated
+    /// when the layout changes): a frame written here is processed by
+    /// [`CudaPipeline::process_staged_into`] without the copy that `process_into` makes.
+    pub fn input_buffer(&mut self, layout: FrameLayout) -> Result<&mut [u8]> {
+        self.gpu.bind()?;
+        self.ensure_decoder(layout)?;
+        Ok(self.decoder.as_mut().expect("decoder").staging())
+    }
+
+    /// The frame in the input buffer ([`CudaPipeline::input_buffer`]), if one was asked for.
+    pub fn staged_frame(&self) -> Option<ImageView<'_>> {
+        let d = self.decoder.as_ref()?;
+        let l = d.layout();
+        ImageView::with_encoding(
+            d.staged(),
+            l.width,
+            l.height,
+            l.step,
+            l.encoding,
+            l.big_endian,
+        )
+        .ok()
+    }
+
+    /// [`CudaPipeline::process_into`] on the frame in the input buffer.
+    pub fn process_staged_into(&mut self, cfg: &Config, out: &mut Features) -> Result<()> {
+        self.gpu.bind()?;
+        self.run(cfg, decode::Source::Staged, out)
+    }
+
+    /// Every stage on the frame from `source`; the decoder exists for its layout.
+    fn run(&mut self, cfg: &Config, source: decode::Source, out: &mut Features) -> Result<()> {
+        let layout = match &self.decoder {
+            Some(d) => d.layout(),
+            None => {
+                return Err(crate::Error::Config(
+                    "no frame in the input buffer: call input_buffer first".into(),
+                ))
+            }
+        };
+        self.ensure_state(cfg, layout)?;
         let gpu = &self.gpu;
         let ev = &self.events;
         let st = self.state.as_mut().expect("state");
@@ -301,7 +356,8 @@ impl CudaPipeline {
             self.side_pending = false;
         }
         let gray = st.pyr.level_ptr(0);
-        st.decoder.run(gpu, frame, gray)?;
+        let decoder = self.decoder.as_mut().expect("decoder");
+        decoder.run(gpu, source, gray)?;
         mark(&ev[1], gpu)?;
         if let Some(c) = st.canny.as_mut() {
             // Canny and its edge-map download on the side stream, beside the pyramid and the

@@ -5,7 +5,7 @@ mod io;
 mod view;
 
 pub use io::{decode_encoded, load_gray, load_view_owned, save_gray_png, save_rgb_png, OwnedFrame};
-pub use view::{Encoding, ImageView, MAX_PIXELS, MAX_SIDE};
+pub use view::{Encoding, FrameLayout, ImageView, MAX_PIXELS, MAX_SIDE};
 
 /// Tightly packed 8-bit single-channel image (`step == width`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -115,35 +115,20 @@ impl<'a> ImageView<'a> {
         encoding: Encoding,
         big_endian: bool,
     ) -> Result<Self, DecodeError> {
-        if width == 0 || height == 0 {
-            return Err(DecodeError::ZeroSize { width, height });
-        }
-        if width > MAX_SIDE || height > MAX_SIDE || width * height > MAX_PIXELS {
-            return Err(DecodeError::TooLarge {
-                width,
-                height,
-                max_side: MAX_SIDE,
-                max_pixels: MAX_PIXELS,
-            });
-        }
-        if matches!(encoding, Encoding::Uyvy | Encoding::Yuyv) && width % 2 == 1 {
-            return Err(DecodeError::OddWidth {
-                encoding: encoding.name().to_string(),
-                width,
-            });
-        }
-        let min = width * encoding.bytes_per_pixel();
-        if step < min {
-            return Err(DecodeError::StepTooSmall { step, min });
-        }
-        // The last row need only hold its pixels, but sensor_msgs promises step*height bytes;
-        // holding publishers to that catches truncated messages early.
-        let need = step
-            .checked_mul(height)
-            .ok_or(DecodeError::BufferTooShort {
+        let layout = FrameLayout {
+            width,
+            height,
+            step,
+            encoding,
+            big_endian,
+        };
+        let need = layout.bytes().map_err(|e| match e {
+            DecodeError::BufferTooShort { need, .. } => DecodeError::BufferTooShort {
                 len: data.len(),
-                need: usize::MAX,
-            })?;
+                need,
+            },
+            e => e,
+        })?;
         if data.len() < need {
             return Err(DecodeError::BufferTooShort {
                 len: data.len(),
@@ -158,6 +143,17 @@ impl<'a> ImageView<'a> {
             encoding,
             big_endian,
         })
+    }
+
+    /// The frame's geometry.
+    pub fn layout(&self) -> FrameLayout {
+        FrameLayout {
+            width: self.width,
+            height: self.height,
+            step: self.step,
+            encoding: self.encoding,
+            big_endian: self.big_endian,
+        }
     }
 
     /// A tightly packed mono8 view.
@@ -189,5 +185,72 @@ impl<'a> ImageView<'a> {
     pub fn row(&self, y: usize) -> &'a [u8] {
         let start = y * self.step;
         &self.data[start..start + self.width * self.encoding.bytes_per_pixel()]
+    }
+}
+
+/// A frame's geometry without its bytes: what a buffer must hold to be that frame
+/// (`Pipeline::input_buffer` sizes its buffer from it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameLayout {
+    pub width: usize,
+    pub height: usize,
+    /// Bytes per row, at least `width * encoding.bytes_per_pixel()`.
+    pub step: usize,
+    pub encoding: Encoding,
+    pub big_endian: bool,
+}
+
+impl FrameLayout {
+    /// A tightly packed mono8 frame.
+    pub fn mono8(width: usize, height: usize) -> Self {
+        FrameLayout {
+            width,
+            height,
+            step: width,
+            encoding: Encoding::Mono8,
+            big_endian: false,
+        }
+    }
+
+    /// Checks the geometry as [`ImageView`] does (sizes, step, pixel pairs) and returns the
+    /// bytes a frame of it holds (`step * height`).
+    pub fn bytes(&self) -> Result<usize, DecodeError> {
+        let FrameLayout {
+            width,
+            height,
+            step,
+            encoding,
+            ..
+        } = *self;
+        if width == 0 || height == 0 {
+            return Err(DecodeError::ZeroSize { width, height });
+        }
+        if width > MAX_SIDE || height > MAX_SIDE || width * height > MAX_PIXELS {
+            return Err(DecodeError::TooLarge {
+                width,
+                height,
+                max_side: MAX_SIDE,
+                max_pixels: MAX_PIXELS,
+            });
+        }
+        if matches!(encoding, Encoding::Uyvy | Encoding::Yuyv) && width % 2 == 1 {
+            return Err(DecodeError::OddWidth {
+                encoding: encoding.name().to_string(),
+                width,
+            });
+        }
+        let min = width * encoding.bytes_per_pixel();
+        if step < min {
+            return Err(DecodeError::StepTooSmall { step, min });
+        }
+        // The last row need only hold its pixels, but sensor_msgs promises step*height bytes;
+        // holding publishers to that catches truncated messages early.
+        let need = step
+            .checked_mul(height)
+            .ok_or(DecodeError::BufferTooShort {
+                len: 0,
+                need: usize::MAX,
+            })?;
+        Ok(need)
     }
 }

@@ -1,0 +1,131 @@
+//! `Pipeline::input_buffer` + `process_input_into`: a frame written into the pipeline's own
+//! buffer (pinned staging memory on the GPU) gives exactly what `process_into` gives for the
+//! same bytes, on the CPU and (when there is one) on the GPU; bad layouts are clear errors.
+
+use gpu_features::config::Config;
+use gpu_features::image::{load_view_owned, Encoding, FrameLayout, ImageView};
+use gpu_features::{BackendChoice, Error, Features, Pipeline};
+
+mod shared;
+
+/// A real photo as bgr8 with padded rows, and as packed mono8.
+fn frames() -> Vec<(FrameLayout, Vec<u8>)> {
+    // The test binary may run from a copy of the repository on the GPU machine.
+    let rel = std::path::Path::new("tests/data/graf1.png");
+    let path = if rel.is_file() {
+        rel.to_path_buf()
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+    };
+    let f = load_view_owned(&path).unwrap();
+    let (w, h) = (f.width, f.height);
+    let gray: Vec<u8> = match f.encoding {
+        Encoding::Rgb8 => f.data.chunks_exact(3).map(|p| p[1]).collect(),
+        _ => f.data[..w * h].to_vec(),
+    };
+    let step = 3 * w + 7;
+    let mut bgr = vec![0u8; step * h];
+    for y in 0..h {
+        for x in 0..w {
+            let v = gray[y * w + x];
+            let o = y * step + 3 * x;
+            bgr[o..o + 3].copy_from_slice(&[v.wrapping_add(x as u8), v, v ^ (y as u8)]);
+        }
+    }
+    let bgr_layout = FrameLayout {
+        width: w,
+        height: h,
+        step,
+        encoding: Encoding::Bgr8,
+        big_endian: false,
+    };
+    vec![(FrameLayout::mono8(w, h), gray), (bgr_layout, bgr)]
+}
+
+fn view<'a>(l: &FrameLayout, data: &'a [u8]) -> ImageView<'a> {
+    ImageView::with_encoding(data, l.width, l.height, l.step, l.encoding, l.big_endian).unwrap()
+}
+
+fn same(what: &str, a: &Features, b: &Features) {
+    assert_eq!(a.keypoints, b.keypoints, "{what}: keypoints");
+    assert_eq!(a.descriptors, b.descriptors, "{what}: descriptors");
+    assert_eq!(a.edges, b.edges, "{what}: edges");
+    assert_eq!(a.level_sizes, b.level_sizes, "{what}: levels");
+}
+
+/// Both paths on `p`, every frame, twice (the second time the buffer is reused), with a
+/// config change between writing the buffer and processing it.
+fn check(p: &mut Pipeline, name: &str) {
+    for (layout, data) in frames() {
+        let mut want = Features::default();
+        p.process_into(&view(&layout, &data), &mut want).unwrap();
+        assert!(
+            !want.keypoints.is_empty(),
+            "{name}: a real photo has corners"
+        );
+        for round in 0..2 {
+            p.input_buffer(layout).unwrap().copy_from_slice(&data);
+            let mut got = Features::default();
+            p.process_input_into(&mut got).unwrap();
+            same(
+                &format!("{name} {:?} round {round}", layout.encoding),
+                &want,
+                &got,
+            );
+        }
+        // The buffer outlives a config change; the new config applies.
+        p.input_buffer(layout).unwrap().copy_from_slice(&data);
+        let mut cfg = Config::default();
+        cfg.select.max_keypoints = 100;
+        p.set_config(cfg).unwrap();
+        let mut got = Features::default();
+        p.process_input_into(&mut got).unwrap();
+        assert_eq!(got.keypoints.len(), 100, "{name}: the new budget");
+        p.set_config(Config::default()).unwrap();
+    }
+}
+
+#[test]
+fn cpu_input_buffer_equals_process_into() {
+    let mut p = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();
+    check(&mut p, "cpu");
+}
+
+#[test]
+fn gpu_input_buffer_equals_process_into() {
+    let mut p = match Pipeline::new(Config::default(), BackendChoice::Cuda) {
+        Ok(p) => p,
+        Err(e) => return shared::skip_without_gpu("gpu_input_buffer_equals_process_into", &e),
+    };
+    check(&mut p, "gpu");
+    assert!(p.gpu_failure().is_none());
+}
+
+#[test]
+fn bad_layouts_and_a_missing_frame_are_clear_errors() {
+    let mut p = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();
+    let mut out = Features::default();
+    let e = p.process_input_into(&mut out).unwrap_err().to_string();
+    assert!(e.contains("call input_buffer first"), "{e}");
+    let bad = |w, h, step| FrameLayout {
+        width: w,
+        height: h,
+        step,
+        encoding: Encoding::Mono8,
+        big_endian: false,
+    };
+    for l in [
+        bad(0, 5, 5),
+        bad(5, 0, 5),
+        bad(8, 8, 7),
+        bad(70_000, 2, 70_000),
+    ] {
+        assert!(matches!(p.input_buffer(l), Err(Error::Decode(_))), "{l:?}");
+    }
+    // A valid geometry whose step makes it larger than any frame: refused, not allocated.
+    let e = p
+        .input_buffer(bad(8, 16_000, 1 << 40))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("largest frame"), "{e}");
+}
