@@ -160,13 +160,21 @@ fn driver_version() -> Result<i32> {
 
 /// NVRTC's options for `arch` (e.g. "sm_90").
 fn compile_options(arch: &str) -> Vec<String> {
-    vec![
+    let mut opts = vec![
         format!("--gpu-architecture={arch}"),
         // Bit-exact float arithmetic with the CPU reference: no FMA contraction.
         "--fmad=false".into(),
         "--std=c++17".into(),
-    ]
+    ];
+    // For profiling: `ncu`'s source view needs line information (same code otherwise).
+    if std::env::var_os(LINE_INFO_ENV).is_some() {
+        opts.push("--generate-line-info".into());
+    }
+    opts
 }
+
+/// Environment variable: compile the kernels with line information (for `ncu`).
+pub const LINE_INFO_ENV: &str = "GPU_FEATURES_KERNEL_LINE_INFO";
 
 /// NVRTC: source -> CUBIN (options from [`compile_options`]).
 fn compile_cubin(src: &str, opts: &[String]) -> Result<Vec<u8>> {
