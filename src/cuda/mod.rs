@@ -9,18 +9,21 @@
 //! | per-cell fast with the low-threshold retry (ORB-SLAM3) | `fast_harris.cu` (`fast_cells`, `cell_filter`) | [`fast_harris`] |
 //! | dense harris + nms + quality | `harris.cu` | [`harris`] |
 //! | ordered compaction | `compact.cu` | [`fast_harris`] |
-//! | orientation | `orient.cu` (fused into the gather), `select.cu` | [`fast_harris`], [`select`] |
+//! | orientation | `orient.cu` (fused into the gather), `select.cu`, `describe.cu` (kept corners, with descriptors) | [`fast_harris`], [`select`], [`describe`] |
 //! | budget (spread none) | `select.cu` | [`select`] |
 //! | spread grid / quadtree | — (host, CPU reference functions) | [`select`] |
 //! | canny (+ blur, hysteresis) | `canny.cu` | [`canny`] |
 //! | ORB descriptors (patch blur + rBRIEF of the kept keypoints, one kernel) | `describe.cu` | [`describe`] |
 //!
-//! Per frame: one pinned upload, kernels on one stream, and one final download (the
-//! selected keypoints and their per-level header: one host sync). Canny runs first, right
-//! after the decode, and its edge map (packed to 1 bit per pixel) is downloaded at once: the
-//! host waits on that download's event and unpacks the map into `Features::edges` while the
-//! GPU runs the pyramid, the detection and the selection. Buffers are sized once per
-//! resolution/config and reused; no allocation and no compile happens per frame. Without
+//! Per frame: one pinned upload (of the caller's frame copied in pieces, or of a frame
+//! written into [`CudaPipeline::input_buffer`]), kernels on the pipeline's stream, and one
+//! final download (the selected keypoints and their per-level header: one host sync).
+//! Canny runs on a second stream of the greatest priority ([`Gpu::side`]) right after the
+//! decode, beside the pyramid and the detection, and its edge map (packed to 1 bit per
+//! pixel) is downloaded at once: the host waits on that download's event and unpacks the map
+//! into `Features::edges` while the GPU still runs the detection and the selection. Buffers
+//! are sized once per resolution/config and reused; no allocation and no compile happens per
+//! frame. Without
 //! the GPU selection (no budget, or a spread mode) the candidate count is not known in
 //! advance: the header is downloaded first (one more sync), then the candidates.
 //!
