@@ -148,8 +148,8 @@ __device__ __forceinline__ float orb_harris_warp(const u8* t, int tw, int sx, in
 // compacted list (a survivor per warp instead of a survivor per thread, whose 49+ window
 // reads stalled its whole warp). `list`: TILE_THREADS u32 of shared memory.
 __device__ __forceinline__ void compact_scored(bool keep, u32 s, const TilePos& p, int tile, int cap,
-                                               int harris, const u8* t, int tw, int halo, int bs,
-                                               float k, float sss, u32* row_n, u32* list,
+                                               int harris, const u8* t, int tw, int halo, int t_row0,
+                                               int bs, float k, float sss, u32* row_n, u32* list,
                                                u32* __restrict__ row_counts,
                                                uint2* __restrict__ slots) {
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -167,31 +167,38 @@ __device__ __forceinline__ void compact_scored(bool keep, u32 s, const TilePos& 
     __syncthreads();
     for (u32 i = ty; i < n; i += TILE_H) {
         const u32 w0 = list[i], pos = w0 & 0xffffu;
-        const float resp = orb_harris_warp(t, tw, (int)(pos % TILE_W) + halo, (int)(pos / TILE_W) + halo,
-                                           bs, k, sss);
+        const float resp = orb_harris_warp(t, tw, (int)(pos % TILE_W) + halo,
+                                           t_row0 + (int)(pos / TILE_W) + halo, bs, k, sss);
         if (tx == 0) slots[(size_t)tile * cap + i] = make_uint2(w0, __float_as_uint(resp));
     }
 }
 
-// Shared memory of the FAST kernels: the image tile, sized for the largest halo
-// (harris_block_size 31 -> 16; `halo` is the one in use), and the FAST scores of the output
-// tile and a one-pixel ring.
-#define FAST_TILE_BYTES ((TILE_W + 32) * (TILE_H + 32))
-#define FAST_SCORE_W (TILE_W + 2)
-#define FAST_SCORE_BYTES (FAST_SCORE_W * (TILE_H + 2))
+// fast_harris runs FAST_GROUP tiles stacked vertically per block (a 32x32 region): the
+// fixed work of a block (level lookup, barriers, lists) and the one-pixel NMS ring (13 %
+// extra tests instead of 33 %) are shared by 4 tiles. The tiles keep their own slots and row
+// counts, so the compaction after it is unchanged. fast_cells runs one tile per block.
+#define FAST_GROUP 4
 
-// Loads the tile of `p` and a `halo` around it into `t` (row pitch TILE_W + 2 * halo), then
-// the FAST scores (at threshold `thr`) of the tile and a one-pixel ring into `sc` (row pitch
-// FAST_SCORE_W). Outside the level the border is BORDER_REFLECT_101 as in ORB's padded
+// Shared memory of the FAST kernels: the image region, sized for the largest halo
+// (harris_block_size 31 -> 16; `halo` is the one in use), and the FAST scores of the output
+// region and a one-pixel ring.
+#define FAST_TILE_BYTES ((TILE_W + 32) * (FAST_GROUP * TILE_H + 32))
+#define FAST_SCORE_W (TILE_W + 2)
+#define FAST_SCORE_BYTES (FAST_SCORE_W * (FAST_GROUP * TILE_H + 2))
+
+// Loads the `rows` rows from tile `p`'s top-left (TILE_H, or FAST_GROUP tiles) and a `halo`
+// around them into `t` (row pitch TILE_W + 2 * halo), then the FAST scores (at threshold
+// `thr`) of those rows and a one-pixel ring into `sc` (row pitch FAST_SCORE_W). Outside the level the border is BORDER_REFLECT_101 as in ORB's padded
 // pyramid (only Harris windows of keypoints closer than block_size/2 + 1 to the border read
 // it; harris::orb_score does the same); pixels closer than 3 to the border are never corners
 // (OpenCV tests [3, w-3) x [3, h-3)). Called by every thread of the (32, 8) block; both
 // arrays are ready when it returns.
 __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr, const TilePos& p,
-                                                     int halo, int thr, u8* t, u8* sc) {
+                                                     int rows, int halo, int thr, u8* t, u8* sc) {
     const LevelDesc& L = p.L;
     const int x0 = p.x0, y0 = p.y0;
-    const int tw = TILE_W + 2 * halo, th = TILE_H + 2 * halo;
+    const int tw = TILE_W + 2 * halo, th = rows + 2 * halo;
+    const int positions = FAST_SCORE_W * (rows + 2);
     load_window_reflect101(pyr + L.img_off, L.w, L.h, x0 - halo, y0 - halo, tw, th, t);
     __syncthreads();
 
@@ -205,10 +212,10 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
     const int sw = FAST_SCORE_W;
     if (tid == 0) ncand = ncorners = 0;
     __syncthreads();
-    for (int i0 = 0; i0 < sw * (TILE_H + 2); i0 += TILE_THREADS) {
+    for (int i0 = 0; i0 < positions; i0 += TILE_THREADS) {
         const int i = i0 + tid;
         bool pass = false;
-        if (i < sw * (TILE_H + 2)) {
+        if (i < positions) {
             const int px = x0 - 1 + i % sw, py = y0 - 1 + i / sw;
             if (px >= 3 && py >= 3 && px < L.w - 3 && py < L.h - 3)
                 pass = fast_compass_test(t, tw, px - x0 + halo, py - y0 + halo, thr);
@@ -235,8 +242,23 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
     __syncthreads();
 }
 
-// Block: (32, 8). Grid: total tiles over all levels. (6 blocks per SM: at most 40
-// registers, occupancy 75 % instead of 50 %.)
+// Which FAST_GROUP tiles block `b` of fast_harris covers: blocks enumerate, level after
+// level, tile columns x groups of FAST_GROUP tile rows. Returns the first tile's position.
+__device__ __forceinline__ TilePos group_pos(const LevelDesc* lv, int nlev, int b) {
+    int l = 0, start = 0;
+    for (; l + 1 < nlev; ++l) {
+        const int n = lv[l].tiles_x * ((lv[l].tiles_y + FAST_GROUP - 1) / FAST_GROUP);
+        if (b < start + n) break;
+        start += n;
+    }
+    const LevelDesc L = lv[l];
+    const int g = b - start;
+    const int tile_x = g % L.tiles_x, tile_y = (g / L.tiles_x) * FAST_GROUP;
+    return tile_pos(lv, nlev, L.tile_start + tile_y * L.tiles_x + tile_x);
+}
+
+// Block: (32, 8). Grid: sum over levels of tiles_x * ceil(tiles_y / FAST_GROUP). (6 blocks
+// per SM: at most 40 registers, occupancy 75 % instead of 50 %.)
 extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
                                        int nlev, int threshold, int nms, int border, int harris,
                                        int block_size, float harris_k, float scale_sq_sq, int halo,
@@ -245,26 +267,32 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
     __shared__ u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 row_n[TILE_H];
     __shared__ u32 list[TILE_THREADS];
-    const int tile = blockIdx.x;
-    const TilePos p = tile_pos(levels, nlev, tile);
-    const LevelDesc& L = p.L;
-    load_tile_and_scores(pyr, p, halo, threshold, t, sc);
+    const TilePos first = group_pos(levels, nlev, blockIdx.x);
+    const LevelDesc& L = first.L;
+    const int tiles = min(FAST_GROUP, L.tiles_y - first.tile_y);
+    load_tile_and_scores(pyr, first, tiles * TILE_H, halo, threshold, t, sc);
 
     const int sw = FAST_SCORE_W, tw = TILE_W + 2 * halo;
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const int x = p.x0 + tx, y = p.y0 + ty;
-    const u8* srow = sc + (ty + 1) * sw + (tx + 1);
-    u32 s = srow[0];
-    bool keep = s > 0;
-    if (keep && nms) {
-        keep = s > srow[-1] && s > srow[1] && s > srow[-sw - 1] && s > srow[-sw] &&
-               s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] && s > srow[sw + 1];
+    for (int sub = 0; sub < tiles; ++sub) {
+        TilePos p = first;
+        p.tile_y += sub;
+        p.y0 += sub * TILE_H;
+        const int tile = L.tile_start + p.tile_y * L.tiles_x + p.tile_x;
+        const int x = p.x0 + tx, y = p.y0 + ty;
+        const u8* srow = sc + (sub * TILE_H + ty + 1) * sw + (tx + 1);
+        u32 s = srow[0];
+        bool keep = s > 0;
+        if (keep && nms) {
+            keep = s > srow[-1] && s > srow[1] && s > srow[-sw - 1] && s > srow[-sw] &&
+                   s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] && s > srow[sw + 1];
+        }
+        keep = keep && x >= border && y >= border && x + border < L.w && y + border < L.h;
+        compact_scored(keep, s, p, tile, cap, harris, t, tw, halo, sub * TILE_H, block_size, harris_k,
+                       scale_sq_sq, row_n, list, row_counts, slots);
+        __syncthreads();  // row_n and list are reused by the next tile
     }
-    keep = keep && x >= border && y >= border && x + border < L.w && y + border < L.h;
-    compact_scored(keep, s, p, tile, cap, harris, t, tw, halo, block_size, harris_k, scale_sq_sq,
-                   row_n, list, row_counts, slots);
 }
-
 
 // ---------------------------------------------------------------------------------------
 // ORB-SLAM3's per-cell FAST with the low-threshold retry (GPU twin of
@@ -312,7 +340,7 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
     const TilePos p = tile_pos(levels, nlev, tile);
     const LevelDesc& L = p.L;
     const int l = p.l;
-    load_tile_and_scores(pyr, p, halo, cp.lo, t, sc);
+    load_tile_and_scores(pyr, p, TILE_H, halo, cp.lo, t, sc);
 
     const int sw = FAST_SCORE_W, tw = TILE_W + 2 * halo;
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -330,8 +358,8 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
             }
     }
     if (keep && (int)s >= cp.ini) flags[cell] = 1;
-    compact_scored(keep, s, p, tile, cap, harris, t, tw, halo, block_size, harris_k, scale_sq_sq,
-                   row_n, list, row_counts, slots);
+    compact_scored(keep, s, p, tile, cap, harris, t, tw, halo, 0, block_size, harris_k,
+                   scale_sq_sq, row_n, list, row_counts, slots);
 }
 
 // Block: 256 threads (>= cap). Grid: total tiles. Keeps, in order, the tile's slots whose

@@ -19,6 +19,8 @@ use crate::error::{Error, Result};
 
 const TILE_W: usize = 32;
 const TILE_H: usize = 8;
+/// Tiles stacked per block of `fast_harris` (`FAST_GROUP` in kernels/fast_harris.cu).
+const FAST_GROUP: usize = 4;
 
 /// Mirrors `struct LevelDesc` in kernels/common.cuh.
 #[repr(C)]
@@ -76,6 +78,8 @@ pub fn slot_cap(nms: bool, cells: Option<u32>) -> usize {
 pub struct Detector {
     nlev: usize,
     ntiles: usize,
+    /// Blocks of `fast_harris`: per level, tile columns x groups of `FAST_GROUP` tile rows.
+    ngroups: usize,
     ntr: usize,
     /// Slots per tile: 64 with NMS (strict 3x3 maxima are never 8-adjacent), else 256.
     cap: usize,
@@ -105,7 +109,7 @@ impl Detector {
     pub fn new(gpu: &Gpu, pyr: &Pyramid, cap: usize, patch_size: u32) -> Result<Self> {
         let nlev = pyr.levels.len();
         let mut descs = Vec::with_capacity(nlev);
-        let (mut tiles, mut trs, mut rcs) = (0usize, 0usize, 0usize);
+        let (mut tiles, mut trs, mut rcs, mut groups) = (0usize, 0usize, 0usize, 0usize);
         for lv in &pyr.levels {
             let (tx, ty) = (lv.w.div_ceil(TILE_W), lv.h.div_ceil(TILE_H));
             if lv.off > i32::MAX as usize {
@@ -122,6 +126,7 @@ impl Detector {
                 rc_start: rcs as i32,
             });
             tiles += tx * ty;
+            groups += tx * ty.div_ceil(FAST_GROUP);
             trs += ty;
             rcs += ty * TILE_H * tx;
         }
@@ -147,6 +152,7 @@ impl Detector {
         Ok(Detector {
             nlev,
             ntiles: tiles,
+            ngroups: groups,
             ntr: trs,
             cap,
             descs: DevBuf::from_slice(c, &desc_bytes)?,
@@ -222,7 +228,7 @@ impl Detector {
         gpu.launch(
             "fast_harris",
             &gpu.k.fast_harris,
-            (self.ntiles as u32, 1, 1),
+            (self.ngroups as u32, 1, 1),
             (TILE_W as u32, TILE_H as u32, 1),
             0,
             &mut kargs![
