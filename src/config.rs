@@ -17,6 +17,7 @@ pub struct Config {
     pub orient: OrientConfig,
     pub canny: CannyConfig,
     pub describe: DescribeConfig,
+    pub cuda: CudaConfig,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -137,6 +138,58 @@ pub struct CannyConfig {
 pub struct DescribeConfig {
     /// ORB rBRIEF descriptors (32 bytes) of the kept keypoints, as `ORB::detectAndCompute`.
     pub enabled: bool,
+}
+
+/// Settings of the CUDA backend only (the CPU backend ignores them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CudaConfig {
+    /// Whether the kernels read the frame straight from pinned host memory.
+    pub zero_copy: ZeroCopy,
+}
+
+/// How the frame reaches the GPU. Zero copy maps the pinned input buffer into the device's
+/// address space: the first kernel reads the frame from host memory, with no upload. On an
+/// integrated GPU (Jetson), whose memory is the host's, that removes a copy of the frame.
+/// On a discrete GPU the kernel reads over PCIe: on the H100 one 1080p or 4K camera got
+/// 8-11 % faster, 720p and four cameras at once slower (docs/performance.md, change 14),
+/// so `auto` keeps the upload there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZeroCopy {
+    /// On for integrated GPUs (`CU_DEVICE_ATTRIBUTE_INTEGRATED`), off for discrete ones.
+    #[default]
+    Auto,
+    /// Always map (an error on a GPU that cannot map host memory).
+    On,
+    /// Always upload through pinned staging.
+    Off,
+}
+
+// By hand rather than derived: YAML 1.1 readers (PyYAML under `ros2 param set`, launch
+// files) turn a bare `on` / `off` into a boolean, so true and false are accepted too.
+impl<'de> Deserialize<'de> for ZeroCopy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = ZeroCopy;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("auto, on or off")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> std::result::Result<ZeroCopy, E> {
+                Ok(if v { ZeroCopy::On } else { ZeroCopy::Off })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<ZeroCopy, E> {
+                match v {
+                    "auto" => Ok(ZeroCopy::Auto),
+                    "on" | "true" => Ok(ZeroCopy::On),
+                    "off" | "false" => Ok(ZeroCopy::Off),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 impl Default for DescribeConfig {
@@ -473,5 +526,35 @@ mod tests {
         assert!(c.with_value("canny", "1").is_err());
         let keys: Vec<_> = c.flatten().into_iter().map(|(k, _)| k).collect();
         assert!(keys.contains(&"detector.fast_threshold".to_string()));
+    }
+
+    #[test]
+    fn zero_copy_takes_names_and_yaml_booleans() {
+        let c = Config::default();
+        assert_eq!(c.cuda.zero_copy, ZeroCopy::Auto);
+        for (v, want) in [
+            ("auto", ZeroCopy::Auto),
+            ("on", ZeroCopy::On),
+            ("off", ZeroCopy::Off),
+            ("true", ZeroCopy::On),
+            ("false", ZeroCopy::Off),
+            ("'on'", ZeroCopy::On),
+        ] {
+            assert_eq!(
+                c.with_value("cuda.zero_copy", v).unwrap().cuda.zero_copy,
+                want,
+                "{v}"
+            );
+        }
+        let e = c
+            .with_value("cuda.zero_copy", "sometimes")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cuda.zero_copy") && e.contains("auto, on or off"),
+            "{e}"
+        );
+        let back = c.with_value("cuda.zero_copy", "on").unwrap();
+        assert_eq!(Config::from_yaml(&back.to_yaml()).unwrap(), back);
     }
 }

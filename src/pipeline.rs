@@ -202,7 +202,7 @@ impl Pipeline {
         }
         match &mut self.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda(p) => p.input_buffer(layout),
+            Backend::Cuda(p) => p.input_buffer(&self.config, layout),
             Backend::Cpu(_) => {
                 if !matches!(&self.cpu_input, Some((l, _)) if *l == layout) {
                     let mut buf = Vec::new();

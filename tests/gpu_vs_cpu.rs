@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gpu_features::config::{Config, DetectorMethod, Interpolation, ScoreType, Spread};
+use gpu_features::config::{Config, DetectorMethod, Interpolation, ScoreType, Spread, ZeroCopy};
 use gpu_features::cpu::CpuPipeline;
 use gpu_features::cuda::CudaPipeline;
 use gpu_features::image::{load_view_owned, Encoding, GrayImage, ImageView, OwnedFrame};
@@ -441,6 +441,31 @@ fn encode(frame: &OwnedFrame, enc: Encoding, big_endian: bool) -> (Vec<u8>, usiz
     (out, step)
 }
 
+/// The GPU's level 0 against the CPU's decode of `view`; panics with the first differences.
+fn check_decode(g: &mut CudaPipeline, cfg: &Config, what: &str, view: &ImageView, data: &[u8]) {
+    let mut cpu = GrayImage::default();
+    gpu_features::cpu::decode::decode(view, &mut cpu);
+    g.process(cfg, view).unwrap();
+    let gl = g.download_levels().unwrap();
+    if cpu != gl[0] {
+        let (w, step, bpp) = (view.width(), view.step(), view.encoding().bytes_per_pixel());
+        let bad: Vec<_> = cpu
+            .data
+            .iter()
+            .zip(&gl[0].data)
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .take(8)
+            .map(|(i, (a, b))| {
+                let (x, y) = (i % w, i / w);
+                let raw = &data[y * step + x * bpp..y * step + (x + 1) * bpp];
+                format!("({x},{y}) cpu {a} gpu {b} raw {raw:?}")
+            })
+            .collect();
+        panic!("{what}: {bad:?}");
+    }
+}
+
 #[test]
 fn decode_matches_cpu_for_every_encoding() {
     let Some(mut g) = gpu("decode_matches_cpu_for_every_encoding") else {
@@ -450,40 +475,32 @@ fn decode_matches_cpu_for_every_encoding() {
     cfg.detector.method = DetectorMethod::None;
     cfg.canny.enabled = false;
     for (name, frame) in fixtures().into_iter().take(4) {
-        for enc in Encoding::ALL {
-            for be in [false, true] {
-                if be && enc != Encoding::Mono16 {
-                    continue;
-                }
-                let (data, step) = encode(&frame, enc, be);
-                let view =
-                    ImageView::with_encoding(&data, frame.width, frame.height, step, enc, be)
-                        .unwrap();
-                let mut cpu = GrayImage::default();
-                gpu_features::cpu::decode::decode(&view, &mut cpu);
-                g.process(&cfg, &view).unwrap();
-                let gl = g.download_levels().unwrap();
-                if cpu != gl[0] {
-                    let w = frame.width;
-                    let bad: Vec<_> = cpu
-                        .data
-                        .iter()
-                        .zip(&gl[0].data)
-                        .enumerate()
-                        .filter(|(_, (a, b))| a != b)
-                        .take(8)
-                        .map(|(i, (a, b))| {
-                            let (x, y) = (i % w, i / w);
-                            let bpp = enc.bytes_per_pixel();
-                            let raw = &data[y * step + x * bpp..y * step + (x + 1) * bpp];
-                            format!("({x},{y}) cpu {a} gpu {b} raw {raw:?}")
-                        })
-                        .collect();
-                    panic!("{name} {enc:?} big_endian={be}: {bad:?}");
+        // Uploaded, and read in place from mapped memory (cuda.zero_copy).
+        for zero_copy in [ZeroCopy::Off, ZeroCopy::On] {
+            cfg.cuda.zero_copy = zero_copy;
+            for enc in Encoding::ALL {
+                for be in [false, true] {
+                    if be && enc != Encoding::Mono16 {
+                        continue;
+                    }
+                    let (data, step) = encode(&frame, enc, be);
+                    let view =
+                        ImageView::with_encoding(&data, frame.width, frame.height, step, enc, be)
+                            .unwrap();
+                    let what = format!("{name} {enc:?} big_endian={be} {zero_copy:?}");
+                    check_decode(&mut g, &cfg, &what, &view, &data);
                 }
             }
+            // Packed mono8 (uploaded, or copied by copy_frame16), one column narrower so
+            // that the byte count is not a multiple of 16.
+            let (padded, step) = encode(&frame, Encoding::Mono8, false);
+            let w = frame.width - 1;
+            let packed: Vec<u8> = padded.chunks(step).flat_map(|r| &r[..w]).copied().collect();
+            let view = ImageView::new(&packed, w, frame.height, w, "mono8", false).unwrap();
+            let what = format!("{name} packed mono8 {w}x{} {zero_copy:?}", frame.height);
+            check_decode(&mut g, &cfg, &what, &view, &packed);
         }
-        eprintln!("{name}: decode identical for every encoding");
+        eprintln!("{name}: decode identical for every encoding, uploaded and zero-copy");
     }
 }
 

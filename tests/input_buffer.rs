@@ -2,7 +2,7 @@
 //! buffer (pinned staging memory on the GPU) gives exactly what `process_into` gives for the
 //! same bytes, on the CPU and (when there is one) on the GPU; bad layouts are clear errors.
 
-use gpu_features::config::Config;
+use gpu_features::config::{Config, ZeroCopy};
 use gpu_features::image::{load_view_owned, Encoding, FrameLayout, ImageView};
 use gpu_features::{BackendChoice, Error, Features, Pipeline};
 
@@ -54,8 +54,8 @@ fn same(what: &str, a: &Features, b: &Features) {
 }
 
 /// Both paths on `p`, every frame, twice (the second time the buffer is reused), with a
-/// config change between writing the buffer and processing it.
-fn check(p: &mut Pipeline, name: &str) {
+/// config change between writing the buffer and processing it. `p` runs `base`.
+fn check(p: &mut Pipeline, name: &str, base: &Config) {
     for (layout, data) in frames() {
         let mut want = Features::default();
         p.process_into(&view(&layout, &data), &mut want).unwrap();
@@ -75,20 +75,20 @@ fn check(p: &mut Pipeline, name: &str) {
         }
         // The buffer outlives a config change; the new config applies.
         p.input_buffer(layout).unwrap().copy_from_slice(&data);
-        let mut cfg = Config::default();
+        let mut cfg = base.clone();
         cfg.select.max_keypoints = 100;
         p.set_config(cfg).unwrap();
         let mut got = Features::default();
         p.process_input_into(&mut got).unwrap();
         assert_eq!(got.keypoints.len(), 100, "{name}: the new budget");
-        p.set_config(Config::default()).unwrap();
+        p.set_config(base.clone()).unwrap();
     }
 }
 
 #[test]
 fn cpu_input_buffer_equals_process_into() {
     let mut p = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();
-    check(&mut p, "cpu");
+    check(&mut p, "cpu", &Config::default());
 }
 
 #[test]
@@ -97,7 +97,42 @@ fn gpu_input_buffer_equals_process_into() {
         Ok(p) => p,
         Err(e) => return shared::skip_without_gpu("gpu_input_buffer_equals_process_into", &e),
     };
-    check(&mut p, "gpu");
+    check(&mut p, "gpu", &Config::default());
+    assert!(p.gpu_failure().is_none());
+}
+
+/// `cuda.zero_copy: on`: the kernels read the frame from mapped pinned memory; same output.
+/// Switching the mapping between writing the buffer and processing keeps the frame.
+#[test]
+fn gpu_zero_copy_equals_process_into() {
+    let mut zero_copy = Config::default();
+    zero_copy.cuda.zero_copy = ZeroCopy::On;
+    let mut p = match Pipeline::new(zero_copy.clone(), BackendChoice::Cuda) {
+        Ok(p) => p,
+        Err(e) => return shared::skip_without_gpu("gpu_zero_copy_equals_process_into", &e),
+    };
+    check(&mut p, "gpu zero-copy", &zero_copy);
+    let mut upload = Config::default();
+    upload.cuda.zero_copy = ZeroCopy::Off;
+    for (layout, data) in frames() {
+        let mut want = Features::default();
+        p.process_into(&view(&layout, &data), &mut want).unwrap();
+        for (from, to) in [(&zero_copy, &upload), (&upload, &zero_copy)] {
+            p.set_config(from.clone()).unwrap();
+            p.input_buffer(layout).unwrap().copy_from_slice(&data);
+            p.set_config(to.clone()).unwrap();
+            let mut got = Features::default();
+            p.process_input_into(&mut got).unwrap();
+            same(
+                &format!(
+                    "{:?} zero_copy {:?} -> {:?}",
+                    layout.encoding, from.cuda.zero_copy, to.cuda.zero_copy
+                ),
+                &want,
+                &got,
+            );
+        }
+    }
     assert!(p.gpu_failure().is_none());
 }
 

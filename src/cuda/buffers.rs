@@ -65,11 +65,14 @@ impl Drop for DevBuf {
     }
 }
 
-/// Page-locked host memory for async copies.
+/// Page-locked host memory for async copies, or mapped for kernels to read
+/// ([`HostBuf::new_mapped`]).
 pub struct HostBuf {
     ctx: Arc<CudaContext>,
     ptr: *mut u8,
     bytes: usize,
+    /// The device's address of the bytes when mapped, else 0.
+    dev_ptr: u64,
 }
 
 unsafe impl Send for HostBuf {}
@@ -94,7 +97,39 @@ impl HostBuf {
             ctx: ctx.clone(),
             ptr,
             bytes,
+            dev_ptr: 0,
         })
+    }
+
+    /// Write-combined pinned memory mapped into the device's address space: kernels read it
+    /// at [`HostBuf::dev_ptr`] (over PCIe on a discrete GPU; the same DRAM on an integrated
+    /// one). Only for buffers the host writes and the device reads.
+    pub fn new_mapped(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
+        let flags = sys::CU_MEMHOSTALLOC_WRITECOMBINED | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        let mut b = HostBuf {
+            ctx: ctx.clone(),
+            ptr: std::ptr::null_mut(),
+            bytes,
+            dev_ptr: 0,
+        };
+        if bytes == 0 {
+            return Ok(b);
+        }
+        b.ptr = unsafe { result::malloc_host(bytes, flags) }
+            .map_err(|e| cuda_err(&format!("cuMemHostAlloc (mapped) of {bytes} bytes"), e))?
+            as *mut u8;
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: `b.ptr` was just allocated with DEVICEMAP in the current context.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, b.ptr as *mut _, 0) }
+            .result()
+            .map_err(|e| cuda_err("cuMemHostGetDevicePointer", e))?;
+        b.dev_ptr = dev;
+        Ok(b)
+    }
+
+    /// The device's address of a mapped buffer (0 when not mapped).
+    pub fn dev_ptr(&self) -> u64 {
+        self.dev_ptr
     }
     pub fn bytes(&self) -> usize {
         self.bytes

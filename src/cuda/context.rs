@@ -64,6 +64,7 @@ pub(crate) fn cuda_err(what: &str, e: impl std::fmt::Debug) -> Error {
 /// Every kernel of the module.
 pub struct Kernels {
     pub decode_gray: CudaFunction,
+    pub copy_frame16: CudaFunction,
     pub resize_linear: CudaFunction,
     pub fast_harris: CudaFunction,
     pub fast_cells: CudaFunction,
@@ -109,6 +110,10 @@ pub struct Gpu {
     _module: Arc<CudaModule>,
     pub name: String,
     pub module: ModuleInfo,
+    /// An integrated GPU (Jetson): its memory is the host's (`cuda.zero_copy: auto` maps).
+    pub integrated: bool,
+    /// The device can read mapped pinned host memory (`cuda.zero_copy`).
+    pub can_map_host: bool,
     /// Fault injection for tests: when non-zero, the launch that brings it to 0 fails
     /// (`GPU_FEATURES_INJECT_CUDA_FAULT=N` at start-up, or [`Gpu::inject_fault`]).
     fault_in: AtomicU64,
@@ -301,6 +306,9 @@ impl Gpu {
             .new_stream_with_priority(greatest)
             .map_err(|e| cuda_err("creating a stream", e))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        let flag = |a| ctx.attribute(a).map(|v| v != 0).unwrap_or(false);
+        let integrated = flag(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED);
+        let can_map_host = flag(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
         let (major, minor) = ctx
             .compute_capability()
             .map_err(|e| cuda_err("compute capability", e))?;
@@ -313,6 +321,7 @@ impl Gpu {
         };
         let k = Kernels {
             decode_gray: f("decode_gray")?,
+            copy_frame16: f("copy_frame16")?,
             resize_linear: f("resize_linear")?,
             fast_harris: f("fast_harris")?,
             fast_cells: f("fast_cells")?,
@@ -344,6 +353,8 @@ impl Gpu {
             _module: module,
             name,
             module: info,
+            integrated,
+            can_map_host,
             fault_in: AtomicU64::new(
                 std::env::var(INJECT_FAULT_ENV)
                     .ok()

@@ -208,27 +208,45 @@ pub enum Source<'a> {
     Staged,
 }
 
-/// Upload staging and raw device bytes for frames of one layout.
+/// Upload staging and raw device bytes for frames of one layout; or, mapped
+/// (`cuda.zero_copy`), one pinned buffer that the first kernel reads in place.
 pub struct Decoder {
     layout: FrameLayout,
     raw_bytes: usize,
     host: HostBuf,
+    /// The uploaded raw bytes (empty when mapped).
     dev: DevBuf,
 }
 
 impl Decoder {
-    pub fn new(gpu: &Gpu, layout: FrameLayout) -> Result<Self> {
+    pub fn new(gpu: &Gpu, layout: FrameLayout, mapped: bool) -> Result<Self> {
         let raw_bytes = layout.bytes()?;
+        let (host, dev) = if mapped {
+            (
+                HostBuf::new_mapped(&gpu.ctx, raw_bytes)?,
+                DevBuf::empty(&gpu.ctx),
+            )
+        } else {
+            (
+                HostBuf::new(&gpu.ctx, raw_bytes, true)?,
+                DevBuf::new(&gpu.ctx, raw_bytes)?,
+            )
+        };
         Ok(Decoder {
             layout,
             raw_bytes,
-            host: HostBuf::new(&gpu.ctx, raw_bytes, true)?,
-            dev: DevBuf::new(&gpu.ctx, raw_bytes)?,
+            host,
+            dev,
         })
     }
 
     pub fn layout(&self) -> FrameLayout {
         self.layout
+    }
+
+    /// Whether the kernels read the staging in place (`cuda.zero_copy`).
+    pub fn mapped(&self) -> bool {
+        self.host.dev_ptr() != 0
     }
 
     /// The pinned staging bytes of one frame: write a frame here and run with
@@ -243,13 +261,32 @@ impl Decoder {
     }
 
     /// Brings the frame to the GPU (copy into pinned memory and upload, or the upload
-    /// alone) and converts it into `gray` (w*h). A packed mono8 frame is uploaded straight
-    /// into `gray`.
+    /// alone; mapped: the copy alone) and converts it into `gray` (w*h). A packed mono8
+    /// frame is uploaded (or, mapped, copied by a kernel) straight into `gray`.
     pub fn run(&mut self, gpu: &Gpu, source: Source, gray: u64) -> Result<()> {
         let n = self.raw_bytes;
         let l = self.layout;
-        let stream = &gpu.stream;
         let packed_mono8 = l.encoding == Encoding::Mono8 && l.step == l.width;
+        if self.mapped() {
+            if let Source::Copy(src) = source {
+                copy_to_staging(&mut self.host.as_mut_slice()[..n], &src[..n]);
+            }
+            let raw = self.host.dev_ptr();
+            if packed_mono8 && raw % 16 == 0 && gray % 16 == 0 {
+                let n64 = n as u64;
+                let blocks = n.div_ceil(16 * 256).max(1) as u32;
+                return gpu.launch(
+                    "copy_frame16",
+                    &gpu.k.copy_frame16,
+                    (blocks, 1, 1),
+                    (256, 1, 1),
+                    0,
+                    &mut kargs![raw, gray, n64],
+                );
+            }
+            return self.convert(gpu, raw, gray);
+        }
+        let stream = &gpu.stream;
         let dst = if packed_mono8 { gray } else { self.dev.ptr() };
         match source {
             Source::Copy(src) => stage_and_upload(stream, &mut self.host, dst, &src[..n])?,
@@ -258,7 +295,12 @@ impl Decoder {
         if packed_mono8 {
             return Ok(());
         }
-        let raw = self.dev.ptr();
+        self.convert(gpu, self.dev.ptr(), gray)
+    }
+
+    /// The encoding's conversion from the raw bytes at `raw` (device address) into `gray`.
+    fn convert(&self, gpu: &Gpu, raw: u64, gray: u64) -> Result<()> {
+        let l = self.layout;
         let step = l.step as i32;
         let (wi, hi) = (l.width as i32, l.height as i32);
         let enc = encoding_code(l.encoding);

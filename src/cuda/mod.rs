@@ -62,7 +62,7 @@ use std::time::Instant;
 use cudarc::driver::{sys, CudaEvent};
 
 pub use self::context::{device, device_count, set_device, Gpu, ModuleInfo};
-use crate::config::{Config, DetectorMethod, Interpolation, Spread};
+use crate::config::{Config, DetectorMethod, Interpolation, Spread, ZeroCopy};
 use crate::error::Result;
 use crate::features::{Features, StageTiming};
 use crate::image::{Encoding, FrameLayout, GrayImage, ImageView};
@@ -176,12 +176,36 @@ impl CudaPipeline {
         &self.gpu
     }
 
-    fn ensure_decoder(&mut self, layout: FrameLayout) -> Result<()> {
-        if self.decoder.as_ref().is_some_and(|d| d.layout() == layout) {
-            return Ok(());
+    /// Whether `cfg` maps the input buffer (`cuda.zero_copy`) on this GPU.
+    fn zero_copy(&self, cfg: &Config) -> Result<bool> {
+        let g = &self.gpu;
+        match cfg.cuda.zero_copy {
+            ZeroCopy::Off => Ok(false),
+            ZeroCopy::Auto => Ok(g.integrated && g.can_map_host),
+            ZeroCopy::On if g.can_map_host => Ok(true),
+            ZeroCopy::On => Err(crate::Error::Config(format!(
+                "cuda.zero_copy: on, but the {} cannot map host memory (use auto or off)",
+                g.name
+            ))),
+        }
+    }
+
+    /// A decoder for `layout`, mapped or not as `cfg` says. A staged frame moves into the
+    /// new buffer when only the mapping changes (a config change keeps the input buffer).
+    fn ensure_decoder(&mut self, cfg: &Config, layout: FrameLayout) -> Result<()> {
+        let mapped = self.zero_copy(cfg)?;
+        match &self.decoder {
+            Some(d) if d.layout() == layout && d.mapped() == mapped => return Ok(()),
+            Some(d) if d.layout() == layout => {
+                let mut new = decode::Decoder::new(&self.gpu, layout, mapped)?;
+                new.staging().copy_from_slice(d.staged());
+                self.decoder = Some(new);
+                return Ok(());
+            }
+            _ => {}
         }
         self.decoder = None; // free the old buffers first
-        self.decoder = Some(decode::Decoder::new(&self.gpu, layout)?);
+        self.decoder = Some(decode::Decoder::new(&self.gpu, layout, mapped)?);
         Ok(())
     }
 
@@ -292,16 +316,16 @@ impl CudaPipeline {
         out: &mut Features,
     ) -> Result<()> {
         self.gpu.bind()?;
-        self.ensure_decoder(frame.layout())?;
+        self.ensure_decoder(cfg, frame.layout())?;
         self.run(cfg, decode::Source::Copy(frame.data()), out)
     }
 
     /// The pinned staging buffer for a frame of `layout` (`layout.bytes()` long, allocated
     /// when the layout changes): a frame written here is processed by
     /// [`CudaPipeline::process_staged_into`] without the copy that `process_into` makes.
-    pub fn input_buffer(&mut self, layout: FrameLayout) -> Result<&mut [u8]> {
+    pub fn input_buffer(&mut self, cfg: &Config, layout: FrameLayout) -> Result<&mut [u8]> {
         self.gpu.bind()?;
-        self.ensure_decoder(layout)?;
+        self.ensure_decoder(cfg, layout)?;
         Ok(self.decoder.as_mut().expect("decoder").staging())
     }
 
@@ -336,6 +360,7 @@ impl CudaPipeline {
                 ))
             }
         };
+        self.ensure_decoder(cfg, layout)?;
         self.ensure_state(cfg, layout)?;
         let gpu = &self.gpu;
         let ev = &self.events;
