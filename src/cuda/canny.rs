@@ -10,6 +10,7 @@ use crate::config::CannyConfig;
 use crate::cpu::canny::thresholds;
 use crate::error::Result;
 use cudarc::driver::CudaStream;
+use rayon::prelude::*;
 
 pub struct Canny {
     w: usize,
@@ -163,9 +164,28 @@ const UNPACK: [u64; 256] = {
     t
 };
 
+/// Output bytes per band of rows in [`unpack_edges`]: maps of two bands or more are
+/// unpacked on rayon's pool. One core writes the 8 MB of a 4K map in about half a
+/// millisecond, more than the GPU's whole detection at that size (docs/performance.md,
+/// change 15); the pool is idle then (the frame's copy is over).
+pub const UNPACK_BAND_BYTES: usize = 256 << 10;
+
 /// The edge map packed by `uf_final` (`words_per_row` little-endian u32 words per row, bit i
 /// of word k = pixel 32k + i) into `dst` (w*h bytes, 0 or 255).
 pub fn unpack_edges(bits: &[u8], w: usize, h: usize, words_per_row: usize, dst: &mut [u8]) {
+    let rows = (UNPACK_BAND_BYTES / w.max(1)).max(1);
+    if rows >= h {
+        return unpack_rows(bits, w, h, words_per_row, dst);
+    }
+    let row_bytes = (words_per_row * 4).max(1);
+    dst[..w * h]
+        .par_chunks_mut(rows * w)
+        .zip(bits.par_chunks(rows * row_bytes))
+        .for_each(|(out, src)| unpack_rows(src, w, out.len() / w, words_per_row, out));
+}
+
+/// [`unpack_edges`] of `h` rows on this thread.
+fn unpack_rows(bits: &[u8], w: usize, h: usize, words_per_row: usize, dst: &mut [u8]) {
     let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     let row_bytes = words_per_row * 4;
     for (row, src) in dst[..w * h]
@@ -223,6 +243,8 @@ mod tests {
             (64, 4),
             (401, 7),
             (3840, 3),
+            // More than one band: unpacked on the pool, the last band shorter.
+            (1921, 301),
         ] {
             for density in [0u64, 3, 50, 100] {
                 let map: Vec<u8> = (0..w * h)
