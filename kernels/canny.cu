@@ -52,11 +52,38 @@ __device__ __forceinline__ int uf_find(const int* L, int x) {
     return x;
 }
 
+// Root of x, halving the path on the way (each visited node is pointed at its grandparent):
+// for the unions only, while labels are nothing but links.
+//
+// Note (path halving beside concurrent unions): every link points from a larger index to a
+// smaller one (uf_union links with atomicMin; a halving store writes a grandparent, smaller
+// still), so no store can make a cycle, and every store keeps a node inside its own set.
+// A halving store can overwrite an atomicMin on the same node only when that node was no
+// longer a root (it read a parent other than itself first); uf_union then sees the old
+// parent returned by its atomicMin and retries from there, so no union is lost. It can also
+// overwrite any other store to that node with an ancestor: harmless while the labels are
+// links, wrong once a label must be the root itself (uf_resolve writes roots for uf_final,
+// so uf_resolve must not halve: it did, and 1-5 edge pixels of a frame went missing).
+// Without the halving, chains along long edges grew one tile root per tile and every find
+// walked them (docs/performance.md, change 16).
+__device__ __forceinline__ int uf_find_halving(int* L, int x) {
+    volatile int* V = L;
+    int p = V[x];
+    while (p != x) {
+        const int gp = V[p];
+        if (gp == p) return p;
+        V[x] = gp;
+        x = gp;
+        p = V[x];
+    }
+    return x;
+}
+
 __device__ __forceinline__ void uf_union(int* L, int a, int b) {
     bool done;
     do {
-        a = uf_find(L, a);
-        b = uf_find(L, b);
+        a = uf_find_halving(L, a);
+        b = uf_find_halving(L, b);
         if (a < b) {
             int old = atomicMin(&L[b], a);
             done = old == b;
@@ -155,13 +182,24 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
 
 // Union of every candidate pixel with its candidate neighbours left, up-left, up, up-right
 // (the other four are covered from the other side) in other tiles: canny_classify joined
-// those of the same tile. Block (32, 8) = one tile, as canny_classify's.
+// those of the same tile. Only a tile's top row and its left and right columns have such
+// neighbours: block 64 = one tile's border pixels (lanes 0..31 the top row, 32..38 the left
+// column below it, 39..45 the right one; the rest idle), grid (ceil(w/32), ceil(h/8)), so
+// that no thread is launched for the 82 % of pixels inside a tile.
 extern "C" __global__ void uf_merge(int* __restrict__ label, int w, int h) {
-    int x = blockIdx.x * blockDim.x + threadIdx.x;
-    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int k = threadIdx.x;
+    int tx, ty;
+    if (k < TILE_W) {
+        tx = k, ty = 0;
+    } else if (k < TILE_W + TILE_H - 1) {
+        tx = 0, ty = k - TILE_W + 1;
+    } else if (k < TILE_W + 2 * (TILE_H - 1)) {
+        tx = TILE_W - 1, ty = k - (TILE_W + TILE_H - 1) + 1;
+    } else {
+        return;
+    }
+    const int x = blockIdx.x * TILE_W + tx, y = blockIdx.y * TILE_H + ty;
     if (x >= w || y >= h) return;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    if (tx != 0 && ty != 0 && tx != TILE_W - 1) return;  // every neighbour in the tile
     int p = y * w + x;
     if (label[p] < 0) return;
     if (x > 0 && label[p - 1] >= 0) uf_union(label, p, p - 1);

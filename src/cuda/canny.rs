@@ -108,7 +108,7 @@ impl Canny {
             "uf_merge",
             &gpu.k.uf_merge,
             grid,
-            block,
+            (64, 1, 1), // a tile's 46 border pixels (kernels/canny.cu)
             0,
             &mut kargs![label, w, h],
         )?;
