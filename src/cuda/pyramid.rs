@@ -93,7 +93,8 @@ impl Pyramid {
             gpu.launch(
                 "resize_linear",
                 &gpu.k.resize_linear,
-                (d.w.div_ceil(32) as u32, d.h.div_ceil(8) as u32, 1),
+                // 4 pixels per thread (kernels/pyramid.cu).
+                (d.w.div_ceil(128) as u32, d.h.div_ceil(8) as u32, 1),
                 (32, 8, 1),
                 0,
                 &mut kargs![src, sw, sh, dst, dw, dh, xo, xw, yo, yw, ex],
