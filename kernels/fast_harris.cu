@@ -173,11 +173,14 @@ __device__ __forceinline__ void compact_scored(bool keep, u32 s, const TilePos& 
     }
 }
 
-// fast_harris runs FAST_GROUP tiles stacked vertically per block (a 32x32 region): the
-// fixed work of a block (level lookup, barriers, lists) and the one-pixel NMS ring (13 %
-// extra tests instead of 33 %) are shared by 4 tiles. The tiles keep their own slots and row
+// fast_harris runs FAST_GROUP tiles stacked vertically per block (a 32x64 region): the
+// fixed work of a block (level lookup, barriers, lists) and the one-pixel NMS ring (10 %
+// extra tests instead of 33 %) are shared by 8 tiles. The tiles keep their own slots and row
 // counts, so the compaction after it is unchanged. fast_cells runs one tile per block.
-#define FAST_GROUP 4
+// Measured on the H100 at 1080p (docs/performance.md, changes 13 and 18): 1 tile 119 us,
+// 4 tiles 91-109, 8 tiles 102 (-6 % against 4 in the same call), 16 tiles 115 (too few
+// blocks for the small levels).
+#define FAST_GROUP 8
 
 // Shared memory of the FAST kernels: the image region, sized for the largest halo
 // (harris_block_size 31 -> 16; `halo` is the one in use), and the FAST scores of the output

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 const TILE_W: usize = 32;
 const TILE_H: usize = 8;
 /// Tiles stacked per block of `fast_harris` (`FAST_GROUP` in kernels/fast_harris.cu).
-const FAST_GROUP: usize = 4;
+const FAST_GROUP: usize = 8;
 
 /// Mirrors `struct LevelDesc` in kernels/common.cuh.
 #[repr(C)]
