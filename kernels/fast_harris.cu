@@ -161,9 +161,7 @@ __device__ __forceinline__ void compact_scored(bool keep, u32 s, const TilePos& 
         return;
     }
     if (keep && slot < (u32)cap) list[slot] = word0;
-    u32 n = 0;
-    for (int r = 0; r < TILE_H; ++r) n += row_n[r];
-    n = min(n, (u32)cap);
+    const u32 n = min(row_prefix(row_n, TILE_H), (u32)cap);
     __syncthreads();
     for (u32 i = ty; i < n; i += TILE_H) {
         const u32 w0 = list[i], pos = w0 & 0xffffu;
