@@ -16,12 +16,14 @@
 //! | ORB descriptors (patch blur + rBRIEF of the kept keypoints, one kernel) | `describe.cu` | [`describe`] |
 //!
 //! Per frame: one pinned upload (of the caller's frame copied in pieces, or of a frame
-//! written into [`CudaPipeline::input_buffer`]), kernels on the pipeline's stream, and one
+//! written into [`CudaPipeline::input_buffer`]; with `cuda.zero_copy` no upload: the decode
+//! kernel reads the mapped input buffer in place), kernels on the pipeline's stream, and one
 //! final download (the selected keypoints and their per-level header: one host sync).
 //! Canny runs on a second stream of the greatest priority ([`Gpu::side`]) right after the
 //! decode, beside the pyramid and the detection, and its edge map (packed to 1 bit per
 //! pixel) is downloaded at once: the host waits on that download's event and unpacks the map
-//! into `Features::edges` while the GPU still runs the detection and the selection. Buffers
+//! into `Features::edges` (on rayon's pool) while the GPU still runs the detection and the
+//! selection. Buffers
 //! are sized once per resolution/config and reused; no allocation and no compile happens per
 //! frame. Without
 //! the GPU selection (no budget, or a spread mode) the candidate count is not known in
