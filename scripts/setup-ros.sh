@@ -110,6 +110,12 @@ if [ -f "$TOOLS_SRC/setup.sh" ]; then
      || [ ! -e "$TOOLS_PREFIX/share/composition_interfaces/package.xml" ]; then
     log "installing the ros2 CLI and launch from $TOOLS_SRC (first run: ~2 min)"
     mkdir -p "$TOOLS_DIR"
+    # Its links under /opt/python are made only when absent: one left dangling by a venv
+    # since deleted (an earlier checkout) would fail its `ln`, so drop dangling ones first.
+    for l in /opt/python/cp311-cp311/include/python3.11 \
+             /opt/python/cp311-cp311/lib/python3.11/site-packages; do
+      if [ -L "$l" ] && [ ! -e "$l" ]; then rm -f "$l"; fi
+    done
     bash "$TOOLS_SRC/setup.sh" "$VENV" "$TOOLS_PREFIX" >&2
     echo "$TWANT" >"$TSTAMP"
   fi
