@@ -86,6 +86,29 @@ impl HostBuf {
         } else {
             0
         };
+        Self::alloc(ctx, bytes, flags)
+    }
+
+    /// Write-combined pinned memory mapped into the device's address space: kernels read it
+    /// at [`HostBuf::dev_ptr`] (over PCIe on a discrete GPU; the same DRAM on an integrated
+    /// one). Only for buffers the host writes and the device reads.
+    pub fn new_mapped(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
+        let flags = sys::CU_MEMHOSTALLOC_WRITECOMBINED | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        let mut b = Self::alloc(ctx, bytes, flags)?;
+        if bytes == 0 {
+            return Ok(b);
+        }
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: `b.ptr` was just allocated with DEVICEMAP in the current context.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, b.ptr as *mut _, 0) }
+            .result()
+            .map_err(|e| cuda_err("cuMemHostGetDevicePointer", e))?;
+        b.dev_ptr = dev;
+        Ok(b)
+    }
+
+    /// `cuMemHostAlloc` of `bytes` with `flags` (nothing for 0 bytes), not mapped yet.
+    fn alloc(ctx: &Arc<CudaContext>, bytes: usize, flags: u32) -> Result<Self> {
         let ptr = if bytes == 0 {
             std::ptr::null_mut()
         } else {
@@ -99,32 +122,6 @@ impl HostBuf {
             bytes,
             dev_ptr: 0,
         })
-    }
-
-    /// Write-combined pinned memory mapped into the device's address space: kernels read it
-    /// at [`HostBuf::dev_ptr`] (over PCIe on a discrete GPU; the same DRAM on an integrated
-    /// one). Only for buffers the host writes and the device reads.
-    pub fn new_mapped(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
-        let flags = sys::CU_MEMHOSTALLOC_WRITECOMBINED | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-        let mut b = HostBuf {
-            ctx: ctx.clone(),
-            ptr: std::ptr::null_mut(),
-            bytes,
-            dev_ptr: 0,
-        };
-        if bytes == 0 {
-            return Ok(b);
-        }
-        b.ptr = unsafe { result::malloc_host(bytes, flags) }
-            .map_err(|e| cuda_err(&format!("cuMemHostAlloc (mapped) of {bytes} bytes"), e))?
-            as *mut u8;
-        let mut dev: sys::CUdeviceptr = 0;
-        // SAFETY: `b.ptr` was just allocated with DEVICEMAP in the current context.
-        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, b.ptr as *mut _, 0) }
-            .result()
-            .map_err(|e| cuda_err("cuMemHostGetDevicePointer", e))?;
-        b.dev_ptr = dev;
-        Ok(b)
     }
 
     /// The device's address of a mapped buffer (0 when not mapped).

@@ -349,6 +349,10 @@ impl CudaPipeline {
     /// [`CudaPipeline::process_into`] on the frame in the input buffer.
     pub fn process_staged_into(&mut self, cfg: &Config, out: &mut Features) -> Result<()> {
         self.gpu.bind()?;
+        // `cuda.zero_copy` may have changed since the frame was written: the frame moves.
+        if let Some(layout) = self.decoder.as_ref().map(|d| d.layout()) {
+            self.ensure_decoder(cfg, layout)?;
+        }
         self.run(cfg, decode::Source::Staged, out)
     }
 
@@ -362,7 +366,6 @@ impl CudaPipeline {
                 ))
             }
         };
-        self.ensure_decoder(cfg, layout)?;
         self.ensure_state(cfg, layout)?;
         let gpu = &self.gpu;
         let ev = &self.events;
