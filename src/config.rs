@@ -141,11 +141,25 @@ pub struct DescribeConfig {
 }
 
 /// Settings of the CUDA backend only (the CPU backend ignores them).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CudaConfig {
     /// Whether the kernels read the frame straight from pinned host memory.
     pub zero_copy: ZeroCopy,
+    /// Whether a frame's launches after the decode are recorded once as CUDA graphs (per
+    /// resolution and config) and replayed, one call per stream instead of one per kernel.
+    /// Only with the GPU selection (`select.spread: none` and a budget); off is for
+    /// comparing (docs/performance.md, change 20).
+    pub graphs: bool,
+}
+
+impl Default for CudaConfig {
+    fn default() -> Self {
+        CudaConfig {
+            zero_copy: ZeroCopy::default(),
+            graphs: true,
+        }
+    }
 }
 
 /// How the frame reaches the GPU. Zero copy maps the pinned input buffer into the device's

@@ -894,3 +894,78 @@ fn cuda_fault_mid_stream_switches_to_cpu_with_identical_output() {
         }
     }
 }
+
+/// `cuda.graphs` (on by default): the first frame of a resolution and config records the
+/// launches, the next ones replay them and must still give the CPU's output; a config change
+/// between frames (thresholds that only reach the kernels' arguments, no reallocation)
+/// records them again; `cuda.graphs: false` gives the same output from plain launches.
+#[test]
+fn cuda_graphs_replay_and_record_again_on_config_change() {
+    let Some(mut g) = gpu("cuda_graphs_replay_and_record_again_on_config_change") else {
+        return;
+    };
+    let fx = fixtures();
+    let mut cpu = CpuPipeline::new();
+    let first = Config::default();
+    let mut second = Config::default();
+    second.detector.fast_threshold = 35;
+    second.select.max_keypoints = 700;
+    second.canny.low_threshold = 20.0;
+    second.canny.high_threshold = 150.0;
+    let mut plain = Config::default();
+    plain.cuda.graphs = false;
+    let order = [&first, &first, &second, &second, &first, &plain, &first];
+    let mut out = Features::default();
+    for (name, frame) in fx.iter().take(3) {
+        let view = frame.view().unwrap();
+        let mut counts = Vec::new();
+        for (i, cfg) in order.iter().enumerate() {
+            g.process_into(cfg, &view, &mut out).unwrap();
+            let want = cpu.process(cfg, &view);
+            compare(&format!("{name} frame {i}"), &want, &out);
+            counts.push(out.keypoints.len());
+        }
+        // The two configs must differ in output, or the re-recording would go unchecked.
+        assert_ne!(
+            counts[0], counts[2],
+            "{name}: the configs gave the same keypoints"
+        );
+        eprintln!("{name}: keypoints per frame {counts:?}, identical to the CPU");
+    }
+}
+
+/// A fault in a replayed graph's launch (the Canny graph, then the main one, on the third
+/// frame of one resolution) switches the pipeline to the CPU with identical output.
+#[test]
+fn cuda_fault_in_a_replayed_graph_switches_to_cpu() {
+    use gpu_features::{BackendChoice, BackendKind, Pipeline};
+    if gpu("cuda_fault_in_a_replayed_graph_switches_to_cpu").is_none() {
+        return;
+    }
+    let cfg = Config::default();
+    let fx = fixtures();
+    let (name, frame) = fx.iter().find(|(n, _)| n == "brick").expect("brick.png");
+    let view = frame.view().unwrap();
+    let want = CpuPipeline::new().process(&cfg, &view);
+    // brick is packed mono8: no decode kernel, so a replayed frame launches the Canny graph
+    // (1), then the main graph (2).
+    for n in [1, 2] {
+        let mut p = Pipeline::new(cfg.clone(), BackendChoice::Cuda).unwrap();
+        for i in 0..4 {
+            if i == 2 {
+                p.inject_cuda_fault(n);
+            }
+            let got = p.process(&view).expect("the frame is redone on the CPU");
+            compare(&format!("{name} fault {n} frame {i}"), &want, &got);
+            let failure = p.gpu_failure().map(str::to_owned);
+            if i < 2 {
+                assert_eq!(p.backend(), BackendKind::Cuda);
+            } else {
+                assert_eq!(p.backend(), BackendKind::Cpu, "fault {n}: switched");
+                let f = failure.unwrap();
+                assert!(f.contains("injected fault") && f.contains("graph"), "{f}");
+            }
+        }
+        eprintln!("fault at launch {n} of a replayed frame: switched to the CPU, same output");
+    }
+}

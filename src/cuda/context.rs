@@ -119,7 +119,7 @@ pub struct Gpu {
     fault_in: AtomicU64,
 }
 
-/// Environment variable: make the N-th kernel launch fail (tests of the CPU fallback).
+/// Environment variable: make the N-th kernel or graph launch fail (tests of the CPU fallback).
 pub const INJECT_FAULT_ENV: &str = "GPU_FEATURES_INJECT_CUDA_FAULT";
 
 fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
@@ -364,8 +364,8 @@ impl Gpu {
         })
     }
 
-    /// Makes the `n`-th kernel launch from now fail with an `Error::Cuda` (0 disarms), as a
-    /// launch failure, an out-of-memory or a lost device would: for testing the recovery.
+    /// Makes the `n`-th launch from now (of a kernel, or of a recorded graph: `cuda.graphs`)
+    /// fail with an `Error::Cuda` (0 disarms), as a launch failure, an out-of-memory or a lost device would: for testing the recovery.
     pub fn inject_fault(&self, n: u64) {
         self.fault_in.store(n, Ordering::Relaxed);
     }
@@ -460,15 +460,7 @@ impl Gpu {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
             return Ok(());
         }
-        let armed = self.fault_in.load(Ordering::Relaxed);
-        if armed > 0 {
-            self.fault_in.store(armed - 1, Ordering::Relaxed);
-            if armed == 1 {
-                return Err(Error::Cuda(format!(
-                    "launching {name}: injected fault ({INJECT_FAULT_ENV} / Gpu::inject_fault)"
-                )));
-            }
-        }
+        self.check_fault(name)?;
         unsafe {
             result::launch_kernel(
                 f.cu_function(),
@@ -480,6 +472,21 @@ impl Gpu {
             )
         }
         .map_err(|e| cuda_err(&format!("launching {name}"), e))
+    }
+
+    /// The injected fault ([`Gpu::inject_fault`]), if this launch (of a kernel or a graph)
+    /// is the one it was armed for.
+    pub fn check_fault(&self, name: &str) -> Result<()> {
+        let armed = self.fault_in.load(Ordering::Relaxed);
+        if armed > 0 {
+            self.fault_in.store(armed - 1, Ordering::Relaxed);
+            if armed == 1 {
+                return Err(Error::Cuda(format!(
+                    "launching {name}: injected fault ({INJECT_FAULT_ENV} / Gpu::inject_fault)"
+                )));
+            }
+        }
+        Ok(())
     }
 
     pub fn sync(&self) -> Result<()> {

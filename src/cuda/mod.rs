@@ -18,7 +18,9 @@
 //! Per frame: one pinned upload (of the caller's frame copied in pieces, or of a frame
 //! written into [`CudaPipeline::input_buffer`]; with `cuda.zero_copy` no upload: the decode
 //! kernel reads the mapped input buffer in place), kernels on the pipeline's stream, and one
-//! final download (the selected keypoints and their per-level header: one host sync).
+//! final download (the selected keypoints and their per-level header: one host sync). With
+//! `cuda.graphs` and the GPU selection, everything after the decode is replayed from two
+//! CUDA graphs ([`graph`]), recorded on the first frame of a resolution and config.
 //! Canny runs on a second stream of the greatest priority ([`Gpu::side`]) right after the
 //! decode, beside the pyramid and the detection, and its edge map (packed to 1 bit per
 //! pixel) is downloaded at once: the host waits on that download's event and unpacks the map
@@ -52,6 +54,7 @@ pub mod context;
 pub mod decode;
 pub mod describe;
 pub mod fast_harris;
+pub mod graph;
 pub mod harris;
 pub mod matcher;
 pub mod pyramid;
@@ -119,6 +122,8 @@ impl StateKey {
 }
 
 struct State {
+    /// First, so that the graphs go before the buffers they name.
+    graphs: Option<Graphs>,
     key: StateKey,
     pyr: pyramid::Pyramid,
     det: Option<fast_harris::Detector>,
@@ -128,6 +133,14 @@ struct State {
     scales: Vec<f32>,
     canny: Option<canny::Canny>,
     describe: Option<describe::Describer>,
+}
+
+/// The frame's launches after the decode as CUDA graphs (`cuda.graphs`), recorded for `cfg`
+/// (its values are in the kernels' arguments): recorded again when the config changes.
+struct Graphs {
+    cfg: Config,
+    main: graph::Graph,
+    canny: Option<graph::Graph>,
 }
 
 /// Stage boundaries, recorded as CUDA events: on the pipeline's stream, but "canny" (the
@@ -264,6 +277,7 @@ impl CudaPipeline {
             _ => None,
         };
         self.state = Some(State {
+            graphs: None,
             key,
             pyr,
             det,
@@ -392,77 +406,79 @@ impl CudaPipeline {
         let decoder = self.decoder.as_mut().expect("decoder");
         decoder.run(gpu, source, gray)?;
         mark(&ev[1], gpu)?;
+        // The graphs hold no host sync: only the GPU selection's path (the others size their
+        // download from a first one).
+        let use_graphs = cfg.cuda.graphs && gpu_select;
+        if use_graphs && !st.graphs.as_ref().is_some_and(|g| g.cfg == *cfg) {
+            st.graphs = None;
+            let main = graph::Graph::record(gpu, &gpu.stream, || {
+                queue_main(gpu, ev, st, cfg, gpu_select, true)
+            })?;
+            let canny = match st.canny.as_mut() {
+                Some(c) => Some(graph::Graph::record(gpu, &gpu.side, || {
+                    queue_canny(gpu, c, gray, cfg)
+                })?),
+                None => None,
+            };
+            st.graphs = Some(Graphs {
+                cfg: cfg.clone(),
+                main,
+                canny,
+            });
+        }
+        let graphs = st.graphs.as_mut().filter(|_| use_graphs);
         if let Some(c) = st.canny.as_mut() {
             // Canny and its edge-map download on the side stream, beside the pyramid and the
             // detection: both only read level 0.
             gpu.side
                 .wait(&ev[1])
                 .map_err(|e| context::cuda_err("ordering the side stream", e))?;
-            c.run(gpu, &gpu.side, gray, &cfg.canny)?;
-            c.download(&gpu.side)?;
-            ev[2]
-                .record(&gpu.side)
-                .map_err(|e| context::cuda_err("recording an event", e))?;
             self.side_pending = true;
-        } else {
-            mark(&ev[2], gpu)?; // an empty "canny" stage
-        }
-        st.pyr.run(gpu)?;
-        mark(&ev[3], gpu)?;
-        if let Some(det) = st.det.as_mut() {
-            // With the GPU selection only the kept corners are oriented (in select.cu).
-            let orient = cfg.orient.enabled && !gpu_select;
-            match st.dense.as_mut() {
-                Some(dense) => dense.run(gpu, &st.pyr, det, cfg, orient)?,
-                None if cells(cfg) => det.run_cells(gpu, &st.pyr, cfg, orient)?,
-                None => det.run(gpu, &st.pyr, cfg, orient)?,
+            match graphs.as_ref().map(|g| &g.canny) {
+                Some(Some(_)) => {}
+                _ => queue_canny(gpu, c, gray, cfg)?,
             }
         }
-        mark(&ev[4], gpu)?;
-        // With descriptors, the kept corners' orientation is computed in the descriptor
-        // kernel, from the patch it loads anyway (one launch less).
-        let fused_orient = cfg.orient.enabled
-            && st.describe.is_some()
-            && st
-                .det
-                .as_ref()
-                .is_some_and(|d| d.half() <= describe::MAX_FUSED_HALF);
-        if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, st.sel.as_mut()) {
-            sel.per_level(cfg, det.nlev());
-            sel.run(gpu, &st.pyr, det, cfg, cfg.orient.enabled && !fused_orient)?;
-        }
-        mark(&ev[5], gpu)?;
-        if let Some(d) = st.describe.as_mut() {
-            if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, &st.sel) {
-                let n = sel.max_kept().min(det.out_cap());
-                let (h, r) = (sel.header_ptr(), sel.kp_ptr());
-                let angles = match (cfg.orient.enabled, fused_orient) {
-                    (false, _) => describe::Angles::None,
-                    (true, true) => describe::Angles::ComputeHere {
-                        half: det.half(),
-                        umax: det.umax_ptr(),
-                    },
-                    (true, false) => describe::Angles::FromRecords,
-                };
-                d.describe_records(gpu, &st.pyr, h, r, n, angles)?;
+        match graphs {
+            Some(g) => {
+                if let Some(c) = g.canny.as_mut() {
+                    c.launch(gpu, "the Canny graph")?;
+                }
+                if st.canny.is_some() {
+                    ev[2]
+                        .record(&gpu.side)
+                        .map_err(|e| context::cuda_err("recording an event", e))?;
+                } else {
+                    mark(&ev[2], gpu)?; // an empty "canny" stage
+                }
+                g.main.launch(gpu, "the main graph")?;
+            }
+            None => {
+                if st.canny.is_some() {
+                    ev[2]
+                        .record(&gpu.side)
+                        .map_err(|e| context::cuda_err("recording an event", e))?;
+                } else {
+                    mark(&ev[2], gpu)?; // an empty "canny" stage
+                }
+                queue_main(gpu, ev, st, cfg, gpu_select, false)?;
             }
         }
-        mark(&ev[6], gpu)?;
 
-        // The final download: the keypoint records with their header (and the descriptors
-        // queued above). Without the GPU selection the candidate count is only known after
-        // a first sync on the header.
+        // Without the GPU selection the candidate count is only known after a first sync on
+        // the header; then the candidates' download.
         let mut records = 0usize;
-        if let (true, Some(det), Some(sel)) = (gpu_select, st.det.as_mut(), &st.sel) {
+        if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, &st.sel) {
             records = sel.max_kept().min(det.out_cap());
-            det.queue_download(gpu, sel.header_ptr(), sel.kp_ptr(), records)?;
         } else if let Some(det) = st.det.as_mut() {
             det.queue_candidate_header(gpu)?;
             gpu.sync()?;
             records = (det.header_word(0) as usize).min(det.out_cap());
             det.queue_candidates(gpu)?;
         }
-        mark(&ev[7], gpu)?;
+        if !gpu_select {
+            mark(&ev[7], gpu)?;
+        }
 
         // The edge map, as soon as its download is done (the rest of the frame still runs).
         if let Some(c) = &st.canny {
@@ -542,6 +558,75 @@ impl CudaPipeline {
         });
         Ok(())
     }
+}
+
+/// Queues the frame's work after the decode on the pipeline's stream: the pyramid, the
+/// detection, the selection and the descriptors (marks 3 to 6), and with the GPU selection
+/// the final download (mark 7). `in_graph`: being recorded into a [`graph::Graph`].
+fn queue_main(
+    gpu: &Gpu,
+    ev: &[CudaEvent],
+    st: &mut State,
+    cfg: &Config,
+    gpu_select: bool,
+    in_graph: bool,
+) -> Result<()> {
+    let mark = |e: &CudaEvent| graph::mark(e, &gpu.stream, in_graph);
+    st.pyr.run(gpu)?;
+    mark(&ev[3])?;
+    if let Some(det) = st.det.as_mut() {
+        // With the GPU selection only the kept corners are oriented (in select.cu).
+        let orient = cfg.orient.enabled && !gpu_select;
+        match st.dense.as_mut() {
+            Some(dense) => dense.run(gpu, &st.pyr, det, cfg, orient)?,
+            None if cells(cfg) => det.run_cells(gpu, &st.pyr, cfg, orient)?,
+            None => det.run(gpu, &st.pyr, cfg, orient)?,
+        }
+    }
+    mark(&ev[4])?;
+    // With descriptors, the kept corners' orientation is computed in the descriptor kernel,
+    // from the patch it loads anyway (one launch less).
+    let fused_orient = cfg.orient.enabled
+        && st.describe.is_some()
+        && st
+            .det
+            .as_ref()
+            .is_some_and(|d| d.half() <= describe::MAX_FUSED_HALF);
+    if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, st.sel.as_mut()) {
+        sel.per_level(cfg, det.nlev());
+        sel.run(gpu, &st.pyr, det, cfg, cfg.orient.enabled && !fused_orient)?;
+    }
+    mark(&ev[5])?;
+    if let (Some(d), true, Some(det), Some(sel)) =
+        (st.describe.as_mut(), gpu_select, &st.det, &st.sel)
+    {
+        let n = sel.max_kept().min(det.out_cap());
+        let (h, r) = (sel.header_ptr(), sel.kp_ptr());
+        let angles = match (cfg.orient.enabled, fused_orient) {
+            (false, _) => describe::Angles::None,
+            (true, true) => describe::Angles::ComputeHere {
+                half: det.half(),
+                umax: det.umax_ptr(),
+            },
+            (true, false) => describe::Angles::FromRecords,
+        };
+        d.describe_records(gpu, &st.pyr, h, r, n, angles)?;
+    }
+    mark(&ev[6])?;
+    // The final download: the keypoint records with their header (and the descriptors
+    // queued above).
+    if let (true, Some(det), Some(sel)) = (gpu_select, st.det.as_mut(), &st.sel) {
+        let records = sel.max_kept().min(det.out_cap());
+        det.queue_download(gpu, sel.header_ptr(), sel.kp_ptr(), records)?;
+        mark(&ev[7])?;
+    }
+    Ok(())
+}
+
+/// Queues Canny and its edge-map download on the side stream.
+fn queue_canny(gpu: &Gpu, c: &mut canny::Canny, gray: u64, cfg: &Config) -> Result<()> {
+    c.run(gpu, &gpu.side, gray, &cfg.canny)?;
+    c.download(&gpu.side)
 }
 
 /// ORB-SLAM3's per-cell FAST with the low-threshold retry (`cpu::cells::fast_in_cells`).

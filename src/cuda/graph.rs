@@ -1,0 +1,110 @@
+//! CUDA graphs: a frame's launches after the decode, recorded once per resolution and config
+//! and then replayed with one call per stream (`cuda.graphs`; docs/performance.md, change 20).
+//!
+//! A thin owner of a `CUgraph` and its executable, rather than cudarc's `CudaGraph`: a
+//! failed recording must end the capture without instantiating what was half recorded, and
+//! the pipeline that owns the graph moves between threads.
+
+use std::sync::Arc;
+
+use cudarc::driver::{result, sys, CudaEvent, CudaStream};
+
+use super::context::{cuda_err, Gpu};
+use crate::error::Result;
+
+pub struct Graph {
+    graph: sys::CUgraph,
+    exec: sys::CUgraphExec,
+    stream: Arc<CudaStream>,
+}
+
+// SAFETY: CUDA graph objects need their calls serialized, not one thread: the graph is owned
+// by one pipeline, which uses it through `&mut self` methods only, one call at a time.
+unsafe impl Send for Graph {}
+
+impl Graph {
+    /// Records what `queue` puts on `stream` (kernels, copies, [`mark`]ed events) into a
+    /// graph, without running it. The capture ends whatever `queue` returns.
+    pub fn record(
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        queue: impl FnOnce() -> Result<()>,
+    ) -> Result<Graph> {
+        let s = stream.cu_stream();
+        // Thread-local: other threads' pipelines (`bench --streams`, the node's inputs) may
+        // allocate or synchronize while this one records.
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        gpu.bind()?;
+        // SAFETY: `s` is a live stream of the bound context (the pipeline's own).
+        unsafe { result::stream::begin_capture(s, mode) }
+            .map_err(|e| cuda_err("starting a graph capture", e))?;
+        let queued = queue();
+        // SAFETY: the capture begun above, on the same stream and thread.
+        let ended = unsafe { result::stream::end_capture(s) };
+        let graph = match (queued, ended) {
+            (Ok(()), Ok(g)) if !g.is_null() => g,
+            (queued, ended) => {
+                if let Ok(g) = &ended {
+                    if !g.is_null() {
+                        // SAFETY: `g` was returned by the capture and is not used again.
+                        let _ = unsafe { result::graph::destroy(*g) };
+                    }
+                }
+                // The queueing's own error says more than the capture's.
+                queued?;
+                return Err(match ended {
+                    Err(e) => cuda_err("ending a graph capture", e),
+                    Ok(_) => crate::Error::Cuda("a graph capture recorded nothing".into()),
+                });
+            }
+        };
+        let flags = sys::CUgraphInstantiate_flags(0);
+        // SAFETY: `graph` is the valid graph the capture returned.
+        match unsafe { result::graph::instantiate(graph, flags) } {
+            Ok(exec) => Ok(Graph {
+                graph,
+                exec,
+                stream: stream.clone(),
+            }),
+            Err(e) => {
+                // SAFETY: as above; it is not used again.
+                let _ = unsafe { result::graph::destroy(graph) };
+                Err(cuda_err("instantiating a graph", e))
+            }
+        }
+    }
+
+    /// Queues the recorded work on the stream it was recorded on (no sync). Counts as one
+    /// launch for the fault injection ([`Gpu::inject_fault`]). `name`: for errors ("the
+    /// Canny graph").
+    pub fn launch(&mut self, gpu: &Gpu, name: &str) -> Result<()> {
+        gpu.check_fault(name)?;
+        // SAFETY: `exec` is alive while `self` is; the stream is held by `self.stream`.
+        unsafe { result::graph::launch(self.exec, self.stream.cu_stream()) }
+            .map_err(|e| cuda_err(&format!("launching {name}"), e))
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: both were created by `record` and are destroyed once, here.
+        unsafe {
+            let _ = result::graph::exec_destroy(self.exec);
+            let _ = result::graph::destroy(self.graph);
+        }
+    }
+}
+
+/// Records `event` on `stream`. Inside a capture (`in_graph`) it becomes an event-record node
+/// of the graph, so the stage timings still come from every replay.
+pub fn mark(event: &CudaEvent, stream: &CudaStream, in_graph: bool) -> Result<()> {
+    let flags = if in_graph {
+        sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL
+    } else {
+        sys::CUevent_record_flags::CU_EVENT_RECORD_DEFAULT
+    };
+    // SAFETY: the event and the stream are alive and belong to the same context.
+    unsafe { sys::cuEventRecordWithFlags(event.cu_event(), stream.cu_stream(), flags as u32) }
+        .result()
+        .map_err(|e| cuda_err("recording an event", e))
+}
