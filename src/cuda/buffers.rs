@@ -131,6 +131,11 @@ impl HostBuf {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+    /// The host address (null for 0 bytes), for readers that must not hold a slice while
+    /// a download may still write the buffer (`canny::Canny::edges_into_when`).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr
+    }
     pub fn as_slice(&self) -> &[u8] {
         if self.bytes == 0 {
             return &[];

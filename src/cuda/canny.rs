@@ -5,11 +5,11 @@
 //! pinned memory.
 
 use super::buffers::{download, DevBuf, HostBuf};
-use super::context::Gpu;
+use super::context::{cuda_err, Gpu};
 use crate::config::CannyConfig;
 use crate::cpu::canny::thresholds;
 use crate::error::Result;
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaEvent, CudaStream};
 use rayon::prelude::*;
 
 pub struct Canny {
@@ -139,11 +139,46 @@ impl Canny {
         download(stream, self.bits.ptr(), &mut self.host_bits, 0, n)
     }
 
-    /// Unpacks the downloaded edge map into `dst` (w*h bytes, 0/255). Only call once the
-    /// download has completed (an event recorded after it, or the stream, synchronized).
-    pub fn edges_into(&self, dst: &mut [u8]) {
-        let bits = self.host_bits.as_slice();
-        unpack_edges(bits, self.w, self.h, self.words_per_row, dst);
+    /// Unpacks the edge map into `dst` (w*h bytes, 0/255) once its download is done, which
+    /// `done` (an event recorded after it) tells. `early`: each band of rows waits for the
+    /// event on the pool thread that unpacks it, so that the pool's threads wake while the
+    /// GPU still runs Canny rather than after it; they are held meanwhile, so only for a
+    /// pool that nothing else needs (docs/performance.md, change 21). Else this thread
+    /// waits, then the pool unpacks.
+    pub fn edges_into_when(&self, done: &CudaEvent, early: bool, dst: &mut [u8]) -> Result<()> {
+        let wait = || {
+            done.synchronize()
+                .map_err(|e| cuda_err("waiting for the edge map", e))
+        };
+        if !early {
+            wait()?;
+        }
+        let bits = PinnedBits(self.host_bits.as_ptr());
+        let (row_bytes, total) = (self.words_per_row * 4, self.host_bits.bytes());
+        let rows = |first: usize, n: usize| {
+            if early {
+                wait()?;
+            }
+            let len = (n * row_bytes).min(total.saturating_sub(first * row_bytes));
+            // SAFETY: the download into `host_bits` is complete (the event waited for above),
+            // nothing writes it until the next frame's download, which `&self` excludes; the
+            // range lies inside the buffer (`len` is clamped to it).
+            Ok(unsafe { std::slice::from_raw_parts(bits.at(first * row_bytes), len) })
+        };
+        unpack_bands(self.w, self.h, self.words_per_row, dst, rows)
+    }
+}
+
+/// The pinned edge-map buffer's address, shared by the pool's threads of one unpack.
+#[derive(Clone, Copy)]
+struct PinnedBits(*const u8);
+
+// SAFETY: only read, after the download's event, by the threads of one `edges_into_when`.
+unsafe impl Sync for PinnedBits {}
+
+impl PinnedBits {
+    fn at(self, offset: usize) -> *const u8 {
+        self.0.wrapping_add(offset)
     }
 }
 
@@ -173,42 +208,68 @@ pub const UNPACK_BAND_BYTES: usize = 256 << 10;
 /// The edge map packed by `uf_final` (`words_per_row` little-endian u32 words per row, bit i
 /// of word k = pixel 32k + i) into `dst` (w*h bytes, 0 or 255).
 pub fn unpack_edges(bits: &[u8], w: usize, h: usize, words_per_row: usize, dst: &mut [u8]) {
-    let rows = (UNPACK_BAND_BYTES / w.max(1)).max(1);
-    if rows >= h {
-        return unpack_rows(bits, w, h, words_per_row, dst);
-    }
-    let row_bytes = (words_per_row * 4).max(1);
-    dst[..w * h]
-        .par_chunks_mut(rows * w)
-        .zip(bits.par_chunks(rows * row_bytes))
-        .for_each(|(out, src)| unpack_rows(src, w, out.len() / w, words_per_row, out));
+    let row_bytes = words_per_row * 4;
+    let rows = |first: usize, n: usize| Ok(&bits[first * row_bytes..(first + n) * row_bytes]);
+    let _ = unpack_bands(w, h, words_per_row, dst, rows);
 }
 
-/// [`unpack_edges`] of `h` rows on this thread.
+/// [`unpack_edges`] in bands of rows, on rayon's pool when the map has two bands or more;
+/// `rows(first, n)` gives the packed bytes of rows `first..first + n` (it may wait for them
+/// first: [`Canny::edges_into_when`]).
+fn unpack_bands<'a>(
+    w: usize,
+    h: usize,
+    words_per_row: usize,
+    dst: &mut [u8],
+    rows: impl Fn(usize, usize) -> Result<&'a [u8]> + Sync,
+) -> Result<()> {
+    if w == 0 || h == 0 {
+        return Ok(());
+    }
+    let band = (UNPACK_BAND_BYTES / w).max(1);
+    if band >= h {
+        return rows(0, h).map(|bits| unpack_rows(bits, w, h, words_per_row, dst));
+    }
+    dst[..w * h]
+        .par_chunks_mut(band * w)
+        .enumerate()
+        .try_for_each(|(k, out)| {
+            let n = out.len() / w;
+            unpack_rows(rows(k * band, n)?, w, n, words_per_row, out);
+            Ok(())
+        })
+}
+
+/// [`unpack_edges`] of `h` rows on this thread: 64 pixels per step, most steps a fill of
+/// zeros (edge maps are sparse).
 fn unpack_rows(bits: &[u8], w: usize, h: usize, words_per_row: usize, dst: &mut [u8]) {
-    let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     let row_bytes = words_per_row * 4;
     for (row, src) in dst[..w * h]
         .chunks_exact_mut(w.max(1))
         .zip(bits.chunks_exact(row_bytes.max(1)))
         .take(h)
     {
-        let mut px = row.chunks_exact_mut(32);
-        for (out, wb) in (&mut px).zip(src.chunks_exact(4)) {
-            let m = word(wb);
+        let mut px = row.chunks_exact_mut(64);
+        for (out, b) in (&mut px).zip(src.chunks_exact(8)) {
+            let m = u64::from_le_bytes(b.try_into().expect("8 bytes"));
             if m == 0 {
                 out.fill(0);
-            } else {
-                for (k, o) in out.chunks_exact_mut(8).enumerate() {
-                    o.copy_from_slice(&UNPACK[((m >> (8 * k)) & 0xff) as usize].to_le_bytes());
-                }
+                continue;
+            }
+            for (o, byte) in out.chunks_exact_mut(8).zip(m.to_le_bytes()) {
+                o.copy_from_slice(&UNPACK[byte as usize].to_le_bytes());
             }
         }
-        let rest = px.into_remainder();
-        if !rest.is_empty() {
-            let m = word(&src[(w / 32) * 4..]);
-            for (i, o) in rest.iter_mut().enumerate() {
-                *o = if (m >> i) & 1 == 1 { 255 } else { 0 };
+        // The row's last w % 64 pixels: whole bytes, then bits.
+        let tail = &src[(w / 64) * 8..];
+        let mut eights = px.into_remainder().chunks_exact_mut(8);
+        for (o, &byte) in (&mut eights).zip(tail) {
+            o.copy_from_slice(&UNPACK[byte as usize].to_le_bytes());
+        }
+        let last = eights.into_remainder();
+        if let Some(&byte) = tail.get((w % 64) / 8).filter(|_| !last.is_empty()) {
+            for (i, o) in last.iter_mut().enumerate() {
+                *o = if (byte >> i) & 1 == 1 { 255 } else { 0 };
             }
         }
     }

@@ -62,9 +62,10 @@ pub mod select;
 #[cfg(test)]
 mod test_images;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use cudarc::driver::{sys, CudaEvent};
+use cudarc::driver::{result, sys, CudaEvent};
 
 pub use self::context::{device, device_count, set_device, Gpu, ModuleInfo};
 use crate::config::{Config, DetectorMethod, Interpolation, Spread, ZeroCopy};
@@ -372,6 +373,7 @@ impl CudaPipeline {
 
     /// Every stage on the frame from `source`; the decoder exists for its layout.
     fn run(&mut self, cfg: &Config, source: decode::Source, out: &mut Features) -> Result<()> {
+        let _in_flight = InFlight::enter();
         let layout = match &self.decoder {
             Some(d) => d.layout(),
             None => {
@@ -482,9 +484,6 @@ impl CudaPipeline {
 
         // The edge map, as soon as its download is done (the rest of the frame still runs).
         if let Some(c) = &st.canny {
-            ev[2]
-                .synchronize()
-                .map_err(|e| context::cuda_err("waiting for the edge map", e))?;
             let n = st.key.width * st.key.height;
             let e = out.edges.get_or_insert_with(GrayImage::default);
             e.width = st.key.width;
@@ -494,7 +493,11 @@ impl CudaPipeline {
                 e.data.clear();
                 e.data.resize(n, 0);
             }
-            c.edges_into(&mut e.data);
+            // The pool's threads wait for the edge map themselves only when no other
+            // pipeline of the process is inside a frame (four pipelines lost 8 % of their
+            // frames/s that way, run 37).
+            let early = FRAMES_IN_FLIGHT.load(Ordering::Relaxed) == 1;
+            c.edges_into_when(&ev[2], early, &mut e.data)?;
             self.side_pending = false;
         } else {
             out.edges = None;
@@ -538,8 +541,11 @@ impl CudaPipeline {
         let canny = st.canny.is_some();
         for (stage, (from, to)) in MARKS[1..].iter().zip(STAGE_SPANS) {
             let overlapped = *stage == "canny" && canny;
-            let ms = ev[from]
-                .elapsed_ms(&ev[to])
+            // Raw: cudarc's `elapsed_ms` binds the context and waits on both events first,
+            // which cost ~50 us per frame over the seven stages (run 36); both streams are
+            // synchronized above.
+            // SAFETY: both events are alive and were recorded in this frame.
+            let ms = unsafe { result::event::elapsed(ev[from].cu_event(), ev[to].cu_event()) }
                 .map_err(|e| context::cuda_err("reading an event", e))?;
             out.timings.push(StageTiming {
                 stage,
@@ -627,6 +633,26 @@ fn queue_main(
 fn queue_canny(gpu: &Gpu, c: &mut canny::Canny, gray: u64, cfg: &Config) -> Result<()> {
     c.run(gpu, &gpu.side, gray, &cfg.canny)?;
     c.download(&gpu.side)
+}
+
+/// Frames inside [`CudaPipeline`]'s `run` at this moment, over every pipeline of the
+/// process (`bench --streams`, the node's inputs): they share rayon's pool.
+static FRAMES_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts one frame in [`FRAMES_IN_FLIGHT`] while alive.
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> Self {
+        FRAMES_IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        FRAMES_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// ORB-SLAM3's per-cell FAST with the low-threshold retry (`cpu::cells::fast_in_cells`).
