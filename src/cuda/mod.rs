@@ -428,7 +428,7 @@ impl CudaPipeline {
                 canny,
             });
         }
-        let graphs = st.graphs.as_mut().filter(|_| use_graphs);
+        let mut graphs = st.graphs.as_mut().filter(|_| use_graphs);
         if let Some(c) = st.canny.as_mut() {
             // Canny and its edge-map download on the side stream, beside the pyramid and the
             // detection: both only read level 0.
@@ -436,35 +436,19 @@ impl CudaPipeline {
                 .wait(&ev[1])
                 .map_err(|e| context::cuda_err("ordering the side stream", e))?;
             self.side_pending = true;
-            match graphs.as_ref().map(|g| &g.canny) {
-                Some(Some(_)) => {}
-                _ => queue_canny(gpu, c, gray, cfg)?,
+            match graphs.as_mut().and_then(|g| g.canny.as_mut()) {
+                Some(graph) => graph.launch(gpu, "the Canny graph")?,
+                None => queue_canny(gpu, c, gray, cfg)?,
             }
+            ev[2]
+                .record(&gpu.side)
+                .map_err(|e| context::cuda_err("recording an event", e))?;
+        } else {
+            mark(&ev[2], gpu)?; // an empty "canny" stage
         }
         match graphs {
-            Some(g) => {
-                if let Some(c) = g.canny.as_mut() {
-                    c.launch(gpu, "the Canny graph")?;
-                }
-                if st.canny.is_some() {
-                    ev[2]
-                        .record(&gpu.side)
-                        .map_err(|e| context::cuda_err("recording an event", e))?;
-                } else {
-                    mark(&ev[2], gpu)?; // an empty "canny" stage
-                }
-                g.main.launch(gpu, "the main graph")?;
-            }
-            None => {
-                if st.canny.is_some() {
-                    ev[2]
-                        .record(&gpu.side)
-                        .map_err(|e| context::cuda_err("recording an event", e))?;
-                } else {
-                    mark(&ev[2], gpu)?; // an empty "canny" stage
-                }
-                queue_main(gpu, ev, st, cfg, gpu_select, false)?;
-            }
+            Some(g) => g.main.launch(gpu, "the main graph")?,
+            None => queue_main(gpu, ev, st, cfg, gpu_select, false)?,
         }
 
         // Without the GPU selection the candidate count is only known after a first sync on
