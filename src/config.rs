@@ -571,4 +571,19 @@ mod tests {
         let back = c.with_value("cuda.zero_copy", "on").unwrap();
         assert_eq!(Config::from_yaml(&back.to_yaml()).unwrap(), back);
     }
+
+    /// `cuda.graphs` is on unless a config says otherwise, in a file, a `--set` or a
+    /// partial `cuda` section (the other CUDA setting keeps its default).
+    #[test]
+    fn cuda_graphs_default_on_and_settable() {
+        let c = Config::default();
+        assert!(c.cuda.graphs);
+        let off = c.with_value("cuda.graphs", "false").unwrap();
+        assert!(!off.cuda.graphs);
+        assert_eq!(Config::from_yaml(&off.to_yaml()).unwrap(), off);
+        let partial = Config::from_yaml("cuda:\n  zero_copy: on\n").unwrap();
+        assert!(partial.cuda.graphs && partial.cuda.zero_copy == ZeroCopy::On);
+        let e = c.with_value("cuda.graphs", "sometimes").unwrap_err();
+        assert!(e.to_string().contains("cuda.graphs"), "{e}");
+    }
 }
