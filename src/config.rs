@@ -151,6 +151,11 @@ pub struct CudaConfig {
     /// Only with the GPU selection (`select.spread: none` and a budget); off is for
     /// comparing (docs/performance.md, change 20).
     pub graphs: bool,
+    /// With the graphs, the stages (`Features::timings`) are timed by CUDA events on every
+    /// N-th frame only (the first one included; 1 = every frame, 0 = never): the events'
+    /// nodes in the graphs cost ~35 us per 1080p frame on the H100 (docs/performance.md,
+    /// change 22). The other frames report the host's stage alone.
+    pub stage_timings: u32,
 }
 
 impl Default for CudaConfig {
@@ -158,6 +163,7 @@ impl Default for CudaConfig {
         CudaConfig {
             zero_copy: ZeroCopy::default(),
             graphs: true,
+            stage_timings: 16,
         }
     }
 }
@@ -578,6 +584,9 @@ mod tests {
     fn cuda_graphs_default_on_and_settable() {
         let c = Config::default();
         assert!(c.cuda.graphs);
+        assert_eq!(c.cuda.stage_timings, 16);
+        let every = c.with_value("cuda.stage_timings", "1").unwrap();
+        assert_eq!(every.cuda.stage_timings, 1);
         let off = c.with_value("cuda.graphs", "false").unwrap();
         assert!(!off.cuda.graphs);
         assert_eq!(Config::from_yaml(&off.to_yaml()).unwrap(), off);

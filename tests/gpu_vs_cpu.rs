@@ -969,3 +969,36 @@ fn cuda_fault_in_a_replayed_graph_switches_to_cpu() {
         eprintln!("fault at launch {n} of a replayed frame: switched to the CPU, same output");
     }
 }
+
+/// `cuda.stage_timings: 3`: with the graphs, frames 0, 3 and 6 time their stages (the main
+/// graph with event nodes), the others report the host's stage alone (the graph without);
+/// every frame's output is the CPU's.
+#[test]
+fn stage_timings_on_every_nth_frame_with_graphs() {
+    let Some(mut g) = gpu("stage_timings_on_every_nth_frame_with_graphs") else {
+        return;
+    };
+    let mut cfg = Config::default();
+    cfg.cuda.stage_timings = 3;
+    let fx = fixtures();
+    let (name, frame) = &fx[1];
+    let view = frame.view().unwrap();
+    let want = CpuPipeline::new().process(&cfg, &view);
+    let mut out = Features::default();
+    for i in 0..7 {
+        g.process_into(&cfg, &view, &mut out).unwrap();
+        compare(&format!("{name} frame {i}"), &want, &out);
+        let stages: Vec<_> = out
+            .timings
+            .iter()
+            .filter(|t| !t.stage.contains("(host)"))
+            .collect();
+        if i % 3 == 0 {
+            assert!(stages.len() >= 6, "frame {i}: {:?}", out.timings);
+            assert!(stages.iter().all(|t| t.ms.is_finite() && t.ms >= 0.0));
+        } else {
+            assert!(stages.is_empty(), "frame {i}: {:?}", out.timings);
+        }
+    }
+    eprintln!("{name}: stages timed on frames 0, 3, 6 only; output identical to the CPU");
+}

@@ -125,11 +125,11 @@ mod tests {
             RunStats {
                 frames: 20,
                 stages: Vec::new(),
-                events_total: Stat {
+                events_total: Some(Stat {
                     median: 0.4,
                     p90: 0.5,
                     n: 20,
-                },
+                }),
                 wall: Stat {
                     median: 0.5,
                     p90: 0.6,

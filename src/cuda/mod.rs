@@ -140,7 +140,9 @@ struct State {
 /// (its values are in the kernels' arguments): recorded again when the config changes.
 struct Graphs {
     cfg: Config,
-    main: graph::Graph,
+    /// The main stream's graph without and with the stage events (`cuda.stage_timings`),
+    /// each recorded on its first use.
+    main: [Option<graph::Graph>; 2],
     canny: Option<graph::Graph>,
 }
 
@@ -164,6 +166,8 @@ pub struct CudaPipeline {
     events: Vec<CudaEvent>,
     /// Canny was queued on the side stream and the host has not waited for it yet.
     side_pending: bool,
+    /// Frames run so far (which of them time their stages: `cuda.stage_timings`).
+    frames: u64,
 }
 
 impl CudaPipeline {
@@ -185,6 +189,7 @@ impl CudaPipeline {
             state: None,
             events,
             side_pending: false,
+            frames: 0,
         })
     }
 
@@ -411,11 +416,15 @@ impl CudaPipeline {
         // The graphs hold no host sync: only the GPU selection's path (the others size their
         // download from a first one).
         let use_graphs = cfg.cuda.graphs && gpu_select;
+        // Without the graphs the events are plain records, cheap enough for every frame.
+        let timed = !use_graphs
+            || match cfg.cuda.stage_timings {
+                0 => false,
+                n => self.frames % n as u64 == 0,
+            };
+        self.frames += 1;
         if use_graphs && !st.graphs.as_ref().is_some_and(|g| g.cfg == *cfg) {
             st.graphs = None;
-            let main = graph::Graph::record(gpu, &gpu.stream, || {
-                queue_main(gpu, ev, st, cfg, gpu_select, true)
-            })?;
             let canny = match st.canny.as_mut() {
                 Some(c) => Some(graph::Graph::record(gpu, &gpu.side, || {
                     queue_canny(gpu, c, gray, cfg)
@@ -424,9 +433,18 @@ impl CudaPipeline {
             };
             st.graphs = Some(Graphs {
                 cfg: cfg.clone(),
-                main,
+                main: [None, None],
                 canny,
             });
+        }
+        let slot = timed as usize;
+        if use_graphs && st.graphs.as_ref().is_some_and(|g| g.main[slot].is_none()) {
+            let recorded = graph::Graph::record(gpu, &gpu.stream, || {
+                queue_main(gpu, ev, st, cfg, gpu_select, Marks::InGraph(timed))
+            })?;
+            if let Some(g) = st.graphs.as_mut() {
+                g.main[slot] = Some(recorded);
+            }
         }
         let mut graphs = st.graphs.as_mut().filter(|_| use_graphs);
         if let Some(c) = st.canny.as_mut() {
@@ -446,9 +464,9 @@ impl CudaPipeline {
         } else {
             mark(&ev[2], gpu)?; // an empty "canny" stage
         }
-        match graphs {
-            Some(g) => g.main.launch(gpu, "the main graph")?,
-            None => queue_main(gpu, ev, st, cfg, gpu_select, false)?,
+        match graphs.and_then(|g| g.main[slot].as_mut()) {
+            Some(main) => main.launch(gpu, "the main graph")?,
+            None => queue_main(gpu, ev, st, cfg, gpu_select, Marks::Plain)?,
         }
 
         // Without the GPU selection the candidate count is only known after a first sync on
@@ -523,7 +541,7 @@ impl CudaPipeline {
 
         out.timings.clear();
         let canny = st.canny.is_some();
-        for (stage, (from, to)) in MARKS[1..].iter().zip(STAGE_SPANS) {
+        for (stage, (from, to)) in MARKS[1..].iter().zip(STAGE_SPANS).filter(|_| timed) {
             let overlapped = *stage == "canny" && canny;
             // Raw: cudarc's `elapsed_ms` binds the context and waits on both events first,
             // which cost ~50 us per frame over the seven stages (run 36); both streams are
@@ -550,18 +568,31 @@ impl CudaPipeline {
     }
 }
 
+/// How [`queue_main`] records the stage events.
+#[derive(Clone, Copy)]
+enum Marks {
+    /// Launched now: plain records.
+    Plain,
+    /// Recorded into a [`graph::Graph`]: event nodes (true) or none (false).
+    InGraph(bool),
+}
+
 /// Queues the frame's work after the decode on the pipeline's stream: the pyramid, the
 /// detection, the selection and the descriptors (marks 3 to 6), and with the GPU selection
-/// the final download (mark 7). `in_graph`: being recorded into a [`graph::Graph`].
+/// the final download (mark 7).
 fn queue_main(
     gpu: &Gpu,
     ev: &[CudaEvent],
     st: &mut State,
     cfg: &Config,
     gpu_select: bool,
-    in_graph: bool,
+    marks: Marks,
 ) -> Result<()> {
-    let mark = |e: &CudaEvent| graph::mark(e, &gpu.stream, in_graph);
+    let mark = |e: &CudaEvent| match marks {
+        Marks::Plain => graph::mark(e, &gpu.stream, false),
+        Marks::InGraph(true) => graph::mark(e, &gpu.stream, true),
+        Marks::InGraph(false) => Ok(()),
+    };
     st.pyr.run(gpu)?;
     mark(&ev[3])?;
     if let Some(det) = st.det.as_mut() {
