@@ -96,7 +96,8 @@ impl Drop for Graph {
 }
 
 /// Records `event` on `stream`. Inside a capture (`in_graph`) it becomes an event-record node
-/// of the graph, so the stage timings still come from every replay.
+/// of the graph, so that the replays of a graph recorded with them time its stages
+/// (`cuda.stage_timings`: such nodes cost GPU time, so not every frame replays that graph).
 pub fn mark(event: &CudaEvent, stream: &CudaStream, in_graph: bool) -> Result<()> {
     let flags = if in_graph {
         sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL
