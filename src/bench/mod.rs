@@ -201,11 +201,15 @@ fn measure(p: &mut Pipeline, frames: &[GrayImage], warmup: usize, n: usize) -> R
         .all(|c| c.1.is_some())
         .then(|| mean(&mut seen.iter().filter_map(|c| c.1)));
     let none = || Error::Config("bench: --frames must be at least 1".into());
+    // The pipeline's order, the host's stages last: a frame that did not time its GPU stages
+    // (`cuda.stage_timings`) may have been the first to name a host stage.
+    let mut stages: Vec<_> = names.into_iter().zip(&per_stage).collect();
+    stages.sort_by_key(|(name, _)| name.contains("(host)"));
     Ok(RunStats {
         frames: n,
-        stages: names
+        stages: stages
             .into_iter()
-            .zip(per_stage.iter().map(|v| Stat::of(v)))
+            .map(|(name, v)| (name, Stat::of(v)))
             .filter_map(|(k, s)| s.map(|s| (k, s)))
             .collect(),
         events_total: Stat::of(&totals),
