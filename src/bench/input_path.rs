@@ -1,16 +1,19 @@
 //! `gpu_features bench --input-path`: the pieces of a frame's way from a pageable buffer to
 //! the GPU, timed one by one (docs/performance.md, "Input path"), so that one device run
-//! says which of them to attack: the copy into pinned staging on 1..N threads, into
-//! write-combined or plain pinned memory, the upload from pinned or pageable memory, and
-//! the pipeline's own path (`decode::stage_and_upload`: pieces copied on the pool, each
-//! uploaded as soon as it is in) against copy-then-upload, back to back and after an idle
-//! gap like the GPU part of a frame (when the pool's threads have gone to sleep).
+//! says which of them to attack: the copy into pinned staging on 1..N threads with plain or
+//! streaming stores, the upload from pinned or pageable memory, copy-then-upload, and the
+//! pipeline's own path (`decode::stage_and_upload`: pieces copied by the copy crew, or on
+//! rayon's pool or this thread for comparison, each uploaded as soon as it is in), back to
+//! back and after an idle gap like the GPU part of a frame (when the helpers sleep).
 
 use super::*;
 
 use crate::cuda::buffers::{upload, DevBuf, HostBuf};
-use crate::cuda::decode::{copy_to_staging, stage_and_upload_by, CopyCrew};
+use crate::cuda::decode::{
+    copy_in_pieces, copy_streaming_into, stage_and_upload_by, CopyCrew, COPY_CHUNK,
+};
 use crate::cuda::Gpu;
+use rayon::prelude::*;
 
 /// Distinct source frames, rotated, so that the source is not always in cache.
 const SOURCES: usize = 8;
@@ -51,31 +54,47 @@ fn pool(threads: usize) -> Result<rayon::ThreadPool> {
         .map_err(|e| Error::Config(format!("thread pool: {e}")))
 }
 
+/// `dst.copy_from_slice(src)` on the current rayon pool, in [`COPY_CHUNK`] chunks, with
+/// plain or streaming stores.
+fn copy_on_pool(dst: &mut [u8], src: &[u8], streaming: bool) {
+    dst.par_chunks_mut(COPY_CHUNK)
+        .zip(src.par_chunks(COPY_CHUNK))
+        .for_each(|(d, s)| {
+            if streaming {
+                copy_streaming_into(d, s)
+            } else {
+                d.copy_from_slice(s)
+            }
+        });
+}
+
 /// One size: rows of (what, stat).
 fn measure(gpu: &Gpu, bytes: usize, runs: usize) -> Result<Vec<(String, Stat)>> {
     let src: Vec<Vec<u8>> = (0..SOURCES)
         .map(|k| (0..bytes).map(|i| (i * 7 + k * 13) as u8).collect())
         .collect();
-    let mut wc = HostBuf::new(&gpu.ctx, bytes, true)?;
-    let mut plain = HostBuf::new(&gpu.ctx, bytes, false)?;
+    let mut host = HostBuf::new(&gpu.ctx, bytes, true)?;
     let dev = DevBuf::new(&gpu.ctx, bytes)?;
     let mut rows = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut counts = vec![1, 2, 4, 8, 16];
     counts.retain(|&n| n <= cores.max(1));
-    for (name, buf) in [("write-combined", &mut wc), ("plain", &mut plain)] {
+    for (stores, streaming) in [("plain", false), ("streaming", true)] {
         for &n in &counts {
             let p = pool(n)?;
             let s = time(runs, |i| {
-                let dst = &mut buf.as_mut_slice()[..bytes];
-                p.install(|| copy_to_staging(dst, &src[i % SOURCES]));
+                let dst = &mut host.as_mut_slice()[..bytes];
+                p.install(|| copy_on_pool(dst, &src[i % SOURCES], streaming));
                 Ok(())
             })?;
-            rows.push((format!("copy into {name} pinned memory, {n} thread(s)"), s));
+            rows.push((
+                format!("copy into pinned memory, {n} thread(s), {stores} stores"),
+                s,
+            ));
         }
     }
     let s = time(runs, |_| {
-        upload(&gpu.stream, &wc, dev.ptr(), bytes)?;
+        upload(&gpu.stream, &host, dev.ptr(), bytes)?;
         gpu.sync()
     })?;
     rows.push(("upload from pinned memory (async + sync)".into(), s));
@@ -84,8 +103,23 @@ fn measure(gpu: &Gpu, bytes: usize, runs: usize) -> Result<Vec<(String, Stat)>> 
             .map_err(|e| crate::cuda::context::cuda_err("pageable upload", e))
     })?;
     rows.push(("upload from pageable memory (cuMemcpyHtoD)".into(), s));
-    // The last rows run on rayon's global pool, as the pipeline does; the "after idle" ones
-    // are what a pipeline sees (the pool's threads asleep during the GPU part of a frame).
+    // Copy, then upload: after plain stores the upload reads cache lines that are dirty in
+    // the CPUs' caches (change 23).
+    let eight = pool(8.min(cores.max(1)))?;
+    for (stores, streaming) in [("plain", false), ("streaming", true)] {
+        let s = time(runs, |i| {
+            let dst = &mut host.as_mut_slice()[..bytes];
+            eight.install(|| copy_on_pool(dst, &src[i % SOURCES], streaming));
+            upload(&gpu.stream, &host, dev.ptr(), bytes)?;
+            gpu.sync()
+        })?;
+        rows.push((
+            format!("copy on 8 threads ({stores} stores), then upload"),
+            s,
+        ));
+    }
+    // The pipeline's path: the "after idle" rows are what a pipeline sees (the helpers
+    // asleep during the GPU part of a frame).
     for idle in [None, Some(IDLE)] {
         let after = if idle.is_some() {
             ", after 0.3 ms idle"
@@ -93,19 +127,24 @@ fn measure(gpu: &Gpu, bytes: usize, runs: usize) -> Result<Vec<(String, Stat)>> 
             ""
         };
         let s = time_after(runs, idle, |i| {
-            copy_to_staging(&mut wc.as_mut_slice()[..bytes], &src[i % SOURCES]);
-            upload(&gpu.stream, &wc, dev.ptr(), bytes)?;
-            gpu.sync()
+            copy_in_pieces(
+                &src[i % SOURCES],
+                &mut host.as_mut_slice()[..bytes],
+                CopyCrew::Crew,
+                |_, _| Ok(()),
+            )
         })?;
-        rows.push((format!("copy (all threads) then upload{after}"), s));
-        for (crew, wc_buf, what) in [
-            (CopyCrew::Pool, true, "on the pool"),
-            (CopyCrew::ThisThread, true, "on this thread"),
-            (CopyCrew::ThisThread, false, "on this thread, plain pinned"),
+        rows.push((
+            format!("pieces copied by the copy crew, no upload{after}"),
+            s,
+        ));
+        for (crew, what) in [
+            (CopyCrew::Crew, "by the copy crew"),
+            (CopyCrew::Pool, "on rayon's pool"),
+            (CopyCrew::ThisThread, "on this thread"),
         ] {
-            let buf = if wc_buf { &mut wc } else { &mut plain };
             let s = time_after(runs, idle, |i| {
-                stage_and_upload_by(&gpu.stream, buf, dev.ptr(), &src[i % SOURCES], crew)?;
+                stage_and_upload_by(&gpu.stream, &mut host, dev.ptr(), &src[i % SOURCES], crew)?;
                 gpu.sync()
             })?;
             rows.push((

@@ -51,6 +51,7 @@ pub mod buffers;
 pub mod canny;
 pub mod cells;
 pub mod context;
+pub mod copy_crew;
 pub mod decode;
 pub mod describe;
 pub mod fast_harris;
