@@ -2,7 +2,7 @@
 //! the GPU, timed one by one (docs/performance.md, "Input path"), so that one device run
 //! says which of them to attack: the copy into pinned staging on 1..N threads with plain or
 //! streaming stores, the upload from pinned or pageable memory, copy-then-upload, and the
-//! pipeline's own path (`decode::stage_and_upload`: pieces copied by the copy crew, or on
+//! pipeline's own path (`decode::stage_and_upload`: pieces copied by the crew, or on
 //! rayon's pool or this thread for comparison, each uploaded as soon as it is in), back to
 //! back and after an idle gap like the GPU part of a frame (when the helpers sleep).
 
@@ -10,7 +10,7 @@ use super::*;
 
 use crate::cuda::buffers::{upload, DevBuf, HostBuf};
 use crate::cuda::decode::{
-    copy_in_pieces, copy_streaming_into, stage_and_upload_by, CopyCrew, COPY_CHUNK,
+    copy_in_pieces, copy_streaming_into, stage_and_upload_by, Helpers, COPY_CHUNK,
 };
 use crate::cuda::Gpu;
 use rayon::prelude::*;
@@ -130,21 +130,24 @@ fn measure(gpu: &Gpu, bytes: usize, runs: usize) -> Result<Vec<(String, Stat)>> 
             copy_in_pieces(
                 &src[i % SOURCES],
                 &mut host.as_mut_slice()[..bytes],
-                CopyCrew::Crew,
+                Helpers::Crew,
                 |_, _| Ok(()),
             )
         })?;
-        rows.push((
-            format!("pieces copied by the copy crew, no upload{after}"),
-            s,
-        ));
-        for (crew, what) in [
-            (CopyCrew::Crew, "by the copy crew"),
-            (CopyCrew::Pool, "on rayon's pool"),
-            (CopyCrew::ThisThread, "on this thread"),
+        rows.push((format!("pieces copied by the crew, no upload{after}"), s));
+        for (helpers, what) in [
+            (Helpers::Crew, "by the crew"),
+            (Helpers::Pool, "on rayon's pool"),
+            (Helpers::ThisThread, "on this thread"),
         ] {
             let s = time_after(runs, idle, |i| {
-                stage_and_upload_by(&gpu.stream, &mut host, dev.ptr(), &src[i % SOURCES], crew)?;
+                stage_and_upload_by(
+                    &gpu.stream,
+                    &mut host,
+                    dev.ptr(),
+                    &src[i % SOURCES],
+                    helpers,
+                )?;
                 gpu.sync()
             })?;
             rows.push((

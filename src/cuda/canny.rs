@@ -6,11 +6,11 @@
 
 use super::buffers::{download, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
+use super::crew::{self, Helpers};
 use crate::config::CannyConfig;
 use crate::cpu::canny::thresholds;
 use crate::error::Result;
 use cudarc::driver::{CudaEvent, CudaStream};
-use rayon::prelude::*;
 
 pub struct Canny {
     w: usize,
@@ -141,10 +141,10 @@ impl Canny {
 
     /// Unpacks the edge map into `dst` (w*h bytes, 0/255) once its download is done, which
     /// `done` (an event recorded after it) tells. `early`: each band of rows waits for the
-    /// event on the pool thread that unpacks it, so that the pool's threads wake while the
+    /// event on the thread that unpacks it, so that the crew's threads wake while the
     /// GPU still runs Canny rather than after it; they are held meanwhile, so only for a
-    /// pool that nothing else needs (docs/performance.md, change 21). Else this thread
-    /// waits, then the pool unpacks.
+    /// crew that nothing else needs (docs/performance.md, changes 21 and 24). Else this
+    /// thread waits, then the crew unpacks.
     pub fn edges_into_when(&self, done: &CudaEvent, early: bool, dst: &mut [u8]) -> Result<()> {
         let wait = || {
             done.synchronize()
@@ -169,7 +169,7 @@ impl Canny {
     }
 }
 
-/// The pinned edge-map buffer's address, shared by the pool's threads of one unpack.
+/// The pinned edge-map buffer's address, shared by the threads of one unpack.
 #[derive(Clone, Copy)]
 struct PinnedBits(*const u8);
 
@@ -200,9 +200,9 @@ const UNPACK: [u64; 256] = {
 };
 
 /// Output bytes per band of rows in [`unpack_edges`]: maps of two bands or more are
-/// unpacked on rayon's pool. One core writes the 8 MB of a 4K map in about half a
+/// unpacked by the crew ([`super::crew`]). One core writes the 8 MB of a 4K map in about half a
 /// millisecond, more than the GPU's whole detection at that size (docs/performance.md,
-/// change 15); the pool is idle then (the frame's copy is over).
+/// change 15); the crew is idle then (the frame's copy is over).
 pub const UNPACK_BAND_BYTES: usize = 256 << 10;
 
 /// The edge map packed by `uf_final` (`words_per_row` little-endian u32 words per row, bit i
@@ -213,7 +213,7 @@ pub fn unpack_edges(bits: &[u8], w: usize, h: usize, words_per_row: usize, dst: 
     let _ = unpack_bands(w, h, words_per_row, dst, rows);
 }
 
-/// [`unpack_edges`] in bands of rows, on rayon's pool when the map has two bands or more;
+/// [`unpack_edges`] in bands of rows, shared with the crew when the map has two bands or more;
 /// `rows(first, n)` gives the packed bytes of rows `first..first + n` (it may wait for them
 /// first: [`Canny::edges_into_when`]).
 fn unpack_bands<'a>(
@@ -226,18 +226,32 @@ fn unpack_bands<'a>(
     if w == 0 || h == 0 {
         return Ok(());
     }
+    let dst = &mut dst[..w * h];
     let band = (UNPACK_BAND_BYTES / w).max(1);
     if band >= h {
         return rows(0, h).map(|bits| unpack_rows(bits, w, h, words_per_row, dst));
     }
-    dst[..w * h]
-        .par_chunks_mut(band * w)
-        .enumerate()
-        .try_for_each(|(k, out)| {
-            let n = out.len() / w;
-            unpack_rows(rows(k * band, n)?, w, n, words_per_row, out);
-            Ok(())
-        })
+    let out = BandsOut(dst.as_mut_ptr());
+    crew::for_each(h.div_ceil(band), Helpers::Crew, |k| {
+        let (first, n) = (k * band, band.min(h - k * band));
+        // SAFETY: band k (rows first..first + n of `dst`, inside it) is written by the one
+        // thread that claimed item k, and `dst` stays borrowed until every band is done.
+        let out = unsafe { std::slice::from_raw_parts_mut(out.at(first * w), n * w) };
+        unpack_rows(rows(first, n)?, w, n, words_per_row, out);
+        Ok(())
+    })
+}
+
+/// The edge image's address, shared by the threads of one [`unpack_bands`].
+struct BandsOut(*mut u8);
+
+// SAFETY: each thread writes only the bands it claimed (see `unpack_bands`).
+unsafe impl Sync for BandsOut {}
+
+impl BandsOut {
+    fn at(&self, offset: usize) -> *mut u8 {
+        self.0.wrapping_add(offset)
+    }
 }
 
 /// [`unpack_edges`] of `h` rows on this thread: 64 pixels per step, most steps a fill of
@@ -304,7 +318,7 @@ mod tests {
             (64, 4),
             (401, 7),
             (3840, 3),
-            // More than one band: unpacked on the pool, the last band shorter.
+            // More than one band: unpacked with the crew, the last band shorter.
             (1921, 301),
         ] {
             for density in [0u64, 3, 50, 100] {

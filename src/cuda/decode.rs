@@ -7,7 +7,7 @@
 //! [`PARALLEL_COPY_MIN`] bytes are cut into at most [`MAX_PIECES`] pieces of at least
 //! [`COPY_CHUNK`] bytes, and each piece's upload is queued as soon as that piece is in
 //! ([`stage_and_upload`]): the DMA of the first pieces runs while the others are copied by
-//! the copy crew ([`super::copy_crew`]). Tunables and measurements: docs/performance.md,
+//! the crew ([`super::staging`]). Tunables and measurements: docs/performance.md,
 //! "Input path".
 
 use cudarc::driver::{result, CudaStream};
@@ -15,8 +15,9 @@ use cudarc::driver::{result, CudaStream};
 use super::buffers::{upload, DevBuf, HostBuf};
 use super::context::cuda_err;
 use super::context::Gpu;
-pub use super::copy_crew::{
-    copy_in_pieces, copy_streaming_into, piece_bytes, CopyCrew, COPY_CHUNK, MAX_PIECES,
+pub use super::crew::Helpers;
+pub use super::staging::{
+    copy_in_pieces, copy_streaming_into, piece_bytes, COPY_CHUNK, MAX_PIECES,
 };
 use crate::error::Result;
 use crate::image::{Encoding, FrameLayout};
@@ -37,17 +38,17 @@ pub fn encoding_code(e: Encoding) -> i32 {
 /// Frames smaller than this are copied on the calling thread (waking the pool costs more).
 pub const PARALLEL_COPY_MIN: usize = 256 << 10;
 
-/// `dst.copy_from_slice(src)` into pinned memory, by the copy crew for large frames.
+/// `dst.copy_from_slice(src)` into pinned memory, by the crew for large frames.
 pub fn copy_to_staging(dst: &mut [u8], src: &[u8]) -> Result<()> {
     if src.len() < PARALLEL_COPY_MIN {
         copy_streaming_into(dst, src);
         return Ok(());
     }
-    copy_in_pieces(src, dst, CopyCrew::Crew, |_, _| Ok(()))
+    copy_in_pieces(src, dst, Helpers::Crew, |_, _| Ok(()))
 }
 
 /// Copies `src` into the pinned `host` buffer and queues its upload to `dst` on `stream`
-/// (no sync), in pieces copied by the copy crew (and this thread), each piece's upload
+/// (no sync), in pieces copied by the crew (and this thread), each piece's upload
 /// queued by this thread as soon as it is copied, so that the upload overlaps the copy. No
 /// allocation.
 pub fn stage_and_upload(
@@ -56,23 +57,23 @@ pub fn stage_and_upload(
     dst: u64,
     src: &[u8],
 ) -> Result<()> {
-    stage_and_upload_by(stream, host, dst, src, CopyCrew::Crew)
+    stage_and_upload_by(stream, host, dst, src, Helpers::Crew)
 }
 
-/// [`stage_and_upload`] with the copy helped by `crew` (the bench compares them).
+/// [`stage_and_upload`] with the copy helped by `helpers` (the bench compares them).
 pub fn stage_and_upload_by(
     stream: &CudaStream,
     host: &mut HostBuf,
     dst: u64,
     src: &[u8],
-    crew: CopyCrew,
+    helpers: Helpers,
 ) -> Result<()> {
     let n = src.len();
     if n < PARALLEL_COPY_MIN {
         copy_streaming_into(&mut host.as_mut_slice()[..n], src);
         return upload(stream, host, dst, n);
     }
-    copy_in_pieces(src, &mut host.as_mut_slice()[..n], crew, |off, bytes| {
+    copy_in_pieces(src, &mut host.as_mut_slice()[..n], helpers, |off, bytes| {
         unsafe { result::memcpy_htod_async(dst + off as u64, bytes, stream.cu_stream()) }
             .map_err(|e| cuda_err("host-to-device copy", e))
     })

@@ -24,8 +24,8 @@
 //! Canny runs on a second stream of the greatest priority ([`Gpu::side`]) right after the
 //! decode, beside the pyramid and the detection, and its edge map (packed to 1 bit per
 //! pixel) is downloaded at once: the host waits on that download's event and unpacks the map
-//! into `Features::edges` (on rayon's pool) while the GPU still runs the detection and the
-//! selection. Buffers
+//! into `Features::edges` (with the threads of [`crew`]) while the GPU still runs the
+//! detection and the selection. Buffers
 //! are sized once per resolution/config and reused; no allocation and no compile happens per
 //! frame. Without
 //! the GPU selection (no budget, or a spread mode) the candidate count is not known in
@@ -51,7 +51,7 @@ pub mod buffers;
 pub mod canny;
 pub mod cells;
 pub mod context;
-pub mod copy_crew;
+pub mod crew;
 pub mod decode;
 pub mod describe;
 pub mod fast_harris;
@@ -60,6 +60,7 @@ pub mod harris;
 pub mod matcher;
 pub mod pyramid;
 pub mod select;
+pub mod staging;
 #[cfg(test)]
 mod test_images;
 
@@ -496,7 +497,7 @@ impl CudaPipeline {
                 e.data.clear();
                 e.data.resize(n, 0);
             }
-            // The pool's threads wait for the edge map themselves only when no other
+            // The crew's threads wait for the edge map themselves only when no other
             // pipeline of the process is inside a frame (four pipelines lost 8 % of their
             // frames/s that way, run 37).
             let early = FRAMES_IN_FLIGHT.load(Ordering::Relaxed) == 1;
@@ -652,7 +653,7 @@ fn queue_canny(gpu: &Gpu, c: &mut canny::Canny, gray: u64, cfg: &Config) -> Resu
 }
 
 /// Frames inside [`CudaPipeline`]'s `run` at this moment, over every pipeline of the
-/// process (`bench --streams`, the node's inputs): they share rayon's pool.
+/// process (`bench --streams`, the node's inputs): they share the crew.
 static FRAMES_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts one frame in [`FRAMES_IN_FLIGHT`] while alive.

@@ -1,0 +1,301 @@
+//! The crew: a few threads of our own that help the calling thread with the host work of a
+//! frame, split into numbered items (the pieces of the frame's copy into pinned memory,
+//! `staging`; the bands of the edge map's unpack, `canny`).
+//!
+//! The crew sleeps on one futex between frames, so that one call wakes it all; rayon's
+//! pool, kept for comparison ([`Helpers::Pool`]), wakes its threads one after the other and
+//! parks the calling thread until the work is done. Measured on the H100 machine
+//! (docs/performance.md, changes 23 and 24). Several pipelines post their work in one of
+//! [`CREW_SLOTS`] slots; work that finds every slot taken goes to rayon's pool.
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::Result;
+
+/// Most crew threads (8 threads copied 2 MB fastest on the 16-core H100 machine).
+const CREW_MAX: usize = 8;
+/// Most jobs the crew helps with at once (several pipelines).
+pub const CREW_SLOTS: usize = 8;
+
+/// Who helps the calling thread with a [`Job`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Helpers {
+    /// Nobody: the calling thread runs every item.
+    ThisThread,
+    /// Rayon's global pool.
+    Pool,
+    /// The crew (the pipeline's choice).
+    Crew,
+}
+
+/// Items `0..count`, each run once by whichever thread claims it first.
+pub struct Job<'a> {
+    count: usize,
+    next: AtomicUsize,
+    run: &'a (dyn Fn(usize) + Sync),
+}
+
+impl<'a> Job<'a> {
+    pub fn new(count: usize, run: &'a (dyn Fn(usize) + Sync)) -> Self {
+        Job {
+            count,
+            next: AtomicUsize::new(0),
+            run,
+        }
+    }
+
+    /// Claims the next item and runs it; false when none was left.
+    pub fn run_one(&self) -> bool {
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        if k >= self.count {
+            return false;
+        }
+        (self.run)(k);
+        true
+    }
+
+    fn unclaimed(&self) -> bool {
+        self.next.load(Ordering::Relaxed) < self.count
+    }
+}
+
+/// Runs `this_thread` while `helpers` run items of `job`; returns when `this_thread` does
+/// and no helper touches `job` any more. `this_thread` is expected to claim items too, and
+/// to wait for whatever it needs of them.
+pub fn share<R>(job: &Job, helpers: Helpers, this_thread: impl FnOnce() -> R) -> R {
+    if helpers == Helpers::ThisThread || job.count < 2 {
+        return this_thread();
+    }
+    if helpers == Helpers::Crew {
+        if let Some(posted) = Crew::global().and_then(|c| c.post(job)) {
+            let out = this_thread();
+            drop(posted); // waits until no crew thread looks at `job`
+            return out;
+        }
+    }
+    let spawned = (job.count - 1).min(rayon::current_num_threads());
+    rayon::in_place_scope(|s| {
+        for _ in 0..spawned {
+            s.spawn(|_| while job.run_one() {});
+        }
+        this_thread()
+    })
+}
+
+/// `f(0)`, ..., `f(count - 1)` on this thread and `helpers`; the first error, if any, once
+/// all have run.
+pub fn for_each(
+    count: usize,
+    helpers: Helpers,
+    f: impl Fn(usize) -> Result<()> + Sync,
+) -> Result<()> {
+    let failed = Mutex::new(None);
+    let finished = AtomicUsize::new(0);
+    let run = |k: usize| {
+        if let Err(e) = f(k) {
+            failed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e);
+        }
+        finished.fetch_add(1, Ordering::Release);
+    };
+    let job = Job::new(count, &run);
+    share(&job, helpers, || {
+        let mut waits = 0u32;
+        while finished.load(Ordering::Acquire) < count {
+            if !job.run_one() {
+                waits = waits.wrapping_add(1);
+                pause(waits);
+            }
+        }
+    });
+    match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// A short wait in a loop that waits for another thread: a spin, and every 128th time a
+/// yield, in case that thread is not running (more threads than cores).
+pub fn pause(waits: u32) {
+    if waits % 128 == 0 {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
+/// One job posted to the crew. `users` counts the crew threads looking at `job`; a thread
+/// counts itself before it reads `job`, and the poster clears `job` before it waits for
+/// `users` to drop to zero, so no thread can reach a job whose caller has returned.
+struct Slot {
+    taken: AtomicBool,
+    users: AtomicUsize,
+    job: AtomicPtr<Job<'static>>,
+}
+
+impl Slot {
+    /// Runs `f` on the posted job, if any, while counted in `users`.
+    fn with_job<T>(&self, f: impl FnOnce(&Job) -> T) -> Option<T> {
+        self.users.fetch_add(1, Ordering::SeqCst);
+        let p = self.job.load(Ordering::SeqCst);
+        // SAFETY: a non-null `job` stays alive while `users` counts this thread (see Slot).
+        let out = (!p.is_null()).then(|| f(unsafe { &*p }));
+        self.users.fetch_sub(1, Ordering::SeqCst);
+        out
+    }
+}
+
+/// The crew: threads that run items of the jobs posted in `slots`.
+struct Crew {
+    slots: [Slot; CREW_SLOTS],
+    /// Crew threads asleep or about to sleep.
+    sleepers: AtomicUsize,
+    /// The futex the crew sleeps on: bumped by each post that finds sleepers, so one call
+    /// wakes them all (no mutex for the woken threads to queue on).
+    wake: AtomicU32,
+}
+
+/// A job in one of the crew's slots; taken back (after every helper let go) on drop.
+struct Posted {
+    slot: &'static Slot,
+}
+
+impl Drop for Posted {
+    fn drop(&mut self) {
+        self.slot.job.store(std::ptr::null_mut(), Ordering::SeqCst);
+        let mut waits = 0u32;
+        while self.slot.users.load(Ordering::SeqCst) != 0 {
+            waits = waits.wrapping_add(1);
+            pause(waits);
+        }
+        self.slot.taken.store(false, Ordering::Release);
+    }
+}
+
+impl Crew {
+    /// The process's crew, started on first use: half the cores, at most [`CREW_MAX`]
+    /// threads. None if no thread could be started.
+    fn global() -> Option<&'static Crew> {
+        static CREW: OnceLock<Option<&'static Crew>> = OnceLock::new();
+        *CREW.get_or_init(|| {
+            let crew: &'static Crew = Box::leak(Box::new(Crew {
+                slots: std::array::from_fn(|_| Slot {
+                    taken: AtomicBool::new(false),
+                    users: AtomicUsize::new(0),
+                    job: AtomicPtr::new(std::ptr::null_mut()),
+                }),
+                sleepers: AtomicUsize::new(0),
+                wake: AtomicU32::new(0),
+            }));
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let started = (0..(cores / 2).clamp(1, CREW_MAX))
+                .filter(|k| {
+                    std::thread::Builder::new()
+                        .name(format!("gf-crew-{k}"))
+                        .spawn(move || crew.serve())
+                        .is_ok()
+                })
+                .count();
+            (started > 0).then_some(crew)
+        })
+    }
+
+    /// Posts `job` in a free slot and wakes the sleeping crew; None when all are taken.
+    fn post(&'static self, job: &Job) -> Option<Posted> {
+        let slot = self.slots.iter().find(|s| {
+            s.taken
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        // The lifetime is erased here and restored by `Posted`'s drop (see Slot).
+        let job = job as *const Job as *mut Job<'static>;
+        slot.job.store(job, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.wake.fetch_add(1, Ordering::SeqCst);
+            atomic_wait::wake_all(&self.wake);
+        }
+        Some(Posted { slot })
+    }
+
+    /// A crew thread: runs items of the posted jobs; sleeps when there are none. (Staying
+    /// awake for a while after a job did not pay: change 23.)
+    fn serve(&'static self) {
+        loop {
+            let mut worked = false;
+            for slot in &self.slots {
+                worked |= slot
+                    .with_job(|job| {
+                        let mut any = false;
+                        while job.run_one() {
+                            any = true;
+                        }
+                        any
+                    })
+                    .unwrap_or(false);
+            }
+            if worked {
+                continue;
+            }
+            let seen = self.wake.load(Ordering::SeqCst);
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            // A job posted before the count above is seen here; one posted after it sees
+            // the count and bumps `wake`, so the wait below returns at once.
+            let pending = self
+                .slots
+                .iter()
+                .any(|s| s.with_job(|job| job.unclaimed()).unwrap_or(false));
+            if !pending {
+                atomic_wait::wait(&self.wake, seen);
+            }
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The crew tests share the process's crew.
+    pub(crate) static CREW_TESTS: Mutex<()> = Mutex::new(());
+
+    /// Whether no job is posted (none of the caller's, under [`CREW_TESTS`]).
+    pub(crate) fn all_slots_free() -> bool {
+        let crew = Crew::global().expect("crew started");
+        crew.slots.iter().all(|s| !s.taken.load(Ordering::SeqCst))
+    }
+
+    /// Every item runs exactly once, with each kind of helpers, more jobs at once than the
+    /// crew has slots, some after a pause (the crew asleep); errors come back.
+    #[test]
+    fn for_each_runs_every_item_once() {
+        let _one = CREW_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        std::thread::scope(|s| {
+            for t in 0..CREW_SLOTS + 3 {
+                s.spawn(move || {
+                    for round in 0..20usize {
+                        if round % 5 == 4 {
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
+                        let helpers = [Helpers::Crew, Helpers::Pool, Helpers::ThisThread][t % 3];
+                        let n = 1 + (t * 7 + round * 3) % 40;
+                        let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+                        let r = for_each(n, helpers, |k| {
+                            hits[k].fetch_add(1, Ordering::Relaxed);
+                            if k == n / 2 && round % 2 == 1 {
+                                return Err(crate::Error::Config(format!("item {k}")));
+                            }
+                            Ok(())
+                        });
+                        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+                        assert_eq!(r.is_err(), round % 2 == 1, "{helpers:?} {n}");
+                    }
+                });
+            }
+        });
+        assert!(all_slots_free());
+    }
+}
