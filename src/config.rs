@@ -151,10 +151,11 @@ pub struct CudaConfig {
     /// Only with the GPU selection (`select.spread: none` and a budget); off is for
     /// comparing (docs/performance.md, change 20).
     pub graphs: bool,
-    /// With the graphs, the stages (`Features::timings`) are timed by CUDA events on every
-    /// N-th frame only (the first one included; 1 = every frame, 0 = never): the events'
-    /// nodes in the graphs cost ~35 us per 1080p frame on the H100 (docs/performance.md,
-    /// change 22). The other frames report the host's stage alone.
+    /// The stages (`Features::timings`) are timed by CUDA events on every N-th frame only
+    /// (the first one included; 1 = every frame, 0 = never): with the graphs the events'
+    /// nodes cost ~35 us per 1080p frame on the H100 (docs/performance.md, change 22),
+    /// without them reading the events ~20 us (change 25). The other frames report the
+    /// host's stage alone.
     pub stage_timings: u32,
 }
 

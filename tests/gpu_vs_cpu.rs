@@ -702,11 +702,12 @@ fn stage_times_default_config() {
             let t = std::time::Instant::now();
             g.process_into(&cfg, &view, &mut f).unwrap();
             wall.push(t.elapsed().as_secs_f64() * 1e3);
-            for (i, s) in f.timings.iter().enumerate() {
-                if per_stage.len() <= i {
-                    per_stage.push((s.stage, Vec::new()));
+            // Keyed by name: only every `cuda.stage_timings`-th frame has the GPU stages.
+            for s in &f.timings {
+                match per_stage.iter_mut().find(|(n, _)| *n == s.stage) {
+                    Some((_, v)) => v.push(s.ms),
+                    None => per_stage.push((s.stage, vec![s.ms])),
                 }
-                per_stage[i].1.push(s.ms);
             }
         }
         let median = |v: &mut Vec<f64>| {
@@ -970,35 +971,41 @@ fn cuda_fault_in_a_replayed_graph_switches_to_cpu() {
     }
 }
 
-/// `cuda.stage_timings: 3`: with the graphs, frames 0, 3 and 6 time their stages (the main
-/// graph with event nodes), the others report the host's stage alone (the graph without);
-/// every frame's output is the CPU's.
+/// `cuda.stage_timings: 3`: with the graphs and without, frames 0, 3 and 6 time their stages
+/// (with the graphs: the main graph with event nodes), the others report the host's stage
+/// alone; every frame's output is the CPU's.
 #[test]
 fn stage_timings_on_every_nth_frame_with_graphs() {
-    let Some(mut g) = gpu("stage_timings_on_every_nth_frame_with_graphs") else {
-        return;
-    };
-    let mut cfg = Config::default();
-    cfg.cuda.stage_timings = 3;
     let fx = fixtures();
     let (name, frame) = &fx[1];
     let view = frame.view().unwrap();
-    let want = CpuPipeline::new().process(&cfg, &view);
-    let mut out = Features::default();
-    for i in 0..7 {
-        g.process_into(&cfg, &view, &mut out).unwrap();
-        compare(&format!("{name} frame {i}"), &want, &out);
-        let stages: Vec<_> = out
-            .timings
-            .iter()
-            .filter(|t| !t.stage.contains("(host)"))
-            .collect();
-        if i % 3 == 0 {
-            assert!(stages.len() >= 6, "frame {i}: {:?}", out.timings);
-            assert!(stages.iter().all(|t| t.ms.is_finite() && t.ms >= 0.0));
-        } else {
-            assert!(stages.is_empty(), "frame {i}: {:?}", out.timings);
+    for graphs in [true, false] {
+        let Some(mut g) = gpu("stage_timings_on_every_nth_frame_with_graphs") else {
+            return;
+        };
+        let mut cfg = Config::default();
+        cfg.cuda.stage_timings = 3;
+        cfg.cuda.graphs = graphs;
+        let want = CpuPipeline::new().process(&cfg, &view);
+        let mut out = Features::default();
+        for i in 0..7 {
+            g.process_into(&cfg, &view, &mut out).unwrap();
+            compare(&format!("{name} frame {i} graphs {graphs}"), &want, &out);
+            let stages: Vec<_> = out
+                .timings
+                .iter()
+                .filter(|t| !t.stage.contains("(host)"))
+                .collect();
+            if i % 3 == 0 {
+                assert!(stages.len() >= 6, "frame {i}: {:?}", out.timings);
+                assert!(stages.iter().all(|t| t.ms.is_finite() && t.ms >= 0.0));
+            } else {
+                assert!(stages.is_empty(), "frame {i}: {:?}", out.timings);
+            }
         }
     }
-    eprintln!("{name}: stages timed on frames 0, 3, 6 only; output identical to the CPU");
+    eprintln!(
+        "{name}: stages timed on frames 0, 3, 6 only, with and without the graphs; output \
+         identical to the CPU"
+    );
 }

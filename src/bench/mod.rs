@@ -158,7 +158,7 @@ fn measure(p: &mut Pipeline, frames: &[GrayImage], warmup: usize, n: usize) -> R
                 .map(|e| e.data.iter().filter(|&&v| v != 0).count());
             counts[j] = Some((out.keypoints.len(), edges));
         }
-        // With the CUDA graphs only every `cuda.stage_timings`-th frame times its stages.
+        // Only every `cuda.stage_timings`-th frame times its stages.
         let (mut total, mut timed) = (0.0, false);
         for st in &out.timings {
             let j = match names.iter().position(|&s| s == st.stage) {
