@@ -84,7 +84,7 @@ pub fn share<R>(job: &Job, helpers: Helpers, this_thread: impl FnOnce() -> R) ->
 }
 
 /// `f(0)`, ..., `f(count - 1)` on this thread and `helpers`; the first error, if any, once
-/// all have run.
+/// all have run. A panic in `f` is that item's error ([`caught`]).
 pub fn for_each(
     count: usize,
     helpers: Helpers,
@@ -93,7 +93,7 @@ pub fn for_each(
     let failed = Mutex::new(None);
     let finished = AtomicUsize::new(0);
     let run = |k: usize| {
-        if let Err(e) = f(k) {
+        if let Err(e) = caught(|| f(k)) {
             failed
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -115,6 +115,17 @@ pub fn for_each(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// `f()`, with a panic turned into an error: an item whose thread panicked must not leave
+/// the caller waiting for it (and a crew thread must survive it). A CUDA-side error, so that
+/// the pipeline redoes the frame on the CPU.
+pub fn caught(f: impl FnOnce() -> Result<()>) -> Result<()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(crate::Error::Cuda(
+            "a thread of the frame's host work panicked".into(),
+        ))
+    })
 }
 
 /// A short wait in a loop that waits for another thread: a spin, and every 128th time a
@@ -269,7 +280,8 @@ pub(crate) mod tests {
     }
 
     /// Every item runs exactly once, with each kind of helpers, more jobs at once than the
-    /// crew has slots, some after a pause (the crew asleep); errors come back.
+    /// crew has slots, some after a pause (the crew asleep); errors and panics come back as
+    /// errors, and the crew survives them.
     #[test]
     fn for_each_runs_every_item_once() {
         let _one = CREW_TESTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -285,10 +297,11 @@ pub(crate) mod tests {
                         let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
                         let r = for_each(n, helpers, |k| {
                             hits[k].fetch_add(1, Ordering::Relaxed);
-                            if k == n / 2 && round % 2 == 1 {
-                                return Err(crate::Error::Config(format!("item {k}")));
+                            match (k == n / 2, round % 4) {
+                                (true, 1) => Err(crate::Error::Config(format!("item {k}"))),
+                                (true, 3) => panic!("item {k} panics (on purpose)"),
+                                _ => Ok(()),
                             }
-                            Ok(())
                         });
                         assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
                         assert_eq!(r.is_err(), round % 2 == 1, "{helpers:?} {n}");

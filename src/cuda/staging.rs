@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::crew::{pause, share, Helpers, Job};
+use super::crew::{caught, pause, share, Helpers, Job};
 use crate::error::Result;
 
 /// Smallest piece of a parallel copy: large enough to amortise a hand-over and an upload
@@ -38,8 +38,18 @@ pub fn copy_in_pieces(
         dst: SendPtr(dst.as_mut_ptr()),
         piece: piece_bytes(n),
         done: std::array::from_fn(|_| AtomicBool::new(false)),
+        broken: AtomicBool::new(false),
     };
-    let copy = |k: usize| pieces.copy(k);
+    let copy = |k: usize| {
+        if caught(|| {
+            pieces.copy(k);
+            Ok(())
+        })
+        .is_err()
+        {
+            pieces.broken.store(true, Ordering::Release);
+        }
+    };
     let job = Job::new(n.div_ceil(pieces.piece), &copy);
     share(&job, helpers, || pieces.hand_over(&job, &mut on_piece))
 }
@@ -54,6 +64,8 @@ struct Pieces<'a> {
     dst: SendPtr,
     piece: usize,
     done: [AtomicBool; MAX_PIECES],
+    /// A piece's copy panicked ([`caught`]): its flag never comes.
+    broken: AtomicBool,
 }
 
 // SAFETY: `dst` points at `src.len()` bytes that `copy_in_pieces` holds by `&mut` until
@@ -98,6 +110,11 @@ impl Pieces<'_> {
                 on_piece(handed * self.piece, bytes)?;
                 handed += 1;
             } else if !job.run_one() {
+                if self.broken.load(Ordering::Acquire) {
+                    return Err(crate::Error::Cuda(
+                        "a thread of the frame's copy panicked".into(),
+                    ));
+                }
                 waits = waits.wrapping_add(1);
                 pause(waits);
             }
