@@ -29,10 +29,14 @@ pub enum Helpers {
     Crew,
 }
 
-/// Items `0..count`, each run once by whichever thread claims it first.
+/// Items `0..count`, each run once by whichever thread claims it first. A panic inside an
+/// item is caught here and only marks the job ([`Job::panicked`]): the item still counts as
+/// done, so nobody waits forever for it, and the crew thread that ran it lives on.
 pub struct Job<'a> {
     count: usize,
     next: AtomicUsize,
+    done: AtomicUsize,
+    panicked: AtomicBool,
     run: &'a (dyn Fn(usize) + Sync),
 }
 
@@ -41,6 +45,8 @@ impl<'a> Job<'a> {
         Job {
             count,
             next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
             run,
         }
     }
@@ -51,8 +57,28 @@ impl<'a> Job<'a> {
         if k >= self.count {
             return false;
         }
-        (self.run)(k);
+        let item = std::panic::AssertUnwindSafe(|| (self.run)(k));
+        if std::panic::catch_unwind(item).is_err() {
+            self.panicked.store(true, Ordering::Release);
+        }
+        self.done.fetch_add(1, Ordering::Release);
         true
+    }
+
+    /// Whether every item has run (the items' writes are visible to this thread then).
+    pub fn all_done(&self) -> bool {
+        self.done.load(Ordering::Acquire) == self.count
+    }
+
+    /// An error if an item panicked: a CUDA-side error, so that the pipeline redoes the
+    /// frame on the CPU.
+    pub fn panicked(&self) -> Result<()> {
+        if self.panicked.load(Ordering::Acquire) {
+            return Err(crate::Error::Cuda(
+                "a thread of the frame's host work panicked".into(),
+            ));
+        }
+        Ok(())
     }
 
     fn unclaimed(&self) -> bool {
@@ -84,48 +110,36 @@ pub fn share<R>(job: &Job, helpers: Helpers, this_thread: impl FnOnce() -> R) ->
 }
 
 /// `f(0)`, ..., `f(count - 1)` on this thread and `helpers`; the first error, if any, once
-/// all have run. A panic in `f` is that item's error ([`caught`]).
+/// all have run (a panic in `f`: [`Job::panicked`]).
 pub fn for_each(
     count: usize,
     helpers: Helpers,
     f: impl Fn(usize) -> Result<()> + Sync,
 ) -> Result<()> {
     let failed = Mutex::new(None);
-    let finished = AtomicUsize::new(0);
     let run = |k: usize| {
-        if let Err(e) = caught(|| f(k)) {
+        if let Err(e) = f(k) {
             failed
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get_or_insert(e);
         }
-        finished.fetch_add(1, Ordering::Release);
     };
     let job = Job::new(count, &run);
     share(&job, helpers, || {
         let mut waits = 0u32;
-        while finished.load(Ordering::Acquire) < count {
+        while !job.all_done() {
             if !job.run_one() {
                 waits = waits.wrapping_add(1);
                 pause(waits);
             }
         }
     });
+    let panicked = job.panicked();
     match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(e) => Err(e),
-        None => Ok(()),
+        None => panicked,
     }
-}
-
-/// `f()`, with a panic turned into an error: an item whose thread panicked must not leave
-/// the caller waiting for it (and a crew thread must survive it). A CUDA-side error, so that
-/// the pipeline redoes the frame on the CPU.
-pub fn caught(f: impl FnOnce() -> Result<()>) -> Result<()> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        Err(crate::Error::Cuda(
-            "a thread of the frame's host work panicked".into(),
-        ))
-    })
 }
 
 /// A short wait in a loop that waits for another thread: a spin, and every 128th time a

@@ -3,9 +3,9 @@
 //!
 //! The copy into the staging buffer was the largest single cost of a 1080p frame (190 us on
 //! one thread for 2 MB of mono8 on the H100 machine, 4x the 50 us pinned upload that
-//! follows): one core cannot fill write-combined memory at PCIe speed. Frames of at least
-//! [`PARALLEL_COPY_MIN`] bytes are cut into at most [`MAX_PIECES`] pieces of at least
-//! [`COPY_CHUNK`] bytes, and each piece's upload is queued as soon as that piece is in
+//! follows): one core cannot fill write-combined memory at PCIe speed. Frames are cut into
+//! at most [`MAX_PIECES`] pieces of at least [`COPY_CHUNK`] bytes (a frame of one piece
+//! stays on the calling thread), and each piece's upload is queued as soon as that piece is in
 //! ([`stage_and_upload`]): the DMA of the first pieces runs while the others are copied by
 //! the crew ([`super::staging`]). Tunables and measurements: docs/performance.md,
 //! "Input path".
@@ -35,15 +35,8 @@ pub fn encoding_code(e: Encoding) -> i32 {
     }
 }
 
-/// Frames smaller than this are copied on the calling thread (waking the pool costs more).
-pub const PARALLEL_COPY_MIN: usize = 256 << 10;
-
-/// `dst.copy_from_slice(src)` into pinned memory, by the crew for large frames.
+/// `dst.copy_from_slice(src)` into pinned memory, by the crew for frames of several pieces.
 pub fn copy_to_staging(dst: &mut [u8], src: &[u8]) -> Result<()> {
-    if src.len() < PARALLEL_COPY_MIN {
-        copy_streaming_into(dst, src);
-        return Ok(());
-    }
     copy_in_pieces(src, dst, Helpers::Crew, |_, _| Ok(()))
 }
 
@@ -69,10 +62,6 @@ pub fn stage_and_upload_by(
     helpers: Helpers,
 ) -> Result<()> {
     let n = src.len();
-    if n < PARALLEL_COPY_MIN {
-        copy_streaming_into(&mut host.as_mut_slice()[..n], src);
-        return upload(stream, host, dst, n);
-    }
     copy_in_pieces(src, &mut host.as_mut_slice()[..n], helpers, |off, bytes| {
         unsafe { result::memcpy_htod_async(dst + off as u64, bytes, stream.cu_stream()) }
             .map_err(|e| cuda_err("host-to-device copy", e))
@@ -205,13 +194,7 @@ mod tests {
 
     #[test]
     fn staging_copy_is_exact_at_every_size_around_the_thresholds() {
-        for n in [
-            0,
-            1,
-            PARALLEL_COPY_MIN - 1,
-            PARALLEL_COPY_MIN,
-            3 * COPY_CHUNK + 17,
-        ] {
+        for n in [0, 1, COPY_CHUNK - 1, COPY_CHUNK, 3 * COPY_CHUNK + 17] {
             let src: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
             let mut dst = vec![0u8; n];
             copy_to_staging(&mut dst, &src).unwrap();

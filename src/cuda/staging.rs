@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::crew::{caught, pause, share, Helpers, Job};
+use super::crew::{pause, share, Helpers, Job};
 use crate::error::Result;
 
 /// Smallest piece of a parallel copy: large enough to amortise a hand-over and an upload
@@ -24,7 +24,8 @@ pub fn piece_bytes(n: usize) -> usize {
 /// Copies `src` into `dst` (same length) in [`piece_bytes`] pieces shared by this thread and
 /// `helpers`, and calls `on_piece(offset, bytes)` on this thread for each piece, in order,
 /// as soon as it is in. This thread copies too whenever it has nothing to hand over: the
-/// copy finishes even when every helper is busy. No allocation.
+/// copy finishes even when every helper is busy; a frame of one piece (at most
+/// [`COPY_CHUNK`] bytes) wakes no helper at all. No allocation.
 pub fn copy_in_pieces(
     src: &[u8],
     dst: &mut [u8],
@@ -35,37 +36,22 @@ pub fn copy_in_pieces(
     let n = src.len();
     let pieces = Pieces {
         src,
-        dst: SendPtr(dst.as_mut_ptr()),
+        dst: dst.as_mut_ptr(),
         piece: piece_bytes(n),
         done: std::array::from_fn(|_| AtomicBool::new(false)),
-        broken: AtomicBool::new(false),
     };
-    let copy = |k: usize| {
-        if caught(|| {
-            pieces.copy(k);
-            Ok(())
-        })
-        .is_err()
-        {
-            pieces.broken.store(true, Ordering::Release);
-        }
-    };
-    let job = Job::new(n.div_ceil(pieces.piece), &copy);
+    let copy = |k: usize| pieces.copy(k);
+    let job = Job::new(pieces.count(), &copy);
     share(&job, helpers, || pieces.hand_over(&job, &mut on_piece))
 }
-
-/// The staging buffer's address, shared by the threads of one copy ([`Pieces`]).
-#[derive(Clone, Copy)]
-struct SendPtr(*mut u8);
 
 /// The pieces of one frame's copy into pinned staging.
 struct Pieces<'a> {
     src: &'a [u8],
-    dst: SendPtr,
+    /// The staging buffer (`src.len()` bytes).
+    dst: *mut u8,
     piece: usize,
     done: [AtomicBool; MAX_PIECES],
-    /// A piece's copy panicked ([`caught`]): its flag never comes.
-    broken: AtomicBool,
 }
 
 // SAFETY: `dst` points at `src.len()` bytes that `copy_in_pieces` holds by `&mut` until
@@ -74,6 +60,10 @@ struct Pieces<'a> {
 unsafe impl Sync for Pieces<'_> {}
 
 impl Pieces<'_> {
+    fn count(&self) -> usize {
+        self.src.len().div_ceil(self.piece)
+    }
+
     /// Copies piece k (claimed by this thread) and flags it.
     fn copy(&self, k: usize) {
         let off = k * self.piece;
@@ -82,7 +72,7 @@ impl Pieces<'_> {
         // because the calling thread uploads finished pieces while others are still being
         // written (measured benefit: docs/performance.md, change 8: 0.229 -> 0.179 ms at
         // 1080p after an idle gap).
-        unsafe { copy_streaming(self.dst.0.add(off), part) };
+        unsafe { copy_streaming(self.dst.add(off), part) };
         self.done[k].store(true, Ordering::Release);
     }
 
@@ -94,7 +84,7 @@ impl Pieces<'_> {
         let off = k * self.piece;
         let len = self.piece.min(self.src.len() - off);
         // SAFETY: piece k is complete (Acquire above) and nobody writes it again.
-        Some(unsafe { std::slice::from_raw_parts(self.dst.0.add(off), len) })
+        Some(unsafe { std::slice::from_raw_parts(self.dst.add(off), len) })
     }
 
     /// Hands the pieces over in order as they come in, copying whenever none is ready.
@@ -103,18 +93,14 @@ impl Pieces<'_> {
         job: &Job,
         on_piece: &mut impl FnMut(usize, &[u8]) -> Result<()>,
     ) -> Result<()> {
-        let count = self.src.len().div_ceil(self.piece);
         let (mut handed, mut waits) = (0, 0u32);
-        while handed < count {
+        while handed < self.count() {
             if let Some(bytes) = self.finished(handed) {
                 on_piece(handed * self.piece, bytes)?;
                 handed += 1;
             } else if !job.run_one() {
-                if self.broken.load(Ordering::Acquire) {
-                    return Err(crate::Error::Cuda(
-                        "a thread of the frame's copy panicked".into(),
-                    ));
-                }
+                // A piece whose copy panicked never gets its flag.
+                job.panicked()?;
                 waits = waits.wrapping_add(1);
                 pause(waits);
             }
