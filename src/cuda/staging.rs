@@ -5,7 +5,7 @@
 //! (docs/performance.md, change 23): a 1080p mono8 frame's copy and upload 0.17-0.18 ms on
 //! rayon's pool with plain stores, 0.09-0.10 ms now.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::crew::{pause, share, Helpers, Job};
 use crate::error::Result;
@@ -15,6 +15,12 @@ use crate::error::Result;
 pub const COPY_CHUNK: usize = 256 << 10;
 /// Most pieces per frame (a 4K bgr8 frame, 24 MB, goes in 16 pieces of 1.5 MB).
 pub const MAX_PIECES: usize = 16;
+/// The unit of work of the copy: the threads claim a piece's stripes in order, so that the
+/// pieces come in one after the other, the first one after a few microseconds, and its
+/// upload starts while the next ones are copied. (With one piece per thread they all came
+/// in at about the same time, and the whole upload waited for the copy: docs/performance.md,
+/// change 26.)
+pub const STRIPE: usize = 32 << 10;
 
 /// Piece size of [`copy_in_pieces`] for `n` bytes.
 pub fn piece_bytes(n: usize) -> usize {
@@ -34,14 +40,18 @@ pub fn copy_in_pieces(
 ) -> Result<()> {
     assert_eq!(src.len(), dst.len(), "copy_in_pieces: lengths differ");
     let n = src.len();
+    let piece = piece_bytes(n);
+    // A frame of one piece stays one item: nothing to overlap, no helper to wake.
+    let stripes = if n > piece { piece.div_ceil(STRIPE) } else { 1 };
     let pieces = Pieces {
         src,
         dst: dst.as_mut_ptr(),
-        piece: piece_bytes(n),
-        done: std::array::from_fn(|_| AtomicBool::new(false)),
+        piece,
+        stripes,
+        stripes_left: std::array::from_fn(|_| AtomicUsize::new(stripes)),
     };
-    let copy = |k: usize| pieces.copy(k);
-    let job = Job::new(pieces.count(), &copy);
+    let copy = |i: usize| pieces.copy(i);
+    let job = Job::new(pieces.count() * pieces.stripes, &copy);
     share(&job, helpers, || pieces.hand_over(&job, &mut on_piece))
 }
 
@@ -51,12 +61,17 @@ struct Pieces<'a> {
     /// The staging buffer (`src.len()` bytes).
     dst: *mut u8,
     piece: usize,
-    done: [AtomicBool; MAX_PIECES],
+    /// Stripes per piece ([`STRIPE`] bytes each, the last piece's partly or wholly empty;
+    /// 1 for a frame of one piece).
+    stripes: usize,
+    /// Per piece, the stripes not copied yet.
+    stripes_left: [AtomicUsize; MAX_PIECES],
 }
 
 // SAFETY: `dst` points at `src.len()` bytes that `copy_in_pieces` holds by `&mut` until
-// every helper has let go of the job (`share` returns); the pieces are disjoint and each is
-// written by the one thread that claimed it (`Job`), then only read after its Release flag.
+// every helper has let go of the job (`share` returns); the stripes are disjoint and each is
+// written by the one thread that claimed it (`Job`); a piece is only read once the count of
+// its stripes left has dropped to 0 (AcqRel decrements, Acquire load).
 unsafe impl Sync for Pieces<'_> {}
 
 impl Pieces<'_> {
@@ -64,21 +79,29 @@ impl Pieces<'_> {
         self.src.len().div_ceil(self.piece)
     }
 
-    /// Copies piece k (claimed by this thread) and flags it.
-    fn copy(&self, k: usize) {
-        let off = k * self.piece;
-        let part = &self.src[off..(off + self.piece).min(self.src.len())];
-        // SAFETY: see `impl Sync for Pieces`: piece k is this thread's alone. Raw pointers
+    /// Copies stripe `i` (claimed by this thread: stripe `i % stripes` of piece
+    /// `i / stripes`) and counts it in its piece.
+    fn copy(&self, i: usize) {
+        let k = i / self.stripes;
+        let end = ((k + 1) * self.piece).min(self.src.len());
+        let off = (k * self.piece + i % self.stripes * STRIPE).min(end);
+        let len = if self.stripes == 1 {
+            self.piece
+        } else {
+            STRIPE
+        };
+        let part = &self.src[off..(off + len).min(end)];
+        // SAFETY: see `impl Sync for Pieces`: stripe i is this thread's alone. Raw pointers
         // because the calling thread uploads finished pieces while others are still being
         // written (measured benefit: docs/performance.md, change 8: 0.229 -> 0.179 ms at
         // 1080p after an idle gap).
         unsafe { copy_streaming(self.dst.add(off), part) };
-        self.done[k].store(true, Ordering::Release);
+        self.stripes_left[k].fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Piece k's bytes in the staging buffer once they are all there.
     fn finished(&self, k: usize) -> Option<&[u8]> {
-        if !self.done[k].load(Ordering::Acquire) {
+        if self.stripes_left[k].load(Ordering::Acquire) != 0 {
             return None;
         }
         let off = k * self.piece;
@@ -99,7 +122,7 @@ impl Pieces<'_> {
                 on_piece(handed * self.piece, bytes)?;
                 handed += 1;
             } else if !job.run_one() {
-                // A piece whose copy panicked never gets its flag.
+                // A piece with a stripe whose copy panicked never comes in.
                 job.panicked()?;
                 waits = waits.wrapping_add(1);
                 pause(waits);
