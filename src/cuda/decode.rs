@@ -3,12 +3,12 @@
 //!
 //! The copy into the staging buffer was the largest single cost of a 1080p frame (190 us on
 //! one thread for 2 MB of mono8 on the H100 machine, 4x the 50 us pinned upload that
-//! follows): one core cannot fill write-combined memory at PCIe speed. Frames are cut into
-//! at most [`MAX_PIECES`] pieces of at least [`COPY_CHUNK`] bytes (a frame of one piece
-//! stays on the calling thread), and each piece's upload is queued as soon as that piece is in
-//! ([`stage_and_upload`]): the DMA of the first pieces runs while the others are copied by
-//! the crew ([`super::staging`]). Tunables and measurements: docs/performance.md,
-//! "Input path".
+//! follows): one core cannot fill write-combined memory at PCIe speed. Frames of more than
+//! [`COPY_CHUNK`] bytes are cut into pieces that double in size ([`piece_bounds`]; a frame of
+//! one piece stays on the calling thread), and each piece's upload is queued as soon as that
+//! piece is in ([`stage_and_upload`]): the DMA of the first pieces runs while the others are
+//! copied by the crew ([`super::staging`]). Tunables and measurements: docs/performance.md,
+//! changes 8, 23 and 26.
 
 use cudarc::driver::{result, CudaStream};
 
@@ -17,7 +17,7 @@ use super::context::cuda_err;
 use super::context::Gpu;
 pub use super::crew::Helpers;
 pub use super::staging::{
-    copy_in_pieces, copy_streaming_into, piece_bytes, COPY_CHUNK, MAX_PIECES,
+    copy_in_pieces, copy_streaming_into, piece_bounds, COPY_CHUNK, MAX_PIECES,
 };
 use crate::error::Result;
 use crate::image::{Encoding, FrameLayout};

@@ -10,27 +10,50 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::crew::{pause, share, Helpers, Job};
 use crate::error::Result;
 
-/// Smallest piece of a parallel copy: large enough to amortise a hand-over and an upload
-/// call, small enough to spread a 1080p mono8 frame (2 MB) over 8 threads.
+/// Frames of at most this many bytes are one piece, copied by the calling thread alone (no
+/// helper to wake, nothing to overlap).
 pub const COPY_CHUNK: usize = 256 << 10;
-/// Most pieces per frame (a 4K bgr8 frame, 24 MB, goes in 16 pieces of 1.5 MB).
+/// The first piece of a larger frame: small, so that its upload starts early. Each next
+/// piece is twice the one before (the copy on several threads outruns the upload, so a
+/// piece is in before the link is free for it), and the last takes the rest once that is at
+/// most twice the next size: a 1080p mono8 frame goes in 4 uploads (128 KB to 1.1 MB), not
+/// 8 of 256 KB. Multiples of [`STRIPE`].
+pub const FIRST_PIECE: usize = 128 << 10;
+/// Most pieces per frame (a bound; the doubling reaches a 4K bgr8 frame, 24 MB, in 7).
 pub const MAX_PIECES: usize = 16;
-/// The unit of work of the copy: the threads claim a piece's stripes in order, so that the
+/// The unit of work of the copy: the threads claim the frame's stripes in order, so that the
 /// pieces come in one after the other, the first one after a few microseconds, and its
 /// upload starts while the next ones are copied. (With one piece per thread they all came
 /// in at about the same time, and the whole upload waited for the copy: docs/performance.md,
 /// change 26.)
 pub const STRIPE: usize = 32 << 10;
 
-/// Piece size of [`copy_in_pieces`] for `n` bytes.
-pub fn piece_bytes(n: usize) -> usize {
-    COPY_CHUNK.max(n.div_ceil(MAX_PIECES))
+/// The pieces of [`copy_in_pieces`] for `n` bytes: bounds `b[0] = 0 < b[1] < ... < b[count]
+/// = n` and `count`.
+pub fn piece_bounds(n: usize) -> ([usize; MAX_PIECES + 1], usize) {
+    let mut b = [0; MAX_PIECES + 1];
+    if n == 0 {
+        return (b, 0);
+    }
+    if n <= COPY_CHUNK {
+        b[1] = n;
+        return (b, 1);
+    }
+    let (mut k, mut size) = (0, FIRST_PIECE);
+    while b[k] < n {
+        let rest = n - b[k];
+        let last = rest <= 2 * size || k + 1 == MAX_PIECES;
+        b[k + 1] = b[k] + if last { rest } else { size };
+        k += 1;
+        size *= 2;
+    }
+    (b, k)
 }
 
-/// Copies `src` into `dst` (same length) in [`piece_bytes`] pieces shared by this thread and
-/// `helpers`, and calls `on_piece(offset, bytes)` on this thread for each piece, in order,
-/// as soon as it is in. This thread copies too whenever it has nothing to hand over: the
-/// copy finishes even when every helper is busy; a frame of one piece (at most
+/// Copies `src` into `dst` (same length) in the pieces of [`piece_bounds`], shared by this
+/// thread and `helpers`, and calls `on_piece(offset, bytes)` on this thread for each piece,
+/// in order, as soon as it is in. This thread copies too whenever it has nothing to hand
+/// over: the copy finishes even when every helper is busy; a frame of one piece (at most
 /// [`COPY_CHUNK`] bytes) wakes no helper at all. No allocation.
 pub fn copy_in_pieces(
     src: &[u8],
@@ -40,18 +63,22 @@ pub fn copy_in_pieces(
 ) -> Result<()> {
     assert_eq!(src.len(), dst.len(), "copy_in_pieces: lengths differ");
     let n = src.len();
-    let piece = piece_bytes(n);
-    // A frame of one piece stays one item: nothing to overlap, no helper to wake.
-    let stripes = if n > piece { piece.div_ceil(STRIPE) } else { 1 };
+    let (bounds, count) = piece_bounds(n);
+    // A frame of one piece is one item.
+    let stripe = if count > 1 { STRIPE } else { n.max(1) };
     let pieces = Pieces {
         src,
         dst: dst.as_mut_ptr(),
-        piece,
-        stripes,
-        stripes_left: std::array::from_fn(|_| AtomicUsize::new(stripes)),
+        bounds,
+        count,
+        stripe,
+        stripes_left: std::array::from_fn(|k| {
+            let len = if k < count { bounds[k + 1] - bounds[k] } else { 0 };
+            AtomicUsize::new(len.div_ceil(stripe))
+        }),
     };
     let copy = |i: usize| pieces.copy(i);
-    let job = Job::new(pieces.count() * pieces.stripes, &copy);
+    let job = Job::new(n.div_ceil(stripe), &copy);
     share(&job, helpers, || pieces.hand_over(&job, &mut on_piece))
 }
 
@@ -60,10 +87,12 @@ struct Pieces<'a> {
     src: &'a [u8],
     /// The staging buffer (`src.len()` bytes).
     dst: *mut u8,
-    piece: usize,
-    /// Stripes per piece ([`STRIPE`] bytes each, the last piece's partly or wholly empty;
-    /// 1 for a frame of one piece).
-    stripes: usize,
+    /// [`piece_bounds`]: piece k is `bounds[k]..bounds[k + 1]`, k < count.
+    bounds: [usize; MAX_PIECES + 1],
+    count: usize,
+    /// Bytes per item: [`STRIPE`] (every bound but the last is a multiple of it), or the
+    /// whole frame when it is one piece.
+    stripe: usize,
     /// Per piece, the stripes not copied yet.
     stripes_left: [AtomicUsize; MAX_PIECES],
 }
@@ -75,22 +104,13 @@ struct Pieces<'a> {
 unsafe impl Sync for Pieces<'_> {}
 
 impl Pieces<'_> {
-    fn count(&self) -> usize {
-        self.src.len().div_ceil(self.piece)
-    }
-
-    /// Copies stripe `i` (claimed by this thread: stripe `i % stripes` of piece
-    /// `i / stripes`) and counts it in its piece.
+    /// Copies stripe `i` (claimed by this thread) and counts it in its piece.
     fn copy(&self, i: usize) {
-        let k = i / self.stripes;
-        let end = ((k + 1) * self.piece).min(self.src.len());
-        let off = (k * self.piece + i % self.stripes * STRIPE).min(end);
-        let len = if self.stripes == 1 {
-            self.piece
-        } else {
-            STRIPE
-        };
-        let part = &self.src[off..(off + len).min(end)];
+        let off = i * self.stripe;
+        let part = &self.src[off..(off + self.stripe).min(self.src.len())];
+        let k = (0..self.count)
+            .find(|&k| off < self.bounds[k + 1])
+            .expect("a stripe inside the frame");
         // SAFETY: see `impl Sync for Pieces`: stripe i is this thread's alone. Raw pointers
         // because the calling thread uploads finished pieces while others are still being
         // written (measured benefit: docs/performance.md, change 8: 0.229 -> 0.179 ms at
@@ -104,10 +124,9 @@ impl Pieces<'_> {
         if self.stripes_left[k].load(Ordering::Acquire) != 0 {
             return None;
         }
-        let off = k * self.piece;
-        let len = self.piece.min(self.src.len() - off);
+        let (off, end) = (self.bounds[k], self.bounds[k + 1]);
         // SAFETY: piece k is complete (Acquire above) and nobody writes it again.
-        Some(unsafe { std::slice::from_raw_parts(self.dst.add(off), len) })
+        Some(unsafe { std::slice::from_raw_parts(self.dst.add(off), end - off) })
     }
 
     /// Hands the pieces over in order as they come in, copying whenever none is ready.
@@ -117,9 +136,9 @@ impl Pieces<'_> {
         on_piece: &mut impl FnMut(usize, &[u8]) -> Result<()>,
     ) -> Result<()> {
         let (mut handed, mut waits) = (0, 0u32);
-        while handed < self.count() {
+        while handed < self.count {
             if let Some(bytes) = self.finished(handed) {
-                on_piece(handed * self.piece, bytes)?;
+                on_piece(self.bounds[handed], bytes)?;
                 handed += 1;
             } else if !job.run_one() {
                 // A piece with a stripe whose copy panicked never comes in.
@@ -205,12 +224,40 @@ mod tests {
         })
         .unwrap();
         assert!(dst == src, "{n} bytes, {helpers:?}");
-        let piece = piece_bytes(n);
-        let want: Vec<(usize, usize)> = (0..n.div_ceil(piece))
-            .map(|k| (k * piece, piece.min(n - k * piece)))
-            .collect();
+        let (b, count) = piece_bounds(n);
+        let want: Vec<(usize, usize)> = (0..count).map(|k| (b[k], b[k + 1] - b[k])).collect();
         assert_eq!(seen, want, "{n} bytes, {helpers:?}");
-        assert!(seen.len() <= MAX_PIECES);
+    }
+
+    /// The pieces cover the frame in order; one piece up to COPY_CHUNK; above it the first is
+    /// FIRST_PIECE, each next one twice the one before, the last at most twice the size it
+    /// would have had (it takes the rest), every bound but the last a multiple of STRIPE;
+    /// never more than MAX_PIECES.
+    #[test]
+    fn pieces_double_from_the_first() {
+        let sizes = [1, COPY_CHUNK, COPY_CHUNK + 1, 921_600, 2_073_600, 6_220_800, 8_294_400];
+        for n in sizes.into_iter().chain([24_883_200, 1 << 40]) {
+            let (b, count) = piece_bounds(n);
+            assert!((1..=MAX_PIECES).contains(&count), "{n}: {count} pieces");
+            assert_eq!((b[0], b[count]), (0, n));
+            if n <= COPY_CHUNK {
+                assert_eq!(count, 1);
+                continue;
+            }
+            let mut size = FIRST_PIECE;
+            for k in 0..count {
+                let len = b[k + 1] - b[k];
+                assert_eq!(b[k] % STRIPE, 0, "{n}: bound {k}");
+                if k + 1 < count {
+                    assert_eq!(len, size, "{n}: piece {k}");
+                } else if count < MAX_PIECES {
+                    assert!(len > 0 && len <= 2 * size, "{n}: last piece {len}");
+                }
+                size *= 2;
+            }
+        }
+        // 1080p mono8: 4 uploads.
+        assert_eq!(piece_bounds(2_073_600).1, 4);
     }
 
     const SIZES: [usize; 6] = [
