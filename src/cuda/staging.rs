@@ -73,7 +73,11 @@ pub fn copy_in_pieces(
         count,
         stripe,
         stripes_left: std::array::from_fn(|k| {
-            let len = if k < count { bounds[k + 1] - bounds[k] } else { 0 };
+            let len = if k < count {
+                bounds[k + 1] - bounds[k]
+            } else {
+                0
+            };
             AtomicUsize::new(len.div_ceil(stripe))
         }),
     };
@@ -235,7 +239,15 @@ mod tests {
     /// never more than MAX_PIECES.
     #[test]
     fn pieces_double_from_the_first() {
-        let sizes = [1, COPY_CHUNK, COPY_CHUNK + 1, 921_600, 2_073_600, 6_220_800, 8_294_400];
+        let sizes = [
+            1,
+            COPY_CHUNK,
+            COPY_CHUNK + 1,
+            921_600,
+            2_073_600,
+            6_220_800,
+            8_294_400,
+        ];
         for n in sizes.into_iter().chain([24_883_200, 1 << 40]) {
             let (b, count) = piece_bounds(n);
             assert!((1..=MAX_PIECES).contains(&count), "{n}: {count} pieces");
