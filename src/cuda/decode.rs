@@ -16,9 +16,7 @@ use super::buffers::{upload, DevBuf, HostBuf};
 use super::context::cuda_err;
 use super::context::Gpu;
 pub use super::crew::Helpers;
-pub use super::staging::{
-    copy_in_pieces, copy_streaming_into, piece_bounds, COPY_CHUNK, MAX_PIECES,
-};
+pub use super::staging::{copy_in_pieces, copy_streaming_into, piece_bounds, COPY_CHUNK};
 use crate::error::Result;
 use crate::image::{Encoding, FrameLayout};
 

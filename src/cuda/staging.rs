@@ -1,9 +1,10 @@
 //! The frame's copy into pinned staging in pieces, shared by the calling thread and the
 //! crew ([`super::crew`]), each piece handed back to the caller (for its upload) as soon as
-//! it is in. The bytes are written with streaming stores ([`copy_streaming`]): the upload
+//! it is in. The bytes are written with streaming stores (`copy_streaming`): the upload
 //! then reads them from memory, not from dirty cache lines. Measured on the H100 machine
-//! (docs/performance.md, change 23): a 1080p mono8 frame's copy and upload 0.17-0.18 ms on
-//! rayon's pool with plain stores, 0.09-0.10 ms now.
+//! (docs/performance.md, changes 23, 26 and 27): a 1080p mono8 frame's copy and upload
+//! 0.17-0.18 ms on rayon's pool with plain stores, 0.09-0.10 ms with streaming stores and the
+//! crew, ~0.07 ms with the stripes claimed in order and the doubling pieces.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -155,7 +156,7 @@ impl Pieces<'_> {
     }
 }
 
-/// `dst.copy_from_slice(src)` by [`copy_streaming`], on this thread.
+/// `dst.copy_from_slice(src)` by `copy_streaming`, on this thread.
 pub fn copy_streaming_into(dst: &mut [u8], src: &[u8]) {
     assert_eq!(src.len(), dst.len(), "copy_streaming_into: lengths differ");
     // SAFETY: `dst` is a distinct `&mut` slice of `src.len()` bytes.
