@@ -368,26 +368,33 @@ fn pyramid_matches_cpu_on_fixtures() {
     let Some(mut g) = gpu("pyramid_matches_cpu_on_fixtures") else {
         return;
     };
+    // 1.2 (ORB's) and 1.5 build two levels per launch, 2.0 one level per launch
+    // (src/cuda/pyramid.rs, two_level_fits); 9 levels end on a lone last level.
     for (name, frame) in fixtures() {
         let view = frame.view().unwrap();
-        for interp in [Interpolation::Linear, Interpolation::LinearExact] {
-            let mut cfg = Config::default();
-            cfg.pyramid.interpolation = interp;
-            cfg.canny.enabled = false;
-            cfg.detector.score = ScoreType::Fast;
-            let mut levels = vec![GrayImage::default()];
-            gpu_features::cpu::decode::decode(&view, &mut levels[0]);
-            gpu_features::cpu::pyramid::build(&mut levels, 8, 1.2, interp);
-            g.process(&cfg, &view).unwrap();
-            let gl = g.download_levels().unwrap();
-            assert_eq!(levels.len(), gl.len());
-            for (l, (a, b)) in levels.iter().zip(&gl).enumerate() {
-                assert_eq!((a.width, a.height), (b.width, b.height), "{name} level {l}");
-                let diff = a.data.iter().zip(&b.data).filter(|(x, y)| x != y).count();
-                assert_eq!(diff, 0, "{name} {interp:?} level {l}: {diff} pixels differ");
+        for (scale, n) in [(1.2f32, 8u32), (1.2, 9), (1.5, 8), (2.0, 6)] {
+            for interp in [Interpolation::Linear, Interpolation::LinearExact] {
+                let mut cfg = Config::default();
+                cfg.pyramid.interpolation = interp;
+                cfg.pyramid.scale_factor = scale;
+                cfg.pyramid.levels = n;
+                cfg.canny.enabled = false;
+                cfg.detector.score = ScoreType::Fast;
+                let mut levels = vec![GrayImage::default()];
+                gpu_features::cpu::decode::decode(&view, &mut levels[0]);
+                gpu_features::cpu::pyramid::build(&mut levels, n as usize, scale, interp);
+                g.process(&cfg, &view).unwrap();
+                let gl = g.download_levels().unwrap();
+                assert_eq!(levels.len(), gl.len());
+                for (l, (a, b)) in levels.iter().zip(&gl).enumerate() {
+                    let what = format!("{name} scale {scale} {interp:?} level {l}");
+                    assert_eq!((a.width, a.height), (b.width, b.height), "{what}");
+                    let diff = a.data.iter().zip(&b.data).filter(|(x, y)| x != y).count();
+                    assert_eq!(diff, 0, "{what}: {diff} pixels differ");
+                }
             }
         }
-        eprintln!("{name}: pyramid identical (linear, linear_exact)");
+        eprintln!("{name}: pyramid identical (scales 1.2, 1.5, 2.0; linear, linear_exact)");
     }
 }
 

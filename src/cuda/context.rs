@@ -66,6 +66,7 @@ pub struct Kernels {
     pub decode_gray: CudaFunction,
     pub copy_frame16: CudaFunction,
     pub resize_linear: CudaFunction,
+    pub resize_linear2: CudaFunction,
     pub fast_harris: CudaFunction,
     pub fast_cells: CudaFunction,
     pub cell_filter: CudaFunction,
@@ -103,9 +104,12 @@ pub struct ModuleInfo {
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
-    /// A second stream, of the greatest priority: Canny runs there beside the pyramid and
-    /// the detection (they share only the decoded frame, which both read).
+    /// A second stream, of a priority above the main stream's: Canny runs there beside the
+    /// pyramid and the detection (they share only the decoded frame, which both read).
     pub side: Arc<CudaStream>,
+    /// The priority of the pyramid's launches (above Canny's stream), where the device has
+    /// enough priority levels.
+    pub pyramid_priority: Option<i32>,
     pub k: Kernels,
     _module: Arc<CudaModule>,
     pub name: String,
@@ -295,15 +299,23 @@ impl Gpu {
         let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err("creating a CUDA context", e))?;
         // One stream, raw pointers: cudarc's per-buffer event tracking is not needed.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx
-            .new_stream()
-            .map_err(|e| cuda_err("creating a stream", e))?;
-        // The greatest priority: Canny's blocks go first, so that its edge map is back early
-        // and the host unpacks it while the detection still runs.
-        let (_, greatest) = result::stream::get_priority_range()
+        // Priorities (docs/performance.md, change 29): the pyramid's launches first, since
+        // the detection waits for all of it; Canny's stream next, so that its edge map is
+        // back early and the host unpacks it while the detection still runs; the detection
+        // last. With fewer than three levels Canny keeps the greatest and the pyramid runs at
+        // its stream's. (Greater priorities are smaller numbers.)
+        let (least, greatest) = result::stream::get_priority_range()
             .map_err(|e| cuda_err("stream priority range", e))?;
+        let (main_prio, side_prio, pyramid_priority) = if least - greatest >= 2 {
+            (least, greatest + 1, Some(greatest))
+        } else {
+            (least, greatest, None)
+        };
+        let stream = ctx
+            .new_stream_with_priority(main_prio)
+            .map_err(|e| cuda_err("creating a stream", e))?;
         let side = ctx
-            .new_stream_with_priority(greatest)
+            .new_stream_with_priority(side_prio)
             .map_err(|e| cuda_err("creating a stream", e))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
         let flag = |a| ctx.attribute(a).map(|v| v != 0).unwrap_or(false);
@@ -323,6 +335,7 @@ impl Gpu {
             decode_gray: f("decode_gray")?,
             copy_frame16: f("copy_frame16")?,
             resize_linear: f("resize_linear")?,
+            resize_linear2: f("resize_linear2")?,
             fast_harris: f("fast_harris")?,
             fast_cells: f("fast_cells")?,
             cell_filter: f("cell_filter")?,
@@ -349,6 +362,7 @@ impl Gpu {
             ctx,
             stream,
             side,
+            pyramid_priority,
             k,
             _module: module,
             name,
@@ -471,6 +485,58 @@ impl Gpu {
                 args,
             )
         }
+        .map_err(|e| cuda_err(&format!("launching {name}"), e))
+    }
+
+    /// [`Gpu::launch`] at `priority` (a stream priority) for this launch alone; captured
+    /// into a graph, its node keeps it (graphs run with their nodes' priorities).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_at_priority(
+        &self,
+        name: &str,
+        f: &CudaFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared: u32,
+        args: &mut [*mut c_void],
+        priority: i32,
+    ) -> Result<()> {
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+            return Ok(());
+        }
+        self.check_fault(name)?;
+        // SAFETY: the union's `priority` member is the one CU_LAUNCH_ATTRIBUTE_PRIORITY reads;
+        // the other members are never read.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.priority = priority;
+        let mut attr = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY,
+            pad: [0; 4],
+            value,
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: grid.2,
+            blockDimX: block.0,
+            blockDimY: block.1,
+            blockDimZ: block.2,
+            sharedMemBytes: shared,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: as result::launch_kernel: `args` holds one pointer per kernel parameter
+        // (kargs!), `config` and `attr` outlive the call.
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
+                f.cu_function(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
         .map_err(|e| cuda_err(&format!("launching {name}"), e))
     }
 

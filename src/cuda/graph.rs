@@ -58,7 +58,9 @@ impl Graph {
                 });
             }
         };
-        let flags = sys::CUgraphInstantiate_flags(0);
+        // Each node keeps the priority it was captured with (its stream's, or its launch's:
+        // Gpu::launch_at_priority).
+        let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
         // SAFETY: `graph` is the valid graph the capture returned.
         match unsafe { result::graph::instantiate(graph, flags) } {
             Ok(exec) => Ok(Graph {

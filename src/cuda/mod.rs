@@ -21,8 +21,9 @@
 //! final download (the selected keypoints and their per-level header: one host sync). With
 //! `cuda.graphs` and the GPU selection, everything after the decode is replayed from two
 //! CUDA graphs ([`graph`]), recorded on the first frame of a resolution and config.
-//! Canny runs on a second stream of the greatest priority ([`Gpu::side`]) right after the
-//! decode, beside the pyramid and the detection, and its edge map (packed to 1 bit per
+//! Canny runs on a second stream ([`Gpu::side`]) right after the decode, beside the pyramid
+//! and the detection; its blocks go before the detection's, the pyramid's before both
+//! ([`Gpu::pyramid_priority`]). Its edge map (packed to 1 bit per
 //! pixel) is downloaded at once: the host waits on that download's event and unpacks the map
 //! into `Features::edges` (with the threads of [`crew`]) while the GPU still runs the
 //! detection and the selection. Buffers

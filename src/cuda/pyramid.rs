@@ -26,6 +26,8 @@ pub struct Pyramid {
     pub buf: DevBuf,
     pub levels: Vec<Level>,
     taps: Vec<Taps>,
+    /// `fused[l - 1]`: levels `l` and `l + 1` can come from one resize_linear2 launch.
+    fused: Vec<bool>,
     exact: i32,
 }
 
@@ -50,9 +52,13 @@ impl Pyramid {
             off += (w * h).div_ceil(256) * 256;
         }
         let mut taps = Vec::new();
+        let mut fused = Vec::new();
         for l in 1..levels.len() {
             let (s, d) = (levels[l - 1], levels[l]);
             let t = ResizeTables::new(s.w, s.h, d.w, d.h, interpolation);
+            if l >= 2 {
+                fused.push(two_level_fits(&t, s.w, s.h));
+            }
             let flat = |w: &[[u16; 2]]| w.iter().flat_map(|p| *p).collect::<Vec<u16>>();
             taps.push(Taps {
                 xofs: DevBuf::from_slice(&gpu.ctx, &t.x.offsets)?,
@@ -65,6 +71,7 @@ impl Pyramid {
             buf: DevBuf::new(&gpu.ctx, off.max(1))?,
             levels,
             taps,
+            fused,
             exact: (interpolation == Interpolation::LinearExact) as i32,
         })
     }
@@ -73,33 +80,189 @@ impl Pyramid {
         self.buf.ptr() + self.levels[l].off as u64
     }
 
-    /// Levels 1.. from level 0, each from the previous one.
+    /// Levels 1.. from level 0, each from the previous one: two levels per launch where
+    /// [`two_level_fits`] allows (kernels/pyramid.cu, resize_linear2), else one.
     pub fn run(&self, gpu: &Gpu) -> Result<()> {
-        for l in 1..self.levels.len() {
-            let (s, d) = (self.levels[l - 1], self.levels[l]);
-            if d.w == 0 || d.h == 0 || s.w == 0 || s.h == 0 {
+        let n = self.levels.len();
+        let empty = |l: usize| self.levels[l].w == 0 || self.levels[l].h == 0;
+        let mut l = 1;
+        while l < n {
+            if empty(l - 1) || empty(l) {
+                l += 1;
                 continue;
             }
-            let t = &self.taps[l - 1];
-            let (src, dst) = (self.level_ptr(l - 1), self.level_ptr(l));
-            let (sw, sh, dw, dh) = (s.w as i32, s.h as i32, d.w as i32, d.h as i32);
-            let (xo, xw, yo, yw, ex) = (
-                t.xofs.ptr(),
-                t.xw.ptr(),
-                t.yofs.ptr(),
-                t.yw.ptr(),
-                self.exact,
-            );
-            gpu.launch(
-                "resize_linear",
-                &gpu.k.resize_linear,
-                // 4 pixels per thread (kernels/pyramid.cu).
-                (d.w.div_ceil(128) as u32, d.h.div_ceil(8) as u32, 1),
-                (32, 8, 1),
-                0,
-                &mut kargs![src, sw, sh, dst, dw, dh, xo, xw, yo, yw, ex],
-            )?;
+            if l + 1 < n && !empty(l + 1) && self.fused[l - 1] {
+                self.launch_two(gpu, l)?;
+                l += 2;
+            } else {
+                self.launch_one(gpu, l)?;
+                l += 1;
+            }
         }
         Ok(())
+    }
+
+    /// Level `l` from level `l - 1`.
+    fn launch_one(&self, gpu: &Gpu, l: usize) -> Result<()> {
+        let (s, d) = (self.levels[l - 1], self.levels[l]);
+        let t = &self.taps[l - 1];
+        let (src, dst) = (self.level_ptr(l - 1), self.level_ptr(l));
+        let (sw, sh, dw, dh) = (s.w as i32, s.h as i32, d.w as i32, d.h as i32);
+        let (xo, xw, yo, yw, ex) = (
+            t.xofs.ptr(),
+            t.xw.ptr(),
+            t.yofs.ptr(),
+            t.yw.ptr(),
+            self.exact,
+        );
+        gpu_launch(
+            gpu,
+            "resize_linear",
+            &gpu.k.resize_linear,
+            // 4 pixels per thread (kernels/pyramid.cu).
+            (d.w.div_ceil(128) as u32, d.h.div_ceil(8) as u32, 1),
+            (32, 8, 1),
+            0,
+            &mut kargs![src, sw, sh, dst, dw, dh, xo, xw, yo, yw, ex],
+        )
+    }
+
+    /// Levels `l` and `l + 1` from level `l - 1` in one launch.
+    fn launch_two(&self, gpu: &Gpu, l: usize) -> Result<()> {
+        let (s, m, d) = (self.levels[l - 1], self.levels[l], self.levels[l + 1]);
+        let (t1, t2) = (&self.taps[l - 1], &self.taps[l]);
+        let (src, mid, dst) = (
+            self.level_ptr(l - 1),
+            self.level_ptr(l),
+            self.level_ptr(l + 1),
+        );
+        let (sw, sh, mw, mh, dw, dh) = (
+            s.w as i32, s.h as i32, m.w as i32, m.h as i32, d.w as i32, d.h as i32,
+        );
+        let (xo1, xw1, yo1, yw1) = (t1.xofs.ptr(), t1.xw.ptr(), t1.yofs.ptr(), t1.yw.ptr());
+        let (xo2, xw2, yo2, yw2) = (t2.xofs.ptr(), t2.xw.ptr(), t2.yofs.ptr(), t2.yw.ptr());
+        let ex = self.exact;
+        gpu_launch(
+            gpu,
+            "resize_linear2",
+            &gpu.k.resize_linear2,
+            (
+                d.w.div_ceil(TWO_LEVEL_TILE.0) as u32,
+                d.h.div_ceil(TWO_LEVEL_TILE.1) as u32,
+                1,
+            ),
+            (32, 8, 1),
+            0,
+            &mut kargs![
+                src, sw, sh, mid, mw, mh, dst, dw, dh, xo1, xw1, yo1, yw1, xo2, xw2, yo2, yw2, ex
+            ],
+        )
+    }
+}
+
+/// The pyramid's launches: at [`Gpu::pyramid_priority`] where there is one.
+#[allow(clippy::too_many_arguments)]
+fn gpu_launch(
+    gpu: &Gpu,
+    name: &str,
+    f: &cudarc::driver::CudaFunction,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared: u32,
+    args: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    match gpu.pyramid_priority {
+        Some(p) => gpu.launch_at_priority(name, f, grid, block, shared, args, p),
+        None => gpu.launch(name, f, grid, block, shared, args),
+    }
+}
+
+/// resize_linear2's dst tile and its largest region of the middle level (RESIZE2_TW,
+/// RESIZE2_TH, RESIZE2_MW, RESIZE2_MH in kernels/pyramid.cu).
+const TWO_LEVEL_TILE: (usize, usize) = (128, 8);
+const TWO_LEVEL_REGION: (usize, usize) = (196, 16);
+
+/// Whether every block of resize_linear2 finds the part of the middle level it computes
+/// (its owned span up to the last sample its tile reads; the ownership note in
+/// kernels/pyramid.cu) within `region` samples along an axis whose middle level has `mid_n`
+/// samples and whose second resize reads `offsets` (one per dst sample).
+fn axis_fits(offsets: &[u32], mid_n: usize, tile: usize, region: usize) -> bool {
+    let dn = offsets.len();
+    (0..dn.div_ceil(tile)).all(|b| {
+        let (d0, d1) = (b * tile, (b * tile + tile).min(dn));
+        let own0 = if b == 0 { 0 } else { offsets[d0] as usize };
+        let own1 = if d1 >= dn {
+            mid_n
+        } else {
+            offsets[d1] as usize
+        };
+        let need1 = (offsets[d1 - 1] as usize + 2).min(mid_n);
+        own1.max(need1) - own0 <= region
+    })
+}
+
+/// Whether resize_linear2 can make the level after `mid` (of `mid_w` x `mid_h`) through the
+/// resize `second`.
+fn two_level_fits(second: &ResizeTables, mid_w: usize, mid_h: usize) -> bool {
+    axis_fits(
+        &second.x.offsets,
+        mid_w,
+        TWO_LEVEL_TILE.0,
+        TWO_LEVEL_REGION.0,
+    ) && axis_fits(
+        &second.y.offsets,
+        mid_h,
+        TWO_LEVEL_TILE.1,
+        TWO_LEVEL_REGION.1,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_levels_fit_for_orb_scales_not_for_large_ones() {
+        for (w, h) in [
+            (1920, 1080),
+            (1280, 720),
+            (3840, 2160),
+            (641, 479),
+            (37, 23),
+        ] {
+            for l in 1..8 {
+                let mid = level_size(w, h, 1.2, l);
+                let next = level_size(w, h, 1.2, l + 1);
+                let t = ResizeTables::new(mid.0, mid.1, next.0, next.1, Interpolation::Linear);
+                assert!(two_level_fits(&t, mid.0, mid.1), "{w}x{h} level {l}");
+            }
+        }
+        // At a scale factor of 2 a 128-sample tile reads ~256 middle samples: one by one.
+        let t = ResizeTables::new(960, 540, 480, 270, Interpolation::Linear);
+        assert!(!two_level_fits(&t, 960, 540));
+    }
+
+    #[test]
+    fn owned_spans_cover_the_middle_level_once() {
+        // The spans of neighbouring blocks meet: block b ends where b + 1 starts.
+        let t = ResizeTables::new(1600, 900, 1333, 750, Interpolation::Linear);
+        let tile = TWO_LEVEL_TILE.0;
+        let blocks = t.x.offsets.len().div_ceil(tile);
+        let mut next = 0usize;
+        for b in 0..blocks {
+            let own0 = if b == 0 {
+                0
+            } else {
+                t.x.offsets[b * tile] as usize
+            };
+            assert_eq!(own0, next);
+            let d1 = (b * tile + tile).min(t.x.offsets.len());
+            next = if d1 >= t.x.offsets.len() {
+                1600
+            } else {
+                t.x.offsets[d1] as usize
+            };
+        }
+        assert_eq!(next, 1600);
     }
 }
