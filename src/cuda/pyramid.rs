@@ -81,7 +81,7 @@ impl Pyramid {
     }
 
     /// Levels 1.. from level 0, each from the previous one: two levels per launch where
-    /// [`two_level_fits`] allows (kernels/pyramid.cu, resize_linear2), else one.
+    /// the middle level fits resize_linear2's shared memory (kernels/pyramid.cu), else one.
     pub fn run(&self, gpu: &Gpu) -> Result<()> {
         let n = self.levels.len();
         let empty = |l: usize| self.levels[l].w == 0 || self.levels[l].h == 0;

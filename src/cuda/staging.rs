@@ -15,13 +15,17 @@ use crate::error::Result;
 /// helper to wake, nothing to overlap).
 pub const COPY_CHUNK: usize = 256 << 10;
 /// The first piece of a larger frame: small, so that its upload starts early. Each next
-/// piece is twice the one before (the copy on several threads outruns the upload, so a
-/// piece is in before the link is free for it), and the last takes the rest once that is at
-/// most twice the next size: a 1080p mono8 frame goes in 4 uploads (128 KB to 1.1 MB), not
+/// piece is twice the one before, up to [`MAX_PIECE`] (the copy on several threads outruns
+/// the upload, so a piece is in before the link is free for it), and the last takes the
+/// rest once that is at most twice the next size: a 1080p mono8 frame goes in 4 uploads (128 KB to 1.1 MB), not
 /// 8 of 256 KB. Multiples of [`STRIPE`].
 pub const FIRST_PIECE: usize = 128 << 10;
-/// Most pieces per frame (a bound; the doubling reaches a 4K bgr8 frame, 24 MB, in 7).
-pub const MAX_PIECES: usize = 16;
+/// The doubling stops at this size: the last piece's upload starts only when its copy is
+/// done, so a 4 MB last piece (4K mono8) left ~0.08 ms of upload after the copy
+/// (docs/performance.md, change 30).
+pub const MAX_PIECE: usize = 1 << 20;
+/// Most pieces per frame (a bound; a 4K bgr8 frame, 24 MB, goes in 26).
+pub const MAX_PIECES: usize = 32;
 /// The unit of work of the copy: the threads claim the frame's stripes in order, so that the
 /// pieces come in one after the other, the first one after a few microseconds, and its
 /// upload starts while the next ones are copied. (With one piece per thread they all came
@@ -46,7 +50,7 @@ pub fn piece_bounds(n: usize) -> ([usize; MAX_PIECES + 1], usize) {
         let last = rest <= 2 * size || k + 1 == MAX_PIECES;
         b[k + 1] = b[k] + if last { rest } else { size };
         k += 1;
-        size *= 2;
+        size = (size * 2).min(MAX_PIECE);
     }
     (b, k)
 }
@@ -266,11 +270,15 @@ mod tests {
                 } else if count < MAX_PIECES {
                     assert!(len > 0 && len <= 2 * size, "{n}: last piece {len}");
                 }
-                size *= 2;
+                size = (size * 2).min(MAX_PIECE);
             }
         }
-        // 1080p mono8: 4 uploads.
+        // 1080p mono8: 4 uploads; 4K mono8: 10 of at most 2 MB; 4K bgr8 within the bound.
         assert_eq!(piece_bounds(2_073_600).1, 4);
+        let (b, count) = piece_bounds(8_294_400);
+        assert_eq!(count, 10);
+        assert!(b[count] - b[count - 1] <= 2 * MAX_PIECE);
+        assert!(piece_bounds(24_883_200).1 < MAX_PIECES);
     }
 
     const SIZES: [usize; 6] = [
