@@ -299,8 +299,8 @@ impl Gpu {
         let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err("creating a CUDA context", e))?;
         // One stream, raw pointers: cudarc's per-buffer event tracking is not needed.
         unsafe { ctx.disable_event_tracking() };
-        // Priorities (docs/performance.md, change 29): the pyramid's launches first, since
-        // the detection waits for all of it; Canny's stream next, so that its edge map is
+        // Priorities (docs/performance.md, change 29): the pyramid's launches first while
+        // their frame is the only one in flight (the detection waits for all of it); Canny's stream next, so that its edge map is
         // back early and the host unpacks it while the detection still runs; the detection
         // last. With fewer than three levels Canny keeps the greatest and the pyramid runs at
         // its stream's. (Greater priorities are smaller numbers.)

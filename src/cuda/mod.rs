@@ -22,8 +22,8 @@
 //! `cuda.graphs` and the GPU selection, everything after the decode is replayed from two
 //! CUDA graphs ([`graph`]), recorded on the first frame of a resolution and config.
 //! Canny runs on a second stream ([`Gpu::side`]) right after the decode, beside the pyramid
-//! and the detection; its blocks go before the detection's, the pyramid's before both
-//! ([`Gpu::pyramid_priority`]). Its edge map (packed to 1 bit per
+//! and the detection; its blocks go before the detection's, and while a frame is the only
+//! one in flight its pyramid's before both ([`Gpu::pyramid_priority`]). Its edge map (packed to 1 bit per
 //! pixel) is downloaded at once: the host waits on that download's event and unpacks the map
 //! into `Features::edges` (with the threads of [`crew`]) while the GPU still runs the
 //! detection and the selection. Buffers
@@ -65,8 +65,9 @@ pub mod staging;
 #[cfg(test)]
 mod test_images;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::{result, sys, CudaEvent};
 
@@ -143,9 +144,10 @@ struct State {
 /// (its values are in the kernels' arguments): recorded again when the config changes.
 struct Graphs {
     cfg: Config,
-    /// The main stream's graph without and with the stage events (`cuda.stage_timings`),
-    /// each recorded on its first use.
-    main: [Option<graph::Graph>; 2],
+    /// The main stream's graphs, `main[pyramid_first][timed]`: with the pyramid's launches at
+    /// their own priority or at the stream's ([`InFlight`]), without and with the stage
+    /// events (`cuda.stage_timings`); each recorded on its first use.
+    main: [[Option<graph::Graph>; 2]; 2],
     canny: Option<graph::Graph>,
 }
 
@@ -381,7 +383,7 @@ impl CudaPipeline {
 
     /// Every stage on the frame from `source`; the decoder exists for its layout.
     fn run(&mut self, cfg: &Config, source: decode::Source, out: &mut Features) -> Result<()> {
-        let _in_flight = InFlight::enter();
+        let in_flight = InFlight::enter();
         let layout = match &self.decoder {
             Some(d) => d.layout(),
             None => {
@@ -436,17 +438,18 @@ impl CudaPipeline {
             };
             st.graphs = Some(Graphs {
                 cfg: cfg.clone(),
-                main: [None, None],
+                main: Default::default(),
                 canny,
             });
         }
-        let slot = timed as usize;
-        if use_graphs && st.graphs.as_ref().is_some_and(|g| g.main[slot].is_none()) {
+        let first = in_flight.pyramid_first;
+        let (fi, ti) = (first as usize, timed as usize);
+        if use_graphs && st.graphs.as_ref().is_some_and(|g| g.main[fi][ti].is_none()) {
             let recorded = graph::Graph::record(gpu, &gpu.stream, || {
-                queue_main(gpu, ev, st, cfg, gpu_select, Marks::InGraph(timed))
+                queue_main(gpu, ev, st, cfg, gpu_select, first, Marks::InGraph(timed))
             })?;
             if let Some(g) = st.graphs.as_mut() {
-                g.main[slot] = Some(recorded);
+                g.main[fi][ti] = Some(recorded);
             }
         }
         let mut graphs = st.graphs.as_mut().filter(|_| use_graphs);
@@ -467,9 +470,9 @@ impl CudaPipeline {
         } else {
             mark(&ev[2], gpu)?; // an empty "canny" stage
         }
-        match graphs.and_then(|g| g.main[slot].as_mut()) {
+        match graphs.and_then(|g| g.main[fi][ti].as_mut()) {
             Some(main) => main.launch(gpu, "the main graph")?,
-            None => queue_main(gpu, ev, st, cfg, gpu_select, Marks::Plain)?,
+            None => queue_main(gpu, ev, st, cfg, gpu_select, first, Marks::Plain)?,
         }
 
         // Without the GPU selection the candidate count is only known after a first sync on
@@ -589,6 +592,7 @@ fn queue_main(
     st: &mut State,
     cfg: &Config,
     gpu_select: bool,
+    pyramid_first: bool,
     marks: Marks,
 ) -> Result<()> {
     let mark = |e: &CudaEvent| match marks {
@@ -596,7 +600,7 @@ fn queue_main(
         Marks::InGraph(true) => graph::mark(e, &gpu.stream, true),
         Marks::InGraph(false) => Ok(()),
     };
-    st.pyr.run(gpu)?;
+    st.pyr.run(gpu, pyramid_first)?;
     mark(&ev[3])?;
     if let Some(det) = st.det.as_mut() {
         // With the GPU selection only the kept corners are oriented (in select.cu).
@@ -657,13 +661,46 @@ fn queue_canny(gpu: &Gpu, c: &mut canny::Canny, gray: u64, cfg: &Config) -> Resu
 /// process (`bench --streams`, the node's inputs): they share the crew.
 static FRAMES_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
+/// How long after two frames were last in flight at once a frame still counts as shared
+/// (several pipelines take turns: between two frames of one, another one's frame is often
+/// alone for a moment).
+const SHARED_WINDOW: Duration = Duration::from_millis(100);
+
+/// When a frame last entered while another one was in flight, in microseconds since
+/// [`epoch`]; `u64::MAX`: never.
+static LAST_SHARED_US: AtomicU64 = AtomicU64::new(u64::MAX);
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
 /// Counts one frame in [`FRAMES_IN_FLIGHT`] while alive.
-struct InFlight;
+struct InFlight {
+    /// Whether this frame's pyramid goes before every other launch
+    /// ([`Gpu::pyramid_priority`]): only when no two frames of the process have been in
+    /// flight at once in the last [`SHARED_WINDOW`]. One pipeline's frame then ends ~0.01-0.02
+    /// ms sooner at 1080p, but four pipelines lost 13 % of their frames/s with every pyramid
+    /// first, and still did with the pyramid first whenever its frame was alone at that
+    /// instant (docs/performance.md, change 29).
+    pyramid_first: bool,
+}
 
 impl InFlight {
     fn enter() -> Self {
-        FRAMES_IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
-        InFlight
+        let others = FRAMES_IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+        let now = epoch().elapsed().as_micros() as u64;
+        if others > 0 {
+            LAST_SHARED_US.store(now, Ordering::Relaxed);
+            return InFlight {
+                pyramid_first: false,
+            };
+        }
+        let last = LAST_SHARED_US.load(Ordering::Relaxed);
+        InFlight {
+            pyramid_first: last == u64::MAX
+                || now.saturating_sub(last) > SHARED_WINDOW.as_micros() as u64,
+        }
     }
 }
 

@@ -82,7 +82,9 @@ impl Pyramid {
 
     /// Levels 1.. from level 0, each from the previous one: two levels per launch where
     /// the middle level fits resize_linear2's shared memory (kernels/pyramid.cu), else one.
-    pub fn run(&self, gpu: &Gpu) -> Result<()> {
+    /// `first`: at [`Gpu::pyramid_priority`], before the other streams' blocks.
+    pub fn run(&self, gpu: &Gpu, first: bool) -> Result<()> {
+        let priority = gpu.pyramid_priority.filter(|_| first);
         let n = self.levels.len();
         let empty = |l: usize| self.levels[l].w == 0 || self.levels[l].h == 0;
         let mut l = 1;
@@ -92,10 +94,10 @@ impl Pyramid {
                 continue;
             }
             if l + 1 < n && !empty(l + 1) && self.fused[l - 1] {
-                self.launch_two(gpu, l)?;
+                self.launch_two(gpu, l, priority)?;
                 l += 2;
             } else {
-                self.launch_one(gpu, l)?;
+                self.launch_one(gpu, l, priority)?;
                 l += 1;
             }
         }
@@ -103,7 +105,7 @@ impl Pyramid {
     }
 
     /// Level `l` from level `l - 1`.
-    fn launch_one(&self, gpu: &Gpu, l: usize) -> Result<()> {
+    fn launch_one(&self, gpu: &Gpu, l: usize, priority: Option<i32>) -> Result<()> {
         let (s, d) = (self.levels[l - 1], self.levels[l]);
         let t = &self.taps[l - 1];
         let (src, dst) = (self.level_ptr(l - 1), self.level_ptr(l));
@@ -115,8 +117,9 @@ impl Pyramid {
             t.yw.ptr(),
             self.exact,
         );
-        gpu_launch(
+        launch_at(
             gpu,
+            priority,
             "resize_linear",
             &gpu.k.resize_linear,
             // 4 pixels per thread (kernels/pyramid.cu).
@@ -128,7 +131,7 @@ impl Pyramid {
     }
 
     /// Levels `l` and `l + 1` from level `l - 1` in one launch.
-    fn launch_two(&self, gpu: &Gpu, l: usize) -> Result<()> {
+    fn launch_two(&self, gpu: &Gpu, l: usize, priority: Option<i32>) -> Result<()> {
         let (s, m, d) = (self.levels[l - 1], self.levels[l], self.levels[l + 1]);
         let (t1, t2) = (&self.taps[l - 1], &self.taps[l]);
         let (src, mid, dst) = (
@@ -142,8 +145,9 @@ impl Pyramid {
         let (xo1, xw1, yo1, yw1) = (t1.xofs.ptr(), t1.xw.ptr(), t1.yofs.ptr(), t1.yw.ptr());
         let (xo2, xw2, yo2, yw2) = (t2.xofs.ptr(), t2.xw.ptr(), t2.yofs.ptr(), t2.yw.ptr());
         let ex = self.exact;
-        gpu_launch(
+        launch_at(
             gpu,
+            priority,
             "resize_linear2",
             &gpu.k.resize_linear2,
             (
@@ -160,10 +164,11 @@ impl Pyramid {
     }
 }
 
-/// The pyramid's launches: at [`Gpu::pyramid_priority`] where there is one.
+/// A launch on the pipeline's stream, at `priority` if given.
 #[allow(clippy::too_many_arguments)]
-fn gpu_launch(
+fn launch_at(
     gpu: &Gpu,
+    priority: Option<i32>,
     name: &str,
     f: &cudarc::driver::CudaFunction,
     grid: (u32, u32, u32),
@@ -171,7 +176,7 @@ fn gpu_launch(
     shared: u32,
     args: &mut [*mut std::ffi::c_void],
 ) -> Result<()> {
-    match gpu.pyramid_priority {
+    match priority {
         Some(p) => gpu.launch_at_priority(name, f, grid, block, shared, args, p),
         None => gpu.launch(name, f, grid, block, shared, args),
     }
