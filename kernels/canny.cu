@@ -10,6 +10,13 @@
 //    lock-free union-find (atomicMin on roots), first inside each tile in shared memory
 //    (canny_classify), then across tile borders (uf_merge); every component that holds a
 //    STRONG pixel is an edge. A fixed number of launches, no iteration count to guess.
+//
+// Note (labels of candidates only): canny_classify writes `label` only where the class is a
+// candidate (WEAK or STRONG); elsewhere it keeps whatever an earlier frame left. Every
+// reader tests the class first (1 byte instead of 4 per pixel: the full-frame passes read
+// `cls`, not `label`), and a candidate's label only ever points at candidates, so no stale
+// label is read. uf_resolve turns candidates into EDGE_ROOT, never into NONE or back, so
+// the test is stable while it runs.
 #include "common.cuh"
 
 #define CLS_NONE 0
@@ -172,12 +179,10 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
     if (!inside) return;
     const size_t idx = (size_t)y * w + x;
     cls[idx] = c;
-    int lab = -1;
-    if (c != CLS_NONE) {
+    if (c != CLS_NONE) {  // candidates only (the note at the top)
         const int r = uf_find(loc, me);  // a tile pixel inside the image: its root is too
-        lab = (y0 + r / TILE_W) * w + (x0 + r % TILE_W);
+        label[idx] = (y0 + r / TILE_W) * w + (x0 + r % TILE_W);
     }
-    label[idx] = lab;
 }
 
 // Union of every candidate pixel with its candidate neighbours left, up-left, up, up-right
@@ -186,7 +191,8 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
 // neighbours: block 64 = one tile's border pixels (lanes 0..31 the top row, 32..38 the left
 // column below it, 39..45 the right one; the rest idle), grid (ceil(w/32), ceil(h/8)), so
 // that no thread is launched for the 82 % of pixels inside a tile.
-extern "C" __global__ void uf_merge(int* __restrict__ label, int w, int h) {
+extern "C" __global__ void uf_merge(int* __restrict__ label, const u8* __restrict__ cls, int w,
+                                    int h) {
     const int k = threadIdx.x;
     int tx, ty;
     if (k < TILE_W) {
@@ -201,13 +207,13 @@ extern "C" __global__ void uf_merge(int* __restrict__ label, int w, int h) {
     const int x = blockIdx.x * TILE_W + tx, y = blockIdx.y * TILE_H + ty;
     if (x >= w || y >= h) return;
     int p = y * w + x;
-    if (label[p] < 0) return;
-    if (x > 0 && label[p - 1] >= 0) uf_union(label, p, p - 1);
+    if (cls[p] == CLS_NONE) return;
+    if (x > 0 && cls[p - 1] != CLS_NONE) uf_union(label, p, p - 1);
     if (y > 0) {
         int q = p - w;
-        if (x > 0 && label[q - 1] >= 0) uf_union(label, p, q - 1);
-        if (label[q] >= 0) uf_union(label, p, q);
-        if (x + 1 < w && label[q + 1] >= 0) uf_union(label, p, q + 1);
+        if (x > 0 && cls[q - 1] != CLS_NONE) uf_union(label, p, q - 1);
+        if (cls[q] != CLS_NONE) uf_union(label, p, q);
+        if (x + 1 < w && cls[q + 1] != CLS_NONE) uf_union(label, p, q + 1);
     }
 }
 
@@ -217,7 +223,7 @@ extern "C" __global__ void uf_resolve(int* __restrict__ label, u8* __restrict__ 
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
     int p = y * w + x;
-    if (label[p] < 0) return;
+    if (((volatile u8*)cls)[p] == CLS_NONE) return;
     int r = uf_find(label, p);
     label[p] = r;
     // cls[p] may be turned from STRONG/WEAK into EDGE_ROOT by another thread here: both
@@ -235,10 +241,7 @@ extern "C" __global__ void uf_final(const int* __restrict__ label, const u8* __r
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (y >= h) return;  // the whole warp: it shares y
     bool e = false;
-    if (x < w) {
-        int r = label[y * w + x];
-        e = r >= 0 && cls[r] == CLS_EDGE_ROOT;
-    }
+    if (x < w && cls[y * w + x] != CLS_NONE) e = cls[label[y * w + x]] == CLS_EDGE_ROOT;
     u32 m = __ballot_sync(0xffffffffu, e);
     if ((threadIdx.x & 31) == 0) bits[(size_t)y * words_per_row + (x >> 5)] = m;
 }

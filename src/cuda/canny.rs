@@ -110,7 +110,7 @@ impl Canny {
             grid,
             (64, 1, 1), // a tile's 46 border pixels (kernels/canny.cu)
             0,
-            &mut kargs![label, w, h],
+            &mut kargs![label, cls, w, h],
         )?;
         gpu.launch_on(
             stream,
