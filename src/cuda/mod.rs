@@ -696,11 +696,36 @@ impl InFlight {
                 pyramid_first: false,
             };
         }
-        let last = LAST_SHARED_US.load(Ordering::Relaxed);
         InFlight {
-            pyramid_first: last == u64::MAX
-                || now.saturating_sub(last) > SHARED_WINDOW.as_micros() as u64,
+            pyramid_first: alone_for_a_while(now, LAST_SHARED_US.load(Ordering::Relaxed)),
         }
+    }
+}
+
+/// Whether a frame that enters alone at `now_us` counts as alone, the last shared entry
+/// having been at `last_shared_us` (`u64::MAX`: never).
+fn alone_for_a_while(now_us: u64, last_shared_us: u64) -> bool {
+    last_shared_us == u64::MAX
+        || now_us.saturating_sub(last_shared_us) > SHARED_WINDOW.as_micros() as u64
+}
+
+#[cfg(test)]
+mod in_flight_tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_is_alone_only_long_after_two_were_in_flight() {
+        let window = SHARED_WINDOW.as_micros() as u64;
+        assert!(alone_for_a_while(5, u64::MAX));
+        assert!(!alone_for_a_while(1_000, 1_000));
+        assert!(!alone_for_a_while(1_000 + window, 1_000));
+        assert!(alone_for_a_while(1_001 + window, 1_000));
+        // Entering beside another frame is never alone, and marks the frames after it.
+        let a = InFlight::enter();
+        let b = InFlight::enter();
+        assert!(!b.pyramid_first);
+        drop((a, b));
+        assert!(!InFlight::enter().pyramid_first);
     }
 }
 
