@@ -709,6 +709,22 @@ fn alone_for_a_while(now_us: u64, last_shared_us: u64) -> bool {
         || now_us.saturating_sub(last_shared_us) > SHARED_WINDOW.as_micros() as u64
 }
 
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        FRAMES_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// ORB-SLAM3's per-cell FAST with the low-threshold retry (`cpu::cells::fast_in_cells`).
+fn cells(cfg: &Config) -> bool {
+    cfg.detector.method == DetectorMethod::Fast && cfg.detector.low_threshold_retry
+}
+
+fn mark(e: &CudaEvent, gpu: &Gpu) -> Result<()> {
+    e.record(&gpu.stream)
+        .map_err(|e| context::cuda_err("recording an event", e))
+}
+
 #[cfg(test)]
 mod in_flight_tests {
     use super::*;
@@ -727,20 +743,4 @@ mod in_flight_tests {
         drop((a, b));
         assert!(!InFlight::enter().pyramid_first);
     }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        FRAMES_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// ORB-SLAM3's per-cell FAST with the low-threshold retry (`cpu::cells::fast_in_cells`).
-fn cells(cfg: &Config) -> bool {
-    cfg.detector.method == DetectorMethod::Fast && cfg.detector.low_threshold_retry
-}
-
-fn mark(e: &CudaEvent, gpu: &Gpu) -> Result<()> {
-    e.record(&gpu.stream)
-        .map_err(|e| context::cuda_err("recording an event", e))
 }
