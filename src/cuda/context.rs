@@ -300,10 +300,11 @@ impl Gpu {
         // One stream, raw pointers: cudarc's per-buffer event tracking is not needed.
         unsafe { ctx.disable_event_tracking() };
         // Priorities (docs/performance.md, change 29): the pyramid's launches first while
-        // their frame is the only one in flight (the detection waits for all of it); Canny's stream next, so that its edge map is
-        // back early and the host unpacks it while the detection still runs; the detection
-        // last. With fewer than three levels Canny keeps the greatest and the pyramid runs at
-        // its stream's. (Greater priorities are smaller numbers.)
+        // their frame is the only one in flight (the detection waits for all of it); Canny's
+        // stream next, so that its edge map is back early and the host unpacks it while the
+        // detection still runs; the detection last. With fewer than three levels Canny keeps
+        // the greatest and the pyramid runs at its stream's. (Greater priorities are smaller
+        // numbers.)
         let (least, greatest) = result::stream::get_priority_range()
             .map_err(|e| cuda_err("stream priority range", e))?;
         let (main_prio, side_prio, pyramid_priority) = if least - greatest >= 2 {

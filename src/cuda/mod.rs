@@ -23,12 +23,11 @@
 //! CUDA graphs ([`graph`]), recorded on the first frame of a resolution and config.
 //! Canny runs on a second stream ([`Gpu::side`]) right after the decode, beside the pyramid
 //! and the detection; its blocks go before the detection's, and while a frame is the only
-//! one in flight its pyramid's before both ([`Gpu::pyramid_priority`]). Its edge map (packed to 1 bit per
-//! pixel) is downloaded at once: the host waits on that download's event and unpacks the map
-//! into `Features::edges` (with the threads of [`crew`]) while the GPU still runs the
-//! detection and the selection. Buffers
-//! are sized once per resolution/config and reused; no allocation and no compile happens per
-//! frame. Without
+//! one in flight its pyramid's before both ([`Gpu::pyramid_priority`]). Its edge map
+//! (packed to 1 bit per pixel) is downloaded at once: the host waits on that download's
+//! event and unpacks the map into `Features::edges` (with the threads of [`crew`]) while the
+//! GPU still runs the detection and the selection. Buffers are sized once per
+//! resolution/config and reused; no allocation and no compile happens per frame. Without
 //! the GPU selection (no budget, or a spread mode) the candidate count is not known in
 //! advance: the header is downloaded first (one more sync), then the candidates.
 //!

@@ -17,14 +17,14 @@ pub const COPY_CHUNK: usize = 256 << 10;
 /// The first piece of a larger frame: small, so that its upload starts early. Each next
 /// piece is twice the one before, up to [`MAX_PIECE`] (the copy on several threads outruns
 /// the upload, so a piece is in before the link is free for it), and the last takes the
-/// rest once that is at most twice the next size: a 1080p mono8 frame goes in 4 uploads (128 KB to 1.1 MB), not
-/// 8 of 256 KB. Multiples of [`STRIPE`].
+/// rest once that is at most twice the next size: a 1080p mono8 frame goes in 4 uploads
+/// (128 KB to 1.1 MB), not 8 of 256 KB. Multiples of [`STRIPE`].
 pub const FIRST_PIECE: usize = 128 << 10;
 /// The doubling stops at this size: the last piece's upload starts only when its copy is
 /// done, so a 4 MB last piece (4K mono8) left ~0.08 ms of upload after the copy
 /// (docs/performance.md, change 30).
 pub const MAX_PIECE: usize = 1 << 20;
-/// Most pieces per frame (a bound; a 4K bgr8 frame, 24 MB, goes in 26).
+/// Most pieces per frame (a bound; a 4K bgr8 frame, 24 MB, goes in 25).
 pub const MAX_PIECES: usize = 32;
 /// The unit of work of the copy: the threads claim the frame's stripes in order, so that the
 /// pieces come in one after the other, the first one after a few microseconds, and its

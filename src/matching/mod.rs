@@ -33,7 +33,7 @@ pub use crate::pipeline::Descriptor;
 
 /// Bits of a neighbour key that hold the index; the distance (<= 256) sits above them.
 pub(crate) const INDEX_BITS: u32 = 23;
-/// Largest query or train set one call accepts (indices must fit in [`INDEX_BITS`]).
+/// Largest query or train set one call accepts (indices must fit in `INDEX_BITS`).
 pub const MAX_DESCRIPTORS: usize = (1 << INDEX_BITS) - 1;
 /// "No neighbour": above every real key (distance 511 cannot occur).
 pub(crate) const NO_KEY: u32 = u32::MAX;

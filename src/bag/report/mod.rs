@@ -5,7 +5,7 @@
 //! * `stats`: the per-frame measures and their aggregation ([`Report::build`]).
 //! * `markdown`: `report.md` ([`Report::markdown`]).
 //! * `figures`: the PNG plots the Markdown links (drawn by [`plot`](super::plot)).
-//! * this module: the input, `report.json` ([`Report`]) and [`write`], which puts it all on
+//! * this module: the input, `report.json` ([`Report`]) and [`write()`], which puts it all on
 //!   disk.
 
 use std::collections::BTreeMap;
