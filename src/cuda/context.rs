@@ -472,73 +472,89 @@ impl Gpu {
         shared: u32,
         args: &mut [*mut c_void],
     ) -> Result<()> {
-        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
-            return Ok(());
-        }
-        self.check_fault(name)?;
-        unsafe {
-            result::launch_kernel(
-                f.cu_function(),
-                grid,
-                block,
-                shared,
-                stream.cu_stream(),
-                args,
-            )
-        }
-        .map_err(|e| cuda_err(&format!("launching {name}"), e))
+        self.launch_with(stream, None, name, f, (grid, block, shared), args)
     }
 
-    /// [`Gpu::launch`] at `priority` (a stream priority) for this launch alone; captured
-    /// into a graph, its node keeps it (graphs run with their nodes' priorities).
+    /// [`Gpu::launch`] at `priority` (a stream priority) for this launch alone, or at the
+    /// stream's with `None`; captured into a graph, its node keeps it (graphs run with their
+    /// nodes' priorities).
     #[allow(clippy::too_many_arguments)]
     pub fn launch_at_priority(
         &self,
+        priority: Option<i32>,
         name: &str,
         f: &CudaFunction,
         grid: (u32, u32, u32),
         block: (u32, u32, u32),
         shared: u32,
         args: &mut [*mut c_void],
-        priority: i32,
     ) -> Result<()> {
+        self.launch_with(&self.stream, priority, name, f, (grid, block, shared), args)
+    }
+
+    /// The launches' one body: `shape` is (grid, block, dynamic shared bytes).
+    fn launch_with(
+        &self,
+        stream: &CudaStream,
+        priority: Option<i32>,
+        name: &str,
+        f: &CudaFunction,
+        shape: ((u32, u32, u32), (u32, u32, u32), u32),
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
+        let (grid, block, shared) = shape;
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
             return Ok(());
         }
         self.check_fault(name)?;
-        // SAFETY: the union's `priority` member is the one CU_LAUNCH_ATTRIBUTE_PRIORITY reads;
-        // the other members are never read.
-        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
-        value.priority = priority;
-        let mut attr = sys::CUlaunchAttribute {
-            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY,
-            pad: [0; 4],
-            value,
+        let launched = match priority {
+            // SAFETY: `args` holds one pointer per kernel parameter (kargs!), alive for the
+            // call.
+            None => unsafe {
+                result::launch_kernel(
+                    f.cu_function(),
+                    grid,
+                    block,
+                    shared,
+                    stream.cu_stream(),
+                    args,
+                )
+            },
+            Some(priority) => {
+                // SAFETY: the union's `priority` member is the one CU_LAUNCH_ATTRIBUTE_PRIORITY
+                // reads; the other members are never read.
+                let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+                value.priority = priority;
+                let mut attr = sys::CUlaunchAttribute {
+                    id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY,
+                    pad: [0; 4],
+                    value,
+                };
+                let config = sys::CUlaunchConfig {
+                    gridDimX: grid.0,
+                    gridDimY: grid.1,
+                    gridDimZ: grid.2,
+                    blockDimX: block.0,
+                    blockDimY: block.1,
+                    blockDimZ: block.2,
+                    sharedMemBytes: shared,
+                    hStream: stream.cu_stream(),
+                    attrs: &mut attr,
+                    numAttrs: 1,
+                };
+                // SAFETY: as above; `config` and `attr` outlive the call.
+                unsafe {
+                    sys::cuLaunchKernelEx(
+                        &config,
+                        f.cu_function(),
+                        args.as_mut_ptr(),
+                        std::ptr::null_mut(),
+                    )
+                }
+                .result()
+            }
         };
-        let config = sys::CUlaunchConfig {
-            gridDimX: grid.0,
-            gridDimY: grid.1,
-            gridDimZ: grid.2,
-            blockDimX: block.0,
-            blockDimY: block.1,
-            blockDimZ: block.2,
-            sharedMemBytes: shared,
-            hStream: self.stream.cu_stream(),
-            attrs: &mut attr,
-            numAttrs: 1,
-        };
-        // SAFETY: as result::launch_kernel: `args` holds one pointer per kernel parameter
-        // (kargs!), `config` and `attr` outlive the call.
-        unsafe {
-            sys::cuLaunchKernelEx(
-                &config,
-                f.cu_function(),
-                args.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
-        .map_err(|e| cuda_err(&format!("launching {name}"), e))
+        launched.map_err(|e| cuda_err(&format!("launching {name}"), e))
     }
 
     /// The injected fault ([`Gpu::inject_fault`]), if this launch (of a kernel or a graph)

@@ -117,8 +117,7 @@ impl Pyramid {
             t.yw.ptr(),
             self.exact,
         );
-        launch_at(
-            gpu,
+        gpu.launch_at_priority(
             priority,
             "resize_linear",
             &gpu.k.resize_linear,
@@ -145,8 +144,7 @@ impl Pyramid {
         let (xo1, xw1, yo1, yw1) = (t1.xofs.ptr(), t1.xw.ptr(), t1.yofs.ptr(), t1.yw.ptr());
         let (xo2, xw2, yo2, yw2) = (t2.xofs.ptr(), t2.xw.ptr(), t2.yofs.ptr(), t2.yw.ptr());
         let ex = self.exact;
-        launch_at(
-            gpu,
+        gpu.launch_at_priority(
             priority,
             "resize_linear2",
             &gpu.k.resize_linear2,
@@ -161,24 +159,6 @@ impl Pyramid {
                 src, sw, sh, mid, mw, mh, dst, dw, dh, xo1, xw1, yo1, yw1, xo2, xw2, yo2, yw2, ex
             ],
         )
-    }
-}
-
-/// A launch on the pipeline's stream, at `priority` if given.
-#[allow(clippy::too_many_arguments)]
-fn launch_at(
-    gpu: &Gpu,
-    priority: Option<i32>,
-    name: &str,
-    f: &cudarc::driver::CudaFunction,
-    grid: (u32, u32, u32),
-    block: (u32, u32, u32),
-    shared: u32,
-    args: &mut [*mut std::ffi::c_void],
-) -> Result<()> {
-    match priority {
-        Some(p) => gpu.launch_at_priority(name, f, grid, block, shared, args, p),
-        None => gpu.launch(name, f, grid, block, shared, args),
     }
 }
 
