@@ -143,7 +143,7 @@ struct State {
 /// (its values are in the kernels' arguments): recorded again when the config changes.
 struct Graphs {
     cfg: Config,
-    /// The main stream's graphs, `main[pyramid_first][timed]`: with the pyramid's launches at
+    /// The main stream's graphs, `main[prioritized][timed]`: with the pyramid's launches at
     /// their own priority or at the stream's ([`InFlight`]), without and with the stage
     /// events (`cuda.stage_timings`); each recorded on its first use.
     main: [[Option<graph::Graph>; 2]; 2],
@@ -441,11 +441,21 @@ impl CudaPipeline {
                 canny,
             });
         }
-        let first = in_flight.pyramid_first;
-        let (fi, ti) = (first as usize, timed as usize);
+        // Derived once: on a device without the levels for it, both choices are the same
+        // launches, so one graph serves both.
+        let pyramid_priority = gpu.pyramid_priority.filter(|_| in_flight.pyramid_first);
+        let (fi, ti) = (pyramid_priority.is_some() as usize, timed as usize);
         if use_graphs && st.graphs.as_ref().is_some_and(|g| g.main[fi][ti].is_none()) {
             let recorded = graph::Graph::record(gpu, &gpu.stream, || {
-                queue_main(gpu, ev, st, cfg, gpu_select, first, Marks::InGraph(timed))
+                queue_main(
+                    gpu,
+                    ev,
+                    st,
+                    cfg,
+                    gpu_select,
+                    pyramid_priority,
+                    Marks::InGraph(timed),
+                )
             })?;
             if let Some(g) = st.graphs.as_mut() {
                 g.main[fi][ti] = Some(recorded);
@@ -471,7 +481,7 @@ impl CudaPipeline {
         }
         match graphs.and_then(|g| g.main[fi][ti].as_mut()) {
             Some(main) => main.launch(gpu, "the main graph")?,
-            None => queue_main(gpu, ev, st, cfg, gpu_select, first, Marks::Plain)?,
+            None => queue_main(gpu, ev, st, cfg, gpu_select, pyramid_priority, Marks::Plain)?,
         }
 
         // Without the GPU selection the candidate count is only known after a first sync on
@@ -591,7 +601,7 @@ fn queue_main(
     st: &mut State,
     cfg: &Config,
     gpu_select: bool,
-    pyramid_first: bool,
+    pyramid_priority: Option<i32>,
     marks: Marks,
 ) -> Result<()> {
     let mark = |e: &CudaEvent| match marks {
@@ -599,7 +609,7 @@ fn queue_main(
         Marks::InGraph(true) => graph::mark(e, &gpu.stream, true),
         Marks::InGraph(false) => Ok(()),
     };
-    st.pyr.run(gpu, pyramid_first)?;
+    st.pyr.run(gpu, pyramid_priority)?;
     mark(&ev[3])?;
     if let Some(det) = st.det.as_mut() {
         // With the GPU selection only the kept corners are oriented (in select.cu).

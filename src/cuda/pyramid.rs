@@ -1,6 +1,8 @@
 //! The pyramid on the GPU (host side of `kernels/pyramid.cu`): one device buffer holds
 //! every level; the resize taps are the CPU's own `ResizeTables`, uploaded once.
 
+use std::ops::Range;
+
 use super::buffers::DevBuf;
 use super::context::Gpu;
 use crate::config::Interpolation;
@@ -82,9 +84,8 @@ impl Pyramid {
 
     /// Levels 1.. from level 0, each from the previous one: two levels per launch where
     /// the middle level fits resize_linear2's shared memory (kernels/pyramid.cu), else one.
-    /// `first`: at [`Gpu::pyramid_priority`], before the other streams' blocks.
-    pub fn run(&self, gpu: &Gpu, first: bool) -> Result<()> {
-        let priority = gpu.pyramid_priority.filter(|_| first);
+    /// `priority`: the launches' own ([`Gpu::pyramid_priority`]), else the stream's.
+    pub fn run(&self, gpu: &Gpu, priority: Option<i32>) -> Result<()> {
         let n = self.levels.len();
         let empty = |l: usize| self.levels[l].w == 0 || self.levels[l].h == 0;
         let mut l = 1;
@@ -167,22 +168,30 @@ impl Pyramid {
 const TWO_LEVEL_TILE: (usize, usize) = (128, 8);
 const TWO_LEVEL_REGION: (usize, usize) = (196, 16);
 
-/// Whether every block of resize_linear2 finds the part of the middle level it computes
-/// (its owned span up to the last sample its tile reads; the ownership note in
-/// kernels/pyramid.cu) within `region` samples along an axis whose middle level has `mid_n`
-/// samples and whose second resize reads `offsets` (one per dst sample).
-fn axis_fits(offsets: &[u32], mid_n: usize, tile: usize, region: usize) -> bool {
+/// Block `b`'s part of the middle level along one axis whose middle level has `mid_n`
+/// samples and whose second resize reads `offsets` (one per dst sample), `tile` dst samples
+/// per block: the span it owns (and writes) and the end of what it computes, its owned span
+/// up to the last sample its tile reads (the ownership note in kernels/pyramid.cu, whose
+/// `mid_span` is the device side of this).
+fn block_span(offsets: &[u32], mid_n: usize, tile: usize, b: usize) -> (Range<usize>, usize) {
     let dn = offsets.len();
-    (0..dn.div_ceil(tile)).all(|b| {
-        let (d0, d1) = (b * tile, (b * tile + tile).min(dn));
-        let own0 = if b == 0 { 0 } else { offsets[d0] as usize };
-        let own1 = if d1 >= dn {
-            mid_n
-        } else {
-            offsets[d1] as usize
-        };
-        let need1 = (offsets[d1 - 1] as usize + 2).min(mid_n);
-        own1.max(need1) - own0 <= region
+    let (d0, d1) = (b * tile, (b * tile + tile).min(dn));
+    let own0 = if b == 0 { 0 } else { offsets[d0] as usize };
+    let own1 = if d1 >= dn {
+        mid_n
+    } else {
+        offsets[d1] as usize
+    };
+    let need1 = (offsets[d1 - 1] as usize + 2).min(mid_n);
+    (own0..own1, own1.max(need1))
+}
+
+/// Whether every block of resize_linear2 finds the part of the middle level it computes
+/// ([`block_span`]) within `region` samples along that axis.
+fn axis_fits(offsets: &[u32], mid_n: usize, tile: usize, region: usize) -> bool {
+    (0..offsets.len().div_ceil(tile)).all(|b| {
+        let (own, end) = block_span(offsets, mid_n, tile, b);
+        end - own.start <= region
     })
 }
 
@@ -232,21 +241,12 @@ mod tests {
         // The spans of neighbouring blocks meet: block b ends where b + 1 starts.
         let t = ResizeTables::new(1600, 900, 1333, 750, Interpolation::Linear);
         let tile = TWO_LEVEL_TILE.0;
-        let blocks = t.x.offsets.len().div_ceil(tile);
         let mut next = 0usize;
-        for b in 0..blocks {
-            let own0 = if b == 0 {
-                0
-            } else {
-                t.x.offsets[b * tile] as usize
-            };
-            assert_eq!(own0, next);
-            let d1 = (b * tile + tile).min(t.x.offsets.len());
-            next = if d1 >= t.x.offsets.len() {
-                1600
-            } else {
-                t.x.offsets[d1] as usize
-            };
+        for b in 0..t.x.offsets.len().div_ceil(tile) {
+            let (own, end) = block_span(&t.x.offsets, 1600, tile, b);
+            assert_eq!(own.start, next, "block {b}");
+            assert!(end >= own.end, "block {b}");
+            next = own.end;
         }
         assert_eq!(next, 1600);
     }
