@@ -72,13 +72,19 @@ extern "C" __global__ void resize_linear(const u8* __restrict__ src, int sw, int
 #define RESIZE2_MW 196
 #define RESIZE2_MH 16
 
-// Start and end of a block's region of mid along one axis (see the ownership note above).
-__device__ __forceinline__ int2 mid_span(const u32* __restrict__ ofs2, int d0, int d1, int dn,
-                                         int mn) {
-    const int own0 = d0 == 0 ? 0 : (int)ofs2[d0];
-    const int own1 = d1 >= dn ? mn : (int)ofs2[d1];
-    const int need1 = min((int)ofs2[d1 - 1] + 2, mn);
-    return make_int2(own0, max(own1, need1));
+// A block's region of mid along one axis, [start, end), and the end of the part it owns,
+// [start, own_end) (see the ownership note above).
+struct MidSpan {
+    int start, end, own_end;
+};
+__device__ __forceinline__ MidSpan mid_span(const u32* __restrict__ ofs2, int d0, int d1, int dn,
+                                            int mn) {
+    MidSpan r;
+    r.start = d0 == 0 ? 0 : (int)ofs2[d0];
+    r.own_end = d1 >= dn ? mn : (int)ofs2[d1];
+    const int need_end = min((int)ofs2[d1 - 1] + 2, mn);
+    r.end = max(r.own_end, need_end);
+    return r;
 }
 
 // Block (32, 8). Grid (ceil(dw / 128), ceil(dh / 8)).
@@ -94,21 +100,19 @@ extern "C" __global__ void resize_linear2(const u8* __restrict__ src, int sw, in
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int dx0 = blockIdx.x * RESIZE2_TW, dy0 = blockIdx.y * RESIZE2_TH;
     const int dx1 = min(dx0 + RESIZE2_TW, dw), dy1 = min(dy0 + RESIZE2_TH, dh);
-    const int2 cx = mid_span(xofs2, dx0, dx1, dw, mw);
-    const int2 cy = mid_span(yofs2, dy0, dy1, dh, mh);
-    const int own_x1 = dx1 >= dw ? mw : (int)xofs2[dx1];
-    const int own_y1 = dy1 >= dh ? mh : (int)yofs2[dy1];
+    const MidSpan cx = mid_span(xofs2, dx0, dx1, dw, mw);
+    const MidSpan cy = mid_span(yofs2, dy0, dy1, dh, mh);
 
-    for (int my = cy.x + ty; my < cy.y; my += RESIZE2_TH) {
+    for (int my = cy.start + ty; my < cy.end; my += RESIZE2_TH) {
         const int y0 = (int)yofs1[my], y1 = min(y0 + 1, sh - 1);
         const u32 b0 = yw1[2 * my], b1 = yw1[2 * my + 1];
         const u8* s0 = src + (size_t)y0 * sw;
         const u8* s1 = src + (size_t)y1 * sw;
-        const bool own_row = my < own_y1;
-        for (int mx = cx.x + tx; mx < cx.y; mx += 32) {
+        const bool own_row = my < cy.own_end;
+        for (int mx = cx.start + tx; mx < cx.end; mx += 32) {
             const u8 v = resize_px(s0, s1, sw, 0, mx, xofs1, xw1, b0, b1, exact);
-            m[my - cy.x][mx - cx.x] = v;
-            if (own_row && mx < own_x1) mid[(size_t)my * mw + mx] = v;
+            m[my - cy.start][mx - cx.start] = v;
+            if (own_row && mx < cx.own_end) mid[(size_t)my * mw + mx] = v;
         }
     }
     __syncthreads();
@@ -117,13 +121,13 @@ extern "C" __global__ void resize_linear2(const u8* __restrict__ src, int sw, in
     if (y >= dy1 || xs >= dx1) return;
     const int y0 = (int)yofs2[y], y1 = min(y0 + 1, mh - 1);
     const u32 b0 = yw2[2 * y], b1 = yw2[2 * y + 1];
-    const u8* s0 = m[y0 - cy.x];
-    const u8* s1 = m[y1 - cy.x];
+    const u8* s0 = m[y0 - cy.start];
+    const u8* s1 = m[y1 - cy.start];
     u8* out = dst + (size_t)y * dw;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
         const int x = xs + j;
         if (x >= dx1) break;
-        out[x] = resize_px(s0, s1, mw, cx.x, x, xofs2, xw2, b0, b1, exact);
+        out[x] = resize_px(s0, s1, mw, cx.start, x, xofs2, xw2, b0, b1, exact);
     }
 }
