@@ -42,30 +42,59 @@ __device__ __forceinline__ float u8_to_float(u32 b) {
 __device__ __forceinline__ void store_px(u8* d, u32 b) { *d = (u8)b; }
 __device__ __forceinline__ void store_px(float* d, u32 b) { *d = u8_to_float(b); }
 
+// Rows of the window a thread loads before it stores any (load_window_reflect101).
+#define WINDOW_ROW_BATCH 6
+
 // Copies the tw x th window of `img` (w x h, row pitch w) whose top-left pixel is (gx0, gy0)
 // into `dst` (shared, row pitch tw; bytes, or their floats), BORDER_REFLECT_101 outside the
 // image. Rows go to the block's y threads and columns to its x threads (no division per
 // byte), and a window that lies inside the image (nearly every tile) skips the border
 // arithmetic. Called by every thread of the block; the caller synchronises.
+//
+// With 32 x threads and tw <= 64 (every caller: FAST's region, the descriptor's patch) each
+// thread has at most two columns, reflected once, and issues the loads of WINDOW_ROW_BATCH
+// rows before it stores any: a store that follows its own load waits the whole global-load
+// latency, and one such wait per row was ~28 % of fast_harris's stall samples (run 85;
+// docs/performance.md, change 32).
 template <typename T>
 __device__ __forceinline__ void load_window_reflect101(const u8* __restrict__ img, int w, int h,
                                                        int gx0, int gy0, int tw, int th, T* dst) {
     const bool inside = gx0 >= 0 && gy0 >= 0 && gx0 + tw <= w && gy0 + th <= h;
+    if (blockDim.x == 32 && tw <= 64) {
+        const int c = threadIdx.x;
+        const bool two = c + 32 < tw;
+        const int xa = inside ? gx0 + c : reflect101(gx0 + c, w);
+        const int xb = !two ? xa : inside ? gx0 + c + 32 : reflect101(gx0 + c + 32, w);
+        const int step = blockDim.y;
+        for (int r0 = threadIdx.y; r0 < th; r0 += WINDOW_ROW_BATCH * step) {
+            u32 va[WINDOW_ROW_BATCH], vb[WINDOW_ROW_BATCH];
+#pragma unroll
+            for (int k = 0; k < WINDOW_ROW_BATCH; ++k) {
+                const int r = r0 + k * step;
+                if (r < th) {
+                    const int gy = inside ? gy0 + r : reflect101(gy0 + r, h);
+                    const u8* row = img + (size_t)gy * w;
+                    va[k] = __ldg(row + xa);
+                    vb[k] = two ? __ldg(row + xb) : 0u;
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < WINDOW_ROW_BATCH; ++k) {
+                const int r = r0 + k * step;
+                if (r < th) {
+                    store_px(dst + r * tw + c, va[k]);
+                    if (two) store_px(dst + r * tw + c + 32, vb[k]);
+                }
+            }
+        }
+        return;
+    }
     for (int r = threadIdx.y; r < th; r += blockDim.y) {
         const int gy = inside ? gy0 + r : reflect101(gy0 + r, h);
         const u8* row = img + (size_t)gy * w;
         T* out = dst + r * tw;
-        if (inside && blockDim.x == 32 && tw <= 64) {
-            // The usual case, with no loop over columns: at most two per thread.
-            const int c = threadIdx.x;
-            store_px(out + c, __ldg(row + gx0 + c));
-            if (c + 32 < tw) store_px(out + c + 32, __ldg(row + gx0 + c + 32));
-        } else if (inside) {
-            for (int c = threadIdx.x; c < tw; c += blockDim.x) store_px(out + c, __ldg(row + gx0 + c));
-        } else {
-            for (int c = threadIdx.x; c < tw; c += blockDim.x)
-                store_px(out + c, __ldg(row + reflect101(gx0 + c, w)));
-        }
+        for (int c = threadIdx.x; c < tw; c += blockDim.x)
+            store_px(out + c, __ldg(row + (inside ? gx0 + c : reflect101(gx0 + c, w))));
     }
 }
 
