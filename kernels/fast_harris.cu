@@ -56,28 +56,6 @@ __device__ __forceinline__ int best_arc9(const int* d) {
     return best;
 }
 
-// A necessary condition for a FAST corner at `thr`, from 4 of the 16 reads: every 9-arc
-// holds two neighbouring compass points (circle positions 0, 4, 8, 12, 4 apart), so some
-// polarity must hold at two neighbouring compass points.
-__device__ __forceinline__ bool fast_compass_test(const u8* t, int tw, int sx, int sy, int thr) {
-    const u8* c = t + sy * tw + sx;
-    const int v = c[0];
-    const u32 n = polarity(c[3 * tw], v, thr), e = polarity(c[3], v, thr);
-    const u32 s = polarity(c[-3 * tw], v, thr), w = polarity(c[-3], v, thr);
-    return ((n & e) | (e & s) | (s & w) | (w & n)) != 0;
-}
-
-// Appends `v` to the shared list `list` (count `*n`) when `keep`, in no particular order
-// (warp-aggregated: one atomic per warp). Called by every thread of the warp.
-__device__ __forceinline__ void push_unordered(bool keep, u16 v, u16* list, u32* n) {
-    const u32 ballot = __ballot_sync(0xffffffffu, keep);
-    const int lane = threadIdx.x & 31;
-    u32 base = 0;
-    if (lane == 0 && ballot) base = atomicAdd(n, (u32)__popc(ballot));
-    base = __shfl_sync(0xffffffffu, base, 0);
-    if (keep) list[base + __popc(ballot & ((1u << lane) - 1u))] = v;
-}
-
 // Whether (sx, sy) of an image with row pitch `tw` is a FAST corner at `thr`. An exact
 // shortcut first: every 9-arc holds one pixel of each opposite pair (k, k + 8), so a pixel
 // where some pair has neither pixel of a common polarity is no corner (OpenCV's own early
@@ -187,57 +165,136 @@ __device__ __forceinline__ void compact_scored(bool keep, u32 s, const TilePos& 
 #define FAST_SCORE_W (TILE_W + 2)
 #define FAST_SCORE_BYTES (FAST_SCORE_W * (FAST_GROUP * TILE_H + 2))
 
+// Row pitch of the FAST kernels' shared region: its width TILE_W + 2 * halo rounded up to
+// whole words, so that the compass pass reads 4 pixels per load.
+__device__ __forceinline__ int tile_pitch(int halo) { return (TILE_W + 2 * halo + 3) & ~3; }
+
+// The compass pass takes 4 neighbouring positions per thread: COMPASS_GROUPS words per region
+// row (from word (halo - 1) / 4, enough for the scored columns halo - 1 .. halo + 32 at every
+// halo from 4 to 16), each warp listing its passes in its own segment of COMPASS_SEG entries
+// (3 rounds of 256 threads cover the (8 * 8 + 2) x 10 groups of fast_harris).
+#define COMPASS_GROUPS 10
+#define COMPASS_SEG (3 * 32 * 4)
+
+// Note (compass test in 16-bit lanes): a necessary condition for a FAST corner at t, from 4
+// of the 16 reads: every 9-arc holds two neighbouring compass points (circle positions 0, 4,
+// 8, 12), so some polarity must hold at two neighbouring compass points. compass4 tests 4
+// neighbouring positions at once, from the words holding their centres `c` and their
+// neighbours 3 rows down (`up`, circle position 0), 3 columns right (`ev`), 3 rows up (`dn`)
+// and 3 columns left (`wv`); bit j of the result is the test at byte j. A word's even bytes and its odd bytes are spread
+// into two 16-bit lanes each (one PRMT), so that with t1 = (t + 1) in both lanes
+//     q + (0x8000 - t1 - v)  has bit 15 set iff q >= v + t + 1  (q brighter than v + t),
+//     (0x8000 - t1 + v) - q  has bit 15 set iff q <= v - t - 1  (q darker than v - t):
+// every lane value stays within 0x7e01..0x80ff for pixels and t in 0..255, so no carry or
+// borrow crosses a lane, and one add or subtract tests two pixels. "Some polarity at two
+// neighbouring compass points" is (n | s) & (e | w) per polarity.
+__device__ __forceinline__ u32 compass4(u32 c, u32 up, u32 ev, u32 dn, u32 wv, u32 t1) {
+    const u32 H = 0x80008000u;
+    u32 p[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const u32 sel = half ? 0x4341u : 0x4240u;  // bytes 1, 3 or 0, 2 into the low lane bytes
+        const u32 v = __byte_perm(c, 0, sel), n = __byte_perm(up, 0, sel);
+        const u32 e = __byte_perm(ev, 0, sel), s = __byte_perm(dn, 0, sel);
+        const u32 w = __byte_perm(wv, 0, sel);
+        const u32 kb = H - t1 - v, kd = H - t1 + v;
+        const u32 bright = ((n + kb) | (s + kb)) & ((e + kb) | (w + kb));
+        const u32 dark = ((kd - n) | (kd - s)) & ((kd - e) | (kd - w));
+        p[half] = (bright | dark) & H;
+    }
+    // Bit 15 of the even lanes is byte 0, bit 31 byte 2; of the odd lanes bytes 1 and 3.
+    return ((p[0] >> 15) | (p[1] >> 14) | (p[0] >> 29) | (p[1] >> 28)) & 0xfu;
+}
+
 // Loads the `rows` rows from tile `p`'s top-left (TILE_H, or FAST_GROUP tiles) and a `halo`
-// around them into `t` (row pitch TILE_W + 2 * halo), then the FAST scores (at threshold
-// `thr`) of those rows and a one-pixel ring into `sc` (row pitch FAST_SCORE_W). Outside the level the border is BORDER_REFLECT_101 as in ORB's padded
-// pyramid (only Harris windows of keypoints closer than block_size/2 + 1 to the border read
-// it; harris::orb_score does the same); pixels closer than 3 to the border are never corners
-// (OpenCV tests [3, w-3) x [3, h-3)). Called by every thread of the (32, 8) block; both
-// arrays are ready when it returns.
+// around them into `t` (row pitch tile_pitch(halo), 4-byte aligned), then the FAST scores
+// (at threshold `thr`) of those rows and a one-pixel ring into `sc` (row pitch
+// FAST_SCORE_W, 4-byte aligned). Outside the level the border is BORDER_REFLECT_101 as in
+// ORB's padded pyramid (only Harris windows of keypoints closer than block_size/2 + 1 to
+// the border read it; harris::orb_score does the same); pixels closer than 3 to the border
+// are never corners (OpenCV tests [3, w-3) x [3, h-3)). Called by every thread of the
+// (32, 8) block; both arrays are ready when it returns.
+//
+// Three passes over shrinking lists, so that no warp runs a costly test for one pixel among
+// 32 that needs it: the compass test at every position (4 neighbouring positions per thread
+// from 5 word loads, two pixels per add: note "compass test in 16-bit lanes"; with one
+// position and 5 byte loads per thread it was 46 % of fast_harris's instructions, run 93),
+// the full corner test on the positions that pass it, the score of the corners. Each warp
+// keeps its own list (no shared atomics, no barrier between the passes; docs/performance.md,
+// change 33).
 __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr, const TilePos& p,
                                                      int rows, int halo, int thr, u8* t, u8* sc) {
     const LevelDesc& L = p.L;
     const int x0 = p.x0, y0 = p.y0;
-    const int tw = TILE_W + 2 * halo, th = rows + 2 * halo;
-    const int positions = FAST_SCORE_W * (rows + 2);
+    const int tw = tile_pitch(halo), th = rows + 2 * halo;
+    const int sw = FAST_SCORE_W, srows = rows + 2;
+    const int tid = threadIdx.y * TILE_W + threadIdx.x, lane = threadIdx.x;
+    u32* sc32 = (u32*)sc;
+    for (int k = tid; k < (sw * srows + 3) / 4; k += TILE_THREADS) sc32[k] = 0;
     load_window_reflect101(pyr + L.img_off, L.w, L.h, x0 - halo, y0 - halo, tw, th, t);
     __syncthreads();
 
-    // Three passes over shrinking lists, so that no warp runs a costly test for one pixel among
-    // 32 that needs it (a warp-wide early exit almost never happens in textured images):
-    // the compass test at every position, the full corner test on the positions that pass
-    // it, the score of the corners.
-    __shared__ u16 cand[FAST_SCORE_BYTES], corners[FAST_SCORE_BYTES];
-    __shared__ u32 ncand, ncorners;
-    const int tid = threadIdx.y * TILE_W + threadIdx.x;
-    const int sw = FAST_SCORE_W;
-    if (tid == 0) ncand = ncorners = 0;
-    __syncthreads();
-    for (int i0 = 0; i0 < positions; i0 += TILE_THREADS) {
-        const int i = i0 + tid;
-        bool pass = false;
-        if (i < positions) {
-            const int px = x0 - 1 + i % sw, py = y0 - 1 + i / sw;
-            if (px >= 3 && py >= 3 && px < L.w - 3 && py < L.h - 3)
-                pass = fast_compass_test(t, tw, px - x0 + halo, py - y0 + halo, thr);
-            sc[i] = 0;
+    __shared__ u16 cand[TILE_H][COMPASS_SEG];
+    u16* seg = cand[threadIdx.y];
+    const u32 below = (1u << lane) - 1u;
+    const u32* t32 = (const u32*)t;
+    const int wpr = tw / 4, g0 = (halo - 1) >> 2;
+    const int groups = COMPASS_GROUPS * srows;
+    const u32 t1 = (u32)(thr + 1) * 0x00010001u;
+    u32 n = 0;  // the warp's listed positions (the same in every lane)
+    for (int k0 = threadIdx.y * 32; k0 < groups; k0 += TILE_THREADS) {
+        const int k = k0 + lane;
+        u32 pass = 0;  // bit j: the position of byte j passes
+        int i0 = 0;    // its sc index, minus j
+        if (k < groups) {
+            const int row = k / COMPASS_GROUPS, g = g0 + k % COMPASS_GROUPS;
+            const int col0 = 4 * g - halo + 1;  // sc column of byte 0
+            const int py = y0 - 1 + row;
+            i0 = row * sw + col0;
+            if (py >= 3 && py < L.h - 3) {
+                const u32* r = t32 + (row - 1 + halo) * wpr + g;
+                const u32 c = r[0], up = r[3 * wpr], dn = r[-3 * wpr];
+                const u32 wv = __funnelshift_r(r[-1], c, 8), ev = __funnelshift_r(c, r[1], 24);
+                // Bytes j in [jmin, jmax] are scored positions at least 3 from the level's
+                // left and right borders.
+                const int jmin = max(max(0, -col0), 4 - x0 - col0);
+                const int jmax = max(-1, min(min(3, FAST_SCORE_W - 1 - col0), L.w - 3 - x0 - col0));
+                const u32 valid = (0xfu << jmin) & (0xfu >> (3 - jmax));
+                pass = compass4(c, up, ev, dn, wv, t1) & valid;
+            }
         }
-        push_unordered(pass, (u16)i, cand, &ncand);
+        // The lane's 0-4 passes go after those of the lanes below it: its offset from the
+        // ballots of its count's three bits.
+        const u32 cnt = __popc(pass);
+        const u32 b0 = __ballot_sync(0xffffffffu, cnt & 1u);
+        const u32 b1 = __ballot_sync(0xffffffffu, cnt & 2u);
+        const u32 b2 = __ballot_sync(0xffffffffu, cnt & 4u);
+        const u32 at = n + __popc(b0 & below) + 2 * __popc(b1 & below) + 4 * __popc(b2 & below);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            if ((pass >> j) & 1u) seg[at + __popc(pass & ((1u << j) - 1u))] = (u16)(i0 + j);
+        n += __popc(b0) + 2 * __popc(b1) + 4 * __popc(b2);
     }
-    __syncthreads();
-    for (u32 j0 = 0; j0 < ncand; j0 += TILE_THREADS) {
-        const u32 j = j0 + tid;
+    __syncwarp();
+    // The full test; the corners overwrite the list from its start (never an entry not yet
+    // read: every lane reads its entry before the ballot).
+    u32 m = 0;
+    for (u32 j0 = 0; j0 < n; j0 += 32) {
+        const u32 j = j0 + lane;
         bool corner = false;
         int i = 0;
-        if (j < ncand) {
-            i = cand[j];
+        if (j < n) {
+            i = seg[j];
             corner = fast_corner_at(t, tw, i % sw - 1 + halo, i / sw - 1 + halo, thr);
         }
-        push_unordered(corner, (u16)i, corners, &ncorners);
+        const u32 ballot = __ballot_sync(0xffffffffu, corner);
+        __syncwarp();
+        if (corner) seg[m + __popc(ballot & below)] = (u16)i;
+        m += __popc(ballot);
     }
-    __syncthreads();
-    for (u32 j = tid; j < ncorners; j += TILE_THREADS) {
-        const int i = corners[j];
+    __syncwarp();
+    for (u32 j = lane; j < m; j += 32) {
+        const int i = seg[j];
         sc[i] = (u8)fast_corner_score(t, tw, i % sw - 1 + halo, i / sw - 1 + halo);
     }
     __syncthreads();
@@ -264,8 +321,8 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
                                        int nlev, int threshold, int nms, int border, int harris,
                                        int block_size, float harris_k, float scale_sq_sq, int halo,
                                        int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
-    __shared__ u8 t[FAST_TILE_BYTES];
-    __shared__ u8 sc[FAST_SCORE_BYTES];
+    __shared__ __align__(16) u8 t[FAST_TILE_BYTES];
+    __shared__ __align__(16) u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 row_n[TILE_H];
     __shared__ u32 list[TILE_THREADS];
     const TilePos first = group_pos(levels, nlev, blockIdx.x);
@@ -273,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
     const int tiles = min(FAST_GROUP, L.tiles_y - first.tile_y);
     load_tile_and_scores(pyr, first, tiles * TILE_H, halo, threshold, t, sc);
 
-    const int sw = FAST_SCORE_W, tw = TILE_W + 2 * halo;
+    const int sw = FAST_SCORE_W, tw = tile_pitch(halo);
     const int tx = threadIdx.x, ty = threadIdx.y;
     for (int sub = 0; sub < tiles; ++sub) {
         TilePos p = first;
@@ -333,8 +390,8 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
                                       float harris_k, float scale_sq_sq, int halo, int cap,
                                       u8* __restrict__ flags, u32* __restrict__ row_counts,
                                       uint2* __restrict__ slots) {
-    __shared__ u8 t[FAST_TILE_BYTES];
-    __shared__ u8 sc[FAST_SCORE_BYTES];
+    __shared__ __align__(16) u8 t[FAST_TILE_BYTES];
+    __shared__ __align__(16) u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 row_n[TILE_H];
     __shared__ u32 list[TILE_THREADS];
     const int tile = blockIdx.x;
@@ -343,7 +400,7 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
     const int l = p.l;
     load_tile_and_scores(pyr, p, TILE_H, halo, cp.lo, t, sc);
 
-    const int sw = FAST_SCORE_W, tw = TILE_W + 2 * halo;
+    const int sw = FAST_SCORE_W, tw = tile_pitch(halo);
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int x = p.x0 + tx, y = p.y0 + ty;
     const u8* srow = sc + (ty + 1) * sw + (tx + 1);
