@@ -435,3 +435,36 @@ pub fn atan_coefficients() -> Float4 {
     use crate::cpu::orient::{ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7};
     Float4(ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The lane arithmetic of `compass4` (kernels/fast_harris.cu, note "compass test in
+    /// 16-bit lanes"), for every centre v, neighbour q and threshold t in 0..=255, two pixels
+    /// per 32-bit word: bit 15 of each lane says brighter than v + t, resp. darker than
+    /// v - t, exactly as the scalar test, and no carry or borrow reaches the other lane
+    /// (the other lane's pixel pair is chosen to be the worst case for a borrow).
+    #[test]
+    fn compass_lanes_brighter_and_darker_are_exact() {
+        const H: u32 = 0x8000_8000;
+        for t in 0..=255u32 {
+            let t1 = (t + 1) * 0x0001_0001;
+            for v in 0..=255u32 {
+                for q in 0..=255u32 {
+                    for (other_v, other_q) in [(0u32, 255u32), (255, 0)] {
+                        let vv = v | (other_v << 16);
+                        let qq = q | (other_q << 16);
+                        let bright = qq.wrapping_add(H.wrapping_sub(t1).wrapping_sub(vv));
+                        let dark = H.wrapping_sub(t1).wrapping_add(vv).wrapping_sub(qq);
+                        assert_eq!(bright & 0x8000 != 0, q > v + t, "bright v{v} q{q} t{t}");
+                        assert_eq!(dark & 0x8000 != 0, q + t < v, "dark v{v} q{q} t{t}");
+                        // The upper lane is the other pair's own result, untouched.
+                        let hi_bright = other_q + 0x8000 - (t + 1) - other_v;
+                        let hi_dark = 0x8000 - (t + 1) + other_v - other_q;
+                        assert_eq!(bright >> 16, hi_bright, "carry into the upper lane");
+                        assert_eq!(dark >> 16, hi_dark, "borrow into the upper lane");
+                    }
+                }
+            }
+        }
+    }
+}
