@@ -181,12 +181,14 @@ __device__ __forceinline__ int tile_pitch(int halo) { return (TILE_W + 2 * halo 
 // 8, 12), so some polarity must hold at two neighbouring compass points. compass4 tests 4
 // neighbouring positions at once, from the words holding their centres `c` and their
 // neighbours 3 rows down (`up`, circle position 0), 3 columns right (`ev`), 3 rows up (`dn`)
-// and 3 columns left (`wv`); bit j of the result is the test at byte j. A word's even bytes and its odd bytes are spread
-// into two 16-bit lanes each (one PRMT), so that with t1 = (t + 1) in both lanes
+// and 3 columns left (`wv`); bit j of the result is the test at byte j. A word's even bytes
+// and its odd bytes are spread into two 16-bit lanes each (one PRMT), so that with
+// t1 = (t + 1) in both lanes
 //     q + (0x8000 - t1 - v)  has bit 15 set iff q >= v + t + 1  (q brighter than v + t),
 //     (0x8000 - t1 + v) - q  has bit 15 set iff q <= v - t - 1  (q darker than v - t):
 // every lane value stays within 0x7e01..0x80ff for pixels and t in 0..255, so no carry or
-// borrow crosses a lane, and one add or subtract tests two pixels. "Some polarity at two
+// borrow crosses a lane, and one add or subtract tests two pixels (checked for every v, q
+// and t by the unit test compass_lanes_brighter_and_darker_are_exact). "Some polarity at two
 // neighbouring compass points" is (n | s) & (e | w) per polarity.
 __device__ __forceinline__ u32 compass4(u32 c, u32 up, u32 ev, u32 dn, u32 wv, u32 t1) {
     const u32 H = 0x80008000u;
