@@ -54,8 +54,9 @@ __device__ __forceinline__ void store_px(float* d, u32 b) { *d = u8_to_float(b);
 // With 32 x threads and tw <= 64 (every caller: FAST's region, the descriptor's patch) each
 // thread has at most two columns, reflected once, and issues the loads of WINDOW_ROW_BATCH
 // rows before it stores any: a store that follows its own load waits the whole global-load
-// latency, and one such wait per row was ~28 % of fast_harris's stall samples (run 85;
-// docs/performance.md, change 32).
+// latency, one such wait per row. Those waits drew ~28 % of fast_harris's stall samples
+// (run 85) but other warps issued meanwhile: batching them made the detection only 1-2 %
+// faster (docs/performance.md, change 32).
 template <typename T>
 __device__ __forceinline__ void load_window_reflect101(const u8* __restrict__ img, int w, int h,
                                                        int gx0, int gy0, int tw, int th, T* dst) {
