@@ -171,10 +171,13 @@ __device__ __forceinline__ int tile_pitch(int halo) { return (TILE_W + 2 * halo 
 
 // The compass pass takes 4 neighbouring positions per thread: COMPASS_GROUPS words per region
 // row (from word (halo - 1) / 4, enough for the scored columns halo - 1 .. halo + 32 at every
-// halo from 4 to 16), each warp listing its passes in its own segment of COMPASS_SEG entries
-// (3 rounds of 256 threads cover the (8 * 8 + 2) x 10 groups of fast_harris).
+// halo from 4 to 16), each warp listing its passes in its own segment of COMPASS_SEG entries:
+// up to 4 per lane in each of the rounds of TILE_THREADS groups over fast_harris's largest
+// region (FAST_GROUP tiles and the NMS ring: 3 rounds).
 #define COMPASS_GROUPS 10
-#define COMPASS_SEG (3 * 32 * 4)
+#define COMPASS_ROUNDS \
+    ((COMPASS_GROUPS * (FAST_GROUP * TILE_H + 2) + TILE_THREADS - 1) / TILE_THREADS)
+#define COMPASS_SEG (COMPASS_ROUNDS * 32 * 4)
 
 // Note (compass test in 16-bit lanes): a necessary condition for a FAST corner at t, from 4
 // of the 16 reads: every 9-arc holds two neighbouring compass points (circle positions 0, 4,

@@ -2,8 +2,8 @@
 # The SASS (machine code) of one kernel, no GPU needed: NVRTC compiles the kernels as the
 # pipeline does (the test cuda::context::tests::kernels_compile_with_nvrtc with
 # GF_DUMP_CUBIN), and cuobjdump with nvdisasm from PyPI's nvidia-cuda-cuobjdump and
-# nvidia-cuda-nvdisasm wheels (into target/, idempotent) disassemble the CUBIN. For counting a loop's instructions before spending
-# device time (docs/performance.md, change 33).
+# nvidia-cuda-nvdisasm wheels (into target/, idempotent) disassemble the CUBIN. For counting
+# a loop's instructions before spending device time (docs/performance.md, change 33).
 # Usage: scripts/sass.sh KERNEL [ARCH]   (ARCH: sm_90 (default) or sm_87)
 set -euo pipefail
 KERNEL=${1:?usage: scripts/sass.sh KERNEL [sm_90|sm_87]}
