@@ -13,6 +13,9 @@ typedef unsigned long long u64;
 #define TILE_H 8
 #define TILE_THREADS (TILE_W * TILE_H)
 
+// The most pyramid levels (pyramid.levels; MAX_LEVELS in src/levels.rs).
+#define MAX_LEVELS 32
+
 // One pyramid level as the detection kernels see it (mirrors `LevelDesc` in
 // src/cuda/fast_harris.rs; all ints).
 struct LevelDesc {

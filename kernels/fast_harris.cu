@@ -121,10 +121,11 @@ __device__ __forceinline__ float orb_harris_warp(const u8* t, int tw, int sx, in
     return __fmul_rn(__fsub_rn(det, tr), scale_sq_sq);
 }
 
-// Ordered compaction of the tile's survivors (tile_slot) with their response: the FAST
-// score, or with `harris` ORB's Harris response, computed afterwards by whole warps over the
-// compacted list (a survivor per warp instead of a survivor per thread, whose 49+ window
-// reads stalled its whole warp). `list`: TILE_THREADS u32 of shared memory.
+// fast_cells' ordered compaction of its tile's survivors (tile_slot) with their response:
+// the FAST score, or with `harris` ORB's Harris response, computed afterwards by whole warps
+// over the compacted list (a survivor per warp instead of a survivor per thread, whose 49+
+// window reads stalled its whole warp). `list`: TILE_THREADS u32 of shared memory.
+// fast_harris does the same for its FAST_GROUP tiles with one barrier (see there).
 __device__ __forceinline__ void compact_scored(bool keep, u32 s, const TilePos& p, int tile, int cap,
                                                int harris, const u8* t, int tw, int halo, int t_row0,
                                                int bs, float k, float sss, u32* row_n, u32* list,
@@ -217,8 +218,10 @@ __device__ __forceinline__ u32 compass4(u32 c, u32 up, u32 ev, u32 dn, u32 wv, u
 // FAST_SCORE_W, 4-byte aligned). Outside the level the border is BORDER_REFLECT_101 as in
 // ORB's padded pyramid (only Harris windows of keypoints closer than block_size/2 + 1 to
 // the border read it; harris::orb_score does the same); pixels closer than 3 to the border
-// are never corners (OpenCV tests [3, w-3) x [3, h-3)). Called by every thread of the
-// (32, 8) block; both arrays are ready when it returns.
+// are never corners (OpenCV tests [3, w-3) x [3, h-3)). Only pixels at least `border - 1`
+// from the level's borders are scored (the survivors, at least `border` away, and their NMS
+// neighbours); the other scores stay 0. Called by every thread of the (32, 8) block; both
+// arrays are ready when it returns.
 //
 // Three passes over shrinking lists, so that no warp runs a costly test for one pixel among
 // 32 that needs it: the compass test at every position (4 neighbouring positions per thread
@@ -228,7 +231,8 @@ __device__ __forceinline__ u32 compass4(u32 c, u32 up, u32 ev, u32 dn, u32 wv, u
 // keeps its own list (no shared atomics, no barrier between the passes; docs/performance.md,
 // change 33).
 __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr, const TilePos& p,
-                                                     int rows, int halo, int thr, u8* t, u8* sc) {
+                                                     int rows, int halo, int thr, int border, u8* t,
+                                                     u8* sc) {
     const LevelDesc& L = p.L;
     const int x0 = p.x0, y0 = p.y0;
     const int tw = tile_pitch(halo), th = rows + 2 * halo;
@@ -244,29 +248,30 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
     const u32 below = (1u << lane) - 1u;
     const u32* t32 = (const u32*)t;
     const int wpr = tw / 4, g0 = (halo - 1) >> 2;
-    const int groups = COMPASS_GROUPS * srows;
+    // Only the band [lo, hi) of each axis is scored: the pixels a survivor can be (at least
+    // `border` from the level's borders) and their NMS neighbours, never closer than 3.
+    const int lo = max(3, border - 1), hi_x = min(L.w - 3, L.w - border + 1);
+    const int hi_y = min(L.h - 3, L.h - border + 1);
+    const int row_lo = clampi(lo - (y0 - 1), 0, srows), row_hi = clampi(hi_y - (y0 - 1), 0, srows);
+    const int groups = COMPASS_GROUPS * row_hi;
     const u32 t1 = (u32)(thr + 1) * 0x00010001u;
     u32 n = 0;  // the warp's listed positions (the same in every lane)
-    for (int k0 = threadIdx.y * 32; k0 < groups; k0 += TILE_THREADS) {
+    for (int k0 = COMPASS_GROUPS * row_lo + threadIdx.y * 32; k0 < groups; k0 += TILE_THREADS) {
         const int k = k0 + lane;
         u32 pass = 0;  // bit j: the position of byte j passes
         int i0 = 0;    // its sc index, minus j
         if (k < groups) {
             const int row = k / COMPASS_GROUPS, g = g0 + k % COMPASS_GROUPS;
             const int col0 = 4 * g - halo + 1;  // sc column of byte 0
-            const int py = y0 - 1 + row;
             i0 = row * sw + col0;
-            if (py >= 3 && py < L.h - 3) {
-                const u32* r = t32 + (row - 1 + halo) * wpr + g;
-                const u32 c = r[0], up = r[3 * wpr], dn = r[-3 * wpr];
-                const u32 wv = __funnelshift_r(r[-1], c, 8), ev = __funnelshift_r(c, r[1], 24);
-                // Bytes j in [jmin, jmax] are scored positions at least 3 from the level's
-                // left and right borders.
-                const int jmin = max(max(0, -col0), 4 - x0 - col0);
-                const int jmax = max(-1, min(min(3, FAST_SCORE_W - 1 - col0), L.w - 3 - x0 - col0));
-                const u32 valid = (0xfu << jmin) & (0xfu >> (3 - jmax));
-                pass = compass4(c, up, ev, dn, wv, t1) & valid;
-            }
+            const u32* r = t32 + (row - 1 + halo) * wpr + g;
+            const u32 c = r[0], up = r[3 * wpr], dn = r[-3 * wpr];
+            const u32 wv = __funnelshift_r(r[-1], c, 8), ev = __funnelshift_r(c, r[1], 24);
+            // Bytes j in [jmin, jmax] are scored positions inside the band.
+            const int jmin = min(4, max(max(0, -col0), lo + 1 - x0 - col0));
+            const int jmax = max(-1, min(min(3, FAST_SCORE_W - 1 - col0), hi_x - x0 - col0));
+            const u32 valid = (0xfu << jmin) & (0xfu >> (3 - jmax));
+            pass = compass4(c, up, ev, dn, wv, t1) & valid;
         }
         // The lane's 0-4 passes go after those of the lanes below it: its offset from the
         // ballots of its count's three bits.
@@ -306,54 +311,94 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
 }
 
 // Which FAST_GROUP tiles block `b` of fast_harris covers: blocks enumerate, level after
-// level, tile columns x groups of FAST_GROUP tile rows. Returns the first tile's position.
-__device__ __forceinline__ TilePos group_pos(const LevelDesc* lv, int nlev, int b) {
-    int l = 0, start = 0;
-    for (; l + 1 < nlev; ++l) {
-        const int n = lv[l].tiles_x * ((lv[l].tiles_y + FAST_GROUP - 1) / FAST_GROUP);
-        if (b < start + n) break;
-        start += n;
-    }
-    const LevelDesc L = lv[l];
-    const int g = b - start;
-    const int tile_x = g % L.tiles_x, tile_y = (g / L.tiles_x) * FAST_GROUP;
-    return tile_pos(lv, nlev, L.tile_start + tile_y * L.tiles_x + tile_x);
+// level, tile columns x groups of FAST_GROUP tile rows; `block_groups[b]` (from the host, once
+// per resolution) is the block's level << 24 | its index among the level's blocks, so that
+// placing a block costs two loads instead of walking the level table. Returns the first
+// tile's position.
+__device__ __forceinline__ TilePos group_pos(const LevelDesc* lv, const u32* block_groups, int b) {
+    const u32 bg = block_groups[b];
+    const int g = (int)(bg & 0xffffffu);
+    TilePos p;
+    p.l = (int)(bg >> 24);
+    p.L = lv[p.l];
+    p.tile_x = g % p.L.tiles_x;
+    p.tile_y = (g / p.L.tiles_x) * FAST_GROUP;
+    p.x0 = p.tile_x * TILE_W;
+    p.y0 = p.tile_y * TILE_H;
+    return p;
 }
 
 // Block: (32, 8). Grid: sum over levels of tiles_x * ceil(tiles_y / FAST_GROUP). (6 blocks
 // per SM: at most 40 registers, occupancy 75 % instead of 50 %.)
+//
+// After the scores, two passes over the block's tiles with one barrier between them (they
+// cost ~100 instructions per warp and tile with three barriers per tile, run 93): warp ty
+// takes row ty of every tile, first its NMS ballot (kept in shared memory) and the row's
+// count, then, once every row's ballot is known, its survivors' slots (the counts of the
+// tile's rows above it plus the rank in its own row) and their Harris responses, one
+// survivor after the other by the whole warp. A row without survivors costs a load and a
+// branch in the second pass.
 extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
-                                       int nlev, int threshold, int nms, int border, int harris,
+                                       const u32* __restrict__ block_groups, int threshold, int nms, int border, int harris,
                                        int block_size, float harris_k, float scale_sq_sq, int halo,
                                        int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
     __shared__ __align__(16) u8 t[FAST_TILE_BYTES];
     __shared__ __align__(16) u8 sc[FAST_SCORE_BYTES];
-    __shared__ u32 row_n[TILE_H];
-    __shared__ u32 list[TILE_THREADS];
-    const TilePos first = group_pos(levels, nlev, blockIdx.x);
+    __shared__ u32 kept[FAST_GROUP][TILE_H];  // the NMS ballot of each tile's rows
+    const TilePos first = group_pos(levels, block_groups, blockIdx.x);
     const LevelDesc& L = first.L;
     const int tiles = min(FAST_GROUP, L.tiles_y - first.tile_y);
-    load_tile_and_scores(pyr, first, tiles * TILE_H, halo, threshold, t, sc);
+    load_tile_and_scores(pyr, first, tiles * TILE_H, halo, threshold, border, t, sc);
 
     const int sw = FAST_SCORE_W, tw = tile_pitch(halo);
     const int tx = threadIdx.x, ty = threadIdx.y;
+    const int x = first.x0 + tx;
+    const bool x_inside = x >= border && x + border < L.w;
+    u32 count = 0;  // lane `sub`: the survivors of tile sub's row ty
     for (int sub = 0; sub < tiles; ++sub) {
-        TilePos p = first;
-        p.tile_y += sub;
-        p.y0 += sub * TILE_H;
-        const int tile = L.tile_start + p.tile_y * L.tiles_x + p.tile_x;
-        const int x = p.x0 + tx, y = p.y0 + ty;
-        const u8* srow = sc + (sub * TILE_H + ty + 1) * sw + (tx + 1);
-        u32 s = srow[0];
-        bool keep = s > 0;
-        if (keep && nms) {
-            keep = s > srow[-1] && s > srow[1] && s > srow[-sw - 1] && s > srow[-sw] &&
-                   s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] && s > srow[sw + 1];
+        const int y = first.y0 + sub * TILE_H + ty;
+        bool keep = false;
+        if (y >= border && y + border < L.h) {
+            const u8* srow = sc + (sub * TILE_H + ty + 1) * sw + (tx + 1);
+            const u32 s = srow[0];
+            keep = x_inside && s > 0;
+            if (keep && nms) {
+                keep = s > srow[-1] && s > srow[1] && s > srow[-sw - 1] && s > srow[-sw] &&
+                       s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] && s > srow[sw + 1];
+            }
         }
-        keep = keep && x >= border && y >= border && x + border < L.w && y + border < L.h;
-        compact_scored(keep, s, p, tile, cap, harris, t, tw, halo, sub * TILE_H, block_size, harris_k,
-                       scale_sq_sq, row_n, list, row_counts, slots);
-        __syncthreads();  // row_n and list are reused by the next tile
+        const u32 ballot = __ballot_sync(0xffffffffu, keep);
+        if (tx == 0) kept[sub][ty] = ballot;
+        if (tx == sub) count = __popc(ballot);
+    }
+    if (tx < tiles)
+        row_counts[L.rc_start + ((first.tile_y + tx) * TILE_H + ty) * L.tiles_x + first.tile_x] = count;
+    __syncthreads();
+
+    const u32 below = (1u << tx) - 1u;
+    for (int sub = 0; sub < tiles; ++sub) {
+        u32 row = kept[sub][ty];
+        if (row == 0) continue;
+        const u32 above = (u32)warp_sum_i32(tx < ty ? __popc(kept[sub][tx]) : 0);
+        const int tile = L.tile_start + (first.tile_y + sub) * L.tiles_x + first.tile_x;
+        uint2* out = slots + (size_t)tile * cap;
+        const u8* srow = sc + (sub * TILE_H + ty + 1) * sw + 1;
+        if (!harris) {
+            const u32 slot = above + __popc(row & below);
+            if ((row >> tx) & 1u && slot < (u32)cap) {
+                const u32 s = srow[tx];
+                out[slot] = make_uint2((u32)(ty * TILE_W + tx) | (s << 16), __float_as_uint((float)s));
+            }
+            continue;
+        }
+        for (u32 slot = above; row != 0 && slot < (u32)cap; ++slot) {
+            const int bx = __ffs(row) - 1;
+            row &= row - 1;
+            const float resp = orb_harris_warp(t, tw, bx + halo, sub * TILE_H + ty + halo,
+                                               block_size, harris_k, scale_sq_sq);
+            if (tx == 0) out[slot] = make_uint2((u32)(ty * TILE_W + bx) | ((u32)srow[bx] << 16),
+                                                __float_as_uint(resp));
+        }
     }
 }
 
@@ -370,16 +415,14 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
 // score >= ini; `cell_filter` then drops, per tile, the pixels below their cell's threshold
 // (ini when flagged, else lo) and recounts the rows for the ordered compaction.
 
-#define CELL_MAX_LEVELS 32
-
 // Mirrors `CellParams` in src/cuda/fast_harris.rs.
 struct CellParams {
     int b;    // max(border, 3): the detectable area is [b, w-b) x [b, h-b)
     int ini;  // detector.fast_threshold
     int lo;   // min(min_fast_threshold, fast_threshold): the scoring threshold
-    int cw[CELL_MAX_LEVELS], ch[CELL_MAX_LEVELS];
-    int cols[CELL_MAX_LEVELS], rows[CELL_MAX_LEVELS];  // 0: no window on this level
-    int start[CELL_MAX_LEVELS];                        // first global cell of the level
+    int cw[MAX_LEVELS], ch[MAX_LEVELS];
+    int cols[MAX_LEVELS], rows[MAX_LEVELS];  // 0: no window on this level
+    int start[MAX_LEVELS];                        // first global cell of the level
 };
 
 // Global cell of (x, y) on level l, -1 outside the detectable area.
@@ -403,7 +446,7 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
     const TilePos p = tile_pos(levels, nlev, tile);
     const LevelDesc& L = p.L;
     const int l = p.l;
-    load_tile_and_scores(pyr, p, TILE_H, halo, cp.lo, t, sc);
+    load_tile_and_scores(pyr, p, TILE_H, halo, cp.lo, cp.b, t, sc);
 
     const int sw = FAST_SCORE_W, tw = tile_pitch(halo);
     const int tx = threadIdx.x, ty = threadIdx.y;

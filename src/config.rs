@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::levels::MAX_LEVELS;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -308,9 +309,11 @@ impl Config {
     /// Checks every range; a config that passes is safe for every backend.
     pub fn validate(&self) -> Result<()> {
         let p = &self.pyramid;
-        check((1..=32).contains(&p.levels), "pyramid.levels", || {
-            format!("{} is not in 1..=32", p.levels)
-        })?;
+        check(
+            (1..=MAX_LEVELS as u32).contains(&p.levels),
+            "pyramid.levels",
+            || format!("{} is not in 1..={MAX_LEVELS}", p.levels),
+        )?;
         check(
             p.scale_factor.is_finite() && p.scale_factor > 1.0 && p.scale_factor <= 4.0,
             "pyramid.scale_factor",

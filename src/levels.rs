@@ -1,6 +1,10 @@
 //! ORB's pyramid geometry, shared by the backends and the host-side selection: the scale
 //! and the size of every level.
 
+/// The most pyramid levels (`pyramid.levels`); the GPU kernels' level tables hold this
+/// many (`MAX_LEVELS` in kernels/common.cuh).
+pub const MAX_LEVELS: usize = 32;
+
 /// ORB's `layerScale[level]` = `(float)pow((double)scale_factor, level)`: level coordinates
 /// times this are level-0 coordinates. `cv::ORB::create` takes the factor as a `float`, so
 /// 1.2 is widened from `1.2f` (1.2000000477), not the double 1.2: from level 3 on the two

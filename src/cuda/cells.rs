@@ -2,8 +2,7 @@
 //! `fast_cells` and `cell_filter` kernels (kernels/fast_harris.cu) index, host twin of
 //! `cpu::cells` (launched by `fast_harris::Detector::run_cells`).
 
-/// Mirrors `CELL_MAX_LEVELS` in kernels/fast_harris.cu.
-pub const CELL_MAX_LEVELS: usize = 32;
+use crate::levels::MAX_LEVELS;
 
 /// Mirrors `struct CellParams` in kernels/fast_harris.cu: the cells of
 /// `cpu::cells::cell_windows` on every level, as the kernels index them.
@@ -16,13 +15,13 @@ pub struct CellParams {
     pub ini: i32,
     /// The scoring threshold: `min(min_fast_threshold, fast_threshold)`.
     pub lo: i32,
-    pub cw: [i32; CELL_MAX_LEVELS],
-    pub ch: [i32; CELL_MAX_LEVELS],
+    pub cw: [i32; MAX_LEVELS],
+    pub ch: [i32; MAX_LEVELS],
     /// 0 when the level has no window.
-    pub cols: [i32; CELL_MAX_LEVELS],
-    pub rows: [i32; CELL_MAX_LEVELS],
+    pub cols: [i32; MAX_LEVELS],
+    pub rows: [i32; MAX_LEVELS],
     /// First global cell index of each level.
-    pub start: [i32; CELL_MAX_LEVELS],
+    pub start: [i32; MAX_LEVELS],
 }
 
 impl CellParams {
@@ -44,14 +43,14 @@ impl CellParams {
             b: b as i32,
             ini: threshold as i32,
             lo: min_threshold.min(threshold) as i32,
-            cw: [1; CELL_MAX_LEVELS],
-            ch: [1; CELL_MAX_LEVELS],
-            cols: [0; CELL_MAX_LEVELS],
-            rows: [0; CELL_MAX_LEVELS],
-            start: [0; CELL_MAX_LEVELS],
+            cw: [1; MAX_LEVELS],
+            ch: [1; MAX_LEVELS],
+            cols: [0; MAX_LEVELS],
+            rows: [0; MAX_LEVELS],
+            start: [0; MAX_LEVELS],
         };
         let mut total = 0i64;
-        for (l, &(w, h)) in levels.iter().enumerate().take(CELL_MAX_LEVELS) {
+        for (l, &(w, h)) in levels.iter().enumerate().take(MAX_LEVELS) {
             p.start[l] = total as i32;
             let (span_x, span_y) = (w as i64 - 2 * b + 6, h as i64 - 2 * b + 6);
             if span_x <= 6 || span_y <= 6 {

@@ -11,11 +11,12 @@
 //! by `fast_cells` + `cell_filter` ([`Detector::run_cells`]); the compaction is the same.
 
 use super::buffers::{download, DevBuf, HostBuf};
-use super::cells::{CellParams, CELL_MAX_LEVELS};
+use super::cells::CellParams;
 use super::context::Gpu;
 use super::pyramid::Pyramid;
 use crate::config::{Config, DetectorConfig, DetectorMethod, ScoreType};
 use crate::error::{Error, Result};
+use crate::levels::MAX_LEVELS;
 
 const TILE_W: usize = 32;
 const TILE_H: usize = 8;
@@ -80,6 +81,8 @@ pub struct Detector {
     ntiles: usize,
     /// Blocks of `fast_harris`: per level, tile columns x groups of `FAST_GROUP` tile rows.
     ngroups: usize,
+    /// Per block of `fast_harris`: its level << 24 | its index among the level's blocks.
+    block_groups: DevBuf,
     ntr: usize,
     /// Slots per tile: 64 with NMS (strict 3x3 maxima are never 8-adjacent), else 256.
     cap: usize,
@@ -109,6 +112,7 @@ impl Detector {
     pub fn new(gpu: &Gpu, pyr: &Pyramid, cap: usize, patch_size: u32) -> Result<Self> {
         let nlev = pyr.levels.len();
         let mut descs = Vec::with_capacity(nlev);
+        let mut block_groups: Vec<u32> = Vec::new();
         let (mut tiles, mut trs, mut rcs, mut groups) = (0usize, 0usize, 0usize, 0usize);
         for lv in &pyr.levels {
             let (tx, ty) = (lv.w.div_ceil(TILE_W), lv.h.div_ceil(TILE_H));
@@ -126,7 +130,15 @@ impl Detector {
                 rc_start: rcs as i32,
             });
             tiles += tx * ty;
-            groups += tx * ty.div_ceil(FAST_GROUP);
+            let level_groups = tx * ty.div_ceil(FAST_GROUP);
+            let level = (descs.len() - 1) as u32;
+            if level_groups >= 1 << 24 || level >= 1 << 8 {
+                return Err(Error::Cuda(format!(
+                    "pyramid level {level} too large or too deep"
+                )));
+            }
+            block_groups.extend((0..level_groups as u32).map(|g| level << 24 | g));
+            groups += level_groups;
             trs += ty;
             rcs += ty * TILE_H * tx;
         }
@@ -153,6 +165,7 @@ impl Detector {
             nlev,
             ntiles: tiles,
             ngroups: groups,
+            block_groups: DevBuf::from_slice(c, &block_groups)?,
             ntr: trs,
             cap,
             descs: DevBuf::from_slice(c, &desc_bytes)?,
@@ -216,7 +229,7 @@ impl Detector {
     pub fn run(&self, gpu: &Gpu, pyr: &Pyramid, cfg: &Config, orient: bool) -> Result<()> {
         let d = &cfg.detector;
         let (harris, harris_bs, halo, sss) = harris_args(d);
-        let (pyr_p, descs, nlev) = (pyr.buf.ptr(), self.descs.ptr(), self.nlev as i32);
+        let (pyr_p, descs) = (pyr.buf.ptr(), self.descs.ptr());
         let (thr, nms, border) = (
             d.fast_threshold as i32,
             d.nonmax_suppression as i32,
@@ -225,6 +238,7 @@ impl Detector {
         let k = d.harris_k;
         let cap = self.cap as i32;
         let (rc, slots) = (self.rc.ptr(), self.slots.ptr());
+        let groups = self.block_groups.ptr();
         gpu.launch(
             "fast_harris",
             &gpu.k.fast_harris,
@@ -232,7 +246,7 @@ impl Detector {
             (TILE_W as u32, TILE_H as u32, 1),
             0,
             &mut kargs![
-                pyr_p, descs, nlev, thr, nms, border, harris, harris_bs, k, sss, halo, cap, rc,
+                pyr_p, descs, groups, thr, nms, border, harris, harris_bs, k, sss, halo, cap, rc,
                 slots
             ],
         )?;
@@ -251,9 +265,9 @@ impl Detector {
         orient: bool,
     ) -> Result<()> {
         let d = &cfg.detector;
-        if self.nlev > CELL_MAX_LEVELS {
+        if self.nlev > MAX_LEVELS {
             return Err(Error::Cuda(format!(
-                "{} pyramid levels (at most {CELL_MAX_LEVELS} with the per-cell detection)",
+                "{} pyramid levels (at most {MAX_LEVELS} with the per-cell detection)",
                 self.nlev
             )));
         }
