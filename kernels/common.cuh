@@ -102,6 +102,47 @@ __device__ __forceinline__ void load_window_reflect101(const u8* __restrict__ im
     }
 }
 
+// load_window_reflect101 for a byte window whose width tw is a multiple of 4 (at most 64)
+// into 4-byte aligned `dst`, by a (32, y) block: a window that lies inside the image
+// horizontally (every window but those of a level's first and last tile columns) is copied a
+// word at a time, each word funnel-shifted out of the two aligned words that hold its bytes;
+// half-warps take rows, rows outside the image are reflected as there. Other windows take
+// load_window_reflect101. Its per-byte loads and their 64-bit addresses were ~330
+// instructions per warp of fast_harris, a third of the kernel's (run 98; docs/performance.md,
+// change 35).
+__device__ __forceinline__ void load_window_words(const u8* __restrict__ img, int w, int h,
+                                                  int gx0, int gy0, int tw, int th, u8* dst) {
+    if (blockDim.x != 32 || tw > 64 || (tw & 3) != 0 || gx0 < 0 || gx0 + tw > w) {
+        load_window_reflect101(img, w, h, gx0, gy0, tw, th, dst);
+        return;
+    }
+    const int c = threadIdx.x & 15, nw = tw >> 2;
+    if (c >= nw) return;
+    const bool rows_inside = gy0 >= 0 && gy0 + th <= h;
+    u32* d32 = (u32*)dst;
+    const int rstep = 2 * blockDim.y;
+    for (int r0 = 2 * threadIdx.y + (threadIdx.x >> 4); r0 < th; r0 += WINDOW_ROW_BATCH * rstep) {
+        u32 lo[WINDOW_ROW_BATCH], hi[WINDOW_ROW_BATCH], shift[WINDOW_ROW_BATCH];
+#pragma unroll
+        for (int k = 0; k < WINDOW_ROW_BATCH; ++k) {
+            const int r = r0 + k * rstep;
+            if (r < th) {
+                const int gy = rows_inside ? gy0 + r : reflect101(gy0 + r, h);
+                const size_t p = (size_t)(img + (size_t)gy * w + gx0 + 4 * c);
+                const u32* a = (const u32*)(p & ~(size_t)3);
+                shift[k] = ((u32)p & 3u) * 8u;
+                lo[k] = __ldg(a);
+                hi[k] = shift[k] != 0 ? __ldg(a + 1) : lo[k];  // never a word past the row
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < WINDOW_ROW_BATCH; ++k) {
+            const int r = r0 + k * rstep;
+            if (r < th) d32[r * nw + c] = __funnelshift_r(lo[k], hi[k], shift[k]);
+        }
+    }
+}
+
 // Level of a global tile (or tile-row) index: levels are few (<= 32), a scan is enough.
 __device__ __forceinline__ int level_of_tile(const LevelDesc* lv, int nlev, int tile) {
     int l = 0;

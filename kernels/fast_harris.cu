@@ -240,7 +240,7 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
     const int tid = threadIdx.y * TILE_W + threadIdx.x, lane = threadIdx.x;
     u32* sc32 = (u32*)sc;
     for (int k = tid; k < (sw * srows + 3) / 4; k += TILE_THREADS) sc32[k] = 0;
-    load_window_reflect101(pyr + L.img_off, L.w, L.h, x0 - halo, y0 - halo, tw, th, t);
+    load_window_words(pyr + L.img_off, L.w, L.h, x0 - halo, y0 - halo, tw, th, t);
     __syncthreads();
 
     __shared__ u16 cand[TILE_H][COMPASS_SEG];
@@ -336,8 +336,8 @@ __device__ __forceinline__ TilePos group_pos(const LevelDesc* lv, const u32* blo
 // takes row ty of every tile, first its NMS ballot (kept in shared memory) and the row's
 // count, then, once every row's ballot is known, its survivors' slots (the counts of the
 // tile's rows above it plus the rank in its own row) and their Harris responses, one
-// survivor after the other by the whole warp. A row without survivors costs a load and a
-// branch in the second pass.
+// survivor after the other by the whole warp. The second pass visits only the tiles whose
+// row has survivors (one ballot over the row's 8 tiles).
 extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
                                        const u32* __restrict__ block_groups, int threshold, int nms, int border, int harris,
                                        int block_size, float harris_k, float scale_sq_sq, int halo,
@@ -375,10 +375,13 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
         row_counts[L.rc_start + ((first.tile_y + tx) * TILE_H + ty) * L.tiles_x + first.tile_x] = count;
     __syncthreads();
 
+    // Lane `sub` holds tile sub's ballot of row ty; only the tiles whose row has survivors
+    // are visited.
+    const u32 mine = tx < tiles ? kept[tx][ty] : 0u;
     const u32 below = (1u << tx) - 1u;
-    for (int sub = 0; sub < tiles; ++sub) {
-        u32 row = kept[sub][ty];
-        if (row == 0) continue;
+    for (u32 busy = __ballot_sync(0xffffffffu, mine != 0); busy != 0; busy &= busy - 1) {
+        const int sub = __ffs(busy) - 1;
+        u32 row = __shfl_sync(0xffffffffu, mine, sub);
         const u32 above = (u32)warp_sum_i32(tx < ty ? __popc(kept[sub][tx]) : 0);
         const int tile = L.tile_start + (first.tile_y + sub) * L.tiles_x + first.tile_x;
         uint2* out = slots + (size_t)tile * cap;
