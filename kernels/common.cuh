@@ -118,28 +118,29 @@ __device__ __forceinline__ void load_window_words(const u8* __restrict__ img, in
     }
     const int c = threadIdx.x & 15, nw = tw >> 2;
     if (c >= nw) return;
-    const bool rows_inside = gy0 >= 0 && gy0 + th <= h;
-    u32* d32 = (u32*)dst;
-    const int rstep = 2 * blockDim.y;
-    for (int r0 = 2 * threadIdx.y + (threadIdx.x >> 4); r0 < th; r0 += WINDOW_ROW_BATCH * rstep) {
-        u32 lo[WINDOW_ROW_BATCH], hi[WINDOW_ROW_BATCH], shift[WINDOW_ROW_BATCH];
-#pragma unroll
-        for (int k = 0; k < WINDOW_ROW_BATCH; ++k) {
-            const int r = r0 + k * rstep;
-            if (r < th) {
-                const int gy = rows_inside ? gy0 + r : reflect101(gy0 + r, h);
-                const size_t p = (size_t)(img + (size_t)gy * w + gx0 + 4 * c);
-                const u32* a = (const u32*)(p & ~(size_t)3);
-                shift[k] = ((u32)p & 3u) * 8u;
-                lo[k] = __ldg(a);
-                hi[k] = shift[k] != 0 ? __ldg(a + 1) : lo[k];  // never a word past the row
-            }
+    u32* d32 = (u32*)dst + c;
+    const int r0 = 2 * threadIdx.y + (threadIdx.x >> 4), rstep = 2 * blockDim.y;
+    if (gy0 >= 0 && gy0 + th <= h) {
+        // Rows inside too (nearly every window): one pointer stepped down the rows.
+        const u8* p = img + (size_t)(gy0 + r0) * w + gx0 + 4 * c;
+        const size_t pstep = (size_t)rstep * w;
+#pragma unroll 2
+        for (int r = r0; r < th; r += rstep, p += pstep) {
+            const u32* a = (const u32*)((size_t)p & ~(size_t)3);
+            const u32 shift = ((u32)(size_t)p & 3u) * 8u;
+            const u32 lo = __ldg(a);
+            const u32 hi = shift != 0 ? __ldg(a + 1) : lo;  // never a word past the row
+            d32[r * nw] = __funnelshift_r(lo, hi, shift);
         }
-#pragma unroll
-        for (int k = 0; k < WINDOW_ROW_BATCH; ++k) {
-            const int r = r0 + k * rstep;
-            if (r < th) d32[r * nw + c] = __funnelshift_r(lo[k], hi[k], shift[k]);
-        }
+        return;
+    }
+    for (int r = r0; r < th; r += rstep) {
+        const u8* p = img + (size_t)reflect101(gy0 + r, h) * w + gx0 + 4 * c;
+        const u32* a = (const u32*)((size_t)p & ~(size_t)3);
+        const u32 shift = ((u32)(size_t)p & 3u) * 8u;
+        const u32 lo = __ldg(a);
+        const u32 hi = shift != 0 ? __ldg(a + 1) : lo;
+        d32[r * nw] = __funnelshift_r(lo, hi, shift);
     }
 }
 

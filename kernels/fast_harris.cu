@@ -311,18 +311,18 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
 }
 
 // Which FAST_GROUP tiles block `b` of fast_harris covers: blocks enumerate, level after
-// level, tile columns x groups of FAST_GROUP tile rows; `block_groups[b]` (from the host, once
-// per resolution) is the block's level << 24 | its index among the level's blocks, so that
-// placing a block costs two loads instead of walking the level table. Returns the first
+// level, tile columns x groups of FAST_GROUP tile rows. `block_groups[b]` (from the host,
+// once per resolution; mirrors `Detector::new` in src/cuda/fast_harris.rs) packs the block's
+// level (bits 27-31), tile column (bits 14-26) and group row (bits 0-13), so that placing a
+// block costs two loads: no walk over the level table, no division. Returns the first
 // tile's position.
 __device__ __forceinline__ TilePos group_pos(const LevelDesc* lv, const u32* block_groups, int b) {
     const u32 bg = block_groups[b];
-    const int g = (int)(bg & 0xffffffu);
     TilePos p;
-    p.l = (int)(bg >> 24);
+    p.l = (int)(bg >> 27);
     p.L = lv[p.l];
-    p.tile_x = g % p.L.tiles_x;
-    p.tile_y = (g / p.L.tiles_x) * FAST_GROUP;
+    p.tile_x = (int)((bg >> 14) & 0x1fffu);
+    p.tile_y = (int)(bg & 0x3fffu) * FAST_GROUP;
     p.x0 = p.tile_x * TILE_W;
     p.y0 = p.tile_y * TILE_H;
     return p;

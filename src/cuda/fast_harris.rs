@@ -81,7 +81,7 @@ pub struct Detector {
     ntiles: usize,
     /// Blocks of `fast_harris`: per level, tile columns x groups of `FAST_GROUP` tile rows.
     ngroups: usize,
-    /// Per block of `fast_harris`: its level << 24 | its index among the level's blocks.
+    /// Per block of `fast_harris`: its level << 27 | tile column << 14 | group row.
     block_groups: DevBuf,
     ntr: usize,
     /// Slots per tile: 64 with NMS (strict 3x3 maxima are never 8-adjacent), else 256.
@@ -130,14 +130,17 @@ impl Detector {
                 rc_start: rcs as i32,
             });
             tiles += tx * ty;
-            let level_groups = tx * ty.div_ceil(FAST_GROUP);
-            let level = (descs.len() - 1) as u32;
-            if level_groups >= 1 << 24 || level >= 1 << 8 {
+            let (level, group_rows) = ((descs.len() - 1) as u32, ty.div_ceil(FAST_GROUP));
+            if level >= 1 << 5 || tx > 1 << 13 || group_rows > 1 << 14 {
                 return Err(Error::Cuda(format!(
-                    "pyramid level {level} too large or too deep"
+                    "pyramid level {level} too large or too deep for the detection kernels"
                 )));
             }
-            block_groups.extend((0..level_groups as u32).map(|g| level << 24 | g));
+            // `group_pos` in kernels/fast_harris.cu unpacks these.
+            block_groups.extend((0..group_rows as u32).flat_map(|gy| {
+                (0..tx as u32).map(move |gx| level << 27 | gx << 14 | gy)
+            }));
+            let level_groups = tx * group_rows;
             groups += level_groups;
             trs += ty;
             rcs += ty * TILE_H * tx;
