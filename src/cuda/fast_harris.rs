@@ -137,9 +137,10 @@ impl Detector {
                 )));
             }
             // `group_pos` in kernels/fast_harris.cu unpacks these.
-            block_groups.extend((0..group_rows as u32).flat_map(|gy| {
-                (0..tx as u32).map(move |gx| level << 27 | gx << 14 | gy)
-            }));
+            block_groups.extend(
+                (0..group_rows as u32)
+                    .flat_map(|gy| (0..tx as u32).map(move |gx| level << 27 | gx << 14 | gy)),
+            );
             let level_groups = tx * group_rows;
             groups += level_groups;
             trs += ty;
