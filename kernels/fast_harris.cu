@@ -425,7 +425,7 @@ struct CellParams {
     int lo;   // min(min_fast_threshold, fast_threshold): the scoring threshold
     int cw[MAX_LEVELS], ch[MAX_LEVELS];
     int cols[MAX_LEVELS], rows[MAX_LEVELS];  // 0: no window on this level
-    int start[MAX_LEVELS];                        // first global cell of the level
+    int start[MAX_LEVELS];                   // first global cell of the level
 };
 
 // Global cell of (x, y) on level l, -1 outside the detectable area.
