@@ -18,6 +18,29 @@
                      // coordinates in [-13, 13] (checked where the pattern is generated)
 #define DESC_P (2 * DESC_R + 1)       // blurred patch side
 #define DESC_RAW (DESC_P + 2 * OB_R)  // raw patch side
+#define DESC_RAW_PITCH 44             // its row pitch in floats: whole words of bytes (11)
+
+// The raw patch (DESC_RAW rows of DESC_RAW_PITCH bytes from (gx0, gy0), inside the level) into
+// `raw` as floats, a word of 4 pixels per step: each word funnel-shifted out of the two
+// aligned words that hold its bytes (see load_window_words in common.cuh). Per-byte loads
+// and their addresses were ~26 % of orb_describe's instructions (run 110).
+__device__ __forceinline__ void load_patch_words(const u8* __restrict__ img, int w, int gx0,
+                                                 int gy0, float (*raw)[DESC_RAW_PITCH]) {
+    const int words = DESC_RAW_PITCH / 4;
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
+#pragma unroll 2
+    for (int k = tid; k < DESC_RAW * words; k += nthreads) {
+        const int r = k / words, c = k - r * words;
+        const size_t p = (size_t)(img + (size_t)(gy0 + r) * w + gx0 + 4 * c);
+        const u32* a = (const u32*)(p & ~(size_t)3);
+        const u32 shift = ((u32)p & 3u) * 8u;
+        const u32 lo = __ldg(a);
+        const u32 hi = shift != 0 ? __ldg(a + 1) : lo;  // never a word past the patch's bytes
+        const u32 v = __funnelshift_r(lo, hi, shift);
+        *(float4*)&raw[r][4 * c] = make_float4(u8_to_float(v & 0xffu), u8_to_float((v >> 8) & 0xffu),
+                                               u8_to_float((v >> 16) & 0xffu), u8_to_float(v >> 24));
+    }
+}
 
 // Level geometry by value (mirrors `DescLevels` in src/cuda/describe.rs).
 struct DescLevels {
@@ -39,7 +62,7 @@ extern "C" __global__ void orb_describe(const u8* __restrict__ pyr, DescLevels L
                                         int angle_mode, float4 k, int half,
                                         const int* __restrict__ umax, float4 atan_p, float eps,
                                         u32* __restrict__ out) {
-    __shared__ float raw[DESC_RAW][DESC_RAW];
+    __shared__ __align__(16) float raw[DESC_RAW][DESC_RAW_PITCH];
     __shared__ float rows[DESC_RAW][DESC_P];
     __shared__ u8 blur[DESC_P][DESC_P];
     const u32 i = blockIdx.x;
@@ -65,8 +88,13 @@ extern "C" __global__ void orb_describe(const u8* __restrict__ pyr, DescLevels L
     };
     if (angle_mode != 2 && tid == 0) set_rotation(angle_mode == 1 ? __uint_as_float(rec.w) : -1.0f);
 
-    load_window_reflect101(pyr + L.off[l], w, h, cx - DESC_R - OB_R, cy - DESC_R - OB_R, DESC_RAW,
-                           DESC_RAW, &raw[0][0]);
+    const int gx0 = cx - DESC_R - OB_R, gy0 = cy - DESC_R - OB_R;
+    if (gx0 >= 0 && gy0 >= 0 && gx0 + DESC_RAW_PITCH <= w && gy0 + DESC_RAW <= h) {
+        load_patch_words(pyr + L.off[l], w, gx0, gy0, raw);
+    } else {
+        // Near the level's border: reflected per pixel, the patch's rows DESC_RAW_PITCH apart.
+        load_window_reflect101(pyr + L.off[l], w, h, gx0, gy0, DESC_RAW_PITCH, DESC_RAW, &raw[0][0]);
+    }
     __syncthreads();
     const float kt[7] = {k.x, k.y, k.z, k.w, k.z, k.y, k.x};
     for (int j = tid; j < DESC_RAW * DESC_P; j += nthreads) {
