@@ -102,14 +102,23 @@ __device__ __forceinline__ void load_window_reflect101(const u8* __restrict__ im
     }
 }
 
-// load_window_reflect101 for a byte window whose width tw is a multiple of 4 (at most 64)
-// into 4-byte aligned `dst`, by a (32, y) block: a window that lies inside the image
-// horizontally (every window but those of a level's first and last tile columns) is copied a
-// word at a time, each word funnel-shifted out of the two aligned words that hold its bytes;
-// half-warps take rows, rows outside the image are reflected as there. Other windows take
-// load_window_reflect101. Its per-byte loads and their 64-bit addresses were ~330
-// instructions per warp of fast_harris, a third of the kernel's (run 98; docs/performance.md,
-// change 35).
+// The 4 bytes at `p` (any alignment), funnel-shifted out of the two aligned words that hold
+// them; the second is read only when `p` is unaligned, so no word past p + 3 is read.
+__device__ __forceinline__ u32 ldg_word_unaligned(const u8* p) {
+    const u32* a = (const u32*)((size_t)p & ~(size_t)3);
+    const u32 shift = ((u32)(size_t)p & 3u) * 8u;
+    const u32 lo = __ldg(a);
+    const u32 hi = shift != 0 ? __ldg(a + 1) : lo;
+    return __funnelshift_r(lo, hi, shift);
+}
+
+// load_window_reflect101 for a byte window whose width tw is a multiple of 4 (at most 64) into
+// 4-byte aligned `dst`, by a (32, y) block: a window that lies inside the image horizontally
+// (every window but those of a level's first and last tile columns) is copied a word at a time
+// (ldg_word_unaligned); half-warps take rows, rows outside the image are reflected as there.
+// Other windows take load_window_reflect101. Its per-byte loads and their 64-bit addresses were
+// ~330 instructions per warp of fast_harris, a third of the kernel's (run 98;
+// docs/performance.md, change 35).
 __device__ __forceinline__ void load_window_words(const u8* __restrict__ img, int w, int h,
                                                   int gx0, int gy0, int tw, int th, u8* dst) {
     if (blockDim.x != 32 || tw > 64 || (tw & 3) != 0 || gx0 < 0 || gx0 + tw > w) {
@@ -125,23 +134,11 @@ __device__ __forceinline__ void load_window_words(const u8* __restrict__ img, in
         const u8* p = img + (size_t)(gy0 + r0) * w + gx0 + 4 * c;
         const size_t pstep = (size_t)rstep * w;
 #pragma unroll 2
-        for (int r = r0; r < th; r += rstep, p += pstep) {
-            const u32* a = (const u32*)((size_t)p & ~(size_t)3);
-            const u32 shift = ((u32)(size_t)p & 3u) * 8u;
-            const u32 lo = __ldg(a);
-            const u32 hi = shift != 0 ? __ldg(a + 1) : lo;  // never a word past the row
-            d32[r * nw] = __funnelshift_r(lo, hi, shift);
-        }
+        for (int r = r0; r < th; r += rstep, p += pstep) d32[r * nw] = ldg_word_unaligned(p);
         return;
     }
-    for (int r = r0; r < th; r += rstep) {
-        const u8* p = img + (size_t)reflect101(gy0 + r, h) * w + gx0 + 4 * c;
-        const u32* a = (const u32*)((size_t)p & ~(size_t)3);
-        const u32 shift = ((u32)(size_t)p & 3u) * 8u;
-        const u32 lo = __ldg(a);
-        const u32 hi = shift != 0 ? __ldg(a + 1) : lo;
-        d32[r * nw] = __funnelshift_r(lo, hi, shift);
-    }
+    for (int r = r0; r < th; r += rstep)
+        d32[r * nw] = ldg_word_unaligned(img + (size_t)reflect101(gy0 + r, h) * w + gx0 + 4 * c);
 }
 
 // Level of a global tile (or tile-row) index: levels are few (<= 32), a scan is enough.

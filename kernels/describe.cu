@@ -21,9 +21,8 @@
 #define DESC_RAW_PITCH 44             // its row pitch in floats: whole words of bytes (11)
 
 // The raw patch (DESC_RAW rows of DESC_RAW_PITCH bytes from (gx0, gy0), inside the level) into
-// `raw` as floats, a word of 4 pixels per step: each word funnel-shifted out of the two
-// aligned words that hold its bytes (see load_window_words in common.cuh). Per-byte loads
-// and their addresses were ~26 % of orb_describe's instructions (run 110).
+// `raw` as floats, a word of 4 pixels per step (ldg_word_unaligned in common.cuh). Per-byte
+// loads and their addresses were ~26 % of orb_describe's instructions (run 110).
 __device__ __forceinline__ void load_patch_words(const u8* __restrict__ img, int w, int gx0,
                                                  int gy0, float (*raw)[DESC_RAW_PITCH]) {
     const int words = DESC_RAW_PITCH / 4;
@@ -31,12 +30,7 @@ __device__ __forceinline__ void load_patch_words(const u8* __restrict__ img, int
 #pragma unroll 2
     for (int k = tid; k < DESC_RAW * words; k += nthreads) {
         const int r = k / words, c = k - r * words;
-        const size_t p = (size_t)(img + (size_t)(gy0 + r) * w + gx0 + 4 * c);
-        const u32* a = (const u32*)(p & ~(size_t)3);
-        const u32 shift = ((u32)p & 3u) * 8u;
-        const u32 lo = __ldg(a);
-        const u32 hi = shift != 0 ? __ldg(a + 1) : lo;  // never a word past the patch's bytes
-        const u32 v = __funnelshift_r(lo, hi, shift);
+        const u32 v = ldg_word_unaligned(img + (size_t)(gy0 + r) * w + gx0 + 4 * c);
         *(float4*)&raw[r][4 * c] = make_float4(u8_to_float(v & 0xffu), u8_to_float((v >> 8) & 0xffu),
                                                u8_to_float((v >> 16) & 0xffu), u8_to_float(v >> 24));
     }
