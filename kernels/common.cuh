@@ -44,6 +44,13 @@ __device__ __forceinline__ float u8_to_float(u32 b) {
 
 __device__ __forceinline__ void store_px(u8* d, u32 b) { *d = (u8)b; }
 __device__ __forceinline__ void store_px(float* d, u32 b) { *d = u8_to_float(b); }
+// The 4 pixels of a word `v` (little-endian) to d[0..3]: one store (d 4-byte aligned for
+// bytes, 16-byte aligned for floats).
+__device__ __forceinline__ void store_word(u8* d, u32 v) { *(u32*)d = v; }
+__device__ __forceinline__ void store_word(float* d, u32 v) {
+    *(float4*)d = make_float4(u8_to_float(v & 0xffu), u8_to_float((v >> 8) & 0xffu),
+                              u8_to_float((v >> 16) & 0xffu), u8_to_float(v >> 24));
+}
 
 // Rows of the window a thread loads before it stores any (load_window_reflect101).
 #define WINDOW_ROW_BATCH 6
@@ -112,33 +119,36 @@ __device__ __forceinline__ u32 ldg_word_unaligned(const u8* p) {
     return __funnelshift_r(lo, hi, shift);
 }
 
-// load_window_reflect101 for a byte window whose width tw is a multiple of 4 (at most 64) into
-// 4-byte aligned `dst`, by a (32, y) block: a window that lies inside the image horizontally
-// (every window but those of a level's first and last tile columns) is copied a word at a time
-// (ldg_word_unaligned); half-warps take rows, rows outside the image are reflected as there.
-// Other windows take load_window_reflect101. Its per-byte loads and their 64-bit addresses were
-// ~330 instructions per warp of fast_harris, a third of the kernel's (run 98;
-// docs/performance.md, change 35).
+// load_window_reflect101 for a window whose width tw is a multiple of 4 (at most 64) into
+// `dst` (4-byte aligned for bytes, 16-byte aligned for floats), by a (32, y) block: a window
+// that lies inside the image horizontally (for FAST every window but those of a level's first
+// and last tile columns) is copied a word of 4 pixels at a time (ldg_word_unaligned,
+// store_word); half-warps take rows, rows outside the image are reflected as there. Other
+// windows take load_window_reflect101. Per-byte loads and their 64-bit addresses were ~330
+// instructions per warp of fast_harris, a third of the kernel's (run 98), and ~26 % of
+// orb_describe's (run 110; docs/performance.md, changes 35 and 37).
+template <typename T>
 __device__ __forceinline__ void load_window_words(const u8* __restrict__ img, int w, int h,
-                                                  int gx0, int gy0, int tw, int th, u8* dst) {
+                                                  int gx0, int gy0, int tw, int th, T* dst) {
     if (blockDim.x != 32 || tw > 64 || (tw & 3) != 0 || gx0 < 0 || gx0 + tw > w) {
         load_window_reflect101(img, w, h, gx0, gy0, tw, th, dst);
         return;
     }
     const int c = threadIdx.x & 15, nw = tw >> 2;
     if (c >= nw) return;
-    u32* d32 = (u32*)dst + c;
+    T* d = dst + 4 * c;
     const int r0 = 2 * threadIdx.y + (threadIdx.x >> 4), rstep = 2 * blockDim.y;
     if (gy0 >= 0 && gy0 + th <= h) {
         // Rows inside too (nearly every window): one pointer stepped down the rows.
         const u8* p = img + (size_t)(gy0 + r0) * w + gx0 + 4 * c;
         const size_t pstep = (size_t)rstep * w;
 #pragma unroll 2
-        for (int r = r0; r < th; r += rstep, p += pstep) d32[r * nw] = ldg_word_unaligned(p);
+        for (int r = r0; r < th; r += rstep, p += pstep) store_word(d + r * tw, ldg_word_unaligned(p));
         return;
     }
     for (int r = r0; r < th; r += rstep)
-        d32[r * nw] = ldg_word_unaligned(img + (size_t)reflect101(gy0 + r, h) * w + gx0 + 4 * c);
+        store_word(d + r * tw,
+                   ldg_word_unaligned(img + (size_t)reflect101(gy0 + r, h) * w + gx0 + 4 * c));
 }
 
 // Level of a global tile (or tile-row) index: levels are few (<= 32), a scan is enough.

@@ -18,23 +18,7 @@
                      // coordinates in [-13, 13] (checked where the pattern is generated)
 #define DESC_P (2 * DESC_R + 1)       // blurred patch side
 #define DESC_RAW (DESC_P + 2 * OB_R)  // raw patch side
-#define DESC_RAW_PITCH 44             // its row pitch in floats: whole words of bytes (11)
-
-// The raw patch (DESC_RAW rows of DESC_RAW_PITCH bytes from (gx0, gy0), inside the level) into
-// `raw` as floats, a word of 4 pixels per step (ldg_word_unaligned in common.cuh). Per-byte
-// loads and their addresses were ~26 % of orb_describe's instructions (run 110).
-__device__ __forceinline__ void load_patch_words(const u8* __restrict__ img, int w, int gx0,
-                                                 int gy0, float (*raw)[DESC_RAW_PITCH]) {
-    const int words = DESC_RAW_PITCH / 4;
-    const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
-#pragma unroll 2
-    for (int k = tid; k < DESC_RAW * words; k += nthreads) {
-        const int r = k / words, c = k - r * words;
-        const u32 v = ldg_word_unaligned(img + (size_t)(gy0 + r) * w + gx0 + 4 * c);
-        *(float4*)&raw[r][4 * c] = make_float4(u8_to_float(v & 0xffu), u8_to_float((v >> 8) & 0xffu),
-                                               u8_to_float((v >> 16) & 0xffu), u8_to_float(v >> 24));
-    }
-}
+#define DESC_RAW_PITCH 44             // its row pitch in floats: whole words of 4 pixels (11)
 
 // Level geometry by value (mirrors `DescLevels` in src/cuda/describe.rs).
 struct DescLevels {
@@ -82,13 +66,9 @@ extern "C" __global__ void orb_describe(const u8* __restrict__ pyr, DescLevels L
     };
     if (angle_mode != 2 && tid == 0) set_rotation(angle_mode == 1 ? __uint_as_float(rec.w) : -1.0f);
 
-    const int gx0 = cx - DESC_R - OB_R, gy0 = cy - DESC_R - OB_R;
-    if (gx0 >= 0 && gy0 >= 0 && gx0 + DESC_RAW_PITCH <= w && gy0 + DESC_RAW <= h) {
-        load_patch_words(pyr + L.off[l], w, gx0, gy0, raw);
-    } else {
-        // Near the level's border: reflected per pixel, the patch's rows DESC_RAW_PITCH apart.
-        load_window_reflect101(pyr + L.off[l], w, h, gx0, gy0, DESC_RAW_PITCH, DESC_RAW, &raw[0][0]);
-    }
+    // The raw patch, its rows DESC_RAW_PITCH apart (whole words of 4 pixels).
+    load_window_words(pyr + L.off[l], w, h, cx - DESC_R - OB_R, cy - DESC_R - OB_R, DESC_RAW_PITCH,
+                      DESC_RAW, &raw[0][0]);
     __syncthreads();
     const float kt[7] = {k.x, k.y, k.z, k.w, k.z, k.y, k.x};
     for (int j = tid; j < DESC_RAW * DESC_P; j += nthreads) {

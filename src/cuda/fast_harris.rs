@@ -113,7 +113,7 @@ impl Detector {
         let nlev = pyr.levels.len();
         let mut descs = Vec::with_capacity(nlev);
         let mut block_groups: Vec<u32> = Vec::new();
-        let (mut tiles, mut trs, mut rcs, mut groups) = (0usize, 0usize, 0usize, 0usize);
+        let (mut tiles, mut trs, mut rcs) = (0usize, 0usize, 0usize);
         for lv in &pyr.levels {
             let (tx, ty) = (lv.w.div_ceil(TILE_W), lv.h.div_ceil(TILE_H));
             if lv.off > i32::MAX as usize {
@@ -141,8 +141,6 @@ impl Detector {
                 (0..group_rows as u32)
                     .flat_map(|gy| (0..tx as u32).map(move |gx| level << 27 | gx << 14 | gy)),
             );
-            let level_groups = tx * group_rows;
-            groups += level_groups;
             trs += ty;
             rcs += ty * TILE_H * tx;
         }
@@ -168,7 +166,7 @@ impl Detector {
         Ok(Detector {
             nlev,
             ntiles: tiles,
-            ngroups: groups,
+            ngroups: block_groups.len(),
             block_groups: DevBuf::from_slice(c, &block_groups)?,
             ntr: trs,
             cap,
