@@ -105,46 +105,80 @@ __device__ __forceinline__ void uf_union(int* L, int a, int b) {
     } while (!done);
 }
 
-// Block (32, 8); grid (ceil(w/32), ceil(h/8)).
+// Gray window of a canny_classify tile: halo 2 (Sobel, then NMS on the magnitudes).
+#define CANNY_GW (TILE_W + 4)
+#define CANNY_GH (TILE_H + 4)
+// Magnitude window: halo 1.
+#define CANNY_MW (TILE_W + 2)
+#define CANNY_MH (TILE_H + 2)
+
+// 3x3 Sobel at (cx, cy) of the gray window `g` (rows CANNY_GW apart).
+__device__ __forceinline__ void sobel3(const u8* g, int cx, int cy, int& dx, int& dy) {
+    const u8* a = g + (cy - 1) * CANNY_GW + cx;  // the row above
+    const u8* b = a + CANNY_GW;
+    const u8* c = b + CANNY_GW;
+    dx = (a[1] + 2 * b[1] + c[1]) - (a[-1] + 2 * b[-1] + c[-1]);
+    dy = (c[-1] + 2 * c[0] + c[1]) - (a[-1] + 2 * a[0] + a[1]);
+}
+
+__device__ __forceinline__ int canny_magnitude(int dx, int dy, int l2) {
+    return l2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
+}
+
+// Block (32, 8); grid (ceil(w/32), ceil(h/8)). Each thread computes its own pixel's gradient
+// (kept for the NMS) and magnitude; threads 0..83 then the magnitude ring around the tile.
+// Before, every thread walked the window by a flat index (a division per byte and per
+// magnitude) and the NMS computed the gradient a second time (docs/performance.md,
+// change 38).
 extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int h, int l2, int low,
                                           int high, u8* __restrict__ cls, int* __restrict__ label) {
-    const int GW = TILE_W + 4, GH = TILE_H + 4;  // gray tile: halo 2 (Sobel + NMS)
-    const int MW = TILE_W + 2, MH = TILE_H + 2;  // magnitude tile: halo 1
-    __shared__ u8 g[GH][GW];
-    __shared__ int mag[MH][MW];
+    __shared__ __align__(4) u8 g[CANNY_GH][CANNY_GW];
+    __shared__ int mag[CANNY_MH][CANNY_MW];
     const int x0 = blockIdx.x * TILE_W, y0 = blockIdx.y * TILE_H;
-    const int tid = threadIdx.y * TILE_W + threadIdx.x;
-    for (int i = tid; i < GW * GH; i += TILE_THREADS) {
-        int gx = clampi(x0 - 2 + i % GW, 0, w - 1), gy = clampi(y0 - 2 + i / GW, 0, h - 1);
-        g[i / GW][i % GW] = img[(size_t)gy * w + gx];
-    }
-    __syncthreads();
-    for (int i = tid; i < MW * MH; i += TILE_THREADS) {
-        int mx = i % MW, my = i / MW;
-        int px = x0 - 1 + mx, py = y0 - 1 + my;
-        int m = 0;
-        if (px >= 0 && py >= 0 && px < w && py < h) {
-            int cx = mx + 1, cy = my + 1;
-            int dx = (g[cy - 1][cx + 1] + 2 * g[cy][cx + 1] + g[cy + 1][cx + 1]) -
-                     (g[cy - 1][cx - 1] + 2 * g[cy][cx - 1] + g[cy + 1][cx - 1]);
-            int dy = (g[cy + 1][cx - 1] + 2 * g[cy + 1][cx] + g[cy + 1][cx + 1]) -
-                     (g[cy - 1][cx - 1] + 2 * g[cy - 1][cx] + g[cy - 1][cx + 1]);
-            m = l2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
-        }
-        mag[my][mx] = m;
-    }
-    __syncthreads();
     const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * TILE_W + tx;
+    if (x0 >= 2 && y0 >= 2 && x0 + TILE_W + 2 <= w && y0 + TILE_H + 2 <= h) {
+        // Inside the image (all but the border tiles): a word at a time, no clamping.
+        load_window_words(img, w, h, x0 - 2, y0 - 2, CANNY_GW, CANNY_GH, &g[0][0]);
+    } else {
+        // Replicated border (cv::Canny's Sobel).
+        for (int r = ty; r < CANNY_GH; r += TILE_H) {
+            const u8* row = img + (size_t)clampi(y0 - 2 + r, 0, h - 1) * w;
+            for (int c = tx; c < CANNY_GW; c += TILE_W)
+                g[r][c] = row[clampi(x0 - 2 + c, 0, w - 1)];
+        }
+    }
+    __syncthreads();
     const int x = x0 + tx, y = y0 + ty;
     const bool inside = x < w && y < h;
-    const int mx = tx + 1, my = ty + 1, cx = tx + 2, cy = ty + 2;
-    const int m = mag[my][mx];
+    int xs, ys;
+    sobel3(&g[0][0], tx + 2, ty + 2, xs, ys);
+    const int m = inside ? canny_magnitude(xs, ys, l2) : 0;
+    const int mx = tx + 1, my = ty + 1;
+    mag[my][mx] = m;
+    if (tid < 2 * CANNY_MW + 2 * TILE_H) {
+        // The ring: the top row, the bottom row, then the left and right columns between.
+        int rx, ry;
+        if (tid < CANNY_MW) {
+            rx = tid, ry = 0;
+        } else if (tid < 2 * CANNY_MW) {
+            rx = tid - CANNY_MW, ry = CANNY_MH - 1;
+        } else {
+            const int k = tid - 2 * CANNY_MW;
+            rx = k < TILE_H ? 0 : CANNY_MW - 1, ry = 1 + (k & (TILE_H - 1));
+        }
+        const int px = x0 - 1 + rx, py = y0 - 1 + ry;
+        int v = 0;
+        if (px >= 0 && py >= 0 && px < w && py < h) {
+            int dx, dy;
+            sobel3(&g[0][0], rx + 1, ry + 1, dx, dy);
+            v = canny_magnitude(dx, dy, l2);
+        }
+        mag[ry][rx] = v;
+    }
+    __syncthreads();
     u8 c = CLS_NONE;
     if (inside && m > low) {
-        int xs = (g[cy - 1][cx + 1] + 2 * g[cy][cx + 1] + g[cy + 1][cx + 1]) -
-                 (g[cy - 1][cx - 1] + 2 * g[cy][cx - 1] + g[cy + 1][cx - 1]);
-        int ys = (g[cy + 1][cx - 1] + 2 * g[cy + 1][cx] + g[cy + 1][cx + 1]) -
-                 (g[cy - 1][cx - 1] + 2 * g[cy - 1][cx] + g[cy - 1][cx + 1]);
         int ax = abs(xs);
         int ay = abs(ys) << CANNY_SHIFT;
         int tg22x = ax * TG22;
@@ -161,19 +195,33 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
         if (keep) c = m > high ? CLS_STRONG : CLS_WEAK;
     }
     // The tile's own components first, by union-find in shared memory (the same algorithm
-    // as below on tile-local indices); uf_merge then joins only across tile borders.
+    // as below on tile-local indices); uf_merge then joins only across tile borders. A run
+    // of candidates along a row (a warp's ballot) starts as one set, every pixel pointing
+    // at the run's first one, so only the links to the row above remain: the first pixel of
+    // a run joins the runs above it and its diagonals, every other pixel only a run that
+    // starts above its right neighbour (the runs above it that its left neighbour touches
+    // are joined already). Before, every candidate joined each candidate neighbour
+    // (docs/performance.md, change 38).
     __shared__ int loc[TILE_THREADS];
+    __shared__ u32 rows[TILE_H];
     const int me = ty * TILE_W + tx;
-    loc[me] = c != CLS_NONE ? me : -1;
+    const u32 run = __ballot_sync(0xffffffffu, c != CLS_NONE);
+    const u32 gaps = ~run & ((1u << tx) - 1u);  // non-candidates left of this pixel
+    const int start = gaps ? 32 - __clz(gaps) : 0;
+    loc[me] = c != CLS_NONE ? ty * TILE_W + start : -1;
+    if (tx == 0) rows[ty] = run;
     __syncthreads();
-    if (c != CLS_NONE) {
-        if (tx > 0 && loc[me - 1] >= 0) uf_union(loc, me, me - 1);
-        if (ty > 0) {
-            const int q = me - TILE_W;
-            if (tx > 0 && loc[q - 1] >= 0) uf_union(loc, me, q - 1);
-            if (loc[q] >= 0) uf_union(loc, me, q);
-            if (tx + 1 < TILE_W && loc[q + 1] >= 0) uf_union(loc, me, q + 1);
+    if (c != CLS_NONE && ty > 0) {
+        const u32 up = rows[ty - 1];
+        const int q = me - TILE_W;
+        const bool left = tx > 0 && ((up >> (tx - 1)) & 1u);
+        const bool mid = (up >> tx) & 1u;
+        const bool right = tx + 1 < TILE_W && ((up >> (tx + 1)) & 1u);
+        if (start == tx) {
+            if (left) uf_union(loc, me, q - 1);
+            if (mid && !left) uf_union(loc, me, q);
         }
+        if (right && !mid) uf_union(loc, me, q + 1);
     }
     __syncthreads();
     if (!inside) return;
