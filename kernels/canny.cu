@@ -105,12 +105,17 @@ __device__ __forceinline__ void uf_union(int* L, int a, int b) {
     } while (!done);
 }
 
-// Gray window of a canny_classify tile: halo 2 (Sobel, then NMS on the magnitudes).
+// canny_classify's tile: 32 x CANNY_TH pixels, each thread of the (32, 8) block two of them
+// (rows ty and ty + 8), so that a block's fixed work (its set-up, the window's halo, the
+// magnitude ring, three barriers) is shared by twice the pixels, and uf_merge has half the
+// tile borders to join (change 40).
+#define CANNY_TH (2 * TILE_H)
+// Gray window of a tile: halo 2 (Sobel, then NMS on the magnitudes).
 #define CANNY_GW (TILE_W + 4)
-#define CANNY_GH (TILE_H + 4)
+#define CANNY_GH (CANNY_TH + 4)
 // Magnitude window: halo 1.
 #define CANNY_MW (TILE_W + 2)
-#define CANNY_MH (TILE_H + 2)
+#define CANNY_MH (CANNY_TH + 2)
 
 // 3x3 Sobel at (cx, cy) of the gray window `g` (rows CANNY_GW apart).
 __device__ __forceinline__ void sobel3(const u8* g, int cx, int cy, int& dx, int& dy) {
@@ -125,19 +130,37 @@ __device__ __forceinline__ int canny_magnitude(int dx, int dy, int l2) {
     return l2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
 }
 
-// Block (32, 8); grid (ceil(w/32), ceil(h/8)). Each thread computes its own pixel's gradient
-// (kept for the NMS) and magnitude; threads 0..83 then the magnitude ring around the tile.
-// Before, every thread walked the window by a flat index (a division per byte and per
-// magnitude) and the NMS computed the gradient a second time (docs/performance.md,
-// change 38).
+// OpenCV's fixed-point NMS of a pixel of magnitude m > low with gradient (xs, ys) against its
+// neighbours in `mag` (rows CANNY_MW apart, `mp` at the pixel), then the double threshold.
+__device__ __forceinline__ u8 canny_class(const int* mp, int m, int xs, int ys, int high) {
+    const int ax = abs(xs);
+    const int ay = abs(ys) << CANNY_SHIFT;
+    const int tg22x = ax * TG22;
+    bool keep;
+    if (ay < tg22x) {
+        keep = m > mp[-1] && m >= mp[1];
+    } else if (ay > tg22x + (ax << (CANNY_SHIFT + 1))) {
+        keep = m > mp[-CANNY_MW] && m >= mp[CANNY_MW];
+    } else if ((xs ^ ys) < 0) {
+        keep = m > mp[-CANNY_MW + 1] && m > mp[CANNY_MW - 1];
+    } else {
+        keep = m > mp[-CANNY_MW - 1] && m > mp[CANNY_MW + 1];
+    }
+    return keep ? (m > high ? CLS_STRONG : CLS_WEAK) : CLS_NONE;
+}
+
+// Block (32, 8); grid (ceil(w/32), ceil(h/CANNY_TH)). Each thread computes its two pixels'
+// gradients (kept for the NMS) and magnitudes; threads 0..99 then the magnitude ring around
+// the tile. Before change 38 every thread walked the window by a flat index (a division per
+// byte and per magnitude) and the NMS computed the gradient a second time.
 extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int h, int l2, int low,
                                           int high, u8* __restrict__ cls, int* __restrict__ label) {
     __shared__ __align__(4) u8 g[CANNY_GH][CANNY_GW];
     __shared__ int mag[CANNY_MH][CANNY_MW];
-    const int x0 = blockIdx.x * TILE_W, y0 = blockIdx.y * TILE_H;
+    const int x0 = blockIdx.x * TILE_W, y0 = blockIdx.y * CANNY_TH;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int tid = ty * TILE_W + tx;
-    if (x0 >= 2 && y0 >= 2 && x0 + TILE_W + 2 <= w && y0 + TILE_H + 2 <= h) {
+    if (x0 >= 2 && y0 >= 2 && x0 + TILE_W + 2 <= w && y0 + CANNY_TH + 2 <= h) {
         // Inside the image (all but the border tiles): a word at a time, no clamping.
         load_window_words(img, w, h, x0 - 2, y0 - 2, CANNY_GW, CANNY_GH, &g[0][0]);
     } else {
@@ -149,14 +172,16 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
         }
     }
     __syncthreads();
-    const int x = x0 + tx, y = y0 + ty;
-    const bool inside = x < w && y < h;
-    int xs, ys;
-    sobel3(&g[0][0], tx + 2, ty + 2, xs, ys);
-    const int m = inside ? canny_magnitude(xs, ys, l2) : 0;
-    const int mx = tx + 1, my = ty + 1;
-    mag[my][mx] = m;
-    if (tid < 2 * CANNY_MW + 2 * TILE_H) {
+    const int x = x0 + tx;
+    int xs[2], ys[2], m[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const int r = ty + k * TILE_H;  // tile row
+        sobel3(&g[0][0], tx + 2, r + 2, xs[k], ys[k]);
+        m[k] = x < w && y0 + r < h ? canny_magnitude(xs[k], ys[k], l2) : 0;
+        mag[r + 1][tx + 1] = m[k];
+    }
+    if (tid < 2 * CANNY_MW + 2 * CANNY_TH) {
         // The ring: the top row, the bottom row, then the left and right columns between.
         int rx, ry;
         if (tid < CANNY_MW) {
@@ -165,7 +190,7 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
             rx = tid - CANNY_MW, ry = CANNY_MH - 1;
         } else {
             const int k = tid - 2 * CANNY_MW;
-            rx = k < TILE_H ? 0 : CANNY_MW - 1, ry = 1 + (k & (TILE_H - 1));
+            rx = k < CANNY_TH ? 0 : CANNY_MW - 1, ry = 1 + (k & (CANNY_TH - 1));
         }
         const int px = x0 - 1 + rx, py = y0 - 1 + ry;
         int v = 0;
@@ -177,23 +202,6 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
         mag[ry][rx] = v;
     }
     __syncthreads();
-    u8 c = CLS_NONE;
-    if (inside && m > low) {
-        int ax = abs(xs);
-        int ay = abs(ys) << CANNY_SHIFT;
-        int tg22x = ax * TG22;
-        bool keep;
-        if (ay < tg22x) {
-            keep = m > mag[my][mx - 1] && m >= mag[my][mx + 1];
-        } else if (ay > tg22x + (ax << (CANNY_SHIFT + 1))) {
-            keep = m > mag[my - 1][mx] && m >= mag[my + 1][mx];
-        } else if ((xs ^ ys) < 0) {
-            keep = m > mag[my - 1][mx + 1] && m > mag[my + 1][mx - 1];
-        } else {
-            keep = m > mag[my - 1][mx - 1] && m > mag[my + 1][mx + 1];
-        }
-        if (keep) c = m > high ? CLS_STRONG : CLS_WEAK;
-    }
     // The tile's own components first, by union-find in shared memory (the same algorithm
     // as below on tile-local indices); uf_merge then joins only across tile borders. A run
     // of candidates along a row (a warp's ballot) starts as one set, every pixel pointing
@@ -202,57 +210,74 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
     // starts above its right neighbour (the runs above it that its left neighbour touches
     // are joined already). Before, every candidate joined each candidate neighbour
     // (docs/performance.md, change 38).
-    __shared__ int loc[TILE_THREADS];
-    __shared__ u32 rows[TILE_H];
-    const int me = ty * TILE_W + tx;
-    const u32 run = __ballot_sync(0xffffffffu, c != CLS_NONE);
-    const u32 gaps = ~run & ((1u << tx) - 1u);  // non-candidates left of this pixel
-    const int start = gaps ? 32 - __clz(gaps) : 0;
-    loc[me] = c != CLS_NONE ? ty * TILE_W + start : -1;
-    if (tx == 0) rows[ty] = run;
-    __syncthreads();
-    if (c != CLS_NONE && ty > 0) {
-        const u32 up = rows[ty - 1];
-        const int q = me - TILE_W;
-        const bool left = tx > 0 && ((up >> (tx - 1)) & 1u);
-        const bool mid = (up >> tx) & 1u;
-        const bool right = tx + 1 < TILE_W && ((up >> (tx + 1)) & 1u);
-        if (start == tx) {
-            if (left) uf_union(loc, me, q - 1);
-            if (mid && !left) uf_union(loc, me, q);
-        }
-        if (right && !mid) uf_union(loc, me, q + 1);
+    __shared__ int loc[TILE_W * CANNY_TH];
+    __shared__ u32 rows[CANNY_TH];
+    u8 c[2];
+    int start[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const int r = ty + k * TILE_H;
+        c[k] = CLS_NONE;
+        if (x < w && y0 + r < h && m[k] > low)
+            c[k] = canny_class(&mag[r + 1][tx + 1], m[k], xs[k], ys[k], high);
+        const u32 run = __ballot_sync(0xffffffffu, c[k] != CLS_NONE);
+        const u32 gaps = ~run & ((1u << tx) - 1u);  // non-candidates left of this pixel
+        start[k] = gaps ? 32 - __clz(gaps) : 0;
+        loc[r * TILE_W + tx] = c[k] != CLS_NONE ? r * TILE_W + start[k] : -1;
+        if (tx == 0) rows[r] = run;
     }
     __syncthreads();
-    if (!inside) return;
-    const size_t idx = (size_t)y * w + x;
-    cls[idx] = c;
-    if (c != CLS_NONE) {  // candidates only (the note at the top)
-        const int r = uf_find(loc, me);  // a tile pixel inside the image: its root is too
-        label[idx] = (y0 + r / TILE_W) * w + (x0 + r % TILE_W);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const int r = ty + k * TILE_H, me = r * TILE_W + tx;
+        if (c[k] != CLS_NONE && r > 0) {
+            const u32 up = rows[r - 1];
+            const int q = me - TILE_W;
+            const bool left = tx > 0 && ((up >> (tx - 1)) & 1u);
+            const bool mid = (up >> tx) & 1u;
+            const bool right = tx + 1 < TILE_W && ((up >> (tx + 1)) & 1u);
+            if (start[k] == tx) {
+                if (left) uf_union(loc, me, q - 1);
+                if (mid && !left) uf_union(loc, me, q);
+            }
+            if (right && !mid) uf_union(loc, me, q + 1);
+        }
+    }
+    __syncthreads();
+    if (x >= w) return;
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const int r = ty + k * TILE_H, y = y0 + r;
+        if (y >= h) return;
+        const size_t idx = (size_t)y * w + x;
+        cls[idx] = c[k];
+        if (c[k] != CLS_NONE) {  // candidates only (the note at the top)
+            const int root = uf_find(loc, r * TILE_W + tx);  // inside the image: so is its root
+            label[idx] = (y0 + root / TILE_W) * w + (x0 + root % TILE_W);
+        }
     }
 }
 
 // Union of every candidate pixel with its candidate neighbours left, up-left, up, up-right
 // (the other four are covered from the other side) in other tiles: canny_classify joined
 // those of the same tile. Only a tile's top row and its left and right columns have such
-// neighbours: block 64 = one tile's border pixels (lanes 0..31 the top row, 32..38 the left
-// column below it, 39..45 the right one; the rest idle), grid (ceil(w/32), ceil(h/8)), so
-// that no thread is launched for the 82 % of pixels inside a tile.
+// neighbours: block 64 = one tile's border pixels (lanes 0..31 the top row, 32..46 the left
+// column below it, 47..61 the right one; the rest idle), grid (ceil(w/32),
+// ceil(h/CANNY_TH)), so that no thread is launched for the pixels inside a tile.
 extern "C" __global__ void uf_merge(int* __restrict__ label, const u8* __restrict__ cls, int w,
                                     int h) {
     const int k = threadIdx.x;
     int tx, ty;
     if (k < TILE_W) {
         tx = k, ty = 0;
-    } else if (k < TILE_W + TILE_H - 1) {
+    } else if (k < TILE_W + CANNY_TH - 1) {
         tx = 0, ty = k - TILE_W + 1;
-    } else if (k < TILE_W + 2 * (TILE_H - 1)) {
-        tx = TILE_W - 1, ty = k - (TILE_W + TILE_H - 1) + 1;
+    } else if (k < TILE_W + 2 * (CANNY_TH - 1)) {
+        tx = TILE_W - 1, ty = k - (TILE_W + CANNY_TH - 1) + 1;
     } else {
         return;
     }
-    const int x = blockIdx.x * TILE_W + tx, y = blockIdx.y * TILE_H + ty;
+    const int x = blockIdx.x * TILE_W + tx, y = blockIdx.y * CANNY_TH + ty;
     if (x >= w || y >= h) return;
     int p = y * w + x;
     if (cls[p] == CLS_NONE) return;

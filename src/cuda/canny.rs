@@ -94,11 +94,13 @@ impl Canny {
         let (low, high) = thresholds(cfg);
         let l2 = cfg.l2_gradient as i32;
         let (cls, label) = (self.cls.ptr(), self.label.ptr());
+        // canny_classify and uf_merge: tiles of 32 x 16 (CANNY_TH in kernels/canny.cu).
+        let tiles = (self.w.div_ceil(32) as u32, self.h.div_ceil(16) as u32, 1);
         gpu.launch_on(
             stream,
             "canny_classify",
             &gpu.k.canny_classify,
-            grid,
+            tiles,
             block,
             0,
             &mut kargs![img, w, h, l2, low, high, cls, label],
@@ -107,8 +109,8 @@ impl Canny {
             stream,
             "uf_merge",
             &gpu.k.uf_merge,
-            grid,
-            (64, 1, 1), // a tile's 46 border pixels (kernels/canny.cu)
+            tiles,
+            (64, 1, 1), // a tile's 62 border pixels (kernels/canny.cu)
             0,
             &mut kargs![label, cls, w, h],
         )?;
