@@ -105,11 +105,12 @@ __device__ __forceinline__ void uf_union(int* L, int a, int b) {
     } while (!done);
 }
 
-// canny_classify's tile: 32 x CANNY_TH pixels, each thread of the (32, 8) block two of them
-// (rows ty and ty + 8), so that a block's fixed work (its set-up, the window's halo, the
-// magnitude ring, three barriers) is shared by twice the pixels, and uf_merge has half the
-// tile borders to join (change 40).
-#define CANNY_TH (2 * TILE_H)
+// canny_classify's tile: 32 x CANNY_TH pixels, each thread of the (32, 8) block CANNY_ROWS of
+// them (rows ty, ty + 8, ...), so that a block's fixed work (its set-up, the window's halo,
+// the magnitude ring, three barriers) is shared by more pixels, and uf_merge has fewer tile
+// borders to join (change 39).
+#define CANNY_ROWS 2
+#define CANNY_TH (CANNY_ROWS * TILE_H)
 // Gray window of a tile: halo 2 (Sobel, then NMS on the magnitudes).
 #define CANNY_GW (TILE_W + 4)
 #define CANNY_GH (CANNY_TH + 4)
@@ -149,9 +150,9 @@ __device__ __forceinline__ u8 canny_class(const int* mp, int m, int xs, int ys, 
     return keep ? (m > high ? CLS_STRONG : CLS_WEAK) : CLS_NONE;
 }
 
-// Block (32, 8); grid (ceil(w/32), ceil(h/CANNY_TH)). Each thread computes its two pixels'
-// gradients (kept for the NMS) and magnitudes; threads 0..99 then the magnitude ring around
-// the tile. Before change 38 every thread walked the window by a flat index (a division per
+// Block (32, 8); grid (ceil(w/32), ceil(h/CANNY_TH)). Each thread computes its pixels'
+// gradients (kept for the NMS) and magnitudes; the first 2 * (34 + CANNY_TH) threads then
+// the magnitude ring around the tile. Before change 38 every thread walked the window by a flat index (a division per
 // byte and per magnitude) and the NMS computed the gradient a second time.
 extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int h, int l2, int low,
                                           int high, u8* __restrict__ cls, int* __restrict__ label) {
@@ -173,9 +174,9 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
     }
     __syncthreads();
     const int x = x0 + tx;
-    int xs[2], ys[2], m[2];
+    int xs[CANNY_ROWS], ys[CANNY_ROWS], m[CANNY_ROWS];
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < CANNY_ROWS; ++k) {
         const int r = ty + k * TILE_H;  // tile row
         sobel3(&g[0][0], tx + 2, r + 2, xs[k], ys[k]);
         m[k] = x < w && y0 + r < h ? canny_magnitude(xs[k], ys[k], l2) : 0;
@@ -212,10 +213,10 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
     // (docs/performance.md, change 38).
     __shared__ int loc[TILE_W * CANNY_TH];
     __shared__ u32 rows[CANNY_TH];
-    u8 c[2];
-    int start[2];
+    u8 c[CANNY_ROWS];
+    int start[CANNY_ROWS];
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < CANNY_ROWS; ++k) {
         const int r = ty + k * TILE_H;
         c[k] = CLS_NONE;
         if (x < w && y0 + r < h && m[k] > low)
@@ -228,7 +229,7 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
     }
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < CANNY_ROWS; ++k) {
         const int r = ty + k * TILE_H, me = r * TILE_W + tx;
         if (c[k] != CLS_NONE && r > 0) {
             const u32 up = rows[r - 1];
@@ -246,7 +247,7 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
     __syncthreads();
     if (x >= w) return;
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < CANNY_ROWS; ++k) {
         const int r = ty + k * TILE_H, y = y0 + r;
         if (y >= h) return;
         const size_t idx = (size_t)y * w + x;
@@ -261,8 +262,8 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
 // Union of every candidate pixel with its candidate neighbours left, up-left, up, up-right
 // (the other four are covered from the other side) in other tiles: canny_classify joined
 // those of the same tile. Only a tile's top row and its left and right columns have such
-// neighbours: block 64 = one tile's border pixels (lanes 0..31 the top row, 32..46 the left
-// column below it, 47..61 the right one; the rest idle), grid (ceil(w/32),
+// neighbours: block 32 + 2 * (CANNY_TH - 1) threads = one tile's border pixels (lanes 0..31
+// the top row, then the left column below it, then the right one), grid (ceil(w/32),
 // ceil(h/CANNY_TH)), so that no thread is launched for the pixels inside a tile.
 extern "C" __global__ void uf_merge(int* __restrict__ label, const u8* __restrict__ cls, int w,
                                     int h) {

@@ -12,6 +12,9 @@ use crate::cpu::canny::thresholds;
 use crate::error::Result;
 use cudarc::driver::{CudaEvent, CudaStream};
 
+/// Rows of canny_classify's and uf_merge's tiles (`CANNY_TH` in kernels/canny.cu).
+const CANNY_TILE_H: usize = 16;
+
 pub struct Canny {
     w: usize,
     h: usize,
@@ -94,8 +97,12 @@ impl Canny {
         let (low, high) = thresholds(cfg);
         let l2 = cfg.l2_gradient as i32;
         let (cls, label) = (self.cls.ptr(), self.label.ptr());
-        // canny_classify and uf_merge: tiles of 32 x 16 (CANNY_TH in kernels/canny.cu).
-        let tiles = (self.w.div_ceil(32) as u32, self.h.div_ceil(16) as u32, 1);
+        // canny_classify and uf_merge: tiles of 32 x CANNY_TILE_H.
+        let tiles = (
+            self.w.div_ceil(32) as u32,
+            self.h.div_ceil(CANNY_TILE_H) as u32,
+            1,
+        );
         gpu.launch_on(
             stream,
             "canny_classify",
@@ -110,7 +117,8 @@ impl Canny {
             "uf_merge",
             &gpu.k.uf_merge,
             tiles,
-            (64, 1, 1), // a tile's 62 border pixels (kernels/canny.cu)
+            // A tile's border pixels (kernels/canny.cu).
+            ((32 + 2 * (CANNY_TILE_H - 1)) as u32, 1, 1),
             0,
             &mut kargs![label, cls, w, h],
         )?;
@@ -358,7 +366,20 @@ fn unpack_rows_plain(bits: &[u8], w: usize, h: usize, words_per_row: usize, dst:
 
 #[cfg(test)]
 mod tests {
-    use super::unpack_edges;
+    use super::{unpack_edges, CANNY_TILE_H};
+
+    #[test]
+    fn tile_height_matches_the_kernels() {
+        // CANNY_TH = CANNY_ROWS * TILE_H (8) in kernels/canny.cu: the launches' grids and
+        // uf_merge's block are sized from CANNY_TILE_H.
+        let src = include_str!("../../kernels/canny.cu");
+        let rows: usize = src
+            .lines()
+            .find_map(|l| l.strip_prefix("#define CANNY_ROWS "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("CANNY_ROWS in kernels/canny.cu");
+        assert_eq!(rows * 8, CANNY_TILE_H);
+    }
 
     /// The packing of `uf_final` on the host: word y * wpr + x / 32, bit x % 32.
     fn pack(map: &[u8], w: usize, h: usize) -> (Vec<u8>, usize) {
