@@ -292,6 +292,9 @@ extern "C" __global__ void uf_merge(int* __restrict__ label, const u8* __restric
 }
 
 // Path compression (label = root) and marking of roots of components with a strong pixel.
+// A pixel per thread: with 4 per thread (one class word, out early when all 4 are NONE) the
+// finds of a thread's candidates ran one after the other and the 1080p launch took 12-17 us
+// instead of 10-11 (run 125).
 extern "C" __global__ void uf_resolve(int* __restrict__ label, u8* __restrict__ cls, int w, int h) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -307,15 +310,31 @@ extern "C" __global__ void uf_resolve(int* __restrict__ label, u8* __restrict__ 
 
 // The edge map, packed to one bit per pixel (8x less to download; the host unpacks it to
 // 0/255 bytes): word `y * words_per_row + x / 32` holds pixels x..x+31 of row y, bit i =
-// pixel x + i. One warp is one row of 32 pixels (blockDim = 32 x TILE_H): its ballot is the
-// word. Pixels past the row's end read as 0.
+// pixel x + i. Four pixels per thread, a warp 128 pixels of one row (blockDim = 32 x
+// TILE_H): the classes in one word where rows are whole words (w % 4 == 0), nothing more to
+// read when all 4 are NONE (most of a frame), and 8 lanes OR their 4 bits into a word. With
+// a pixel per thread the launch ran 64,800 warps per 1080p frame for a byte each: 9.0-9.5 ->
+// 6.4-7.3 us, 4K 28-33 -> 14-20 (run 125; docs/performance.md, change 40). Pixels past the
+// row's end read as 0.
 extern "C" __global__ void uf_final(const int* __restrict__ label, const u8* __restrict__ cls, int w,
                                     int h, int words_per_row, u32* __restrict__ bits) {
-    int x = blockIdx.x * blockDim.x + threadIdx.x;
-    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int lane = threadIdx.x & 31;
+    const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (y >= h) return;  // the whole warp: it shares y
-    bool e = false;
-    if (x < w && cls[y * w + x] != CLS_NONE) e = cls[label[y * w + x]] == CLS_EDGE_ROOT;
-    u32 m = __ballot_sync(0xffffffffu, e);
-    if ((threadIdx.x & 31) == 0) bits[(size_t)y * words_per_row + (x >> 5)] = m;
+    u32 e = 0;
+    if (x0 < w) {
+        const int p0 = y * w + x0;
+        const int n = min(4, w - x0);
+        const bool any = n < 4 || (w & 3) != 0 || *(const u32*)(cls + p0) != 0u;
+        if (any)
+            for (int j = 0; j < n; ++j)
+                if (cls[p0 + j] != CLS_NONE && cls[label[p0 + j]] == CLS_EDGE_ROOT) e |= 1u << j;
+    }
+    e <<= 4 * (lane & 7);
+    e |= __shfl_xor_sync(0xffffffffu, e, 1);
+    e |= __shfl_xor_sync(0xffffffffu, e, 2);
+    e |= __shfl_xor_sync(0xffffffffu, e, 4);
+    const int word = x0 >> 5;  // lane 8k: the word of its 8 lanes' 32 pixels
+    if ((lane & 7) == 0 && word < words_per_row) bits[(size_t)y * words_per_row + word] = e;
 }

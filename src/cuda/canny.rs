@@ -103,6 +103,8 @@ impl Canny {
             self.h.div_ceil(CANNY_TILE_H) as u32,
             1,
         );
+        // uf_final: 4 pixels per thread (kernels/canny.cu).
+        let quads = (self.w.div_ceil(128) as u32, self.h.div_ceil(8) as u32, 1);
         gpu.launch_on(
             stream,
             "canny_classify",
@@ -136,7 +138,7 @@ impl Canny {
             stream,
             "uf_final",
             &gpu.k.uf_final,
-            grid,
+            quads,
             block,
             0,
             &mut kargs![label, cls, w, h, wpr, bits],
