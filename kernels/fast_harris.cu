@@ -165,6 +165,8 @@ __device__ __forceinline__ void compact_scored(bool keep, u32 s, const TilePos& 
 #define FAST_TILE_BYTES ((TILE_W + 32) * (FAST_GROUP * TILE_H + 32))
 #define FAST_SCORE_W (TILE_W + 2)
 #define FAST_SCORE_BYTES (FAST_SCORE_W * (FAST_GROUP * TILE_H + 2))
+// Words of the bit set of the score rows that hold a corner (load_tile_and_scores).
+#define CORNER_ROW_WORDS ((FAST_GROUP * TILE_H + 2 + 31) / 32)
 
 // Row pitch of the FAST kernels' shared region: its width TILE_W + 2 * halo rounded up to
 // whole words, so that the compass pass reads 4 pixels per load.
@@ -215,13 +217,14 @@ __device__ __forceinline__ u32 compass4(u32 c, u32 up, u32 ev, u32 dn, u32 wv, u
 // Loads the `rows` rows from tile `p`'s top-left (TILE_H, or FAST_GROUP tiles) and a `halo`
 // around them into `t` (row pitch tile_pitch(halo), 4-byte aligned), then the FAST scores
 // (at threshold `thr`) of those rows and a one-pixel ring into `sc` (row pitch
-// FAST_SCORE_W, 4-byte aligned). Outside the level the border is BORDER_REFLECT_101 as in
-// ORB's padded pyramid (only Harris windows of keypoints closer than block_size/2 + 1 to
-// the border read it; harris::orb_score does the same); pixels closer than 3 to the border
-// are never corners (OpenCV tests [3, w-3) x [3, h-3)). Only pixels at least `border - 1`
-// from the level's borders are scored (the survivors, at least `border` away, and their NMS
-// neighbours); the other scores stay 0. Called by every thread of the (32, 8) block; both
-// arrays are ready when it returns.
+// FAST_SCORE_W, 4-byte aligned), and bit r of `corner_rows` (shared, CORNER_ROW_WORDS
+// words) set for every row r of `sc` that holds a corner. Outside the level the border is
+// BORDER_REFLECT_101 as in ORB's padded pyramid (only Harris windows of keypoints closer
+// than block_size/2 + 1 to the border read it; harris::orb_score does the same); pixels
+// closer than 3 to the border are never corners (OpenCV tests [3, w-3) x [3, h-3)). Only
+// pixels at least `border - 1` from the level's borders are scored (the survivors, at least
+// `border` away, and their NMS neighbours); the other scores stay 0. Called by every thread
+// of the (32, 8) block; the three arrays are ready when it returns.
 //
 // Three passes over shrinking lists, so that no warp runs a costly test for one pixel among
 // 32 that needs it: the compass test at every position (4 neighbouring positions per thread
@@ -232,7 +235,7 @@ __device__ __forceinline__ u32 compass4(u32 c, u32 up, u32 ev, u32 dn, u32 wv, u
 // change 33).
 __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr, const TilePos& p,
                                                      int rows, int halo, int thr, int border, u8* t,
-                                                     u8* sc) {
+                                                     u8* sc, u32* corner_rows) {
     const LevelDesc& L = p.L;
     const int x0 = p.x0, y0 = p.y0;
     const int tw = tile_pitch(halo), th = rows + 2 * halo;
@@ -240,6 +243,7 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
     const int tid = threadIdx.y * TILE_W + threadIdx.x, lane = threadIdx.x;
     u32* sc32 = (u32*)sc;
     for (int k = tid; k < (sw * srows + 3) / 4; k += TILE_THREADS) sc32[k] = 0;
+    if (tid < CORNER_ROW_WORDS) corner_rows[tid] = 0;
     load_window_words(pyr + L.img_off, L.w, L.h, x0 - halo, y0 - halo, tw, th, t);
     __syncthreads();
 
@@ -305,7 +309,9 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
     __syncwarp();
     for (u32 j = lane; j < m; j += 32) {
         const int i = seg[j];
-        sc[i] = (u8)fast_corner_score(t, tw, i % sw - 1 + halo, i / sw - 1 + halo);
+        const int r = i / sw;
+        sc[i] = (u8)fast_corner_score(t, tw, i % sw - 1 + halo, r - 1 + halo);
+        atomicOr(&corner_rows[r >> 5], 1u << (r & 31));
     }
     __syncthreads();
 }
@@ -345,10 +351,11 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
     __shared__ __align__(16) u8 t[FAST_TILE_BYTES];
     __shared__ __align__(16) u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 kept[FAST_GROUP][TILE_H];  // the NMS ballot of each tile's rows
+    __shared__ u32 corner_rows[CORNER_ROW_WORDS];
     const TilePos first = group_pos(levels, block_groups, blockIdx.x);
     const LevelDesc& L = first.L;
     const int tiles = min(FAST_GROUP, L.tiles_y - first.tile_y);
-    load_tile_and_scores(pyr, first, tiles * TILE_H, halo, threshold, border, t, sc);
+    load_tile_and_scores(pyr, first, tiles * TILE_H, halo, threshold, border, t, sc, corner_rows);
 
     const int sw = FAST_SCORE_W, tw = tile_pitch(halo);
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -357,17 +364,25 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
     u32 count = 0;  // lane `sub`: the survivors of tile sub's row ty
     for (int sub = 0; sub < tiles; ++sub) {
         const int y = first.y0 + sub * TILE_H + ty;
-        bool keep = false;
-        if (y >= border && y + border < L.h) {
-            const u8* srow = sc + (sub * TILE_H + ty + 1) * sw + (tx + 1);
-            const u32 s = srow[0];
-            keep = x_inside && s > 0;
-            if (keep && nms) {
-                keep = s > srow[-1] && s > srow[1] && s > srow[-sw - 1] && s > srow[-sw] &&
-                       s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] && s > srow[sw + 1];
+        const int r = sub * TILE_H + ty + 1;  // the row in `sc`
+        u32 ballot = 0;
+        // A row without a corner keeps nothing (most rows; the test is the same for the
+        // whole warp): ~19 instructions per warp and row before, 3.9 of fast_harris's 23.1 M
+        // at 1080p (run 119; docs/performance.md, change 41).
+        if ((corner_rows[r >> 5] >> (r & 31)) & 1u) {
+            bool keep = false;
+            if (y >= border && y + border < L.h) {
+                const u8* srow = sc + r * sw + (tx + 1);
+                const u32 s = srow[0];
+                keep = x_inside && s > 0;
+                if (keep && nms) {
+                    keep = s > srow[-1] && s > srow[1] && s > srow[-sw - 1] && s > srow[-sw] &&
+                           s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] &&
+                           s > srow[sw + 1];
+                }
             }
+            ballot = __ballot_sync(0xffffffffu, keep);
         }
-        const u32 ballot = __ballot_sync(0xffffffffu, keep);
         if (tx == 0) kept[sub][ty] = ballot;
         if (tx == sub) count = __popc(ballot);
     }
@@ -445,11 +460,12 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
     __shared__ __align__(16) u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 row_n[TILE_H];
     __shared__ u32 list[TILE_THREADS];
+    __shared__ u32 corner_rows[CORNER_ROW_WORDS];  // not read here
     const int tile = blockIdx.x;
     const TilePos p = tile_pos(levels, nlev, tile);
     const LevelDesc& L = p.L;
     const int l = p.l;
-    load_tile_and_scores(pyr, p, TILE_H, halo, cp.lo, cp.b, t, sc);
+    load_tile_and_scores(pyr, p, TILE_H, halo, cp.lo, cp.b, t, sc, corner_rows);
 
     const int sw = FAST_SCORE_W, tw = tile_pitch(halo);
     const int tx = threadIdx.x, ty = threadIdx.y;
