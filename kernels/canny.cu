@@ -152,8 +152,9 @@ __device__ __forceinline__ u8 canny_class(const int* mp, int m, int xs, int ys, 
 
 // Block (32, 8); grid (ceil(w/32), ceil(h/CANNY_TH)). Each thread computes its pixels'
 // gradients (kept for the NMS) and magnitudes; the first 2 * (34 + CANNY_TH) threads then
-// the magnitude ring around the tile. Before change 38 every thread walked the window by a flat index (a division per
-// byte and per magnitude) and the NMS computed the gradient a second time.
+// the magnitude ring around the tile. Before change 38 every thread walked the window by a
+// flat index (a division per byte and per magnitude) and the NMS computed the gradient a
+// second time.
 extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int h, int l2, int low,
                                           int high, u8* __restrict__ cls, int* __restrict__ label) {
     __shared__ __align__(4) u8 g[CANNY_GH][CANNY_GW];
@@ -327,9 +328,11 @@ extern "C" __global__ void uf_final(const int* __restrict__ label, const u8* __r
         const int p0 = y * w + x0;
         const int n = min(4, w - x0);
         const bool any = n < 4 || (w & 3) != 0 || *(const u32*)(cls + p0) != 0u;
-        if (any)
+        if (any) {
             for (int j = 0; j < n; ++j)
-                if (cls[p0 + j] != CLS_NONE && cls[label[p0 + j]] == CLS_EDGE_ROOT) e |= 1u << j;
+                if (cls[p0 + j] != CLS_NONE && cls[label[p0 + j]] == CLS_EDGE_ROOT)
+                    e |= 1u << j;
+        }
     }
     e <<= 4 * (lane & 7);
     e |= __shfl_xor_sync(0xffffffffu, e, 1);

@@ -366,9 +366,10 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
         const int y = first.y0 + sub * TILE_H + ty;
         const int r = sub * TILE_H + ty + 1;  // the row in `sc`
         u32 ballot = 0;
-        // A row without a corner keeps nothing (most rows; the test is the same for the
-        // whole warp): ~19 instructions per warp and row before, 3.9 of fast_harris's 23.1 M
-        // at 1080p (run 119; docs/performance.md, change 41).
+        // A row without a corner keeps nothing (the test is the same for the whole warp):
+        // the pass took ~19 instructions per warp and row, 3.9 of fast_harris's 23.1 M at
+        // 1080p (run 119); skipping the empty rows saved 0.8 M (docs/performance.md,
+        // change 41).
         if ((corner_rows[r >> 5] >> (r & 31)) & 1u) {
             bool keep = false;
             if (y >= border && y + border < L.h) {
