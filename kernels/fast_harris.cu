@@ -217,8 +217,9 @@ __device__ __forceinline__ u32 compass4(u32 c, u32 up, u32 ev, u32 dn, u32 wv, u
 // Loads the `rows` rows from tile `p`'s top-left (TILE_H, or FAST_GROUP tiles) and a `halo`
 // around them into `t` (row pitch tile_pitch(halo), 4-byte aligned), then the FAST scores
 // (at threshold `thr`) of those rows and a one-pixel ring into `sc` (row pitch
-// FAST_SCORE_W, 4-byte aligned), and bit r of `corner_rows` (shared, CORNER_ROW_WORDS
-// words) set for every row r of `sc` that holds a corner. Outside the level the border is
+// FAST_SCORE_W, 4-byte aligned), and with MARK_ROWS bit r of `corner_rows` (shared,
+// CORNER_ROW_WORDS words) set for every row r of `sc` that holds a corner (fast_cells
+// passes false and null: it does not read them). Outside the level the border is
 // BORDER_REFLECT_101 as in ORB's padded pyramid (only Harris windows of keypoints closer
 // than block_size/2 + 1 to the border read it; harris::orb_score does the same); pixels
 // closer than 3 to the border are never corners (OpenCV tests [3, w-3) x [3, h-3)). Only
@@ -231,8 +232,9 @@ __device__ __forceinline__ u32 compass4(u32 c, u32 up, u32 ev, u32 dn, u32 wv, u
 // from 5 word loads, two pixels per add: note "compass test in 16-bit lanes"; with one
 // position and 5 byte loads per thread it was 46 % of fast_harris's instructions, run 93),
 // the full corner test on the positions that pass it, the score of the corners. Each warp
-// keeps its own list (no shared atomics, no barrier between the passes; docs/performance.md,
-// change 33).
+// keeps its own list (no shared atomics for the lists, no barrier between the passes;
+// docs/performance.md, change 33).
+template <bool MARK_ROWS>
 __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr, const TilePos& p,
                                                      int rows, int halo, int thr, int border, u8* t,
                                                      u8* sc, u32* corner_rows) {
@@ -243,7 +245,7 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
     const int tid = threadIdx.y * TILE_W + threadIdx.x, lane = threadIdx.x;
     u32* sc32 = (u32*)sc;
     for (int k = tid; k < (sw * srows + 3) / 4; k += TILE_THREADS) sc32[k] = 0;
-    if (tid < CORNER_ROW_WORDS) corner_rows[tid] = 0;
+    if (MARK_ROWS && tid < CORNER_ROW_WORDS) corner_rows[tid] = 0;
     load_window_words(pyr + L.img_off, L.w, L.h, x0 - halo, y0 - halo, tw, th, t);
     __syncthreads();
 
@@ -311,7 +313,7 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
         const int i = seg[j];
         const int r = i / sw;
         sc[i] = (u8)fast_corner_score(t, tw, i % sw - 1 + halo, r - 1 + halo);
-        atomicOr(&corner_rows[r >> 5], 1u << (r & 31));
+        if (MARK_ROWS) atomicOr(&corner_rows[r >> 5], 1u << (r & 31));
     }
     __syncthreads();
 }
@@ -355,7 +357,8 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
     const TilePos first = group_pos(levels, block_groups, blockIdx.x);
     const LevelDesc& L = first.L;
     const int tiles = min(FAST_GROUP, L.tiles_y - first.tile_y);
-    load_tile_and_scores(pyr, first, tiles * TILE_H, halo, threshold, border, t, sc, corner_rows);
+    load_tile_and_scores<true>(pyr, first, tiles * TILE_H, halo, threshold, border, t, sc,
+                               corner_rows);
 
     const int sw = FAST_SCORE_W, tw = tile_pitch(halo);
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -461,12 +464,11 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
     __shared__ __align__(16) u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 row_n[TILE_H];
     __shared__ u32 list[TILE_THREADS];
-    __shared__ u32 corner_rows[CORNER_ROW_WORDS];  // not read here
     const int tile = blockIdx.x;
     const TilePos p = tile_pos(levels, nlev, tile);
     const LevelDesc& L = p.L;
     const int l = p.l;
-    load_tile_and_scores(pyr, p, TILE_H, halo, cp.lo, cp.b, t, sc, corner_rows);
+    load_tile_and_scores<false>(pyr, p, TILE_H, halo, cp.lo, cp.b, t, sc, nullptr);
 
     const int sw = FAST_SCORE_W, tw = tile_pitch(halo);
     const int tx = threadIdx.x, ty = threadIdx.y;
