@@ -28,6 +28,7 @@
 
 extern "C" __global__ void blur_h(const u8* __restrict__ src, int w, int h, const u32* __restrict__ k,
                                   int ksize, u16* __restrict__ tmp) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
@@ -40,6 +41,7 @@ extern "C" __global__ void blur_h(const u8* __restrict__ src, int w, int h, cons
 
 extern "C" __global__ void blur_v(const u16* __restrict__ tmp, int w, int h, const u32* __restrict__ k,
                                   int ksize, u8* __restrict__ dst) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
@@ -157,6 +159,7 @@ __device__ __forceinline__ u8 canny_class(const int* mp, int m, int xs, int ys, 
 // second time.
 extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int h, int l2, int low,
                                           int high, u8* __restrict__ cls, int* __restrict__ label) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ __align__(4) u8 g[CANNY_GH][CANNY_GW];
     __shared__ int mag[CANNY_MH][CANNY_MW];
     const int x0 = blockIdx.x * TILE_W, y0 = blockIdx.y * CANNY_TH;
@@ -268,6 +271,7 @@ extern "C" __global__ void canny_classify(const u8* __restrict__ img, int w, int
 // ceil(h/CANNY_TH)), so that no thread is launched for the pixels inside a tile.
 extern "C" __global__ void uf_merge(int* __restrict__ label, const u8* __restrict__ cls, int w,
                                     int h) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     const int k = threadIdx.x;
     int tx, ty;
     if (k < TILE_W) {
@@ -297,6 +301,7 @@ extern "C" __global__ void uf_merge(int* __restrict__ label, const u8* __restric
 // finds of a thread's candidates ran one after the other and the 1080p launch took 12-17 us
 // instead of 10-11 (run 125).
 extern "C" __global__ void uf_resolve(int* __restrict__ label, u8* __restrict__ cls, int w, int h) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
@@ -319,6 +324,7 @@ extern "C" __global__ void uf_resolve(int* __restrict__ label, u8* __restrict__ 
 // row's end read as 0.
 extern "C" __global__ void uf_final(const int* __restrict__ label, const u8* __restrict__ cls, int w,
                                     int h, int words_per_row, u32* __restrict__ bits) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     const int lane = threadIdx.x & 31;
     const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;

@@ -27,6 +27,26 @@ struct LevelDesc {
     int rc_start;      // first row-count entry of this level (TILE_H * tiles_x per tile row)
 };
 
+// Note (programmatic dependent launch): on sm_90 and later the host launches every kernel
+// with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (`cuda.programmatic_launch`,
+// src/cuda/context.rs): the next kernel in the stream is launched as soon as every block of
+// the one before it has exited, without waiting for that kernel's completion and memory
+// flush to be processed first. Its blocks may so start before their inputs are visible:
+// every kernel's first statement is wait_for_previous_kernel() (griddepcontrol.wait), which
+// holds the block until the previous kernel has completed with its writes visible, and
+// returns at once for a kernel launched without the attribute. Nothing before it touches
+// global memory, so every read and write keeps the stream's order; a kernel's completion
+// implies its predecessor's, so the order holds across several kernels too (a unit test in
+// src/cuda/context.rs checks that every kernel starts so). No kernel triggers its dependents
+// early (griddepcontrol.launch_dependents at its start): then the next kernel's blocks took
+// SM slots while they waited, beside Canny's and the other pipelines' work: the detection
+// +0.011 ms at 1080p, four pipelines -20 % (run 130; docs/performance.md, change 42).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 // cv::borderInterpolate(p, len, BORDER_REFLECT_101) (src/cpu/blur.rs reflect101).

@@ -11,6 +11,7 @@
 extern "C" __global__ void scan_tile_rows(const LevelDesc* __restrict__ levels, int nlev,
                                           const u32* __restrict__ rc, u32* __restrict__ rc_off,
                                           u32* __restrict__ tr_total) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ u32 sh[32];
     const int tr = blockIdx.x;
     const LevelDesc L = levels[level_of_tile_row(levels, nlev, tr)];
@@ -35,6 +36,7 @@ extern "C" __global__ void scan_tile_rows(const LevelDesc* __restrict__ levels, 
 extern "C" __global__ void scan_levels(const LevelDesc* __restrict__ levels, int nlev,
                                        const u32* __restrict__ tr_total, u32* __restrict__ tr_base,
                                        u32* __restrict__ header) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ u32 level_total[32], level_base[32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     LevelDesc L;

@@ -28,6 +28,7 @@ __device__ __forceinline__ u8 gray_from_mono16(u32 v) {
 
 extern "C" __global__ void decode_gray(const u8* __restrict__ raw, int step, int w, int h,
                                        int enc, int big_endian, uint4 wt, u8* __restrict__ out) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
@@ -55,6 +56,7 @@ extern "C" __global__ void decode_gray(const u8* __restrict__ raw, int step, int
 // are 16-byte aligned (the host checks; else decode_gray does the copy).
 extern "C" __global__ void copy_frame16(const u8* __restrict__ src, u8* __restrict__ dst,
                                         unsigned long long n) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     unsigned long long i = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) * 16ull;
     if (i + 16ull <= n) {
         *(uint4*)(dst + i) = *(const uint4*)(src + i);

@@ -40,6 +40,7 @@ extern "C" __global__ void orb_describe(const u8* __restrict__ pyr, DescLevels L
                                         int angle_mode, float4 k, int half,
                                         const int* __restrict__ umax, float4 atan_p, float eps,
                                         u32* __restrict__ out) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ __align__(16) float raw[DESC_RAW][DESC_RAW_PITCH];
     __shared__ float rows[DESC_RAW][DESC_P];
     __shared__ u8 blur[DESC_P][DESC_P];

@@ -350,6 +350,7 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
                                        const u32* __restrict__ block_groups, int threshold, int nms, int border, int harris,
                                        int block_size, float harris_k, float scale_sq_sq, int halo,
                                        int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ __align__(16) u8 t[FAST_TILE_BYTES];
     __shared__ __align__(16) u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 kept[FAST_GROUP][TILE_H];  // the NMS ballot of each tile's rows
@@ -460,6 +461,7 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
                                       float harris_k, float scale_sq_sq, int halo, int cap,
                                       u8* __restrict__ flags, u32* __restrict__ row_counts,
                                       uint2* __restrict__ slots) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ __align__(16) u8 t[FAST_TILE_BYTES];
     __shared__ __align__(16) u8 sc[FAST_SCORE_BYTES];
     __shared__ u32 row_n[TILE_H];
@@ -496,6 +498,7 @@ extern "C" __global__ void fast_cells(const u8* __restrict__ pyr, const LevelDes
 extern "C" __global__ void cell_filter(const LevelDesc* __restrict__ levels, int nlev, CellParams cp,
                                        const u8* __restrict__ flags, int cap,
                                        u32* __restrict__ row_counts, uint2* __restrict__ slots) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ u32 sh[32];
     __shared__ u32 row_new[TILE_H];
     __shared__ u32 total;

@@ -45,6 +45,7 @@ __device__ __forceinline__ float row_filter_at(const u8* row, int w, int x, cons
 extern "C" __global__ void harris_sobel(const u8* __restrict__ pyr, const LevelDesc* __restrict__ levels,
                                         int nlev, DenseParams P, float* __restrict__ gx,
                                         float* __restrict__ gy) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     const int tile = blockIdx.x;
     const LevelDesc L = levels[level_of_tile(levels, nlev, tile)];
     const int lt = tile - L.tile_start;
@@ -84,6 +85,7 @@ extern "C" __global__ void harris_rowsum(const LevelDesc* __restrict__ levels, i
                                          const float* __restrict__ gx, const float* __restrict__ gy,
                                          double* __restrict__ sxx, double* __restrict__ sxy,
                                          double* __restrict__ syy, u32* __restrict__ maxkey) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     const int tile = blockIdx.x;
     const int l = level_of_tile(levels, nlev, tile);
     const LevelDesc L = levels[l];
@@ -121,6 +123,7 @@ extern "C" __global__ void harris_colsum(const LevelDesc* __restrict__ levels, i
                                          const double* __restrict__ sxx, const double* __restrict__ sxy,
                                          const double* __restrict__ syy, float* __restrict__ resp,
                                          u32* __restrict__ maxkey) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     const int l = blockIdx.x;
     const LevelDesc L = levels[l];
     const int x = blockIdx.y * blockDim.x + threadIdx.x;
@@ -168,6 +171,7 @@ extern "C" __global__ void harris_colsum(const LevelDesc* __restrict__ levels, i
 extern "C" __global__ void harris_nms(const LevelDesc* __restrict__ levels, int nlev, DenseParams P,
                                       const float* __restrict__ resp, const u32* __restrict__ maxkey,
                                       int cap, u32* __restrict__ row_counts, uint2* __restrict__ slots) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     const int tile = blockIdx.x;
     const TilePos p = tile_pos(levels, nlev, tile);
     const LevelDesc& L = p.L;

@@ -36,6 +36,7 @@ extern "C" __global__ void __launch_bounds__(MATCH_THREADS)
     match_knn(const uint4* __restrict__ query, const uint4* __restrict__ train, int n, int m,
               int split_len, int cross_check, uint2* __restrict__ partial,
               u32* __restrict__ reverse) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ uint4 lo[MATCH_THREADS], hi[MATCH_THREADS];
     __shared__ u32 col[MATCH_THREADS];
     const int t = threadIdx.x, lane = t & 31;
@@ -94,6 +95,7 @@ extern "C" __global__ void __launch_bounds__(MATCH_THREADS)
 // knn[q] = the two lowest keys of partial[s * n + q] over the splits s.
 extern "C" __global__ void match_merge(const uint2* __restrict__ partial, int n, int splits,
                                        uint2* __restrict__ knn) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     const int q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= n) return;
     u32 b1 = MATCH_NO_KEY, b2 = MATCH_NO_KEY;

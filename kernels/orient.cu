@@ -70,6 +70,7 @@ extern "C" __global__ void gather_orient(const u8* __restrict__ pyr, const Level
                                          const uint2* __restrict__ slots, int orient, int half,
                                          const int* __restrict__ umax, float4 atan_p, float eps,
                                          uint4* __restrict__ out, u32 out_cap) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ u32 rp_all[8][TILE_H];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int tile = blockIdx.x * 8 + warp;

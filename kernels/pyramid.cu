@@ -39,6 +39,7 @@ extern "C" __global__ void resize_linear(const u8* __restrict__ src, int sw, int
                                          const u32* __restrict__ xofs, const u16* __restrict__ xw,
                                          const u32* __restrict__ yofs, const u16* __restrict__ yw,
                                          int exact) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     const int xs = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (xs >= dw || y >= dh) return;
@@ -96,6 +97,7 @@ extern "C" __global__ void resize_linear2(const u8* __restrict__ src, int sw, in
                                           const u32* __restrict__ xofs2, const u16* __restrict__ xw2,
                                           const u32* __restrict__ yofs2, const u16* __restrict__ yw2,
                                           int exact) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ u8 m[RESIZE2_MH][RESIZE2_MW];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int dx0 = blockIdx.x * RESIZE2_TW, dy0 = blockIdx.y * RESIZE2_TH;

@@ -70,6 +70,7 @@ __device__ __forceinline__ void find_bin_from_top(const u32* hist, u32 need, u32
 extern "C" __global__ void select_level(const u32* __restrict__ header, int nlev, SelParams P,
                                         int precut, const uint4* __restrict__ cand,
                                         u32* __restrict__ sel_idx, u32* __restrict__ kept) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ u32 hist[256];
     __shared__ u32 sh[32];
     __shared__ u32 s_bin, s_above;
@@ -144,6 +145,7 @@ extern "C" __global__ void orient_kept(const u8* __restrict__ pyr, const LevelDe
                                        const uint4* __restrict__ cand, int orient, int half,
                                        const int* __restrict__ umax, float4 atan_p, float eps,
                                        uint4* __restrict__ kp, u32* __restrict__ kp_header) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
     __shared__ u32 s_base;
     const int l = blockIdx.x;
     if (threadIdx.x == 0) {

@@ -158,6 +158,11 @@ pub struct CudaConfig {
     /// without them reading the events ~20 us (change 25). The other frames report the
     /// host's stage alone.
     pub stage_timings: u32,
+    /// Whether a kernel may be placed on the GPU while the one before it in its stream
+    /// drains (programmatic dependent launch; sm_90 and later, ignored before): every
+    /// kernel waits for its predecessor's writes before it reads or writes anything, so
+    /// the output is the same either way (docs/performance.md, change 42).
+    pub programmatic_launch: bool,
 }
 
 impl Default for CudaConfig {
@@ -166,6 +171,7 @@ impl Default for CudaConfig {
             zero_copy: ZeroCopy::default(),
             graphs: true,
             stage_timings: 16,
+            programmatic_launch: true,
         }
     }
 }
@@ -598,5 +604,9 @@ mod tests {
         assert!(partial.cuda.graphs && partial.cuda.zero_copy == ZeroCopy::On);
         let e = c.with_value("cuda.graphs", "sometimes").unwrap_err();
         assert!(e.to_string().contains("cuda.graphs"), "{e}");
+        assert!(c.cuda.programmatic_launch && partial.cuda.programmatic_launch);
+        let plain = c.with_value("cuda.programmatic_launch", "false").unwrap();
+        assert!(!plain.cuda.programmatic_launch && plain.cuda.graphs);
+        assert_eq!(Config::from_yaml(&plain.to_yaml()).unwrap(), plain);
     }
 }

@@ -6,7 +6,7 @@
 
 use std::ffi::{c_void, CString};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -121,6 +121,11 @@ pub struct Gpu {
     /// Fault injection for tests: when non-zero, the launch that brings it to 0 fails
     /// (`GPU_FEATURES_INJECT_CUDA_FAULT=N` at start-up, or [`Gpu::inject_fault`]).
     fault_in: AtomicU64,
+    /// The device can launch a kernel while the one before it drains (sm_90 and later).
+    programmatic_capable: bool,
+    /// Launches carry the programmatic-serialization attribute (`cuda.programmatic_launch`
+    /// on a capable device; note "programmatic dependent launch" in kernels/common.cuh).
+    programmatic: AtomicBool,
 }
 
 /// Environment variable: make the N-th kernel or graph launch fail (tests of the CPU fallback).
@@ -370,6 +375,8 @@ impl Gpu {
             module: info,
             integrated,
             can_map_host,
+            programmatic_capable: major >= 9,
+            programmatic: AtomicBool::new(false),
             fault_in: AtomicU64::new(
                 std::env::var(INJECT_FAULT_ENV)
                     .ok()
@@ -447,6 +454,13 @@ impl Gpu {
             .map_err(|e| cuda_err("binding the CUDA context", e))
     }
 
+    /// Whether the launches from now on let a kernel start while the one before it in its
+    /// stream drains (`cuda.programmatic_launch`; kept off where the device cannot).
+    pub fn set_programmatic_launch(&self, on: bool) {
+        self.programmatic
+            .store(on && self.programmatic_capable, Ordering::Relaxed);
+    }
+
     /// Launches `f` on the pipeline's stream. `args` are pointers to the kernel arguments.
     pub fn launch(
         &self,
@@ -507,10 +521,26 @@ impl Gpu {
             return Ok(());
         }
         self.check_fault(name)?;
-        let launched = match priority {
+        // At most two attributes, in an array: no allocation per launch.
+        // SAFETY: an all-zero CUlaunchAttribute is a valid value (an ignored id and a union
+        // of plain integers); each one used below gets its id and the member that id reads.
+        let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+        let mut n = 0;
+        if let Some(priority) = priority {
+            attrs[n].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY;
+            attrs[n].value.priority = priority;
+            n += 1;
+        }
+        if self.programmatic.load(Ordering::Relaxed) {
+            attrs[n].id =
+                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attrs[n].value.programmaticStreamSerializationAllowed = 1;
+            n += 1;
+        }
+        let launched = if n == 0 {
             // SAFETY: `args` holds one pointer per kernel parameter (kargs!), alive for the
             // call.
-            None => unsafe {
+            unsafe {
                 result::launch_kernel(
                     f.cu_function(),
                     grid,
@@ -519,40 +549,30 @@ impl Gpu {
                     stream.cu_stream(),
                     args,
                 )
-            },
-            Some(priority) => {
-                // SAFETY: the union's `priority` member is the one CU_LAUNCH_ATTRIBUTE_PRIORITY
-                // reads; the other members are never read.
-                let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
-                value.priority = priority;
-                let mut attr = sys::CUlaunchAttribute {
-                    id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY,
-                    pad: [0; 4],
-                    value,
-                };
-                let config = sys::CUlaunchConfig {
-                    gridDimX: grid.0,
-                    gridDimY: grid.1,
-                    gridDimZ: grid.2,
-                    blockDimX: block.0,
-                    blockDimY: block.1,
-                    blockDimZ: block.2,
-                    sharedMemBytes: shared,
-                    hStream: stream.cu_stream(),
-                    attrs: &mut attr,
-                    numAttrs: 1,
-                };
-                // SAFETY: as above; `config` and `attr` outlive the call.
-                unsafe {
-                    sys::cuLaunchKernelEx(
-                        &config,
-                        f.cu_function(),
-                        args.as_mut_ptr(),
-                        std::ptr::null_mut(),
-                    )
-                }
-                .result()
             }
+        } else {
+            let config = sys::CUlaunchConfig {
+                gridDimX: grid.0,
+                gridDimY: grid.1,
+                gridDimZ: grid.2,
+                blockDimX: block.0,
+                blockDimY: block.1,
+                blockDimZ: block.2,
+                sharedMemBytes: shared,
+                hStream: stream.cu_stream(),
+                attrs: attrs.as_mut_ptr(),
+                numAttrs: n as u32,
+            };
+            // SAFETY: as above; `config` and `attrs` outlive the call.
+            unsafe {
+                sys::cuLaunchKernelEx(
+                    &config,
+                    f.cu_function(),
+                    args.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+            .result()
         };
         launched.map_err(|e| cuda_err(&format!("launching {name}"), e))
     }
@@ -611,5 +631,26 @@ mod tests {
             }
             eprintln!("kernels compiled for {arch}: {} byte CUBIN", cubin.len());
         }
+    }
+
+    /// Note "programmatic dependent launch" (kernels/common.cuh): a kernel launched while the
+    /// one before it drains must wait for it before it touches memory, so every kernel's
+    /// body starts with `wait_for_previous_kernel();`.
+    #[test]
+    fn every_kernel_first_waits_for_the_previous_one() {
+        let mut kernels = 0;
+        for (file, src) in SOURCES {
+            for (at, _) in src.match_indices("__global__") {
+                let body = at + src[at..].find('{').expect("a kernel body");
+                let first = src[body + 1..].trim_start();
+                let name = src[at..body].split('(').next().unwrap_or_default();
+                assert!(
+                    first.starts_with("wait_for_previous_kernel();"),
+                    "{file}: {name} does not start with wait_for_previous_kernel()"
+                );
+                kernels += 1;
+            }
+        }
+        assert!(kernels >= 25, "only {kernels} kernels found");
     }
 }

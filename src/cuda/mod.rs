@@ -413,6 +413,7 @@ impl CudaPipeline {
                 .map_err(|e| context::cuda_err("waiting for the side stream", e))?;
             self.side_pending = false;
         }
+        gpu.set_programmatic_launch(cfg.cuda.programmatic_launch);
         let gray = st.pyr.level_ptr(0);
         let decoder = self.decoder.as_mut().expect("decoder");
         decoder.run(gpu, source, gray)?;
