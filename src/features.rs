@@ -33,6 +33,12 @@ pub struct StageTiming {
     pub overlapped: bool,
 }
 
+/// The CUDA backend's GPU time after the decode as a whole (the pyramid to the last
+/// download, Canny beside it), timed by two events around the graphs on frames whose graphs
+/// hold no stage events (halfway between two `cuda.stage_timings` frames): the stage events'
+/// nodes cost GPU time themselves. Marked `overlapped` (it spans the other stages).
+pub const AFTER_DECODE_STAGE: &str = "after decode (no stage events)";
+
 /// Everything one frame produces.
 #[derive(Clone, Debug, Default)]
 pub struct Features {

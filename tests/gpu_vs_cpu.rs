@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use gpu_features::config::{Config, DetectorMethod, Interpolation, ScoreType, Spread, ZeroCopy};
 use gpu_features::cpu::CpuPipeline;
 use gpu_features::cuda::CudaPipeline;
+use gpu_features::features::AFTER_DECODE_STAGE;
 use gpu_features::image::{load_view_owned, Encoding, GrayImage, ImageView, OwnedFrame};
 use gpu_features::{Features, Keypoint};
 
@@ -979,8 +980,9 @@ fn cuda_fault_in_a_replayed_graph_switches_to_cpu() {
 }
 
 /// `cuda.stage_timings: 3`: with the graphs and without, frames 0, 3 and 6 time their stages
-/// (with the graphs: the main graph with event nodes), the others report the host's stage
-/// alone; every frame's output is the CPU's.
+/// (with the graphs: the main graph with event nodes); with the graphs frames 1 and 4 time
+/// the GPU's work after the decode as a whole (AFTER_DECODE_STAGE); the others report the
+/// host's stage alone; every frame's output is the CPU's.
 #[test]
 fn stage_timings_on_every_nth_frame_with_graphs() {
     let fx = fixtures();
@@ -1006,13 +1008,20 @@ fn stage_timings_on_every_nth_frame_with_graphs() {
             if i % 3 == 0 {
                 assert!(stages.len() >= 6, "frame {i}: {:?}", out.timings);
                 assert!(stages.iter().all(|t| t.ms.is_finite() && t.ms >= 0.0));
+                assert!(stages.iter().all(|t| t.stage != AFTER_DECODE_STAGE));
+            } else if i % 3 == 1 && graphs {
+                // Halfway: the GPU's work after the decode as a whole, no stage events.
+                assert_eq!(stages.len(), 1, "frame {i}: {:?}", out.timings);
+                let t = stages[0];
+                assert!(t.stage == AFTER_DECODE_STAGE && t.overlapped, "{t:?}");
+                assert!(t.ms.is_finite() && t.ms > 0.0, "{t:?}");
             } else {
                 assert!(stages.is_empty(), "frame {i}: {:?}", out.timings);
             }
         }
     }
     eprintln!(
-        "{name}: stages timed on frames 0, 3, 6 only, with and without the graphs; output \
-         identical to the CPU"
+        "{name}: stages timed on frames 0, 3, 6 only, with and without the graphs, the work \
+         after the decode on frames 1 and 4 with the graphs; output identical to the CPU"
     );
 }

@@ -280,7 +280,10 @@ pub(super) fn report(r: ReportInput) -> String {
     s.push_str(
         "\nTimes: median ms (p90). Stage rows: CUDA events on the GPU (with the CUDA graphs, \
          of every `cuda.stage_timings`-th frame), wall time on the CPU; `process_into` wall: \
-         the whole call on the host clock (upload, kernels, download, host selection).\n\n",
+         the whole call on the host clock (upload, kernels, download, host selection). \
+         `after decode (no stage events)`: the GPU's work after the decode as a whole \
+         (pyramid to download, Canny beside it), by two events around the graphs on the \
+         frames halfway between two stage-timed ones, whose graphs hold no event nodes.\n\n",
     );
 
     let mut rows = Vec::new();

@@ -161,6 +161,10 @@ const MARKS: [&str; 8] = [
 /// for Canny).
 const STAGE_SPANS: [(usize, usize); 7] = [(0, 1), (1, 2), (1, 3), (3, 4), (4, 5), (5, 6), (6, 7)];
 
+/// The event after the main graph on the frames that time the GPU's work after the decode
+/// as a whole ([`crate::features::AFTER_DECODE_STAGE`]), after the stage marks.
+const SPAN_END: usize = MARKS.len();
+
 pub struct CudaPipeline {
     gpu: Gpu,
     /// The input's staging and upload buffers, per frame layout (not per config: a frame
@@ -180,7 +184,7 @@ impl CudaPipeline {
     pub fn new() -> Result<Self> {
         let gpu = Gpu::new()?;
         let mut events = Vec::new();
-        for _ in MARKS {
+        for _ in 0..=SPAN_END {
             events.push(
                 gpu.ctx
                     .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
@@ -423,10 +427,12 @@ impl CudaPipeline {
         let use_graphs = cfg.cuda.graphs && gpu_select;
         // Only every N-th frame reads its stage events (seven reads took ~20 us of a frame,
         // run 57) and, with the graphs, replays the graph that holds the event nodes.
-        let timed = match cfg.cuda.stage_timings {
-            0 => false,
-            n => self.frames % n as u64 == 0,
-        };
+        let every = cfg.cuda.stage_timings as u64;
+        let timed = every != 0 && self.frames % every == 0;
+        // Halfway between two such frames, one of the graphs without event nodes times the
+        // GPU's work after the decode as a whole, by events around the graphs: the stage
+        // events' nodes cost GPU time themselves (docs/performance.md, changes 22 and 44).
+        let span_timed = use_graphs && every >= 2 && self.frames % every == every / 2;
         self.frames += 1;
         if use_graphs && !st.graphs.as_ref().is_some_and(|g| g.cfg == *cfg) {
             st.graphs = None;
@@ -480,8 +486,15 @@ impl CudaPipeline {
         } else {
             mark(&ev[2], gpu)?; // an empty "canny" stage
         }
+        let mut span_recorded = false;
         match graphs.and_then(|g| g.main[fi][ti].as_mut()) {
-            Some(main) => main.launch(gpu, "the main graph")?,
+            Some(main) => {
+                main.launch(gpu, "the main graph")?;
+                if span_timed {
+                    mark(&ev[SPAN_END], gpu)?;
+                    span_recorded = true;
+                }
+            }
             None => queue_main(gpu, ev, st, cfg, gpu_select, pyramid_priority, Marks::Plain)?,
         }
 
@@ -569,6 +582,20 @@ impl CudaPipeline {
                 stage,
                 ms: ms as f64,
                 overlapped,
+            });
+        }
+        if span_recorded {
+            let since_decode = |to: usize| {
+                // SAFETY: as above; both events were recorded in this frame.
+                unsafe { result::event::elapsed(ev[1].cu_event(), ev[to].cu_event()) }
+                    .map_err(|e| context::cuda_err("reading an event", e))
+            };
+            let main = since_decode(SPAN_END)?;
+            let side = if canny { since_decode(2)? } else { 0.0 };
+            out.timings.push(StageTiming {
+                stage: crate::features::AFTER_DECODE_STAGE,
+                ms: main.max(side) as f64,
+                overlapped: true,
             });
         }
         out.timings.push(StageTiming {
