@@ -357,7 +357,8 @@ impl Detector {
         gpu.launch(
             "gather_orient",
             &gpu.k.gather_orient,
-            (self.ntiles.div_ceil(8) as u32, 1, 1),
+            // 8 warps of GATHER_TILES tiles (kernels/orient.cu).
+            (self.ntiles.div_ceil(8 * 4) as u32, 1, 1),
             (256, 1, 1),
             0,
             &mut kargs![
