@@ -173,3 +173,24 @@ extern "C" __global__ void orient_kept(const u8* __restrict__ pyr, const LevelDe
         if (lane == 0) kp[out_base + j] = make_uint4(v.x, v.y, v.z, __float_as_uint(a));
     }
 }
+
+// The frame's results into pinned host memory that the device maps, in one launch: the
+// header, the kept records and (`desc` not null) their descriptors, only as many as the
+// header counts. Three copies sized for the capacity (2000 records and descriptors where a
+// 1080p frame keeps ~800) took ~7 us after the descriptors (docs/performance.md, change 46).
+// Grid-stride over 16-byte words; the host reads them after its sync.
+extern "C" __global__ void copy_results(const u32* __restrict__ header, int nlev, u32 cap,
+                                        const uint4* __restrict__ kp, const uint4* __restrict__ desc,
+                                        u32* __restrict__ host_header, uint4* __restrict__ host_kp,
+                                        uint4* __restrict__ host_desc) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
+    const u32 n = min(header[0], cap);
+    const u32 tid = blockIdx.x * blockDim.x + threadIdx.x, step = gridDim.x * blockDim.x;
+    if (tid < (u32)(1 + 2 * nlev)) host_header[tid] = header[tid];
+    const u32 words = n + (desc != nullptr ? 2 * n : 0u);
+    for (u32 k = tid; k < words; k += step) {
+        if (k < n) host_kp[k] = kp[k];
+        else host_desc[k - n] = desc[k - n];
+    }
+}
+

@@ -107,6 +107,26 @@ impl HostBuf {
         Ok(b)
     }
 
+    /// Pinned memory that kernels write at [`HostBuf::dev_ptr`] and the host reads after a
+    /// sync (cached: not write-combined), where the device can map host memory
+    /// (`can_map`); else plain pinned memory, filled by copies (`dev_ptr` 0).
+    pub fn new_device_written(ctx: &Arc<CudaContext>, bytes: usize, can_map: bool) -> Result<Self> {
+        if !can_map {
+            return Self::new(ctx, bytes, false);
+        }
+        let mut b = Self::alloc(ctx, bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP)?;
+        if bytes == 0 {
+            return Ok(b);
+        }
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: `b.ptr` was just allocated with DEVICEMAP in the current context.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, b.ptr as *mut _, 0) }
+            .result()
+            .map_err(|e| cuda_err("cuMemHostGetDevicePointer", e))?;
+        b.dev_ptr = dev;
+        Ok(b)
+    }
+
     /// `cuMemHostAlloc` of `bytes` with `flags` (nothing for 0 bytes), not mapped yet.
     fn alloc(ctx: &Arc<CudaContext>, bytes: usize, flags: u32) -> Result<Self> {
         let ptr = if bytes == 0 {

@@ -112,7 +112,7 @@ impl Describer {
             nlev,
             cap,
             desc: DevBuf::new(c, cap * 32)?,
-            host_desc: HostBuf::new(c, cap * 32, false)?,
+            host_desc: HostBuf::new_device_written(c, cap * 32, gpu.can_map_host)?,
             recs: DevBuf::new(c, cap * 16)?,
             header: DevBuf::new(c, hdr)?,
             host_recs: HostBuf::new(c, cap * 16, true)?,
@@ -121,7 +121,8 @@ impl Describer {
     }
 
     /// Queues the descriptors of at most `max_records` records at `recs` (device) whose
-    /// header `{total, count[l]..., base[l]...}` is at `header`, then their download.
+    /// header `{total, count[l]..., base[l]...}` is at `header`, then, with `download`,
+    /// their download (without it the caller brings them back: `Selector::copy_results`).
     /// `angles`: where each keypoint's angle comes from.
     #[allow(clippy::too_many_arguments)]
     pub fn describe_records(
@@ -132,6 +133,7 @@ impl Describer {
         recs: u64,
         max_records: usize,
         angles: Angles,
+        download_them: bool,
     ) -> Result<()> {
         let n = max_records.min(self.cap);
         let (src, lv, out) = (pyr.buf.ptr(), self.levels, self.desc.ptr());
@@ -154,7 +156,17 @@ impl Describer {
             0,
             &mut kargs![src, lv, nlev, header, recs, mode, k, half, umax, p, eps, out],
         )?;
-        download(&gpu.stream, out, &mut self.host_desc, 0, n * 32)
+        if download_them {
+            download(&gpu.stream, out, &mut self.host_desc, 0, n * 32)?;
+        }
+        Ok(())
+    }
+
+    /// The descriptors on the device, and the device's address of their pinned host copy
+    /// (`None` where it is not mapped).
+    pub fn results(&self) -> (u64, Option<u64>) {
+        let h = self.host_desc.dev_ptr();
+        (self.desc.ptr(), (h != 0).then_some(h))
     }
 
     /// Descriptors of keypoints chosen on the host (sorted by octave, as every backend
@@ -213,7 +225,7 @@ impl Describer {
         } else {
             Angles::None
         };
-        self.describe_records(gpu, pyr, h, r, n, angles)?;
+        self.describe_records(gpu, pyr, h, r, n, angles, true)?;
         gpu.sync()
     }
 

@@ -181,8 +181,8 @@ impl Detector {
             out_cap,
             umax: DevBuf::from_slice(c, &umax)?,
             half: (patch_size / 2) as i32,
-            host_header: HostBuf::new(c, (1 + 2 * nlev) * 4, false)?,
-            host_out: HostBuf::new(c, out_cap.max(1) * 16, false)?,
+            host_header: HostBuf::new_device_written(c, (1 + 2 * nlev) * 4, gpu.can_map_host)?,
+            host_out: HostBuf::new_device_written(c, out_cap.max(1) * 16, gpu.can_map_host)?,
             cell_flags: DevBuf::empty(c),
             sizes: pyr.levels.iter().map(|l| (l.w, l.h)).collect(),
         })
@@ -401,6 +401,13 @@ impl Detector {
             0,
             total * 16,
         )
+    }
+
+    /// The device's addresses of the pinned header and records (`copy_results` writes them),
+    /// `None` where they are not mapped.
+    pub fn results_on_host(&self) -> Option<(u64, u64)> {
+        let (h, r) = (self.host_header.dev_ptr(), self.host_out.dev_ptr());
+        (h != 0 && r != 0).then_some((h, r))
     }
 
     /// Word `i` of the downloaded header.

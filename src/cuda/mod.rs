@@ -662,6 +662,17 @@ fn queue_main(
         sel.run(gpu, &st.pyr, det, cfg, cfg.orient.enabled && !fused_orient)?;
     }
     mark(&ev[5])?;
+    // With the GPU selection the results go to the host by one kernel (copy_results)
+    // where the pinned buffers are mapped, else by copies.
+    let by_kernel = gpu_select
+        && st
+            .det
+            .as_ref()
+            .is_some_and(|d| d.results_on_host().is_some())
+        && st
+            .describe
+            .as_ref()
+            .map_or(true, |d| d.results().1.is_some());
     if let (Some(d), true, Some(det), Some(sel)) =
         (st.describe.as_mut(), gpu_select, &st.det, &st.sel)
     {
@@ -675,14 +686,17 @@ fn queue_main(
             },
             (true, false) => describe::Angles::FromRecords,
         };
-        d.describe_records(gpu, &st.pyr, h, r, n, angles)?;
+        d.describe_records(gpu, &st.pyr, h, r, n, angles, !by_kernel)?;
     }
     mark(&ev[6])?;
-    // The final download: the keypoint records with their header (and the descriptors
-    // queued above).
+    // The final download: the keypoint records with their header (and the descriptors,
+    // queued above unless by_kernel).
     if let (true, Some(det), Some(sel)) = (gpu_select, st.det.as_mut(), &st.sel) {
         let records = sel.max_kept().min(det.out_cap());
-        det.queue_download(gpu, sel.header_ptr(), sel.kp_ptr(), records)?;
+        let desc = st.describe.as_ref().map(|d| d.results());
+        if !(by_kernel && sel.copy_results(gpu, det, records, desc)?) {
+            det.queue_download(gpu, sel.header_ptr(), sel.kp_ptr(), records)?;
+        }
         mark(&ev[7])?;
     }
     Ok(())
