@@ -314,36 +314,45 @@ extern "C" __global__ void uf_resolve(int* __restrict__ label, u8* __restrict__ 
     if (((volatile u8*)cls)[p] >= CLS_STRONG) cls[r] = CLS_EDGE_ROOT;
 }
 
-// The edge map, packed to one bit per pixel (8x less to download; the host unpacks it to
-// 0/255 bytes): word `y * words_per_row + x / 32` holds pixels x..x+31 of row y, bit i =
-// pixel x + i. Four pixels per thread, a warp 128 pixels of one row (blockDim = 32 x
-// TILE_H): the classes in one word where rows are whole words (w % 4 == 0), nothing more to
-// read when all 4 are NONE (most of a frame), and 8 lanes OR their 4 bits into a word. With
-// a pixel per thread the launch ran 64,800 warps per 1080p frame for a byte each: 9.0-9.5 ->
-// 6.4-7.3 us, 4K 28-33 -> 14-20 (run 125; docs/performance.md, change 40). Pixels past the
-// row's end read as 0.
+// The edge map, packed to one bit per pixel (8x less to bring to the host, which unpacks it
+// to 0/255 bytes): word `y * words_per_row + x / 32` holds pixels x..x+31 of row y, bit i =
+// pixel x + i. A word per thread, a warp 32 words (1024 pixels) of one row (blockDim = 32 x
+// TILE_H), so that a warp's words are one 128-byte store: `bits` may be pinned host memory
+// that the device maps (src/cuda/canny.rs), written over PCIe with no copy after it
+// (docs/performance.md, change 47). The classes are read 16 at a time where rows are whole
+// 16-byte blocks (w % 16 == 0), 4 where w % 4 == 0, else byte by byte; nothing more is read
+// for 4 classes that are all NONE (most of a frame). Pixels past the row's end read as 0.
+// (Four pixels per thread and 8 lanes OR-ing their bits took 6.4-7.3 us at 1080p, change 40.)
 extern "C" __global__ void uf_final(const int* __restrict__ label, const u8* __restrict__ cls, int w,
                                     int h, int words_per_row, u32* __restrict__ bits) {
     wait_for_previous_kernel();  // note "programmatic dependent launch"
-    const int lane = threadIdx.x & 31;
-    const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    const int word = blockIdx.x * 32 + threadIdx.x;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (y >= h) return;  // the whole warp: it shares y
-    u32 e = 0;
-    if (x0 < w) {
-        const int p0 = y * w + x0;
-        const int n = min(4, w - x0);
-        const bool any = n < 4 || (w & 3) != 0 || *(const u32*)(cls + p0) != 0u;
-        if (any) {
-            for (int j = 0; j < n; ++j)
-                if (cls[p0 + j] != CLS_NONE && cls[label[p0 + j]] == CLS_EDGE_ROOT)
-                    e |= 1u << j;
+    if (y >= h || word >= words_per_row) return;
+    const int x0 = word * 32, n = min(32, w - x0);
+    const size_t p0 = (size_t)y * w + x0;
+    // Bits of the pixels j in 4k..4k+3 whose classes are the bytes of `c4`.
+    const auto four = [&](u32 c4, int k) -> u32 {
+        u32 e = 0;
+        if (c4 == 0u) return 0u;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const size_t p = p0 + 4 * k + j;
+            if (((c4 >> (8 * j)) & 0xffu) != CLS_NONE && cls[label[p]] == CLS_EDGE_ROOT) e |= 1u << (4 * k + j);
         }
+        return e;
+    };
+    u32 e = 0;
+    if (n == 32 && (w & 15) == 0) {
+        const uint4 a = *(const uint4*)(cls + p0), b = *(const uint4*)(cls + p0 + 16);
+        e = four(a.x, 0) | four(a.y, 1) | four(a.z, 2) | four(a.w, 3) | four(b.x, 4) |
+            four(b.y, 5) | four(b.z, 6) | four(b.w, 7);
+    } else if (n == 32 && (w & 3) == 0) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) e |= four(*(const u32*)(cls + p0 + 4 * k), k);
+    } else {
+        for (int j = 0; j < n; ++j)
+            if (cls[p0 + j] != CLS_NONE && cls[label[p0 + j]] == CLS_EDGE_ROOT) e |= 1u << j;
     }
-    e <<= 4 * (lane & 7);
-    e |= __shfl_xor_sync(0xffffffffu, e, 1);
-    e |= __shfl_xor_sync(0xffffffffu, e, 2);
-    e |= __shfl_xor_sync(0xffffffffu, e, 4);
-    const int word = x0 >> 5;  // lane 8k: the word of its 8 lanes' 32 pixels
-    if ((lane & 7) == 0 && word < words_per_row) bits[(size_t)y * words_per_row + word] = e;
+    bits[(size_t)y * words_per_row + word] = e;
 }

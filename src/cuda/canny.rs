@@ -47,15 +47,20 @@ impl Canny {
             None
         };
         let words_per_row = w.div_ceil(32);
+        // Mapped where the device can: uf_final writes the packed map there, no copy.
+        let host_bits = HostBuf::new_device_written(c, words_per_row * h * 4, gpu.can_map_host)?;
         Ok(Canny {
             w,
             h,
             cls: DevBuf::new(c, n)?,
             label: DevBuf::new(c, n * 4)?,
             words_per_row,
-            bits: DevBuf::new(c, words_per_row * h * 4)?,
+            bits: match host_bits.dev_ptr() {
+                0 => DevBuf::new(c, words_per_row * h * 4)?,
+                _ => DevBuf::empty(c),
+            },
             blur,
-            host_bits: HostBuf::new(c, words_per_row * h * 4, false)?,
+            host_bits,
         })
     }
 
@@ -103,8 +108,12 @@ impl Canny {
             self.h.div_ceil(CANNY_TILE_H) as u32,
             1,
         );
-        // uf_final: 4 pixels per thread (kernels/canny.cu).
-        let quads = (self.w.div_ceil(128) as u32, self.h.div_ceil(8) as u32, 1);
+        // uf_final: a word of 32 pixels per thread (kernels/canny.cu).
+        let words = (
+            self.words_per_row.div_ceil(32) as u32,
+            self.h.div_ceil(8) as u32,
+            1,
+        );
         gpu.launch_on(
             stream,
             "canny_classify",
@@ -133,20 +142,28 @@ impl Canny {
             0,
             &mut kargs![label, cls, w, h],
         )?;
-        let (wpr, bits) = (self.words_per_row as i32, self.bits.ptr());
+        let wpr = self.words_per_row as i32;
+        let bits = match self.host_bits.dev_ptr() {
+            0 => self.bits.ptr(),
+            mapped => mapped,
+        };
         gpu.launch_on(
             stream,
             "uf_final",
             &gpu.k.uf_final,
-            quads,
+            words,
             block,
             0,
             &mut kargs![label, cls, w, h, wpr, bits],
         )
     }
 
-    /// Queues the download of the packed edge map into pinned memory.
+    /// Queues the download of the packed edge map into pinned memory; nothing where that
+    /// memory is mapped (uf_final wrote it there).
     pub fn download(&mut self, stream: &CudaStream) -> Result<()> {
+        if self.host_bits.dev_ptr() != 0 {
+            return Ok(());
+        }
         let n = self.bits.bytes();
         download(stream, self.bits.ptr(), &mut self.host_bits, 0, n)
     }
@@ -172,8 +189,9 @@ impl Canny {
                 wait()?;
             }
             let len = (n * row_bytes).min(total.saturating_sub(first * row_bytes));
-            // SAFETY: the download into `host_bits` is complete (the event waited for above),
-            // nothing writes it until the next frame's download, which `&self` excludes; the
+            // SAFETY: the download into `host_bits` (or uf_final's writes, where it is mapped)
+            // is complete (the event waited for above), nothing writes it until the next
+            // frame's Canny, which `&self` excludes; the
             // range lies inside the buffer (`len` is clamped to it).
             Ok(unsafe { std::slice::from_raw_parts(bits.at(first * row_bytes), len) })
         };
@@ -185,7 +203,8 @@ impl Canny {
 #[derive(Clone, Copy)]
 struct PinnedBits(*const u8);
 
-// SAFETY: only read, after the download's event, by the threads of one `edges_into_when`.
+// SAFETY: only read, after the event that follows its writes, by the threads of one
+// `edges_into_when`.
 unsafe impl Sync for PinnedBits {}
 
 impl PinnedBits {

@@ -121,7 +121,7 @@ impl Describer {
     }
 
     /// Queues the descriptors of at most `max_records` records at `recs` (device) whose
-    /// header `{total, count[l]..., base[l]...}` is at `header`, then, with `download`,
+    /// header `{total, count[l]..., base[l]...}` is at `header`, then, with `download_them`,
     /// their download (without it the caller brings them back: `Selector::copy_results`).
     /// `angles`: where each keypoint's angle comes from.
     #[allow(clippy::too_many_arguments)]
