@@ -384,6 +384,27 @@ impl Detector {
         download(&gpu.stream, recs, &mut self.host_out, 0, records * 16)
     }
 
+    /// Queues `copy_results` (kernels/select.cu) of the candidate header and the candidates
+    /// it counts (at most `out_cap`) straight into the pinned buffers, where they are
+    /// mapped: no sync for the count first (docs/performance.md, change 49). `false`, nothing
+    /// queued, where they are not: [`Detector::queue_candidate_header`] then.
+    pub fn copy_candidates(&mut self, gpu: &Gpu) -> Result<bool> {
+        let Some((host_header, host_out)) = self.results_on_host() else {
+            return Ok(false);
+        };
+        let (header, out, nlev) = (self.header.ptr(), self.out.ptr(), self.nlev as i32);
+        let (cap, none) = (self.out_cap as u32, 0u64);
+        gpu.launch(
+            "copy_results",
+            &gpu.k.copy_results,
+            (self.out_cap.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
+            (256, 1, 1),
+            0,
+            &mut kargs![header, nlev, cap, out, none, host_header, host_out, none],
+        )?;
+        Ok(true)
+    }
+
     /// Queues the candidate header download (no sync).
     pub fn queue_candidate_header(&mut self, gpu: &Gpu) -> Result<()> {
         let h = self.header.ptr();

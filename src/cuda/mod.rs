@@ -500,14 +500,22 @@ impl CudaPipeline {
 
         // Without the GPU selection the candidate count is only known after a first sync on
         // the header; then the candidates' download.
+        // Where the pinned buffers are mapped, one kernel brings the header and the
+        // candidates it counts, with no sync in between (their count is read after the
+        // frame's sync).
         let mut records = 0usize;
+        let mut count_after_sync = false;
         if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, &st.sel) {
             records = sel.max_kept().min(det.out_cap());
         } else if let Some(det) = st.det.as_mut() {
-            det.queue_candidate_header(gpu)?;
-            gpu.sync()?;
-            records = (det.header_word(0) as usize).min(det.out_cap());
-            det.queue_candidates(gpu)?;
+            if det.copy_candidates(gpu)? {
+                count_after_sync = true;
+            } else {
+                det.queue_candidate_header(gpu)?;
+                gpu.sync()?;
+                records = (det.header_word(0) as usize).min(det.out_cap());
+                det.queue_candidates(gpu)?;
+            }
         }
         if !gpu_select {
             mark(&ev[7], gpu)?;
@@ -534,6 +542,9 @@ impl CudaPipeline {
             out.edges = None;
         }
         gpu.sync()?;
+        if let (true, Some(det)) = (count_after_sync, &st.det) {
+            records = (det.header_word(0) as usize).min(det.out_cap());
+        }
 
         let t_host = Instant::now();
         out.level_sizes.clear();

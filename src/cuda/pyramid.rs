@@ -83,7 +83,8 @@ impl Pyramid {
     }
 
     /// Levels 1.. from level 0, each from the previous one: two levels per launch where
-    /// the middle level fits resize_linear2's shared memory (kernels/pyramid.cu), else one.
+    /// the middle level fits resize_linear2's shared memory (kernels/pyramid.cu), else one;
+    /// with an odd count of resizes level 1 alone first.
     /// `priority`: the launches' own ([`Gpu::pyramid_priority`]), else the stream's.
     pub fn run(&self, gpu: &Gpu, priority: Option<i32>) -> Result<()> {
         let n = self.levels.len();
@@ -94,7 +95,10 @@ impl Pyramid {
                 l += 1;
                 continue;
             }
-            if l + 1 < n && !empty(l + 1) && self.fused[l - 1] {
+            // With an odd count of resizes one level goes alone: level 1, the largest, whose
+            // pair was the slowest launch (docs/performance.md, change 48).
+            let single_first = l == 1 && (n - 1) % 2 == 1;
+            if !single_first && l + 1 < n && !empty(l + 1) && self.fused[l - 1] {
                 self.launch_two(gpu, l, priority)?;
                 l += 2;
             } else {
