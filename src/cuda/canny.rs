@@ -1,8 +1,9 @@
 //! Canny on the GPU (host side of `kernels/canny.cu`): optional bit-exact Gaussian blur,
 //! the fused Sobel/magnitude/NMS/threshold kernel, then exact union-find hysteresis, whose
 //! last kernel packs the edge map to one bit per pixel. The host unpacks it to 0/255 bytes
-//! ([`unpack_edges`]): an eighth of the bytes to download, and no byte map to copy out of
-//! pinned memory.
+//! ([`unpack_edges`]): an eighth of the bytes to bring over PCIe (uf_final writes them into
+//! mapped pinned memory where the device can map it), and no byte map to copy out of pinned
+//! memory.
 
 use super::buffers::{download, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
@@ -64,8 +65,8 @@ impl Canny {
         })
     }
 
-    /// Queues the whole Canny on `stream`, the packed edge map into its device buffer (no
-    /// sync; [`Canny::download`] queues its download).
+    /// Queues the whole Canny on `stream`, the packed edge map into the mapped pinned buffer,
+    /// else into its device buffer, which [`Canny::download`] then copies (no sync).
     pub fn run(
         &mut self,
         gpu: &Gpu,

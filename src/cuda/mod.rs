@@ -403,9 +403,9 @@ impl CudaPipeline {
         // The budget selection runs on the GPU for spread none; the spread modes on the host.
         let gpu_select = st.key.detect && budget > 0 && cfg.select.spread == Spread::None;
 
-        // Canny runs first, right after the decode, and its packed edge map is downloaded
-        // at once: the host unpacks it while the GPU runs the pyramid, the detection and
-        // the selection.
+        // Canny runs first, right after the decode, and its packed edge map reaches the host
+        // at once (uf_final writes it into mapped pinned memory, else a download follows):
+        // the host unpacks it while the GPU runs the pyramid, the detection and the selection.
         ev[0]
             .record(&gpu.stream)
             .map_err(|e| context::cuda_err("recording an event", e))?;
