@@ -93,18 +93,11 @@ impl HostBuf {
     /// at [`HostBuf::dev_ptr`] (over PCIe on a discrete GPU; the same DRAM on an integrated
     /// one). Only for buffers the host writes and the device reads.
     pub fn new_mapped(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
-        let flags = sys::CU_MEMHOSTALLOC_WRITECOMBINED | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-        let mut b = Self::alloc(ctx, bytes, flags)?;
-        if bytes == 0 {
-            return Ok(b);
-        }
-        let mut dev: sys::CUdeviceptr = 0;
-        // SAFETY: `b.ptr` was just allocated with DEVICEMAP in the current context.
-        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, b.ptr as *mut _, 0) }
-            .result()
-            .map_err(|e| cuda_err("cuMemHostGetDevicePointer", e))?;
-        b.dev_ptr = dev;
-        Ok(b)
+        Self::alloc_mapped(
+            ctx,
+            bytes,
+            sys::CU_MEMHOSTALLOC_WRITECOMBINED | sys::CU_MEMHOSTALLOC_DEVICEMAP,
+        )
     }
 
     /// Pinned memory that kernels write at [`HostBuf::dev_ptr`] and the host reads after a
@@ -114,7 +107,12 @@ impl HostBuf {
         if !can_map {
             return Self::new(ctx, bytes, false);
         }
-        let mut b = Self::alloc(ctx, bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP)?;
+        Self::alloc_mapped(ctx, bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP)
+    }
+
+    /// [`HostBuf::alloc`] with `flags` (which hold DEVICEMAP), then the device's address.
+    fn alloc_mapped(ctx: &Arc<CudaContext>, bytes: usize, flags: u32) -> Result<Self> {
+        let mut b = Self::alloc(ctx, bytes, flags)?;
         if bytes == 0 {
             return Ok(b);
         }
