@@ -388,19 +388,46 @@ impl Detector {
     /// it counts (at most `out_cap`) straight into the pinned buffers, where they are
     /// mapped: no sync for the count first (docs/performance.md, change 49). `false`, nothing
     /// queued, where they are not: [`Detector::queue_candidate_header`] then.
-    pub fn copy_candidates(&mut self, gpu: &Gpu) -> Result<bool> {
-        let Some((host_header, host_out)) = self.results_on_host() else {
+    pub fn copy_candidates(&self, gpu: &Gpu) -> Result<bool> {
+        self.copy_to_host(gpu, self.header.ptr(), self.out.ptr(), self.out_cap, None)
+    }
+
+    /// Queues `copy_results` (kernels/select.cu): the header at `header` (device) and the
+    /// records at `recs` that it counts (at most `cap`) into this detector's pinned header
+    /// and records, and with `desc` (the device's descriptors, the device address of their
+    /// pinned host copy) as many descriptors: straight into the memory the host reads after
+    /// its sync. `false`, nothing queued, where the pinned header and records are not
+    /// mapped.
+    pub fn copy_to_host(
+        &self,
+        gpu: &Gpu,
+        header: u64,
+        recs: u64,
+        cap: usize,
+        desc: Option<(u64, u64)>,
+    ) -> Result<bool> {
+        let Some((host_header, host_recs)) = self.results_on_host() else {
             return Ok(false);
         };
-        let (header, out, nlev) = (self.header.ptr(), self.out.ptr(), self.nlev as i32);
-        let (cap, none) = (self.out_cap as u32, 0u64);
+        let (desc, host_desc) = desc.unwrap_or((0, 0));
+        let (nlev, cap_u32) = (self.nlev as i32, cap as u32);
+        let words = cap * if desc != 0 { 3 } else { 1 };
         gpu.launch(
             "copy_results",
             &gpu.k.copy_results,
-            (self.out_cap.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
+            (words.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
             (256, 1, 1),
             0,
-            &mut kargs![header, nlev, cap, out, none, host_header, host_out, none],
+            &mut kargs![
+                header,
+                nlev,
+                cap_u32,
+                recs,
+                desc,
+                host_header,
+                host_recs,
+                host_desc
+            ],
         )?;
         Ok(true)
     }

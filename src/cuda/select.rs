@@ -142,11 +142,11 @@ impl Selector {
 }
 
 impl Selector {
-    /// Queues `copy_results` (kernels/select.cu): the header and the kept records (at most
-    /// `records`) and, with `desc` (the device's descriptors and the device address of their
-    /// pinned host copy), their descriptors, straight into the pinned buffers that the host
-    /// reads after its sync. `false`, nothing queued, where those buffers are not mapped:
-    /// the caller downloads them.
+    /// Queues `copy_results` (kernels/select.cu, [`Detector::copy_to_host`]): the header and
+    /// the kept records (at most `records`) and, with `desc` (the device's descriptors and
+    /// the device address of their pinned host copy), their descriptors, straight into the
+    /// pinned buffers that the host reads after its sync. `false`, nothing queued, where
+    /// those buffers are not mapped: the caller downloads them.
     pub fn copy_results(
         &self,
         gpu: &Gpu,
@@ -154,26 +154,13 @@ impl Selector {
         records: usize,
         desc: Option<(u64, Option<u64>)>,
     ) -> Result<bool> {
-        let Some((host_header, host_kp)) = det.results_on_host() else {
-            return Ok(false);
-        };
-        let (desc, host_desc) = match desc {
-            None => (0u64, 0u64),
-            Some((d, Some(h))) => (d, h),
+        let desc = match desc {
+            None => None,
+            Some((d, Some(h))) => Some((d, h)),
             Some((_, None)) => return Ok(false),
         };
         let (header, kp) = (self.kp_header.ptr(), self.kp.ptr());
-        let (nlev, cap) = (det.nlev() as i32, records as u32);
-        let words = records * if desc != 0 { 3 } else { 1 };
-        gpu.launch(
-            "copy_results",
-            &gpu.k.copy_results,
-            (words.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
-            (256, 1, 1),
-            0,
-            &mut kargs![header, nlev, cap, kp, desc, host_header, host_kp, host_desc],
-        )?;
-        Ok(true)
+        det.copy_to_host(gpu, header, kp, records, desc)
     }
 }
 
