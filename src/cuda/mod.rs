@@ -498,22 +498,14 @@ impl CudaPipeline {
             None => queue_main(gpu, ev, st, cfg, gpu_select, pyramid_priority, Marks::Plain)?,
         }
 
-        // Without the GPU selection the candidate count is only known after a first sync on
-        // the header; then the candidates' download.
-        // Where the pinned buffers are mapped, one kernel brings the header and the
-        // candidates it counts, with no sync in between (their count is read after the
-        // frame's sync).
-        let mut records = 0usize;
-        let mut count_after_sync = false;
-        if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, &st.sel) {
-            records = sel.max_kept().min(det.out_cap());
-        } else if let Some(det) = st.det.as_mut() {
-            if det.copy_candidates(gpu)? {
-                count_after_sync = true;
-            } else {
+        // Without the GPU selection one kernel brings the candidate header and the
+        // candidates it counts where the pinned buffers are mapped; else the count is only
+        // known after a first sync on the header, then the candidates' download. Either way
+        // the header is on the host after the frame's sync.
+        if let (false, Some(det)) = (gpu_select, st.det.as_mut()) {
+            if !det.copy_candidates(gpu)? {
                 det.queue_candidate_header(gpu)?;
                 gpu.sync()?;
-                records = (det.header_word(0) as usize).min(det.out_cap());
                 det.queue_candidates(gpu)?;
             }
         }
@@ -542,9 +534,11 @@ impl CudaPipeline {
             out.edges = None;
         }
         gpu.sync()?;
-        if let (true, Some(det)) = (count_after_sync, &st.det) {
-            records = (det.header_word(0) as usize).min(det.out_cap());
-        }
+        let records = match (&st.det, &st.sel) {
+            (Some(det), Some(sel)) if gpu_select => sel.max_kept().min(det.out_cap()),
+            (Some(det), _) => (det.header_word(0) as usize).min(det.out_cap()),
+            (None, _) => 0,
+        };
 
         let t_host = Instant::now();
         out.level_sizes.clear();
@@ -581,14 +575,18 @@ impl CudaPipeline {
 
         out.timings.clear();
         let canny = st.canny.is_some();
+        // Raw: cudarc's `elapsed_ms` binds the context and waits on both events first, which
+        // cost ~50 us per frame over the seven stages (run 36); both streams are synchronized
+        // above.
+        let elapsed = |from: usize, to: usize| {
+            // SAFETY: both events are alive; the callers read only events recorded in this
+            // frame.
+            unsafe { result::event::elapsed(ev[from].cu_event(), ev[to].cu_event()) }
+                .map_err(|e| context::cuda_err("reading an event", e))
+        };
         for (stage, (from, to)) in MARKS[1..].iter().zip(STAGE_SPANS).filter(|_| timed) {
             let overlapped = *stage == "canny" && canny;
-            // Raw: cudarc's `elapsed_ms` binds the context and waits on both events first,
-            // which cost ~50 us per frame over the seven stages (run 36); both streams are
-            // synchronized above.
-            // SAFETY: both events are alive and were recorded in this frame.
-            let ms = unsafe { result::event::elapsed(ev[from].cu_event(), ev[to].cu_event()) }
-                .map_err(|e| context::cuda_err("reading an event", e))?;
+            let ms = elapsed(from, to)?;
             out.timings.push(StageTiming {
                 stage,
                 ms: ms as f64,
@@ -596,13 +594,8 @@ impl CudaPipeline {
             });
         }
         if span_recorded {
-            let since_decode = |to: usize| {
-                // SAFETY: as above; both events were recorded in this frame.
-                unsafe { result::event::elapsed(ev[1].cu_event(), ev[to].cu_event()) }
-                    .map_err(|e| context::cuda_err("reading an event", e))
-            };
-            let main = since_decode(SPAN_END)?;
-            let side = if canny { since_decode(2)? } else { 0.0 };
+            let main = elapsed(1, SPAN_END)?;
+            let side = if canny { elapsed(1, 2)? } else { 0.0 };
             out.timings.push(StageTiming {
                 stage: crate::features::AFTER_DECODE_STAGE,
                 ms: main.max(side) as f64,
