@@ -111,7 +111,8 @@ pub struct BenchArgs {
     pub streams: Vec<usize>,
     /// Time the pieces of a frame's way to the GPU instead (copy into pinned memory on 1..N
     /// threads, write-combined or plain; uploads; the copy overlapped with the upload in
-    /// pieces) for 1080p mono8/bgr8 and 4K mono8; `--frames` calls per row. Needs a GPU.
+    /// pieces, and Canny's floor: that upload, then a packed edge map back and unpacked) for
+    /// 720p and 1080p mono8, 1080p bgr8 and 4K mono8; `--frames` calls per row. Needs a GPU.
     #[arg(long)]
     pub input_path: bool,
 }

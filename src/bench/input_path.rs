@@ -8,7 +8,8 @@
 
 use super::*;
 
-use crate::cuda::buffers::{upload, DevBuf, HostBuf};
+use crate::cuda::buffers::{download, upload, DevBuf, HostBuf};
+use crate::cuda::canny::unpack_edges;
 use crate::cuda::decode::{
     copy_in_pieces, copy_streaming_into, stage_and_upload_by, Helpers, COPY_CHUNK,
 };
@@ -68,8 +69,13 @@ fn copy_on_pool(dst: &mut [u8], src: &[u8], streaming: bool) {
         });
 }
 
-/// One size: rows of (what, stat).
-fn measure(gpu: &Gpu, bytes: usize, runs: usize) -> Result<Vec<(String, Stat)>> {
+/// One size (`bytes` of a frame of `pixels` pixels): rows of (what, stat).
+fn measure(
+    gpu: &Gpu,
+    bytes: usize,
+    pixels: (usize, usize),
+    runs: usize,
+) -> Result<Vec<(String, Stat)>> {
     let src: Vec<Vec<u8>> = (0..SOURCES)
         .map(|k| (0..bytes).map(|i| (i * 7 + k * 13) as u8).collect())
         .collect();
@@ -156,18 +162,56 @@ fn measure(gpu: &Gpu, bytes: usize, runs: usize) -> Result<Vec<(String, Stat)>> 
             ));
         }
     }
+    // Canny's floor from a pageable frame: the pipeline's input path, then its output path
+    // (the packed edge map, a bit per pixel, back to the host and unpacked to bytes by the
+    // crew) with no kernel between them. No GPU Canny from a pageable frame into a byte
+    // image can take less on this machine (docs/performance.md, "Floors").
+    let (w, h) = pixels;
+    let words_per_row = w.div_ceil(32);
+    let packed = words_per_row * 4 * h;
+    let bits_dev = DevBuf::new(&gpu.ctx, packed)?;
+    let mut bits = HostBuf::new(&gpu.ctx, packed, false)?;
+    let mut edges = vec![0u8; w * h];
+    for idle in [None, Some(IDLE)] {
+        let after = if idle.is_some() {
+            ", after 0.3 ms idle"
+        } else {
+            ""
+        };
+        let s = time_after(runs, idle, |i| {
+            stage_and_upload_by(
+                &gpu.stream,
+                &mut host,
+                dev.ptr(),
+                &src[i % SOURCES],
+                Helpers::Crew,
+            )?;
+            download(&gpu.stream, bits_dev.ptr(), &mut bits, 0, packed)?;
+            gpu.sync()?;
+            unpack_edges(&bits.as_slice()[..packed], w, h, words_per_row, &mut edges);
+            Ok(())
+        })?;
+        rows.push((
+            format!(
+                "Canny's floor: the pipeline's upload, then a packed edge map downloaded and \
+                 unpacked by the crew, no kernel{after}"
+            ),
+            s,
+        ));
+    }
     Ok(rows)
 }
 
-/// Runs the probe for 1080p mono8 (2 MB) and bgr8 (6 MB) frames and 4K mono8; prints and
+/// Runs the probe for 720p mono8, 1080p mono8 (2 MB) and bgr8 (6 MB) frames and 4K mono8; prints and
 /// writes (--markdown) the table.
 pub(super) fn run(args: &BenchArgs) -> Result<()> {
     let gpu = Gpu::new()?;
     gpu.bind()?;
     let cases = [
-        ("1920x1080 mono8", 1920 * 1080),
-        ("1920x1080 bgr8", 1920 * 1080 * 3),
-        ("3840x2160 mono8", 3840 * 2160),
+        ("1280x720 mono8", (1280, 720), 1),
+        ("1920x1080 mono8", (1920, 1080), 1),
+        ("1920x1080 bgr8", (1920, 1080), 3),
+        ("3840x2160 mono8", (3840, 2160), 1),
     ];
     let runs = args.frames.max(1);
     let mut md = format!("## gpu_features bench --input-path, {}\n\n", utc_date());
@@ -180,8 +224,11 @@ pub(super) fn run(args: &BenchArgs) -> Result<()> {
         "---:|".repeat(cases.len())
     ));
     let mut table: Vec<(String, Vec<Stat>)> = Vec::new();
-    for (k, &(_, bytes)) in cases.iter().enumerate() {
-        for (j, (what, s)) in measure(&gpu, bytes, runs)?.into_iter().enumerate() {
+    for (k, &(_, (w, h), channels)) in cases.iter().enumerate() {
+        for (j, (what, s)) in measure(&gpu, w * h * channels, (w, h), runs)?
+            .into_iter()
+            .enumerate()
+        {
             if k == 0 {
                 table.push((what, Vec::new()));
             }
