@@ -63,8 +63,8 @@ impl Pyramid {
             }
             let flat = |w: &[[u16; 2]]| w.iter().flat_map(|p| *p).collect::<Vec<u16>>();
             taps.push(Taps {
-                xofs: DevBuf::from_slice(&gpu.ctx, &t.x.offsets)?,
-                xw: DevBuf::from_slice(&gpu.ctx, &flat(&t.x.weights))?,
+                xofs: DevBuf::from_slice(&gpu.ctx, &whole_quads(&t.x.offsets))?,
+                xw: DevBuf::from_slice(&gpu.ctx, &flat(&whole_quads(&t.x.weights)))?,
                 yofs: DevBuf::from_slice(&gpu.ctx, &t.y.offsets)?,
                 yw: DevBuf::from_slice(&gpu.ctx, &flat(&t.y.weights))?,
             });
@@ -165,6 +165,17 @@ impl Pyramid {
             ],
         )
     }
+}
+
+/// `taps` padded to a multiple of 4 entries by repeating the last one: the kernels read the
+/// column taps of 4 output pixels at once (note "four pixels from two rows of words" in
+/// kernels/pyramid.cu); the padding's pixels are never stored.
+fn whole_quads<T: Copy>(taps: &[T]) -> Vec<T> {
+    let mut v = taps.to_vec();
+    if let Some(&last) = taps.last() {
+        v.resize(taps.len().next_multiple_of(4), last);
+    }
+    v
 }
 
 /// resize_linear2's dst tile and its largest region of the middle level (RESIZE2_TW,
