@@ -161,10 +161,10 @@ __device__ __forceinline__ void compact_scored(bool keep, u32 s, const TilePos& 
 
 // Shared memory of the FAST kernels: the image region, sized for the largest halo
 // (harris_block_size 31 -> 16; `halo` is the one in use), and the FAST scores of the output
-// region and a one-pixel ring.
+// region and a one-pixel ring (rounded up to 16 bytes: zeroed by 16-byte stores).
 #define FAST_TILE_BYTES ((TILE_W + 32) * (FAST_GROUP * TILE_H + 32))
 #define FAST_SCORE_W (TILE_W + 2)
-#define FAST_SCORE_BYTES (FAST_SCORE_W * (FAST_GROUP * TILE_H + 2))
+#define FAST_SCORE_BYTES (((FAST_SCORE_W * (FAST_GROUP * TILE_H + 2)) + 15) & ~15)
 // Words of the bit set of the score rows that hold a corner (load_tile_and_scores).
 #define CORNER_ROW_WORDS ((FAST_GROUP * TILE_H + 2 + 31) / 32)
 
@@ -243,8 +243,8 @@ __device__ __forceinline__ void load_tile_and_scores(const u8* __restrict__ pyr,
     const int tw = tile_pitch(halo), th = rows + 2 * halo;
     const int sw = FAST_SCORE_W, srows = rows + 2;
     const int tid = threadIdx.y * TILE_W + threadIdx.x, lane = threadIdx.x;
-    u32* sc32 = (u32*)sc;
-    for (int k = tid; k < (sw * srows + 3) / 4; k += TILE_THREADS) sc32[k] = 0;
+    uint4* sc128 = (uint4*)sc;  // FAST_SCORE_BYTES is whole 16-byte words
+    for (int k = tid; k < (sw * srows + 15) / 16; k += TILE_THREADS) sc128[k] = make_uint4(0, 0, 0, 0);
     if (MARK_ROWS && tid < CORNER_ROW_WORDS) corner_rows[tid] = 0;
     load_window_words(pyr + L.img_off, L.w, L.h, x0 - halo, y0 - halo, tw, th, t);
     __syncthreads();
@@ -365,29 +365,31 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 6) fast_harris(const 
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int x = first.x0 + tx;
     const bool x_inside = x >= border && x + border < L.w;
+    // A row without a corner keeps nothing, so the warp visits only the tiles whose row ty
+    // holds one (lane `sub` tests tile sub's bit of corner_rows; one ballot): a loop over
+    // all 8 tiles took ~20 instructions per tile even where it skipped the row, 4.0 of
+    // fast_harris's 22.3 M at 1080p (run 150; docs/performance.md, changes 41 and 52).
+    if (tx < FAST_GROUP) kept[tx][ty] = 0;
+    __syncwarp();
+    const int my_row = tx * TILE_H + ty + 1;  // tile tx's row ty in `sc`
+    const bool has_corner =
+        tx < tiles && ((corner_rows[my_row >> 5] >> (my_row & 31)) & 1u) != 0u;
     u32 count = 0;  // lane `sub`: the survivors of tile sub's row ty
-    for (int sub = 0; sub < tiles; ++sub) {
+    for (u32 busy = __ballot_sync(0xffffffffu, has_corner); busy != 0; busy &= busy - 1) {
+        const int sub = __ffs(busy) - 1;
         const int y = first.y0 + sub * TILE_H + ty;
         const int r = sub * TILE_H + ty + 1;  // the row in `sc`
-        u32 ballot = 0;
-        // A row without a corner keeps nothing (the test is the same for the whole warp):
-        // the pass took ~19 instructions per warp and row, 3.9 of fast_harris's 23.1 M at
-        // 1080p (run 119); skipping the empty rows saved 0.8 M (docs/performance.md,
-        // change 41).
-        if ((corner_rows[r >> 5] >> (r & 31)) & 1u) {
-            bool keep = false;
-            if (y >= border && y + border < L.h) {
-                const u8* srow = sc + r * sw + (tx + 1);
-                const u32 s = srow[0];
-                keep = x_inside && s > 0;
-                if (keep && nms) {
-                    keep = s > srow[-1] && s > srow[1] && s > srow[-sw - 1] && s > srow[-sw] &&
-                           s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] &&
-                           s > srow[sw + 1];
-                }
+        bool keep = false;
+        if (y >= border && y + border < L.h) {
+            const u8* srow = sc + r * sw + (tx + 1);
+            const u32 s = srow[0];
+            keep = x_inside && s > 0;
+            if (keep && nms) {
+                keep = s > srow[-1] && s > srow[1] && s > srow[-sw - 1] && s > srow[-sw] &&
+                       s > srow[-sw + 1] && s > srow[sw - 1] && s > srow[sw] && s > srow[sw + 1];
             }
-            ballot = __ballot_sync(0xffffffffu, keep);
         }
+        const u32 ballot = __ballot_sync(0xffffffffu, keep);
         if (tx == 0) kept[sub][ty] = ballot;
         if (tx == sub) count = __popc(ballot);
     }
