@@ -124,8 +124,22 @@ fn measure(
             s,
         ));
     }
-    // The pipeline's path: the "after idle" rows are what a pipeline sees (the helpers
-    // asleep during the GPU part of a frame).
+    // Canny's floor from a pageable frame: the pipeline's input path, then its output path
+    // (the packed edge map, a bit per pixel, back to the host and unpacked to bytes by the
+    // crew) with no kernel between them. No GPU Canny from a pageable frame into a byte
+    // image can take less on this machine (docs/performance.md, "Floors").
+    let (w, h) = pixels;
+    let words_per_row = w.div_ceil(32);
+    let packed = words_per_row * 4 * h;
+    let bits_dev = DevBuf::new(&gpu.ctx, packed)?;
+    let mut bits = HostBuf::new(&gpu.ctx, packed, false)?;
+    let mut edges = vec![0u8; w * h];
+    // The pipeline's path (source frame i, copied in pieces by `helpers`, each uploaded
+    // when copied): the "after idle" rows are what a pipeline sees (the helpers asleep
+    // during the GPU part of a frame).
+    let upload_frame = |host: &mut HostBuf, i: usize, helpers: Helpers| {
+        stage_and_upload_by(&gpu.stream, host, dev.ptr(), &src[i % SOURCES], helpers)
+    };
     for idle in [None, Some(IDLE)] {
         let after = if idle.is_some() {
             ", after 0.3 ms idle"
@@ -147,13 +161,7 @@ fn measure(
             (Helpers::ThisThread, "on this thread"),
         ] {
             let s = time_after(runs, idle, |i| {
-                stage_and_upload_by(
-                    &gpu.stream,
-                    &mut host,
-                    dev.ptr(),
-                    &src[i % SOURCES],
-                    helpers,
-                )?;
+                upload_frame(&mut host, i, helpers)?;
                 gpu.sync()
             })?;
             rows.push((
@@ -161,31 +169,8 @@ fn measure(
                 s,
             ));
         }
-    }
-    // Canny's floor from a pageable frame: the pipeline's input path, then its output path
-    // (the packed edge map, a bit per pixel, back to the host and unpacked to bytes by the
-    // crew) with no kernel between them. No GPU Canny from a pageable frame into a byte
-    // image can take less on this machine (docs/performance.md, "Floors").
-    let (w, h) = pixels;
-    let words_per_row = w.div_ceil(32);
-    let packed = words_per_row * 4 * h;
-    let bits_dev = DevBuf::new(&gpu.ctx, packed)?;
-    let mut bits = HostBuf::new(&gpu.ctx, packed, false)?;
-    let mut edges = vec![0u8; w * h];
-    for idle in [None, Some(IDLE)] {
-        let after = if idle.is_some() {
-            ", after 0.3 ms idle"
-        } else {
-            ""
-        };
         let s = time_after(runs, idle, |i| {
-            stage_and_upload_by(
-                &gpu.stream,
-                &mut host,
-                dev.ptr(),
-                &src[i % SOURCES],
-                Helpers::Crew,
-            )?;
+            upload_frame(&mut host, i, Helpers::Crew)?;
             download(&gpu.stream, bits_dev.ptr(), &mut bits, 0, packed)?;
             gpu.sync()?;
             unpack_edges(&bits.as_slice()[..packed], w, h, words_per_row, &mut edges);
