@@ -370,10 +370,12 @@ fn pyramid_matches_cpu_on_fixtures() {
         return;
     };
     // 1.2 (ORB's) and 1.5 build two levels per launch, 2.0 one level per launch
-    // (src/cuda/pyramid.rs, two_level_fits); 9 levels end on a lone last level.
+    // (src/cuda/pyramid.rs, two_level_fits); 9 levels end on a lone last level. Up to 2.0
+    // a thread's 4 pixels come from words, 3.0 takes the per-pixel path (note "four pixels
+    // from two rows of words" in kernels/pyramid.cu).
     for (name, frame) in fixtures() {
         let view = frame.view().unwrap();
-        for (scale, n) in [(1.2f32, 8u32), (1.2, 9), (1.5, 8), (2.0, 6)] {
+        for (scale, n) in [(1.2f32, 8u32), (1.2, 9), (1.5, 8), (2.0, 6), (3.0, 4)] {
             for interp in [Interpolation::Linear, Interpolation::LinearExact] {
                 let mut cfg = Config::default();
                 cfg.pyramid.interpolation = interp;

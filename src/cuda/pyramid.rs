@@ -231,6 +231,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn taps_pad_to_whole_quads_with_the_last_entry() {
+        assert_eq!(
+            whole_quads(&[7u32, 8, 9, 10, 11]),
+            [7, 8, 9, 10, 11, 11, 11, 11]
+        );
+        assert_eq!(
+            whole_quads(&[[1u16, 2], [3, 4]]),
+            [[1, 2], [3, 4], [3, 4], [3, 4]]
+        );
+        assert_eq!(whole_quads(&[1u32, 2, 3, 4]), [1, 2, 3, 4]);
+        assert!(whole_quads::<u32>(&[]).is_empty());
+    }
+
+    #[test]
     fn two_levels_fit_for_orb_scales_not_for_large_ones() {
         for (w, h) in [
             (1920, 1080),
