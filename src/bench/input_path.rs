@@ -187,8 +187,8 @@ fn measure(
     Ok(rows)
 }
 
-/// Runs the probe for 720p mono8, 1080p mono8 (2 MB) and bgr8 (6 MB) frames and 4K mono8; prints and
-/// writes (--markdown) the table.
+/// Runs the probe for 720p mono8, 1080p mono8 (2 MB) and bgr8 (6 MB) frames and 4K mono8;
+/// prints and writes (--markdown) the table.
 pub(super) fn run(args: &BenchArgs) -> Result<()> {
     let gpu = Gpu::new()?;
     gpu.bind()?;
