@@ -13,6 +13,7 @@ a 30 Hz load. Prints 'N passed, N failed' last; exit status 1 if anything failed
 """
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -728,6 +729,11 @@ def main():
     H.node.destroy_node()
     rclpy.try_shutdown()
     log(f'{R.passed} passed, {R.failed} failed')
+    # The node's logs and the reference outputs (~20 MB) stay only where a case failed.
+    if R.failed == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        log(f'node logs and reference outputs kept in {tmp}')
     return 0 if R.failed == 0 else 1
 
 
