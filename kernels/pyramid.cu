@@ -153,6 +153,7 @@ extern "C" __global__ void resize_linear(const u8* __restrict__ src, int sw, int
 #define RESIZE2_TH 8
 #define RESIZE2_MW 196
 #define RESIZE2_MH 16
+#define RESIZE2_THREADS (32 * RESIZE2_TH)  // block (32, RESIZE2_TH), 4 dst pixels per thread
 
 // A block's region of mid along one axis, [start, end), and the end of the part it owns,
 // [start, own_end) (see the ownership note above).
@@ -170,7 +171,7 @@ __device__ __forceinline__ MidSpan mid_span(const u32* __restrict__ ofs2, int d0
 }
 
 // Phase 1 computes the region's mid pixels a quad per thread, the (row, quad) items of the
-// whole region dealt out over the block's 256 threads (~40 quads a row: one warp per row
+// whole region dealt out over the block's RESIZE2_THREADS threads (~40 quads a row: one warp per row
 // left most lanes idle in its second pass); phase 2 the block's dst tile, a quad per thread.
 template <bool EXACT>
 __device__ __forceinline__ void resize_linear2_body(
@@ -179,7 +180,7 @@ __device__ __forceinline__ void resize_linear2_body(
     const u16* __restrict__ xw1, const u32* __restrict__ yofs1, const u16* __restrict__ yw1,
     const u32* __restrict__ xofs2, const u16* __restrict__ xw2, const u32* __restrict__ yofs2,
     const u16* __restrict__ yw2, u8 (*m)[RESIZE2_MW + 4]) {
-    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;  // < RESIZE2_THREADS
     const int dx0 = blockIdx.x * RESIZE2_TW, dy0 = blockIdx.y * RESIZE2_TH;
     const int dx1 = min(dx0 + RESIZE2_TW, dw), dy1 = min(dy0 + RESIZE2_TH, dh);
     const MidSpan cx = mid_span(xofs2, dx0, dx1, dw, mw);
@@ -191,7 +192,7 @@ __device__ __forceinline__ void resize_linear2_body(
     // item / quads by a multiply-high with ceil(2^32 / quads): exact while items * quads <
     // 2^32 (here < 2^14); quads == 1 has no such 32-bit factor.
     const u32 inv = 0xffffffffu / quads + 1u;
-    for (u32 i = tid; i < items; i += 256u) {
+    for (u32 i = tid; i < items; i += RESIZE2_THREADS) {
         const u32 r = quads == 1u ? i : __umulhi(i, inv);
         const int mx = mx0 + 4 * (int)(i - r * quads);
         const int my = cy.start + (int)r;
@@ -216,7 +217,7 @@ __device__ __forceinline__ void resize_linear2_body(
 }
 
 // Block (32, 8). Grid (ceil(dw / 128), ceil(dh / 8)).
-extern "C" __global__ void __launch_bounds__(256, 6) resize_linear2(const u8* __restrict__ src, int sw, int sh,
+extern "C" __global__ void __launch_bounds__(RESIZE2_THREADS, 6) resize_linear2(const u8* __restrict__ src, int sw, int sh,
                                           u8* __restrict__ mid, int mw, int mh,
                                           u8* __restrict__ dst, int dw, int dh,
                                           const u32* __restrict__ xofs1, const u16* __restrict__ xw1,

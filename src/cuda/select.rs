@@ -139,9 +139,7 @@ impl Selector {
             ],
         )
     }
-}
 
-impl Selector {
     /// Queues `copy_results` (kernels/select.cu, [`Detector::copy_to_host`]): the header and
     /// the kept records (at most `records`) and, with `desc` (the device's descriptors and
     /// the device address of their pinned host copy), their descriptors, straight into the
