@@ -2,7 +2,7 @@
 """OpenCV ORB side of the homography evaluation (repeatability and matching score in the
 Mikolajczyk protocol), for `gpu_features replay --opencv-eval FILE`.
 
-The protocol is the one in src/bag/eval/, implemented again here with numpy:
+The protocol is the one in src/eval/, implemented again here with numpy:
   * a keypoint is the disc of diameter `size` around (x, y) (level-0 pixels);
   * only keypoints in the common part count (H p1 inside image 2, H^-1 p2 inside image 1,
     i.e. 0 <= x <= w-1 and 0 <= y <= h-1);

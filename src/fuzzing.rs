@@ -19,10 +19,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use crate::bag::{cdr, replay, Bag};
+use crate::bag::{cdr, Bag};
 use crate::config::{Config, DetectorMethod};
 use crate::image::{decode_encoded, load_view_owned, ImageView};
 use crate::pipeline::{BackendChoice, Features, Pipeline};
+use crate::replay;
 
 /// A harness: arbitrary bytes in, whether the input was accepted out.
 pub type Harness = fn(&[u8]) -> bool;

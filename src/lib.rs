@@ -22,6 +22,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod error;
+pub mod eval;
 pub mod features;
 pub mod fuzzing;
 pub mod image;
@@ -29,6 +30,8 @@ pub mod levels;
 pub mod matching;
 pub mod output;
 pub mod pipeline;
+pub mod replay;
+pub mod report;
 #[cfg(feature = "ros")]
 pub mod ros;
 pub mod select;

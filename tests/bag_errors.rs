@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use bag_common::*;
 use gpu_features::bag::{self, cdr};
+use gpu_features::replay;
 
 fn frames() -> Vec<Frame> {
     pan("graf1.png", 3, 160, 128)
@@ -18,7 +19,7 @@ fn fail(name: &str, input: &Path, topics: &[&str]) -> String {
     std::fs::write(out.join("out.mcap"), b"stale result of an earlier run").unwrap();
     let mut o = options(input, &out);
     o.topics = topics.iter().map(|s| s.to_string()).collect();
-    let e = bag::run(&o).expect_err("bad bag must fail").to_string();
+    let e = replay::run(&o).expect_err("bad bag must fail").to_string();
     assert_no_output(&out);
     e
 }
@@ -198,7 +199,7 @@ fn unusable_frames_are_skipped_and_counted() {
     w.write(c, 3, 3, &image_msg(2, &fr[2])).unwrap();
     w.finish().unwrap();
     let out = scratch("bad_frames_out");
-    let s = bag::run(&options(&p, &out)).unwrap();
+    let s = replay::run(&options(&p, &out)).unwrap();
     assert_eq!((s.frames, s.skipped), (2, 1));
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&s.report_json).unwrap()).unwrap();
@@ -207,7 +208,7 @@ fn unusable_frames_are_skipped_and_counted() {
     // The image itself is still copied to the output bag; only its results are missing.
     let msgs = read_out(&s.out_bag);
     assert_eq!(msgs[RAW].len(), 3);
-    assert_eq!(msgs[&bag::replay::keypoints_topic(RAW)].len(), 2);
+    assert_eq!(msgs[&replay::keypoints_topic(RAW)].len(), 2);
 }
 
 #[test]

@@ -9,8 +9,11 @@ use std::path::Path;
 use std::process::Command;
 
 use bag_common::*;
-use gpu_features::bag::{self, eval::HomographyPair, plot, Bag};
+use gpu_features::bag::{self, Bag};
+use gpu_features::eval::HomographyPair;
 use gpu_features::output::pointcloud;
+use gpu_features::replay;
+use gpu_features::report::plot;
 use gpu_features::Config;
 
 fn stamps(n: usize) -> (Vec<u64>, Vec<u64>) {
@@ -27,7 +30,7 @@ fn mcap_file_every_image_topic() {
     let bag_path = dir.join("in.mcap");
     write_mcap(&bag_path, &frames, true);
     let out = dir.join("out");
-    let s = bag::run(&options(&bag_path, &out)).unwrap();
+    let s = replay::run(&options(&bag_path, &out)).unwrap();
     assert_eq!(s.frames, 10);
     assert_eq!(s.per_topic[RAW], 5);
     assert_eq!(s.per_topic[COMPRESSED], 5);
@@ -84,7 +87,7 @@ fn db3_bag_directory_one_topic_with_config() {
         .unwrap()
         .with_value("canny.low_threshold", "30")
         .unwrap();
-    let s = bag::run(&o).unwrap();
+    let s = replay::run(&o).unwrap();
     assert_eq!(s.frames, 4);
     assert_eq!(s.per_topic.len(), 1);
     let msgs = read_out(&s.out_bag);
@@ -98,12 +101,12 @@ fn db3_bag_directory_one_topic_with_config() {
     let mut o2 = o.clone();
     o2.bag = bag_dir.join("bag_0.db3");
     o2.out_dir = out2.clone();
-    bag::run(&o2).unwrap();
+    replay::run(&o2).unwrap();
     let again = read_out(&out2.join("out.mcap"));
     assert_eq!(again[RAW].len(), 4);
-    for (a, b) in again[&bag::replay::keypoints_topic(RAW)]
+    for (a, b) in again[&replay::keypoints_topic(RAW)]
         .iter()
-        .zip(&msgs[&bag::replay::keypoints_topic(RAW)])
+        .zip(&msgs[&replay::keypoints_topic(RAW)])
     {
         assert_eq!(a.data, b.data);
     }
@@ -118,7 +121,7 @@ fn report_contents_and_max_frames() {
     let out = dir.join("out");
     let mut o = options(&bag_path, &out);
     o.max_frames = Some(4);
-    let s = bag::run(&o).unwrap();
+    let s = replay::run(&o).unwrap();
     assert_eq!(s.frames, 4);
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&s.report_json).unwrap()).unwrap();
@@ -274,7 +277,7 @@ fn report_html_renders_in_chromium() {
     let bag_path = dir.join("in.mcap");
     write_mcap(&bag_path, &frames, false);
     let out = dir.join("out");
-    let s = bag::run(&options(&bag_path, &out)).unwrap();
+    let s = replay::run(&options(&bag_path, &out)).unwrap();
     // Only the report page travels: the plots must come from inside it.
     let alone = dir.join("alone");
     std::fs::create_dir_all(&alone).unwrap();
@@ -344,8 +347,8 @@ fn descriptor_tracking_on_unrelated_frames() {
     let frames: Vec<Frame> = a.into_iter().zip(b).flat_map(|(x, y)| [x, y]).collect();
     let bag_path = dir.join("in.mcap");
     write_mcap(&bag_path, &frames, false);
-    let report = |o: &bag::replay::ReplayOptions| -> serde_json::Value {
-        let s = bag::run(o).unwrap();
+    let report = |o: &replay::ReplayOptions| -> serde_json::Value {
+        let s = replay::run(o).unwrap();
         assert_eq!(s.frames, 6);
         serde_json::from_str(&std::fs::read_to_string(&s.report_json).unwrap()).unwrap()
     };
@@ -403,7 +406,7 @@ fn homography_protocol_on_graf_pair() {
             homography: ident,
         },
     ];
-    let s = bag::run(&o).unwrap();
+    let s = replay::run(&o).unwrap();
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&s.report_json).unwrap()).unwrap();
     let h = j["homography"].as_array().unwrap();
@@ -439,7 +442,7 @@ fn homography_protocol_on_graf_pair() {
     std::fs::write(&cv, eval_json.to_string()).unwrap();
     o.opencv_eval = Some(cv);
     o.homography.truncate(1);
-    let s = bag::run(&o).unwrap();
+    let s = replay::run(&o).unwrap();
     let md = std::fs::read_to_string(&s.report_md).unwrap();
     let row = format!("| graf1-graf3 | {rep:.3} | 0.625 | {ms:.3} | 0.438 | - |");
     assert!(md.contains(&row), "{row} not in\n{md}");
@@ -572,7 +575,7 @@ fn rosbags_written_bags_both_formats() {
     let mut per_format = Vec::new();
     for fmt in ["mcap", "sqlite3"] {
         let out = dir.join(format!("out_{fmt}"));
-        let s = bag::run(&options(&bags.join(fmt), &out)).unwrap();
+        let s = replay::run(&options(&bags.join(fmt), &out)).unwrap();
         assert_eq!(s.frames, 8, "{fmt}");
         let msgs = read_out(&s.out_bag);
         let raw = check_topic(&msgs, "/camera/image_raw", 4, &st, &lt, &Config::default());
@@ -642,7 +645,7 @@ fn jpeg_compressed_images_decode() {
         data: std::borrow::Cow::Owned(jpg.into_inner()),
     }
     .encode();
-    let frame = bag::replay::decode_frame("sensor_msgs/msg/CompressedImage", &msg)
+    let frame = replay::decode_frame("sensor_msgs/msg/CompressedImage", &msg)
         .unwrap()
         .ok()
         .unwrap();
@@ -664,8 +667,8 @@ fn jpeg_compressed_images_decode() {
         data: std::borrow::Cow::Owned(vec![1, 2, 3]),
     }
     .encode();
-    match bag::replay::decode_frame("sensor_msgs/msg/CompressedImage", &bad).unwrap() {
-        Err(bag::replay::FrameSkip(why)) => assert!(why.contains("jpeg"), "{why}"),
+    match replay::decode_frame("sensor_msgs/msg/CompressedImage", &bad).unwrap() {
+        Err(replay::FrameSkip(why)) => assert!(why.contains("jpeg"), "{why}"),
         Ok(_) => panic!("garbage decoded"),
     }
 }

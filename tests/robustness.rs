@@ -16,7 +16,6 @@ use std::sync::OnceLock;
 
 use bag_common::*;
 use gpu_features::bag::cdr;
-use gpu_features::bag::replay;
 use gpu_features::bag::writer::write_metadata_yaml;
 use gpu_features::bag::{Bag, StorageKind};
 use gpu_features::config::{
@@ -25,6 +24,7 @@ use gpu_features::config::{
 };
 use gpu_features::image::{MAX_PIXELS, MAX_SIDE};
 use gpu_features::output::{csv, pointcloud};
+use gpu_features::replay;
 use gpu_features::{BackendChoice, Config, Encoding, Features, ImageView, Pipeline};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, FileFailurePersistence};

@@ -1,23 +1,17 @@
-//! ROS 2 bags without ROS: read MCAP / sqlite3 bags, replay their images through the
-//! [`Pipeline`](crate::Pipeline), write the results as an MCAP bag, and evaluate.
+//! ROS 2 bags without ROS: reading MCAP / sqlite3 bags, writing MCAP (and small `.db3` for
+//! tests and tools), and the CDR of the few messages involved. Bags only: the replay command
+//! that runs their images through the pipeline is [`crate::replay`].
 //!
-//! * [`cdr`]: CDR (de)serialisation of the few messages involved (serde + `cdr-encoding`).
+//! * [`cdr`]: CDR (de)serialisation of the messages (serde + `cdr-encoding`).
 //! * [`reader`]: MCAP files, `.db3` files and bag directories (`metadata.yaml`).
 //! * [`writer`]: MCAP output (atomic: temporary file, renamed when complete), and a small
-//!   `.db3` writer for tests and tools.
-//! * [`replay`]: `gpu_features replay`.
-//! * [`report`]: the evaluation report (Markdown, JSON, HTML, PNG plots drawn by [`plot`]).
-//! * [`html`]: the report's Markdown as a self-contained HTML page.
-//! * [`eval`]: frame-to-frame tracking and the homography (Mikolajczyk) protocol.
+//!   `.db3` writer.
+//!
+//! May import: `error`, `image` (the frame size limit) and external crates; never the
+//! pipeline, replay, eval or report.
 
 pub mod cdr;
-pub mod eval;
-pub mod html;
-pub mod plot;
 pub mod reader;
-pub mod replay;
-pub mod report;
 pub mod writer;
 
 pub use reader::{Bag, RawMessage, StorageKind, TopicInfo};
-pub use replay::{run, ReplayOptions, ReplaySummary};

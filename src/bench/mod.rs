@@ -73,47 +73,15 @@ struct FrameSet {
     tiled: bool,
 }
 
-/// Timings of one config on one backend at one size.
-struct RunStats {
-    frames: usize,
-    /// Stage name -> timings, in the pipeline's order.
-    stages: Vec<(&'static str, Stat)>,
-    /// Sum of the stages timed by CUDA events on the critical path (every stage not marked
-    /// "(host)" and not overlapped with the others).
-    /// Over the frames that timed their stages (`cuda.stage_timings`); none: no such frame.
-    events_total: Option<Stat>,
-    wall: Stat,
-    /// Keypoints per frame, mean over the distinct frames.
-    keypoints: f64,
-    /// Edge pixels per frame, mean over the distinct frames (Canny on).
-    edges: Option<f64>,
-}
-
-impl RunStats {
-    fn json(&self) -> Value {
-        let stages: serde_json::Map<String, Value> = self
-            .stages
-            .iter()
-            .map(|(k, s)| (k.to_string(), s.json()))
-            .collect();
-        json!({
-            "frames": self.frames,
-            "stages": stages,
-            "events_total": self.events_total.map(|s| s.json()),
-            "wall": self.wall.json(),
-            "keypoints_mean": self.keypoints,
-            "edge_pixels_mean": self.edges,
-        })
-    }
-}
-
 mod args;
 mod frames;
 #[cfg(feature = "cuda")]
 mod input_path;
 mod matching;
+mod measure;
 mod opencv;
 mod peers;
+mod plots;
 mod report;
 mod streams;
 mod system;
@@ -121,127 +89,12 @@ mod system;
 pub use self::args::{BenchArgs, Size, Stat};
 use self::frames::*;
 use self::matching::*;
+use self::measure::*;
 use self::opencv::*;
 use self::peers::*;
+use self::plots::*;
 use self::report::*;
 use self::system::*;
-
-/// mono8 views of the bench frames.
-fn views_of(frames: &[GrayImage]) -> Result<Vec<ImageView<'_>>> {
-    Ok(frames
-        .iter()
-        .map(|f| ImageView::mono8(&f.data, f.width, f.height))
-        .collect::<std::result::Result<_, _>>()?)
-}
-
-/// Runs `warmup` untimed then `n` timed frames, rotating through `frames`.
-fn measure(p: &mut Pipeline, frames: &[GrayImage], warmup: usize, n: usize) -> Result<RunStats> {
-    let views = views_of(frames)?;
-    let mut out = Features::default();
-    for i in 0..warmup {
-        p.process_into(&views[i % views.len()], &mut out)?;
-    }
-    let mut names: Vec<&'static str> = Vec::new();
-    let mut per_stage: Vec<Vec<f64>> = Vec::new();
-    let (mut walls, mut totals) = (Vec::new(), Vec::new());
-    // Per distinct frame, once (untimed): (keypoints, edge pixels).
-    let mut counts: Vec<Option<(usize, Option<usize>)>> = vec![None; views.len()];
-    for i in 0..n {
-        let j = (warmup + i) % views.len();
-        let t = Instant::now();
-        p.process_into(&views[j], &mut out)?;
-        walls.push(t.elapsed().as_secs_f64() * 1e3);
-        if counts[j].is_none() {
-            let edges = out
-                .edges
-                .as_ref()
-                .map(|e| e.data.iter().filter(|&&v| v != 0).count());
-            counts[j] = Some((out.keypoints.len(), edges));
-        }
-        // Only every `cuda.stage_timings`-th frame times its stages.
-        let (mut total, mut timed) = (0.0, false);
-        for st in &out.timings {
-            let j = match names.iter().position(|&s| s == st.stage) {
-                Some(j) => j,
-                None => {
-                    names.push(st.stage);
-                    per_stage.push(Vec::new());
-                    names.len() - 1
-                }
-            };
-            per_stage[j].push(st.ms);
-            if !st.stage.contains("(host)") && !st.overlapped {
-                total += st.ms;
-                timed = true;
-            }
-        }
-        if timed {
-            totals.push(total);
-        }
-    }
-    // Frames the timed loop did not reach (fewer frames than distinct ones): count them too,
-    // untimed, so that every backend's counts cover the same frames.
-    for (j, c) in counts.iter_mut().enumerate() {
-        if c.is_none() {
-            p.process_into(&views[j], &mut out)?;
-            let edges = out
-                .edges
-                .as_ref()
-                .map(|e| e.data.iter().filter(|&&v| v != 0).count());
-            *c = Some((out.keypoints.len(), edges));
-        }
-    }
-    let seen: Vec<(usize, Option<usize>)> = counts.into_iter().flatten().collect();
-    let mean = |v: &mut dyn Iterator<Item = usize>| {
-        v.map(|x| x as f64).sum::<f64>() / seen.len().max(1) as f64
-    };
-    let keypoints = mean(&mut seen.iter().map(|c| c.0));
-    let edges = seen
-        .iter()
-        .all(|c| c.1.is_some())
-        .then(|| mean(&mut seen.iter().filter_map(|c| c.1)));
-    let none = || Error::Config("bench: --frames must be at least 1".into());
-    // The pipeline's order, the host's stages last: a frame that did not time its GPU stages
-    // (`cuda.stage_timings`) may have been the first to name a host stage.
-    let mut stages: Vec<_> = names.into_iter().zip(&per_stage).collect();
-    stages.sort_by_key(|(name, _)| name.contains("(host)"));
-    Ok(RunStats {
-        frames: n,
-        stages: stages
-            .into_iter()
-            .map(|(name, v)| (name, Stat::of(v)))
-            .filter_map(|(k, s)| s.map(|s| (k, s)))
-            .collect(),
-        events_total: Stat::of(&totals),
-        wall: Stat::of(&walls).ok_or_else(none)?,
-        keypoints,
-        edges,
-    })
-}
-
-/// As [`measure`], the wall time only, each frame first written into the pipeline's input
-/// buffer (untimed, as a camera driver or an image decoder would write it) and processed
-/// from there: the whole call without the copy into pinned memory.
-fn measure_input_buffer(
-    p: &mut Pipeline,
-    frames: &[GrayImage],
-    warmup: usize,
-    n: usize,
-) -> Result<Stat> {
-    let mut out = Features::default();
-    let mut walls = Vec::with_capacity(n);
-    for i in 0..warmup + n {
-        let f = &frames[i % frames.len()];
-        let layout = crate::image::FrameLayout::mono8(f.width, f.height);
-        p.input_buffer(layout)?.copy_from_slice(&f.data);
-        let t = Instant::now();
-        p.process_input_into(&mut out)?;
-        if i >= warmup {
-            walls.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-    }
-    Stat::of(&walls).ok_or_else(|| Error::Config("bench: --frames must be at least 1".into()))
-}
 
 fn load_config(args: &BenchArgs) -> Result<(Config, String)> {
     let (mut cfg, name) = match &args.config {

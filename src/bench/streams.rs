@@ -15,7 +15,7 @@ use std::sync::Barrier;
 
 use serde::Serialize;
 
-use crate::bag::report::Dist;
+use crate::report::Dist;
 
 /// One table row: N pipelines at one size.
 #[derive(Debug, Serialize)]

@@ -49,7 +49,7 @@ enum Command {
         images: Vec<PathBuf>,
     },
     /// Replay a ROS 2 bag (MCAP or sqlite3) through the pipeline: DIR/out.mcap + report.
-    Replay(gpu_features::bag::replay::ReplayArgs),
+    Replay(gpu_features::replay::ReplayArgs),
     /// Time every stage and the whole pipeline per frame size on real photos, beside the CPU
     /// reference and OpenCV (when python3 has cv2); prints a markdown table with ratios.
     Bench(gpu_features::bench::BenchArgs),
@@ -220,7 +220,7 @@ fn main() -> ExitCode {
             no_overlay,
             images,
         } => detect(pipeline, out, *no_overlay, images),
-        Command::Replay(args) => gpu_features::bag::replay::main(args),
+        Command::Replay(args) => gpu_features::replay::main(args),
         Command::Bench(args) => match gpu_features::bench::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -4,62 +4,22 @@
 //! loads it in milliseconds. Every failure here is an `Error::Cuda` with the reason; nothing
 //! panics (cudarc's loader panics on a missing library are checked first and caught).
 
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
-use cudarc::nvrtc::{self, Ptx};
+use cudarc::nvrtc::Ptx;
 
+pub(crate) use super::compile::cuda_err;
+pub use super::compile::LINE_INFO_ENV;
+use super::compile::{
+    cache_dir, compile_cubin, compile_options, driver_version, fnv1a, nvrtc_version,
+};
+use super::sources::translation_unit;
 use crate::error::{Error, Result};
-
-/// The kernel sources, in translation-unit order (the header first).
-pub const SOURCES: &[(&str, &str)] = &[
-    ("common.cuh", include_str!("../../kernels/common.cuh")),
-    ("decode.cu", include_str!("../../kernels/decode.cu")),
-    ("pyramid.cu", include_str!("../../kernels/pyramid.cu")),
-    (
-        "fast_harris.cu",
-        include_str!("../../kernels/fast_harris.cu"),
-    ),
-    ("compact.cu", include_str!("../../kernels/compact.cu")),
-    ("orient.cu", include_str!("../../kernels/orient.cu")),
-    ("select.cu", include_str!("../../kernels/select.cu")),
-    ("canny.cu", include_str!("../../kernels/canny.cu")),
-    ("harris.cu", include_str!("../../kernels/harris.cu")),
-    ("describe.cu", include_str!("../../kernels/describe.cu")),
-    ("match.cu", include_str!("../../kernels/match.cu")),
-];
-
-/// One translation unit: the files concatenated with `#line` markers (so NVRTC errors name
-/// the right file and line), their `#include "..."` lines dropped.
-pub fn translation_unit() -> String {
-    let mut s = String::new();
-    for (i, (name, text)) in SOURCES.iter().enumerate() {
-        if i == 1 {
-            // Data shared with the CPU reference, generated after the header.
-            s.push_str("#line 1 \"orb_pattern (src/cpu/orb_pattern.rs)\"\n");
-            s.push_str(&super::describe::pattern_source());
-        }
-        s.push_str(&format!("#line 1 \"{name}\"\n"));
-        for line in text.lines() {
-            let t = line.trim_start();
-            if t.starts_with("#include \"") || t.starts_with("#pragma once") {
-                s.push('\n');
-            } else {
-                s.push_str(line);
-                s.push('\n');
-            }
-        }
-    }
-    s
-}
-
-pub(crate) fn cuda_err(what: &str, e: impl std::fmt::Debug) -> Error {
-    Error::Cuda(format!("{what}: {e:?}"))
-}
 
 /// Every kernel of the module.
 pub struct Kernels {
@@ -131,102 +91,6 @@ pub struct Gpu {
 
 /// Environment variable: make the N-th kernel or graph launch fail (tests of the CPU fallback).
 pub const INJECT_FAULT_ENV: &str = "GPU_FEATURES_INJECT_CUDA_FAULT";
-
-fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
-
-fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("GPU_FEATURES_KERNEL_CACHE") {
-        if d == "off" || d.is_empty() {
-            return None;
-        }
-        return Some(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(d).join("gpu_features"));
-    }
-    if let Some(d) = std::env::var_os("HOME") {
-        return Some(PathBuf::from(d).join(".cache").join("gpu_features"));
-    }
-    Some(std::env::temp_dir().join("gpu_features-cache"))
-}
-
-fn nvrtc_version() -> Result<(i32, i32)> {
-    let (mut a, mut b) = (0, 0);
-    let r = unsafe { nvrtc::sys::nvrtcVersion(&mut a, &mut b) };
-    if r != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
-        return Err(Error::Cuda(format!("nvrtcVersion failed: {r:?}")));
-    }
-    Ok((a, b))
-}
-
-fn driver_version() -> Result<i32> {
-    let mut v = 0;
-    unsafe { sys::cuDriverGetVersion(&mut v) }
-        .result()
-        .map_err(|e| cuda_err("cuDriverGetVersion", e))?;
-    Ok(v)
-}
-
-/// NVRTC's options for `arch` (e.g. "sm_90").
-fn compile_options(arch: &str) -> Vec<String> {
-    let mut opts = vec![
-        format!("--gpu-architecture={arch}"),
-        // Bit-exact float arithmetic with the CPU reference: no FMA contraction.
-        "--fmad=false".into(),
-        "--std=c++17".into(),
-    ];
-    // For profiling: `ncu`'s source view needs line information (same code otherwise).
-    if std::env::var_os(LINE_INFO_ENV).is_some() {
-        opts.push("--generate-line-info".into());
-    }
-    opts
-}
-
-/// Environment variable: compile the kernels with line information (for `ncu`).
-pub const LINE_INFO_ENV: &str = "GPU_FEATURES_KERNEL_LINE_INFO";
-
-/// NVRTC: source -> CUBIN (options from [`compile_options`]).
-fn compile_cubin(src: &str, opts: &[String]) -> Result<Vec<u8>> {
-    let csrc = CString::new(src).map_err(|e| cuda_err("kernel source", e))?;
-    let name = CString::new("gpu_features.cu").unwrap();
-    let prog = nvrtc::result::create_program(&csrc, Some(&name))
-        .map_err(|e| cuda_err("nvrtcCreateProgram", e))?;
-    struct Guard(nvrtc::sys::nvrtcProgram);
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            let _ = unsafe { nvrtc::result::destroy_program(self.0) };
-        }
-    }
-    let guard = Guard(prog);
-    if let Err(e) = unsafe { nvrtc::result::compile_program(guard.0, opts) } {
-        let log = unsafe { nvrtc::result::get_program_log(guard.0) }
-            .map(|l| {
-                let bytes: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
-                String::from_utf8_lossy(&bytes).into_owned()
-            })
-            .unwrap_or_default();
-        return Err(Error::Cuda(format!(
-            "NVRTC failed to compile the kernels ({e:?}, options {opts:?}):\n{log}"
-        )));
-    }
-    let mut size = 0usize;
-    let r = unsafe { nvrtc::sys::nvrtcGetCUBINSize(guard.0, &mut size) };
-    if r != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS || size == 0 {
-        return Err(Error::Cuda(format!("nvrtcGetCUBINSize failed: {r:?}")));
-    }
-    let mut cubin = vec![0u8; size];
-    let r = unsafe { nvrtc::sys::nvrtcGetCUBIN(guard.0, cubin.as_mut_ptr() as *mut _) };
-    if r != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
-        return Err(Error::Cuda(format!("nvrtcGetCUBIN failed: {r:?}")));
-    }
-    Ok(cubin)
-}
 
 /// The device (CUDA ordinal) that [`Gpu::new`] opens: 0 unless [`set_device`] chose another.
 static DEVICE: AtomicUsize = AtomicUsize::new(0);
@@ -633,26 +497,5 @@ mod tests {
             }
             eprintln!("kernels compiled for {arch}: {} byte CUBIN", cubin.len());
         }
-    }
-
-    /// Note "programmatic dependent launch" (kernels/common.cuh): a kernel launched while the
-    /// one before it drains must wait for it before it touches memory, so every kernel's
-    /// body starts with `wait_for_previous_kernel();`.
-    #[test]
-    fn every_kernel_first_waits_for_the_previous_one() {
-        let mut kernels = 0;
-        for (file, src) in SOURCES {
-            for (at, _) in src.match_indices("__global__") {
-                let body = at + src[at..].find('{').expect("a kernel body");
-                let first = src[body + 1..].trim_start();
-                let name = src[at..body].split('(').next().unwrap_or_default();
-                assert!(
-                    first.starts_with("wait_for_previous_kernel();"),
-                    "{file}: {name} does not start with wait_for_previous_kernel()"
-                );
-                kernels += 1;
-            }
-        }
-        assert!(kernels >= 25, "only {kernels} kernels found");
     }
 }

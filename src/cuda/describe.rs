@@ -13,7 +13,6 @@ use super::buffers::{download, upload, DevBuf, HostBuf};
 use super::context::Gpu;
 use super::pyramid::Pyramid;
 use crate::cpu::describe::{blur_kernel, center};
-use crate::cpu::orb_pattern::ORB_PATTERN;
 use crate::error::{Error, Result};
 use crate::features::{Descriptor, Keypoint};
 
@@ -31,25 +30,6 @@ struct DescLevels {
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Float4(f32, f32, f32, f32);
-
-/// `ORB_PATTERN` as CUDA source, appended to the translation unit (src/cuda/context.rs):
-/// the table lives once, in src/cpu/orb_pattern.rs.
-pub fn pattern_source() -> String {
-    // describe.cu's DESC_R (18) bounds a rotated sample's offset by 13 * sqrt(2).
-    assert!(
-        ORB_PATTERN.iter().flatten().all(|v| v.abs() <= 13),
-        "ORB pattern coordinate outside [-13, 13]"
-    );
-    let nums: Vec<String> = ORB_PATTERN
-        .iter()
-        .flatten()
-        .map(|v| v.to_string())
-        .collect();
-    format!(
-        "__device__ __align__(4) const signed char ORB_PATTERN[1024] = {{{}}};\n",
-        nums.join(",")
-    )
-}
 
 /// Where [`Describer::describe_records`] takes each keypoint's angle from.
 #[derive(Clone, Copy, Debug)]

@@ -1,7 +1,7 @@
 //! Brute-force Hamming matching on the GPU (host side of `kernels/match.cu`), equal to
 //! `matching::cpu` key for key: the kernels produce the same neighbour keys (the lowest
 //! `distance << 23 | index`, an order-independent minimum) and the host applies the same
-//! filter ([`crate::matching::Matcher`]).
+//! filter (the matching module's `Matcher`).
 //!
 //! Per call: the descriptors are copied into pinned memory and uploaded in one copy (query
 //! then train, packed), the reverse keys are preset, `match_knn` runs over a grid of query
@@ -16,7 +16,8 @@ use cudarc::driver::{result, sys, CudaContext};
 use super::buffers::{download, upload, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
 use crate::error::Result;
-use crate::matching::{Descriptor, NO_KEY};
+use crate::features::Descriptor;
+use crate::matching::keys::NO_KEY;
 
 /// Threads (= queries) per block of `match_knn`, and the train tile (MATCH_THREADS).
 const THREADS: usize = 128;

@@ -50,6 +50,7 @@ macro_rules! kargs {
 pub mod buffers;
 pub mod canny;
 pub mod cells;
+pub mod compile;
 pub mod context;
 pub mod crew;
 pub mod decode;
@@ -57,98 +58,30 @@ pub mod describe;
 pub mod fast_harris;
 pub mod graph;
 pub mod harris;
+mod in_flight;
 pub mod matcher;
 pub mod pyramid;
+mod queue;
 pub mod select;
+pub mod sources;
 pub mod staging;
+mod state;
 #[cfg(test)]
 mod test_images;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use cudarc::driver::{result, sys, CudaEvent};
 
 pub use self::context::{device, device_count, set_device, Gpu, ModuleInfo};
-use crate::config::{Config, DetectorMethod, Interpolation, Spread, ZeroCopy};
+use self::in_flight::{InFlight, FRAMES_IN_FLIGHT};
+use self::queue::{mark, queue_canny, queue_main, Marks};
+use self::state::{Graphs, State, StateKey};
+use crate::config::{Config, Spread, ZeroCopy};
 use crate::error::Result;
 use crate::features::{Features, StageTiming};
-use crate::image::{Encoding, FrameLayout, GrayImage, ImageView};
-
-/// Everything that decides buffer sizes; a change reallocates (rare).
-#[derive(Clone, Debug, PartialEq)]
-struct StateKey {
-    width: usize,
-    height: usize,
-    step: usize,
-    encoding: Encoding,
-    levels: usize,
-    scale_bits: u32,
-    interpolation: Interpolation,
-    detect: bool,
-    dense: bool,
-    /// Slots per detection tile (`fast_harris::slot_cap`: NMS, per-cell detection).
-    cap: usize,
-    patch_size: u32,
-    canny: bool,
-    blur: (u32, u64),
-    describe: bool,
-}
-
-impl StateKey {
-    fn new(cfg: &Config, frame: FrameLayout) -> Self {
-        let detect = cfg.detector.method != DetectorMethod::None;
-        StateKey {
-            width: frame.width,
-            height: frame.height,
-            step: frame.step,
-            encoding: frame.encoding,
-            levels: if detect {
-                cfg.pyramid.levels as usize
-            } else {
-                1
-            },
-            scale_bits: cfg.pyramid.scale_factor.to_bits(),
-            interpolation: cfg.pyramid.interpolation,
-            detect,
-            dense: cfg.detector.method == DetectorMethod::Harris,
-            cap: fast_harris::slot_cap(
-                cfg.detector.nonmax_suppression,
-                cells(cfg).then_some(cfg.select.cell_size),
-            ),
-            patch_size: cfg.orient.patch_size,
-            canny: cfg.canny.enabled,
-            blur: (cfg.canny.blur_ksize, cfg.canny.blur_sigma.to_bits()),
-            describe: detect && cfg.describe.enabled,
-        }
-    }
-}
-
-struct State {
-    /// First, so that the graphs go before the buffers they name.
-    graphs: Option<Graphs>,
-    key: StateKey,
-    pyr: pyramid::Pyramid,
-    det: Option<fast_harris::Detector>,
-    sel: Option<select::Selector>,
-    dense: Option<harris::Dense>,
-    /// ORB's scale of every level (`cpu::pyramid::level_scale`).
-    scales: Vec<f32>,
-    canny: Option<canny::Canny>,
-    describe: Option<describe::Describer>,
-}
-
-/// The frame's launches after the decode as CUDA graphs (`cuda.graphs`), recorded for `cfg`
-/// (its values are in the kernels' arguments): recorded again when the config changes.
-struct Graphs {
-    cfg: Config,
-    /// The main stream's graphs, `main[prioritized][timed]`: with the pyramid's launches at
-    /// their own priority or at the stream's ([`InFlight`]), without and with the stage
-    /// events (`cuda.stage_timings`); each recorded on its first use.
-    main: [[Option<graph::Graph>; 2]; 2],
-    canny: Option<graph::Graph>,
-}
+use crate::image::{FrameLayout, GrayImage, ImageView};
 
 /// Stage boundaries, recorded as CUDA events: on the pipeline's stream, but "canny" (the
 /// end of Canny and of its edge-map download) on the side stream.
@@ -244,63 +177,7 @@ impl CudaPipeline {
             return Ok(());
         }
         self.state = None; // free the old buffers first
-        let g = &self.gpu;
-        let (w, h) = (frame.width, frame.height);
-        let pyr = pyramid::Pyramid::new(
-            g,
-            w,
-            h,
-            key.levels,
-            cfg.pyramid.scale_factor,
-            cfg.pyramid.interpolation,
-        )?;
-        let det = if key.detect {
-            Some(fast_harris::Detector::new(
-                g,
-                &pyr,
-                key.cap,
-                key.patch_size,
-            )?)
-        } else {
-            None
-        };
-        let sel = match &det {
-            Some(d) => Some(select::Selector::new(g, d)?),
-            None => None,
-        };
-        let dense = if key.dense {
-            Some(harris::Dense::new(g, &pyr)?)
-        } else {
-            None
-        };
-        let scales = (0..pyr.levels.len())
-            .map(|l| crate::cpu::pyramid::level_scale(cfg.pyramid.scale_factor, l))
-            .collect();
-        let canny = if key.canny {
-            Some(canny::Canny::new(g, w, h, &cfg.canny)?)
-        } else {
-            None
-        };
-        let describe = match (&det, key.describe) {
-            (Some(d), true) => Some(describe::Describer::new(
-                g,
-                &pyr,
-                d.out_cap(),
-                cfg.pyramid.scale_factor,
-            )?),
-            _ => None,
-        };
-        self.state = Some(State {
-            graphs: None,
-            key,
-            pyr,
-            det,
-            sel,
-            dense,
-            scales,
-            canny,
-            describe,
-        });
+        self.state = Some(State::new(&self.gpu, cfg, frame, key)?);
         Ok(())
     }
 
@@ -612,190 +489,5 @@ impl CudaPipeline {
             overlapped: false,
         });
         Ok(())
-    }
-}
-
-/// How [`queue_main`] records the stage events.
-#[derive(Clone, Copy)]
-enum Marks {
-    /// Launched now: plain records.
-    Plain,
-    /// Recorded into a [`graph::Graph`]: event nodes (true) or none (false).
-    InGraph(bool),
-}
-
-/// Queues the frame's work after the decode on the pipeline's stream: the pyramid, the
-/// detection, the selection and the descriptors (marks 3 to 6), and with the GPU selection
-/// the final download (mark 7).
-fn queue_main(
-    gpu: &Gpu,
-    ev: &[CudaEvent],
-    st: &mut State,
-    cfg: &Config,
-    gpu_select: bool,
-    pyramid_priority: Option<i32>,
-    marks: Marks,
-) -> Result<()> {
-    let mark = |e: &CudaEvent| match marks {
-        Marks::Plain => graph::mark(e, &gpu.stream, false),
-        Marks::InGraph(true) => graph::mark(e, &gpu.stream, true),
-        Marks::InGraph(false) => Ok(()),
-    };
-    st.pyr.run(gpu, pyramid_priority)?;
-    mark(&ev[3])?;
-    if let Some(det) = st.det.as_mut() {
-        // With the GPU selection only the kept corners are oriented (in select.cu).
-        let orient = cfg.orient.enabled && !gpu_select;
-        match st.dense.as_mut() {
-            Some(dense) => dense.run(gpu, &st.pyr, det, cfg, orient)?,
-            None if cells(cfg) => det.run_cells(gpu, &st.pyr, cfg, orient)?,
-            None => det.run(gpu, &st.pyr, cfg, orient)?,
-        }
-    }
-    mark(&ev[4])?;
-    // With descriptors, the kept corners' orientation is computed in the descriptor kernel,
-    // from the patch it loads anyway (one launch less).
-    let fused_orient = cfg.orient.enabled
-        && st.describe.is_some()
-        && st
-            .det
-            .as_ref()
-            .is_some_and(|d| d.half() <= describe::MAX_FUSED_HALF);
-    if let (true, Some(det), Some(sel)) = (gpu_select, &st.det, st.sel.as_mut()) {
-        sel.per_level(cfg, det.nlev());
-        sel.run(gpu, &st.pyr, det, cfg, cfg.orient.enabled && !fused_orient)?;
-    }
-    mark(&ev[5])?;
-    // With the GPU selection the results go to the host by one kernel (copy_results)
-    // where the pinned buffers are mapped, else by copies.
-    let by_kernel = gpu_select
-        && st
-            .det
-            .as_ref()
-            .is_some_and(|d| d.results_on_host().is_some())
-        && st
-            .describe
-            .as_ref()
-            .map_or(true, |d| d.results().1.is_some());
-    if let (Some(d), true, Some(det), Some(sel)) =
-        (st.describe.as_mut(), gpu_select, &st.det, &st.sel)
-    {
-        let n = sel.max_kept().min(det.out_cap());
-        let (h, r) = (sel.header_ptr(), sel.kp_ptr());
-        let angles = match (cfg.orient.enabled, fused_orient) {
-            (false, _) => describe::Angles::None,
-            (true, true) => describe::Angles::ComputeHere {
-                half: det.half(),
-                umax: det.umax_ptr(),
-            },
-            (true, false) => describe::Angles::FromRecords,
-        };
-        d.describe_records(gpu, &st.pyr, h, r, n, angles, !by_kernel)?;
-    }
-    mark(&ev[6])?;
-    // The final download: the keypoint records with their header (and the descriptors,
-    // queued above unless by_kernel).
-    if let (true, Some(det), Some(sel)) = (gpu_select, st.det.as_mut(), &st.sel) {
-        let records = sel.max_kept().min(det.out_cap());
-        let desc = st.describe.as_ref().map(|d| d.results());
-        if !(by_kernel && sel.copy_results(gpu, det, records, desc)?) {
-            det.queue_download(gpu, sel.header_ptr(), sel.kp_ptr(), records)?;
-        }
-        mark(&ev[7])?;
-    }
-    Ok(())
-}
-
-/// Queues Canny and its edge-map download on the side stream.
-fn queue_canny(gpu: &Gpu, c: &mut canny::Canny, gray: u64, cfg: &Config) -> Result<()> {
-    c.run(gpu, &gpu.side, gray, &cfg.canny)?;
-    c.download(&gpu.side)
-}
-
-/// Frames inside [`CudaPipeline`]'s `run` at this moment, over every pipeline of the
-/// process (`bench --streams`, the node's inputs): they share the crew.
-static FRAMES_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
-
-/// How long after two frames were last in flight at once a frame still counts as shared
-/// (several pipelines take turns: between two frames of one, another one's frame is often
-/// alone for a moment).
-const SHARED_WINDOW: Duration = Duration::from_millis(100);
-
-/// When a frame last entered while another one was in flight, in microseconds since
-/// [`epoch`]; `u64::MAX`: never.
-static LAST_SHARED_US: AtomicU64 = AtomicU64::new(u64::MAX);
-
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-/// Counts one frame in [`FRAMES_IN_FLIGHT`] while alive.
-struct InFlight {
-    /// Whether this frame's pyramid goes before every other launch
-    /// ([`Gpu::pyramid_priority`]): only when no two frames of the process have been in
-    /// flight at once in the last [`SHARED_WINDOW`]. One pipeline's frame then ends ~0.01-0.02
-    /// ms sooner at 1080p, but four pipelines lost 13 % of their frames/s with every pyramid
-    /// first, and still did with the pyramid first whenever its frame was alone at that
-    /// instant (docs/performance.md, change 29).
-    pyramid_first: bool,
-}
-
-impl InFlight {
-    fn enter() -> Self {
-        let others = FRAMES_IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
-        let now = epoch().elapsed().as_micros() as u64;
-        if others > 0 {
-            LAST_SHARED_US.store(now, Ordering::Relaxed);
-            return InFlight {
-                pyramid_first: false,
-            };
-        }
-        InFlight {
-            pyramid_first: alone_for_a_while(now, LAST_SHARED_US.load(Ordering::Relaxed)),
-        }
-    }
-}
-
-/// Whether a frame that enters alone at `now_us` counts as alone, the last shared entry
-/// having been at `last_shared_us` (`u64::MAX`: never).
-fn alone_for_a_while(now_us: u64, last_shared_us: u64) -> bool {
-    last_shared_us == u64::MAX
-        || now_us.saturating_sub(last_shared_us) > SHARED_WINDOW.as_micros() as u64
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        FRAMES_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// ORB-SLAM3's per-cell FAST with the low-threshold retry (`cpu::cells::fast_in_cells`).
-fn cells(cfg: &Config) -> bool {
-    cfg.detector.method == DetectorMethod::Fast && cfg.detector.low_threshold_retry
-}
-
-fn mark(e: &CudaEvent, gpu: &Gpu) -> Result<()> {
-    e.record(&gpu.stream)
-        .map_err(|e| context::cuda_err("recording an event", e))
-}
-
-#[cfg(test)]
-mod in_flight_tests {
-    use super::*;
-
-    #[test]
-    fn a_frame_is_alone_only_long_after_two_were_in_flight() {
-        let window = SHARED_WINDOW.as_micros() as u64;
-        assert!(alone_for_a_while(5, u64::MAX));
-        assert!(!alone_for_a_while(1_000, 1_000));
-        assert!(!alone_for_a_while(1_000 + window, 1_000));
-        assert!(alone_for_a_while(1_001 + window, 1_000));
-        // Entering beside another frame is never alone, and marks the frames after it.
-        let a = InFlight::enter();
-        let b = InFlight::enter();
-        assert!(!b.pyramid_first);
-        drop((a, b));
-        assert!(!InFlight::enter().pyramid_first);
     }
 }

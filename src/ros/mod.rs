@@ -1,7 +1,9 @@
 //! The ROS 2 node (`--features ros`): a thin shell around [`crate::Pipeline`] built on r2r.
 //! Topics, parameters, QoS and diagnostics are described in docs/ros.md.
 //!
-//! - [`node`]: runtime (subscriptions, newest-frame slots, workers, diagnostics, shutdown);
+//! - [`node`]: runtime (subscriptions, the inputs' slots and workers, shutdown);
+//! - `worker`: one input's thread (newest frame -> pipeline -> publishers);
+//! - `diagnostics`: counters per input, /diagnostics statuses, log rate limits;
 //! - [`params`]: the ROS parameters (the config's dotted keys + node settings);
 //! - [`convert`]: `sensor_msgs` <-> library types;
 //! - [`load`]: `gpu_features_load`, the load generator and loopback soak driver.
@@ -11,10 +13,14 @@
 //! `gpu_features_node --reference MANIFEST.yaml` (see [`reference`]).
 
 pub mod convert;
+mod diagnostics;
 pub mod load;
 mod matches;
 pub mod node;
 pub mod params;
+pub mod params_file;
+mod settings;
+mod worker;
 
 use std::path::{Path, PathBuf};
 
@@ -119,7 +125,7 @@ fn reference(manifest: &Path) -> Result<(), String> {
     let m: Manifest =
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
     let mut values = match &m.params_file {
-        Some(f) => params::load_params_file(f, &m.node_name)?,
+        Some(f) => params_file::load_params_file(f, &m.node_name)?,
         None => Vec::new(),
     };
     for (k, v) in &m.params {

@@ -30,92 +30,8 @@ use r2r::indexmap::IndexMap;
 use r2r::{Parameter, ParameterValue, RosParams};
 use serde_yaml::Value;
 
+pub use super::settings::NodeSettings;
 use crate::config::Config;
-use crate::pipeline::BackendChoice;
-
-/// Node settings fixed at start.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodeSettings {
-    pub backend: String,
-    /// CUDA device ordinal the pipelines open (several GPUs: one node per GPU).
-    pub cuda_device: i64,
-    /// Camera names; empty = one camera with un-prefixed topics.
-    pub inputs: Vec<String>,
-    pub reliability: String,
-    pub depth: i64,
-    pub diagnostics_period: f64,
-}
-
-impl Default for NodeSettings {
-    fn default() -> Self {
-        NodeSettings {
-            backend: "auto".into(),
-            cuda_device: 0,
-            inputs: Vec::new(),
-            reliability: "best_effort".into(),
-            depth: 1,
-            diagnostics_period: 1.0,
-        }
-    }
-}
-
-impl NodeSettings {
-    pub fn backend_choice(&self) -> Result<BackendChoice, String> {
-        self.backend.parse()
-    }
-
-    /// Points the CUDA backend at `cuda.device`; call before creating the pipelines.
-    pub fn select_cuda_device(&self) {
-        #[cfg(feature = "cuda")]
-        crate::cuda::set_device(self.cuda_device as usize);
-    }
-
-    fn validate(&self) -> Result<(), String> {
-        self.backend_choice().map_err(|e| format!("backend: {e}"))?;
-        if !(0..=1023).contains(&self.cuda_device) {
-            return Err(format!(
-                "cuda.device: {} is not a CUDA device ordinal (0..=1023)",
-                self.cuda_device
-            ));
-        }
-        if !matches!(self.reliability.as_str(), "best_effort" | "reliable") {
-            return Err(format!(
-                "image_qos.reliability: {:?} is not best_effort or reliable",
-                self.reliability
-            ));
-        }
-        if !(1..=1000).contains(&self.depth) {
-            return Err(format!(
-                "image_qos.depth: {} is not in 1..=1000",
-                self.depth
-            ));
-        }
-        if !(self.diagnostics_period.is_finite() && self.diagnostics_period >= 0.05) {
-            return Err(format!(
-                "diagnostics_period: {} is not a number of seconds >= 0.05",
-                self.diagnostics_period
-            ));
-        }
-        let mut seen = std::collections::HashSet::new();
-        for name in &self.inputs {
-            let ok = !name.is_empty()
-                && !name.starts_with('/')
-                && !name.ends_with('/')
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/');
-            if !ok {
-                return Err(format!(
-                    "inputs: {name:?} is not a relative topic namespace ([A-Za-z0-9_/], no leading or trailing /)"
-                ));
-            }
-            if !seen.insert(name) {
-                return Err(format!("inputs: {name:?} is listed twice"));
-            }
-        }
-        Ok(())
-    }
-}
 
 /// The node setting that turns the `matches` output on.
 pub const MATCH_PREVIOUS: &str = "match.previous";
@@ -482,75 +398,6 @@ impl RosParams for NodeParams {
     }
 }
 
-/// Reads a ROS params file (`<node>: ros__parameters: {...}`, nested maps flattened to
-/// dotted names as rcl does) and returns the values meant for `node_name` (sections `/**`,
-/// `node_name`, `/node_name` or `/<ns>/node_name`, in file order).
-pub fn load_params_file(
-    path: &std::path::Path,
-    node_name: &str,
-) -> Result<Vec<(String, ParameterValue)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let doc: Value = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    let Value::Mapping(top) = doc else {
-        return Err(format!("{}: not a mapping", path.display()));
-    };
-    for (k, v) in top {
-        let k = k.as_str().unwrap_or_default();
-        let matches = k == "/**"
-            || k == node_name
-            || k.trim_start_matches('/') == node_name
-            || k.ends_with(&format!("/{node_name}"));
-        if !matches {
-            continue;
-        }
-        if let Some(p) = v.get("ros__parameters") {
-            flatten_into("", p, &mut out)?;
-        }
-    }
-    Ok(out)
-}
-
-fn flatten_into(
-    prefix: &str,
-    v: &Value,
-    out: &mut Vec<(String, ParameterValue)>,
-) -> Result<(), String> {
-    match v {
-        Value::Mapping(m) => {
-            for (k, v) in m {
-                let k = k.as_str().unwrap_or_default();
-                let key = if prefix.is_empty() {
-                    k.to_string()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten_into(&key, v, out)?;
-            }
-        }
-        Value::Sequence(items) => {
-            let strings: Option<Vec<String>> = items
-                .iter()
-                .map(|i| i.as_str().map(str::to_string))
-                .collect();
-            let value = if let Some(s) = strings {
-                ParameterValue::StringArray(s)
-            } else if let Some(i) = items.iter().map(Value::as_i64).collect::<Option<Vec<_>>>() {
-                ParameterValue::IntegerArray(i)
-            } else if let Some(f) = items.iter().map(Value::as_f64).collect::<Option<Vec<_>>>() {
-                ParameterValue::DoubleArray(f)
-            } else if let Some(b) = items.iter().map(Value::as_bool).collect::<Option<Vec<_>>>() {
-                ParameterValue::BoolArray(b)
-            } else {
-                return Err(format!("{prefix}: mixed-type arrays are not parameters"));
-            };
-            out.push((prefix.to_string(), value));
-        }
-        scalar => out.push((prefix.to_string(), yaml_to_param(scalar))),
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -609,25 +456,6 @@ mod tests {
             .unwrap();
         assert_eq!(p.live.config.detector.fast_threshold, 5);
         assert_eq!(p.live.config.detector.min_fast_threshold, 3);
-    }
-
-    #[test]
-    fn params_file_is_read_like_rcl() {
-        let dir = std::env::temp_dir().join(format!("gf-params-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("p.yaml");
-        std::fs::write(
-            &f,
-            "/**:\n  ros__parameters:\n    backend: cpu\nother:\n  ros__parameters:\n    backend: cuda\ngpu_features:\n  ros__parameters:\n    inputs: [left, right]\n    canny:\n      low_threshold: 20.0\n",
-        )
-        .unwrap();
-        let v = load_params_file(&f, "gpu_features").unwrap();
-        let mut p = NodeParams::new();
-        p.apply_initial(&v).unwrap();
-        assert_eq!(p.settings.backend, "cpu");
-        assert_eq!(p.settings.inputs, vec!["left", "right"]);
-        assert_eq!(p.live.config.canny.low_threshold, 20.0);
-        std::fs::remove_dir_all(dir).ok();
     }
 
     #[test]

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use gpu_features::bag::cdr::{self, Header, Time};
-use gpu_features::bag::replay;
 use gpu_features::bag::writer::{write_metadata_yaml, Db3Writer, McapBagWriter};
 use gpu_features::bag::StorageKind;
 use gpu_features::output::pointcloud;
+use gpu_features::replay;
 use gpu_features::{BackendChoice, Config, ImageView, Pipeline};
 
 pub const T0: u64 = 1_700_000_000_250_000_000;

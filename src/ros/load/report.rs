@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::bag::report::Dist;
+use crate::report::Dist;
 
 /// One input of the node.
 #[derive(Clone, Debug, Default, Serialize)]

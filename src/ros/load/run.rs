@@ -14,7 +14,7 @@ use r2r::QosProfile;
 use super::frames::{self, Malformed};
 use super::report::{parse_node_summary, InputResult, LoadReport, RssSample};
 use super::LoadArgs;
-use crate::bag::report::Dist;
+use crate::report::Dist;
 
 const WARMUP_SEC: i32 = 1;
 const MEASURED_SEC: i32 = 2;

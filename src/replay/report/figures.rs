@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use super::stats::pct;
 use super::{FrameStats, PlotRef, Report};
-use crate::bag::eval::HomographyResult;
-use crate::bag::plot::{self, BarGroup, BoxStats, Grid, Labels, Scale, Series};
 use crate::error::Result;
+use crate::eval::HomographyResult;
+use crate::report::pct;
+use crate::report::plot::{self, BarGroup, BoxStats, Grid, Labels, Scale, Series};
 
 /// Box of one stage: quartiles, whiskers at p1 and p99 (nearest rank).
 fn box_stats(values: &[f64]) -> BoxStats {

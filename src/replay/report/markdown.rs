@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::Report;
-use crate::bag::eval::{HomographyResult, TRACK_MIN_ZNCC, TRACK_RADIUS};
+use crate::eval::{HomographyResult, TRACK_MIN_ZNCC, TRACK_RADIUS};
 
 impl Report {
     /// The repeatability / matching-score section: ours beside OpenCV ORB's, then every row.
@@ -201,7 +201,7 @@ impl Report {
                  away, whose 15x15-sample gray patch (sample spacing round(1.2^octave) px) has \
                  a zero-mean normalised cross-correlation of at least {TRACK_MIN_ZNCC} with the \
                  keypoint's patch in frame t. Keypoints whose patch leaves the image are not \
-                 counted. See `src/bag/eval/`.\n"
+                 counted. See `src/eval/`.\n"
             );
         }
         if let Some(d) = &self.descriptor_tracking {
@@ -232,7 +232,7 @@ impl Report {
                  (same topic) by brute-force Hamming distance ({}); a match is an inlier when \
                  its two keypoints lie within {TRACK_RADIUS} px of each other in x and y, on \
                  pyramid levels at most one apart; inlier share = inliers / matches (the median \
-                 is over the pairs with at least one match). See `src/bag/eval/`.\n",
+                 is over the pairs with at least one match). See `src/eval/`.\n",
                 if tests.is_empty() {
                     "every nearest neighbour".to_string()
                 } else {
@@ -256,8 +256,8 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bag::report::tests::{frame, input};
-    use crate::bag::report::OpencvEval;
+    use crate::replay::report::tests::{frame, input};
+    use crate::replay::report::OpencvEval;
 
     #[test]
     fn matching_scores_side_by_side() {

@@ -105,7 +105,7 @@ pub fn heatmap(path: &Path, labels: Labels, grid: &Grid, value_label: &str) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bag::plot::tests::{check, tmp, L};
+    use crate::report::plot::tests::{check, tmp, L};
 
     #[test]
     fn heatmap_colours_follow_the_values() {

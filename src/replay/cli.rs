@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use super::{run, ReplayOptions};
-use crate::bag::eval::HomographyPair;
 use crate::error::{Error, Result};
+use crate::eval::HomographyPair;
 use crate::pipeline::BackendChoice;
 use crate::Config;
 

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use nalgebra::{Matrix3, Point2};
 use serde::{Deserialize, Serialize};
 
 use super::geometry::{apply, invert, map_region, overlap_error, OVERLAP_MAX_ERROR};
@@ -53,7 +54,7 @@ impl std::str::FromStr for HomographyPair {
 
 /// Reads a 3x3 homography: the `<data>` of an OpenCV matrix node (XML), the `data: [...]` of
 /// a YAML one, or else the first 9 numbers of the file.
-pub fn parse_homography(text: &str) -> Option<[f64; 9]> {
+pub fn parse_homography(text: &str) -> Option<Matrix3<f64>> {
     let body = if let Some(i) = text.find("<data>") {
         let rest = &text[i + 6..];
         &rest[..rest.find("</data>")?]
@@ -71,11 +72,7 @@ pub fn parse_homography(text: &str) -> Option<[f64; 9]> {
         .map(|t| t.parse::<f64>())
         .collect::<std::result::Result<_, _>>()
         .ok()?;
-    (v.len() >= 9).then(|| {
-        let mut h = [0.0; 9];
-        h.copy_from_slice(&v[..9]);
-        h
-    })
+    (v.len() >= 9).then(|| Matrix3::from_row_slice(&v[..9]))
 }
 
 /// Result of the protocol on one pair.
@@ -158,7 +155,7 @@ pub type Side<'a> = (&'a [Keypoint], &'a [Descriptor], (usize, usize));
 /// Errors only when a side has more than [`crate::matching::MAX_DESCRIPTORS`] keypoints.
 pub fn evaluate_keypoints(
     name: &str,
-    h: &[f64; 9],
+    h: &Matrix3<f64>,
     (k1, d1, (w1, h1)): Side,
     (k2, d2, (w2, h2)): Side,
 ) -> Result<Option<HomographyResult>> {
@@ -167,14 +164,26 @@ pub fn evaluate_keypoints(
     let Some(hinv) = invert(h) else {
         return Ok(None);
     };
-    let inside = |(x, y): (f64, f64), w: usize, hh: usize| {
-        x >= 0.0 && y >= 0.0 && x <= (w - 1) as f64 && y <= (hh - 1) as f64
+    let inside = |p: Point2<f64>, w: usize, hh: usize| {
+        p.x >= 0.0 && p.y >= 0.0 && p.x <= (w - 1) as f64 && p.y <= (hh - 1) as f64
     };
     let c1: Vec<usize> = (0..k1.len())
-        .filter(|&i| inside(apply(h, k1[i].x as f64, k1[i].y as f64), w2, h2))
+        .filter(|&i| {
+            inside(
+                apply(h, Point2::new(k1[i].x as f64, k1[i].y as f64)),
+                w2,
+                h2,
+            )
+        })
         .collect();
     let c2: Vec<usize> = (0..k2.len())
-        .filter(|&i| inside(apply(&hinv, k2[i].x as f64, k2[i].y as f64), w1, h1))
+        .filter(|&i| {
+            inside(
+                apply(&hinv, Point2::new(k2[i].x as f64, k2[i].y as f64)),
+                w1,
+                h1,
+            )
+        })
         .collect();
     let kp2: Vec<Keypoint> = c2.iter().map(|&i| k2[i]).collect();
     let grid = (!kp2.is_empty()).then(|| Grid::new(&kp2, 32.0));
@@ -187,7 +196,7 @@ pub fn evaluate_keypoints(
             // Regions reach at most ext + the largest disc of image 2.
             let maxr = kp2.iter().map(|k| k.size as f64 / 2.0).fold(0.0, f64::max) * m.k;
             let r = m.ext.0.max(m.ext.1) + maxr;
-            g.near(m.c.0 as f32, m.c.1 as f32, r as f32, &mut near);
+            g.near(m.c.x as f32, m.c.y as f32, r as f32, &mut near);
             for &b in &near {
                 let e = overlap_error(m, &kp2[b]);
                 if e < OVERLAP_MAX_ERROR {
@@ -245,7 +254,7 @@ pub fn evaluate_keypoints(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bag::eval::testutil::{crop, described, kp};
+    use crate::eval::testutil::{crop, described, kp};
     use crate::image::GrayImage;
 
     /// `n` distinct pseudo-random descriptors (splitmix64), seeded.
@@ -269,7 +278,7 @@ mod tests {
     #[test]
     fn protocol_on_exact_correspondences() {
         // Image 2 = image 1 shifted by (10, 5): every keypoint has its twin.
-        let h = [1.0, 0.0, 10.0, 0.0, 1.0, 5.0, 0.0, 0.0, 1.0];
+        let h = Matrix3::new(1.0, 0.0, 10.0, 0.0, 1.0, 5.0, 0.0, 0.0, 1.0);
         let k1: Vec<Keypoint> = (0..20)
             .map(|i| kp(50.0 + 20.0 * i as f32, 60.0, 31.0, 0))
             .collect();
@@ -310,7 +319,7 @@ mod tests {
         // Copies at 3 and 4: keypoint 4 takes index 3 (20 px off, wrong), 3 is lost.
         assert_eq!(tie(3, 3).correct_matches, 18);
         // A singular homography is not an error but no result.
-        let zero = [0.0; 9];
+        let zero = Matrix3::<f64>::zeros();
         assert!(
             evaluate_keypoints("t", &zero, (&k1, &d, (640, 480)), (&k2, &d, (640, 480)))
                 .unwrap()
@@ -319,12 +328,13 @@ mod tests {
     }
 
     /// `img` warped by `h` (image -> output), bilinear, black outside.
-    fn warp(img: &GrayImage, h: &[f64; 9]) -> GrayImage {
+    fn warp(img: &GrayImage, h: &Matrix3<f64>) -> GrayImage {
         let hinv = invert(h).unwrap();
         let mut out = GrayImage::new(img.width, img.height);
         for y in 0..img.height {
             for x in 0..img.width {
-                let (sx, sy) = apply(&hinv, x as f64, y as f64);
+                let s = apply(&hinv, Point2::new(x as f64, y as f64));
+                let (sx, sy) = (s.x, s.y);
                 let (x0, y0) = (sx.floor(), sy.floor());
                 if x0 < 0.0
                     || y0 < 0.0
@@ -368,7 +378,7 @@ mod tests {
             q,
             1.0 - p * cx - q * cy,
         ];
-        let h = h0.map(|v| v / h0[8]);
+        let h = Matrix3::from_row_slice(&h0.map(|v| v / h0[8]));
         let warped = warp(&img, &h);
         let (k1, d1, s1) = described(&img);
         let (k2, d2, s2) = described(&warped);
@@ -412,7 +422,7 @@ mod tests {
                    <rows>3</rows><cols>3</cols><dt>d</dt>\n<data>\n 1 0 2\n 0 1 3 0 0 1</data></H13>";
         assert_eq!(
             parse_homography(xml).unwrap(),
-            [1.0, 0.0, 2.0, 0.0, 1.0, 3.0, 0.0, 0.0, 1.0]
+            Matrix3::new(1.0, 0.0, 2.0, 0.0, 1.0, 3.0, 0.0, 0.0, 1.0)
         );
         assert_eq!(parse_homography("1 2 3\n4 5 6\n7 8 9\n").unwrap()[8], 9.0);
         assert!(parse_homography("1 2 3").is_none());

@@ -243,7 +243,7 @@ pub fn boxes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bag::plot::tests::{check, tmp, L};
+    use crate::report::plot::tests::{check, tmp, L};
 
     #[test]
     fn line_chart_has_lines_and_a_legend() {

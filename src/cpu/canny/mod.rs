@@ -15,6 +15,10 @@
 //! treats pixels on the image border: their missing neighbours have magnitude 0 in the NMS,
 //! and the flood fill can never leave the image.
 
+mod hysteresis;
+
+pub use self::hysteresis::hysteresis;
+use self::hysteresis::{flood, push_seeds, write_edges};
 use super::blur::{gaussian_blur, BlurScratch};
 use crate::config::CannyConfig;
 use crate::image::GrayImage;
@@ -308,108 +312,6 @@ fn nms_row(mags: [&[i32]; 3], dx: &[i16], dy: &[i16], low: i32, high: i32, out: 
         let ge = !dm & 1;
         let keep = (m > low) & (m > a) & (m.wrapping_add(ge) > b);
         out[x] = keep as u8 * (1 + (m > high) as u8);
-    }
-}
-
-/// Hysteresis with exact connectivity: a depth-first flood fill from every [`STRONG`]
-/// pixel through 8-connected [`WEAK`] ones (promoted to `STRONG` when pushed, so each pixel
-/// is pushed once). Only strong pixels with a weak neighbour start a fill (the others
-/// cannot reach anything), which gives the same set. Then writes `out` (`w x h`): 255 where `STRONG`, else 0.
-pub fn hysteresis(w: usize, h: usize, class: &mut [u8], stack: &mut Vec<u32>, out: &mut GrayImage) {
-    let pw = w + 2;
-    stack.clear();
-    if stack.capacity() < w * h {
-        stack.reserve(w * h);
-    }
-    let mut tmp = Vec::new();
-    for y in 1..=h {
-        push_seeds(class, pw, y, &mut tmp, stack);
-    }
-    flood(w, h, class, stack);
-    write_edges(w, h, class, out);
-}
-
-/// Pushes the padded index of every [`STRONG`] pixel of padded row `y` (`1..=h`) that has a
-/// [`WEAK`] 8-neighbour: the only ones the flood fill can grow from (a weak pixel next to a
-/// strong one makes that strong pixel a seed, so the fill reaches the same set). `tmp` is
-/// a scratch buffer (resized to `2 * pw`).
-///
-/// Classes are 0, 1 or 2, so bit 0 marks weak pixels and bit 1 strong ones: the test is a
-/// few byte-wise ORs / ANDs over the three rows (vectorised), then a scan that skips 8
-/// bytes at a time where there is no seed.
-#[inline(always)]
-fn push_seeds(class: &[u8], pw: usize, y: usize, tmp: &mut Vec<u8>, stack: &mut Vec<u32>) {
-    let w = pw - 2;
-    tmp.resize(2 * pw, 0);
-    let (nb, seed) = tmp.split_at_mut(pw);
-    let up = &class[(y - 1) * pw..y * pw];
-    let mid = &class[y * pw..(y + 1) * pw];
-    let down = &class[(y + 1) * pw..(y + 2) * pw];
-    // Column ORs of the weak bit.
-    for x in 0..pw {
-        nb[x] = (up[x] | mid[x] | down[x]) & WEAK;
-    }
-    // seed[i] = 1 for a seed at padded column i + 1.
-    let (l, c, r) = (&nb[..w], &nb[1..w + 1], &nb[2..w + 2]);
-    let (m, seed) = (&mid[1..w + 1], &mut seed[..w]);
-    for i in 0..w {
-        seed[i] = (m[i] >> 1) & (l[i] | c[i] | r[i]);
-    }
-    let base = y * pw + 1;
-    let mut chunks = seed.chunks_exact(8);
-    let mut x = 0;
-    for ch in &mut chunks {
-        if u64::from_le_bytes(ch.try_into().unwrap()) != 0 {
-            for (i, &b) in ch.iter().enumerate() {
-                if b != 0 {
-                    stack.push((base + x + i) as u32);
-                }
-            }
-        }
-        x += 8;
-    }
-    for (i, &b) in chunks.remainder().iter().enumerate() {
-        if b != 0 {
-            stack.push((base + x + i) as u32);
-        }
-    }
-}
-
-/// The flood fill of [`hysteresis`] from the strong pixels already on `stack`.
-fn flood(w: usize, h: usize, class: &mut [u8], stack: &mut Vec<u32>) {
-    let pw = w + 2;
-    assert!(class.len() >= pw * (h + 2));
-    let offsets = [
-        -(pw as isize) - 1,
-        -(pw as isize),
-        -(pw as isize) + 1,
-        -1,
-        1,
-        pw as isize - 1,
-        pw as isize,
-        pw as isize + 1,
-    ];
-    while let Some(i) = stack.pop() {
-        for &o in &offsets {
-            // The NONE ring keeps every neighbour index inside `class`.
-            let n = (i as isize + o) as usize;
-            if class[n] == WEAK {
-                class[n] = STRONG;
-                stack.push(n as u32);
-            }
-        }
-    }
-}
-
-/// `out` (reshaped to `w x h`): 255 where the padded `class` is [`STRONG`], else 0.
-fn write_edges(w: usize, h: usize, class: &[u8], out: &mut GrayImage) {
-    let pw = w + 2;
-    out.reshape(w, h);
-    for y in 0..h {
-        let src = &class[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
-        for (o, &c) in out.row_mut(y).iter_mut().zip(src) {
-            *o = if c == STRONG { 255 } else { 0 };
-        }
     }
 }
 

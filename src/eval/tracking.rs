@@ -167,7 +167,7 @@ pub fn track_descriptors(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bag::eval::testutil::{crop, described, kp};
+    use crate::eval::testutil::{crop, described, kp};
 
     #[test]
     fn descriptor_tracking_translation_vs_unrelated_frames() {

@@ -16,19 +16,24 @@
 //! * `frame`: decoding the input messages into images ([`decode_frame`]).
 //! * `messages`: the output topics and their messages ([`keypoints_message`], ...).
 //! * `cli`: `gpu_features replay`'s arguments and entry point ([`ReplayArgs`], [`main`]).
+//! * `report`: the replay's evaluation report (report.json / .md / .html and its plots),
+//!   built from `eval`'s metrics with the shared [`crate::report`] tools.
 //! * this module: the replay loop ([`run`]).
+//!
+//! May import: `bag`, `eval`, `report`, the pipeline, `matching`, `output`; nothing imports
+//! this room but the CLI, the fuzz harnesses and the tests.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::cdr;
-use super::eval::{self, HomographyPair};
-use super::reader::{Bag, RawMessage};
-use super::report::{FrameStats, Heatmap, MatcherInfo, ReportInput};
-use super::writer::McapBagWriter;
+use self::report::{FrameStats, Heatmap, MatcherInfo, ReportInput};
+use crate::bag::cdr;
+use crate::bag::reader::{Bag, RawMessage, TopicInfo};
+use crate::bag::writer::McapBagWriter;
 use crate::error::{Error, Result};
+use crate::eval::{self, HomographyPair};
 use crate::image::GrayImage;
 use crate::matching::{MatchParams, Matcher};
 use crate::pipeline::{BackendChoice, BackendKind, Descriptor, Features, Keypoint, Pipeline};
@@ -37,6 +42,7 @@ use crate::Config;
 mod cli;
 mod frame;
 mod messages;
+pub mod report;
 
 pub use self::cli::{main, ReplayArgs};
 pub use self::frame::{decode_frame, FrameData, FrameSkip};
@@ -107,7 +113,7 @@ fn is_image_type(t: &str) -> bool {
 }
 
 /// Picks the topics to replay, with a clear error when there are none.
-fn select_topics(bag: &Bag, wanted: &[String]) -> Result<Vec<super::TopicInfo>> {
+fn select_topics(bag: &Bag, wanted: &[String]) -> Result<Vec<TopicInfo>> {
     let topics = bag.topics()?;
     let listing = || {
         if topics.is_empty() {
@@ -315,7 +321,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
     let mut scratch = Vec::new();
     let pb = progress_bar(total, opts.progress);
     let canny = opts.config.canny.enabled;
-    let cell = super::report::COVERAGE_CELL;
+    let cell = report::COVERAGE_CELL;
     let mut heatmap = Heatmap::new(cell);
     let mut processing_s = 0.0f64;
     let mut done = 0usize;
@@ -459,7 +465,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         homography.push(eval::evaluate_pair(pair, &opts.config)?);
     }
     let opencv = match &opts.opencv_eval {
-        Some(p) => Some(super::report::load_opencv_eval(p)?),
+        Some(p) => Some(report::load_opencv_eval(p)?),
         None => None,
     };
     let per_topic: BTreeMap<String, usize> =
@@ -481,7 +487,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         matcher: track_matcher.as_ref().map(TrackMatcher::info),
         heatmap,
     };
-    let written = super::report::write(&input, &opts.out_dir)?;
+    let written = report::write(&input, &opts.out_dir)?;
     Ok(ReplaySummary {
         frames: done,
         per_topic,

@@ -1,4 +1,10 @@
-//! Evaluation measures of the replay report.
+//! Evaluation metrics: how well keypoints are re-found between frames (frame-to-frame
+//! tracking, descriptor tracking) and between images related by a known homography
+//! (repeatability, matching score). The replay computes them per frame; `replay::report`
+//! aggregates and prints them.
+//!
+//! May import: the pipeline and its types, `matching`, `config`, `image`; never `replay`,
+//! `report`, `bag` or `ros`.
 //!
 //! # Frame-to-frame tracking ([`track`])
 //!

@@ -4,7 +4,7 @@
 //!
 //! * `stats`: the per-frame measures and their aggregation ([`Report::build`]).
 //! * `markdown`: `report.md` ([`Report::markdown`]).
-//! * `figures`: the PNG plots the Markdown links (drawn by [`plot`](super::plot)).
+//! * `figures`: the PNG plots the Markdown links (drawn by [`plot`](crate::report::plot)).
 //! * this module: the input, `report.json` ([`Report`]) and [`write()`], which puts it all on
 //!   disk.
 
@@ -13,17 +13,18 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::eval::HomographyResult;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::eval::HomographyResult;
 use crate::matching::MatchParams;
+use crate::report::Dist;
 
 mod figures;
 mod markdown;
 mod stats;
 
 use self::figures::plots;
-pub use self::stats::{DescriptorTracking, Dist, FrameStats, Heatmap, Tracking, COVERAGE_CELL};
+pub use self::stats::{DescriptorTracking, FrameStats, Heatmap, Tracking, COVERAGE_CELL};
 
 /// Everything the report is made from.
 #[derive(Clone, Debug)]
@@ -142,7 +143,7 @@ pub fn write(inp: &ReportInput, dir: &Path) -> Result<Written> {
     let md = dir.join("report.md");
     write_atomic(&md, markdown.as_bytes())?;
     let html = dir.join("report.html");
-    let page = super::html::page("gpu_features replay report", &markdown, dir)?;
+    let page = crate::report::html::page("gpu_features replay report", &markdown, dir)?;
     write_atomic(&html, page.as_bytes())?;
     Ok(Written {
         markdown: md,
@@ -155,9 +156,9 @@ pub fn write(inp: &ReportInput, dir: &Path) -> Result<Written> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bag::eval::MatchTrackStats;
-    use crate::bag::plot;
+    use crate::eval::MatchTrackStats;
     use crate::pipeline::Features;
+    use crate::report::plot;
 
     pub(super) fn input(frames: Vec<FrameStats>, matcher: Option<MatcherInfo>) -> ReportInput {
         ReportInput {

@@ -1,0 +1,175 @@
+//! The node's counters per input ([`Stats`]), the /diagnostics status built from them once
+//! per period, and the rate limit of its log lines.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use r2r::diagnostic_msgs::msg::{DiagnosticStatus, KeyValue};
+
+/// Counters of one input. Totals since start plus a window reset by each diagnostics report.
+#[derive(Default)]
+pub(super) struct Stats {
+    pub(super) received: u64,
+    pub(super) processed: u64,
+    pub(super) dropped: u64,
+    pub(super) decode_errors: u64,
+    pub(super) process_errors: u64,
+    pub(super) backend: String,
+    pub(super) last_error: String,
+    /// 1 once the GPU failed and the input moved to the CPU backend (`Pipeline::gpu_failure`).
+    pub(super) gpu_failures: u64,
+    pub(super) gpu_failure: String,
+    // window
+    pub(super) w_processed: u64,
+    pub(super) w_decode_errors: u64,
+    pub(super) w_latency_ms: Vec<f64>,
+    pub(super) w_stage_ms: BTreeMap<&'static str, (f64, u64)>,
+    pub(super) w_start: Option<Instant>,
+    // whole run
+    pub(super) all_latency_ms: Vec<f64>,
+}
+
+/// At most one log line per `period`, with the count of lines left out.
+pub(super) struct RateLimit {
+    pub(super) period: Duration,
+    pub(super) last: Option<Instant>,
+    pub(super) suppressed: u64,
+}
+
+impl RateLimit {
+    pub(super) fn new(period: Duration) -> Self {
+        RateLimit {
+            period,
+            last: None,
+            suppressed: 0,
+        }
+    }
+    /// Some(number suppressed since the last line) when a line may be written now.
+    pub(super) fn allow(&mut self) -> Option<u64> {
+        let now = Instant::now();
+        match self.last {
+            Some(t) if now - t < self.period => {
+                self.suppressed += 1;
+                None
+            }
+            _ => {
+                self.last = Some(now);
+                Some(std::mem::take(&mut self.suppressed))
+            }
+        }
+    }
+}
+
+pub(super) fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> DiagnosticStatus {
+    let now = Instant::now();
+    let window = s.w_start.map(|t| (now - t).as_secs_f64()).unwrap_or(0.0);
+    let fps = if window > 0.0 {
+        s.w_processed as f64 / window
+    } else {
+        0.0
+    };
+    let mut lat = std::mem::take(&mut s.w_latency_ms);
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let mean = if lat.is_empty() {
+        f64::NAN
+    } else {
+        lat.iter().sum::<f64>() / lat.len() as f64
+    };
+    let kv = |k: &str, v: String| KeyValue {
+        key: k.to_string(),
+        value: v,
+    };
+    let mut values = vec![
+        kv("backend", s.backend.clone()),
+        kv("fps", format!("{fps:.2}")),
+        kv("frames_received", s.received.to_string()),
+        kv("frames_processed", s.processed.to_string()),
+        kv("frames_dropped", s.dropped.to_string()),
+        kv("decode_errors", s.decode_errors.to_string()),
+        kv("process_errors", s.process_errors.to_string()),
+        kv("gpu_failures", s.gpu_failures.to_string()),
+        kv("window_s", format!("{window:.3}")),
+        kv("window_frames", lat.len().to_string()),
+        kv("latency_ms_mean", format!("{mean:.3}")),
+        kv("latency_ms_p50", format!("{:.3}", percentile(&lat, 0.5))),
+        kv("latency_ms_p95", format!("{:.3}", percentile(&lat, 0.95))),
+        kv("latency_ms_p99", format!("{:.3}", percentile(&lat, 0.99))),
+        kv(
+            "latency_ms_max",
+            format!("{:.3}", lat.last().copied().unwrap_or(f64::NAN)),
+        ),
+    ];
+    for (stage, (sum, n)) in std::mem::take(&mut s.w_stage_ms) {
+        values.push(kv(
+            &format!("stage_ms.{stage}"),
+            format!("{:.3}", sum / n.max(1) as f64),
+        ));
+    }
+    let (level, message) = if s.gpu_failures > 0 {
+        // WARN for as long as the input runs on the CPU after a GPU failure.
+        (
+            1u8,
+            format!(
+                "GPU failed, running on the CPU backend (same output): {}",
+                s.gpu_failure
+            ),
+        )
+    } else if s.w_decode_errors > 0 {
+        (
+            1u8,
+            format!(
+                "{} malformed frame(s) in the last {window:.1} s: {}",
+                s.w_decode_errors, s.last_error
+            ),
+        )
+    } else if s.processed == 0 {
+        (0u8, "waiting for images".to_string())
+    } else {
+        (0u8, format!("{fps:.1} fps"))
+    };
+    s.w_processed = 0;
+    s.w_decode_errors = 0;
+    s.w_start = Some(now);
+    let label = if input.is_empty() { "image" } else { input };
+    DiagnosticStatus {
+        level,
+        name: format!("{}: {label}", node.trim_start_matches('/')),
+        message,
+        hardware_id: s.backend.clone(),
+        values,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpu_failure_is_a_warning_in_diagnostics() {
+        let mut s = Stats {
+            processed: 10,
+            backend: "cpu".into(),
+            ..Default::default()
+        };
+        let ok = diagnostic_status("/gpu_features", "", &mut s);
+        assert_eq!(ok.level, 0);
+        s.gpu_failures = 1;
+        s.gpu_failure = "launching orb_describe: injected fault".into();
+        let d = diagnostic_status("/gpu_features", "left", &mut s);
+        assert_eq!(d.level, 1, "WARN");
+        assert!(d.message.contains("CPU backend") && d.message.contains("injected"));
+        assert!(d
+            .values
+            .iter()
+            .any(|kv| kv.key == "gpu_failures" && kv.value == "1"));
+        assert_eq!(d.name, "gpu_features: left");
+    }
+}

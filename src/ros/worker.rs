@@ -1,0 +1,258 @@
+//! One input's worker thread: takes the newest frame from its slot, runs its own
+//! [`Pipeline`] (rebuilt when the live config's generation changes), and publishes the
+//! outputs; the slot ([`Slot`]) keeps at most one pending frame.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use r2r::sensor_msgs::msg::{Image, PointCloud2};
+
+use super::convert;
+use super::diagnostics::{RateLimit, Stats};
+use super::matches::PreviousFrame;
+use super::params::NodeParams;
+use crate::image::GrayImage;
+use crate::pipeline::{BackendChoice, Features, Pipeline};
+
+/// Node-side latencies kept for the shutdown summary (bounded).
+const MAX_KEPT_LATENCIES: usize = 1 << 20;
+
+pub(super) struct Pending {
+    pub(super) msg: Image,
+    pub(super) received: Instant,
+}
+
+#[derive(Default)]
+pub(super) struct Slot {
+    pub(super) frame: Mutex<Option<Pending>>,
+    pub(super) ready: Condvar,
+}
+
+pub(super) struct Worker {
+    pub(super) label: String,
+    pub(super) slot: Arc<Slot>,
+    pub(super) stats: Arc<Mutex<Stats>>,
+    pub(super) params: Arc<Mutex<NodeParams>>,
+    pub(super) shutdown: Arc<AtomicBool>,
+    pub(super) logger: String,
+    pub(super) pub_kp: r2r::Publisher<PointCloud2>,
+    pub(super) pub_edges: r2r::Publisher<Image>,
+    pub(super) pub_debug: r2r::Publisher<Image>,
+    pub(super) pub_matches: r2r::Publisher<PointCloud2>,
+}
+
+impl Worker {
+    fn make_pipeline(&self, choice: BackendChoice) -> Result<(Pipeline, u64, bool), String> {
+        let (config, generation, debug) = {
+            let p = self.params.lock().unwrap();
+            (p.live.config.clone(), p.live.generation, p.live.debug_image)
+        };
+        let pipeline = Pipeline::new(config, choice).map_err(|e| e.to_string())?;
+        Ok((pipeline, generation, debug))
+    }
+
+    pub(super) fn run(
+        self,
+        choice: BackendChoice,
+        init: std::sync::mpsc::Sender<Result<String, String>>,
+    ) {
+        let (mut pipeline, mut generation, mut debug) = match self.make_pipeline(choice) {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = init.send(Err(format!("input {}: pipeline: {e}", self.label)));
+                return;
+            }
+        };
+        if let Some(why) = pipeline.fallback_reason() {
+            r2r::log_warn!(
+                &self.logger,
+                "input {}: using the CPU backend: {why}",
+                self.label
+            );
+        }
+        self.stats.lock().unwrap().backend = pipeline.backend().name().to_string();
+        let _ = init.send(Ok(pipeline.backend().name().to_string()));
+
+        let mut bad_input_log = RateLimit::new(Duration::from_secs(2));
+        let mut error_log = RateLimit::new(Duration::from_secs(2));
+        let mut cloud_buf = Vec::new();
+        let mut gray = GrayImage::default();
+        let mut features = Features::default();
+        let mut gpu_failure_logged = false;
+        let mut previous = PreviousFrame::new(choice);
+        let mut match_previous = self.params.lock().unwrap().live.match_previous;
+        loop {
+            let pending = {
+                let mut g = self.slot.frame.lock().unwrap();
+                loop {
+                    if self.shutdown.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if let Some(p) = g.take() {
+                        break p;
+                    }
+                    g = self
+                        .slot
+                        .ready
+                        .wait_timeout(g, Duration::from_millis(200))
+                        .unwrap()
+                        .0;
+                }
+            };
+
+            // Between frames: pick up parameter changes (buffers resize on the next frame).
+            {
+                let p = self.params.lock().unwrap();
+                if p.live.generation != generation {
+                    generation = p.live.generation;
+                    debug = p.live.debug_image;
+                    match_previous = p.live.match_previous;
+                    if let Err(e) = pipeline.set_config(p.live.config.clone()) {
+                        // cannot happen: the parameter layer validated it
+                        r2r::log_error!(&self.logger, "config rejected by pipeline: {e}");
+                    }
+                }
+            }
+
+            let msg = &pending.msg;
+            let view = match convert::image_view(msg) {
+                Ok(v) => v,
+                Err(e) => {
+                    let text = format!(
+                        "{}x{} {:?} step {} data {} B: {e}",
+                        msg.width,
+                        msg.height,
+                        msg.encoding,
+                        msg.step,
+                        msg.data.len()
+                    );
+                    if let Some(skipped) = bad_input_log.allow() {
+                        r2r::log_warn!(
+                            &self.logger,
+                            "input {}: dropping malformed image ({text}){}",
+                            self.label,
+                            if skipped > 0 {
+                                format!(" [{skipped} similar messages suppressed]")
+                            } else {
+                                String::new()
+                            }
+                        );
+                    }
+                    let mut s = self.stats.lock().unwrap();
+                    s.decode_errors += 1;
+                    s.w_decode_errors += 1;
+                    s.last_error = text;
+                    continue;
+                }
+            };
+
+            // A panic in a stage must not take the node down: count it, rebuild the backend.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pipeline.process_into(&view, &mut features)
+            }));
+            match result {
+                Ok(Ok(())) => {
+                    if let (Some(why), false) = (pipeline.gpu_failure(), gpu_failure_logged) {
+                        // Logged once; the pipeline redid the frame on the CPU and stays there.
+                        r2r::log_warn!(
+                            &self.logger,
+                            "input {}: GPU failure, switched to the CPU backend: {why}",
+                            self.label
+                        );
+                        gpu_failure_logged = true;
+                        let mut s = self.stats.lock().unwrap();
+                        s.gpu_failures += 1;
+                        s.gpu_failure = why.to_string();
+                    }
+                }
+                Ok(Err(e)) => {
+                    if error_log.allow().is_some() {
+                        r2r::log_error!(
+                            &self.logger,
+                            "input {}: processing failed: {e}",
+                            self.label
+                        );
+                    }
+                    self.stats.lock().unwrap().process_errors += 1;
+                    continue;
+                }
+                Err(_) => {
+                    if error_log.allow().is_some() {
+                        r2r::log_error!(
+                            &self.logger,
+                            "input {}: pipeline panicked; rebuilding it",
+                            self.label
+                        );
+                    }
+                    self.stats.lock().unwrap().process_errors += 1;
+                    match self.make_pipeline(choice) {
+                        Ok((p, g, d)) => {
+                            pipeline = p;
+                            generation = g;
+                            debug = d;
+                        }
+                        Err(e) => {
+                            r2r::log_error!(
+                                &self.logger,
+                                "input {}: cannot rebuild pipeline: {e}",
+                                self.label
+                            )
+                        }
+                    }
+                    continue;
+                }
+            };
+
+            let header = &msg.header;
+            let cloud = convert::keypoints_cloud(
+                header,
+                &features.keypoints,
+                features.descriptors_for(pipeline.config()),
+                std::mem::take(&mut cloud_buf),
+            );
+            let _ = self.pub_kp.publish(&cloud);
+            cloud_buf = cloud.data;
+            if let Some(edges) = &features.edges {
+                let _ = self.pub_edges.publish(&convert::mono8_image(header, edges));
+            }
+            match (match_previous, features.descriptors_for(pipeline.config())) {
+                (true, Some(descriptors)) => {
+                    let (cloud, problem) = previous.step(header, descriptors);
+                    let _ = self.pub_matches.publish(&cloud);
+                    previous.recycle(cloud);
+                    if let (Some(p), Some(_)) = (problem, error_log.allow()) {
+                        r2r::log_warn!(&self.logger, "input {}: matcher: {p}", self.label);
+                    }
+                }
+                _ => previous.reset(),
+            }
+            if debug
+                && self
+                    .pub_debug
+                    .get_inter_process_subscription_count()
+                    .unwrap_or(0)
+                    > 0
+            {
+                crate::cpu::decode::decode(&view, &mut gray);
+                let img = convert::debug_overlay(header, &gray, &features);
+                let _ = self.pub_debug.publish(&img);
+            }
+            let latency = pending.received.elapsed().as_secs_f64() * 1e3;
+
+            let mut s = self.stats.lock().unwrap();
+            s.processed += 1;
+            s.w_processed += 1;
+            s.w_latency_ms.push(latency);
+            if s.all_latency_ms.len() < MAX_KEPT_LATENCIES {
+                s.all_latency_ms.push(latency);
+            }
+            for t in &features.timings {
+                let e = s.w_stage_ms.entry(t.stage).or_insert((0.0, 0));
+                e.0 += t.ms;
+                e.1 += 1;
+            }
+            s.backend = pipeline.backend().name().to_string();
+        }
+    }
+}
