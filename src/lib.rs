@@ -36,6 +36,7 @@ pub mod report;
 pub mod ros;
 pub mod select;
 pub mod soak;
+pub mod track;
 
 pub use config::Config;
 pub use error::{DecodeError, Error, Result};

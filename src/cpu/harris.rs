@@ -280,21 +280,16 @@ fn response_row(
 /// OpenCV's `ColumnSum<double, float>`, rounded to f32); then the response. Compiled twice
 /// (with and without FMA).
 #[inline(always)]
-fn dense_core<const K: usize>(
+fn dense_core<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
     img: &GrayImage,
     sm: &[f32; K],
     de: &[f32; K],
     block: usize,
-    k: f32,
+    finish: &mut F,
     out: &mut Vec<f32>,
 ) {
     let (w, h) = (img.width, img.height);
-    let n = w * h;
     let anchor = block / 2;
-    // Our k is f32; its shortest decimal form recovers the double the user wrote (0.04,
-    // not 0.0399999991).
-    let kd: f64 = k.to_string().parse().unwrap_or(k as f64);
-    let ends = (n - n % 8, n - n % 4);
     let mut sobel = Sobel::new(img, sm, de);
     // Sobel rows, slot `sy % grad_n`: the box rows ask for them in order except for
     // reflections at most `block` rows back.
@@ -375,7 +370,7 @@ fn dense_core<const K: usize>(
             }
         }
         let [a, b, c] = &row;
-        response_row(a, b, c, k, kd, y * w, ends, &mut resp);
+        finish(a, b, c, y * w, &mut resp);
         out.extend_from_slice(&resp);
     }
 }
@@ -384,24 +379,24 @@ fn dense_core<const K: usize>(
 /// FMA is exactly rounded, so the results are the same bits as the software path.
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dense_core_fma<const K: usize>(
+unsafe fn dense_core_fma<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
     img: &GrayImage,
     sm: &[f32; K],
     de: &[f32; K],
     block: usize,
-    k: f32,
+    finish: &mut F,
     out: &mut Vec<f32>,
 ) {
-    dense_core(img, sm, de, block, k, out)
+    dense_core(img, sm, de, block, finish, out)
 }
 
 /// Dispatches to the FMA build where the CPU has it.
-fn dense_dispatch<const K: usize>(
+fn dense_dispatch<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
     img: &GrayImage,
     sm: &[f32],
     de: &[f32],
     block: usize,
-    k: f32,
+    finish: &mut F,
     out: &mut Vec<f32>,
 ) {
     let sm: &[f32; K] = sm.try_into().unwrap();
@@ -409,10 +404,10 @@ fn dense_dispatch<const K: usize>(
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-        unsafe { dense_core_fma(img, sm, de, block, k, out) };
+        unsafe { dense_core_fma(img, sm, de, block, finish, out) };
         return;
     }
-    dense_core(img, sm, de, block, k, out)
+    dense_core(img, sm, de, block, finish, out)
 }
 
 /// `cv::cornerHarris(img, block_size, ksize, k)` (default border, `BORDER_REFLECT_101`) into
@@ -423,6 +418,28 @@ fn dense_dispatch<const K: usize>(
 /// `a*c - b*b - k*(a+c)^2`. Bit-exact with the goldens (see the module doc for the host
 /// caveat); the tests bound any difference by `1e-6 * max|R|` as well.
 pub fn dense_response(img: &GrayImage, block_size: u32, ksize: u32, k: f32, out: &mut Vec<f32>) {
+    let n = img.width * img.height;
+    // Our k is f32; its shortest decimal form recovers the double the user wrote (0.04,
+    // not 0.0399999991).
+    let kd: f64 = k.to_string().parse().unwrap_or(k as f64);
+    let ends = (n - n % 8, n - n % 4);
+    let mut finish = |a: &[f32], b: &[f32], c: &[f32], i0: usize, resp: &mut [f32]| {
+        response_row(a, b, c, k, kd, i0, ends, resp)
+    };
+    covariance_map(img, block_size, ksize, &mut finish, out);
+}
+
+/// The common part of `cv::cornerHarris` and `cv::cornerMinEigenVal`
+/// (`cornerEigenValsVecs`): per output row, the box sums `a = Σdx²`, `b = Σdx·dy`,
+/// `c = Σdy²` of the scaled Sobel gradients, handed to `finish(a, b, c, i0, row)` with `i0`
+/// the flat index of the row's first pixel; `out` gets every row it writes.
+pub(crate) fn covariance_map<F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
+    img: &GrayImage,
+    block_size: u32,
+    ksize: u32,
+    finish: &mut F,
+    out: &mut Vec<f32>,
+) {
     let (w, h) = (img.width, img.height);
     let n = w * h;
     out.clear();
@@ -442,9 +459,9 @@ pub fn dense_response(img: &GrayImage, block_size: u32, ksize: u32, k: f32, out:
     let de: Vec<f32> = deriv.iter().map(|&v| v as f32).collect();
     let bs = block_size as usize;
     match ksize {
-        3 => dense_dispatch::<3>(img, &sm, &de, bs, k, out),
-        5 => dense_dispatch::<5>(img, &sm, &de, bs, k, out),
-        _ => dense_dispatch::<7>(img, &sm, &de, bs, k, out),
+        3 => dense_dispatch::<3, F>(img, &sm, &de, bs, finish, out),
+        5 => dense_dispatch::<5, F>(img, &sm, &de, bs, finish, out),
+        _ => dense_dispatch::<7, F>(img, &sm, &de, bs, finish, out),
     }
 }
 

@@ -9,13 +9,12 @@
 //! The slot holds at most one pending frame: a frame that arrives while another one waits
 //! replaces it and counts as dropped, so a slow pipeline never builds a queue.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use r2r::diagnostic_msgs::msg::{DiagnosticArray, DiagnosticStatus, KeyValue};
+use r2r::diagnostic_msgs::msg::DiagnosticArray;
 use r2r::sensor_msgs::msg::{Image, PointCloud2};
 use r2r::QosProfile;
 

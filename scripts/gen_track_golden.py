@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Goldens of the tracker's OpenCV functions on the real sequence tests/data/seq/ (cockatoo
+frames, licence in tests/data/LICENSES.md), written to tests/golden/track/:
+
+  pyramid.json   cv2.buildOpticalFlowPyramid((21, 21), 3) of every frame: each level's size
+                 and the CRC-32 of its pixels
+  gftt.json      cv2.cornerMinEigenVal(frame, 3, 3) (CRC-32 of its f32 bytes) and
+                 cv2.goodFeaturesToTrack(frame, 150, 0.01, 30) of every frame, without a mask
+                 and with VINS's mask (cv2.circle of radius 30 around given points)
+  lk.json        cv2.calcOpticalFlowPyrLK(prev, next, pts, None, (21, 21), 3) for every
+                 consecutive pair: pts = the GFTT corners of prev plus seeded sub-pixel points
+                 (some near and past the border); and the reverse check VINS-Fusion runs
+                 (maxLevel 1, OPTFLOW_USE_INITIAL_FLOW from the previous positions)
+  undistort.json cv2.undistortPoints / cv2.fisheye.undistortPoints of a grid of pixels for
+                 the camera models the tracker supports
+
+Floats are stored as their IEEE bit patterns (u32 for f32, and f64 reprs for doubles) so the
+tests compare bits. Run with the venv of scripts/setup-python.sh:
+  .venv-py/bin/python scripts/gen_track_golden.py
+"""
+import glob
+import json
+import os
+import struct
+import sys
+import zlib
+
+import cv2
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "golden", "track")
+
+
+def f32bits(v):
+    return struct.unpack("<I", struct.pack("<f", float(v)))[0]
+
+
+def frames():
+    paths = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "seq", "*.png")))
+    return [(os.path.basename(p), cv2.imread(p, cv2.IMREAD_GRAYSCALE)) for p in paths]
+
+
+def vins_mask(shape, pts, radius=30):
+    mask = np.full(shape, 255, np.uint8)
+    for x, y in pts:
+        cv2.circle(mask, (int(round(x)), int(round(y))), radius, 0, -1)
+    return mask
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    seq = frames()
+    if not seq:
+        sys.exit("no frames in tests/data/seq")
+    rng = np.random.default_rng(20261126)
+
+    pyr = []
+    for name, img in seq:
+        n, levels = cv2.buildOpticalFlowPyramid(img, (21, 21), 3, withDerivatives=False)
+        pyr.append({
+            "frame": name,
+            "levels": [{"width": int(l.shape[1]), "height": int(l.shape[0]),
+                        "crc32": zlib.crc32(np.ascontiguousarray(l).tobytes())}
+                       for l in levels],
+        })
+
+    gftt = []
+    corners = {}
+    for name, img in seq:
+        c = cv2.goodFeaturesToTrack(img, 150, 0.01, 30)
+        c = [] if c is None else c.reshape(-1, 2).tolist()
+        corners[name] = c
+        # VINS's mask: circles around "tracked" points (here every third corner, moved a
+        # little so the circles do not sit on the maxima).
+        keep = [(x + 3.4, y - 2.6) for x, y in c[::3]]
+        m = vins_mask(img.shape, keep)
+        cm = cv2.goodFeaturesToTrack(img, 150 - len(keep), 0.01, 30, mask=m)
+        cm = [] if cm is None else cm.reshape(-1, 2).tolist()
+        eig = cv2.cornerMinEigenVal(img, 3, 3)
+        gftt.append({"frame": name, "eig_crc32": zlib.crc32(np.ascontiguousarray(eig, np.float32).tobytes()),
+                     "corners": c, "mask_points": keep, "masked_corners": cm,
+                     "mask_crc32": zlib.crc32(m.tobytes())})
+
+    lk = []
+    for (n0, a), (n1, b) in zip(seq, seq[1:]):
+        h, w = a.shape
+        extra = np.column_stack([rng.uniform(-8, w + 8, 60), rng.uniform(-8, h + 8, 60)])
+        pts = np.array(corners[n0] + extra.tolist(), np.float32).reshape(-1, 1, 2)
+        nxt, st, err = cv2.calcOpticalFlowPyrLK(a, b, pts, None, winSize=(21, 21), maxLevel=3)
+        rev = pts.copy()
+        rev, rst, rerr = cv2.calcOpticalFlowPyrLK(
+            b, a, nxt, rev, winSize=(21, 21), maxLevel=1,
+            criteria=(cv2.TERM_CRITERIA_COUNT + cv2.TERM_CRITERIA_EPS, 30, 0.01),
+            flags=cv2.OPTFLOW_USE_INITIAL_FLOW)
+        lk.append({
+            "prev": n0, "next": n1,
+            "points": [[f32bits(x), f32bits(y)] for x, y in pts.reshape(-1, 2)],
+            "forward": [[f32bits(x), f32bits(y), int(s), f32bits(e)]
+                        for (x, y), s, e in zip(nxt.reshape(-1, 2), st.ravel(), err.ravel())],
+            "reverse": [[f32bits(x), f32bits(y), int(s)]
+                        for (x, y), s in zip(rev.reshape(-1, 2), rst.ravel())],
+        })
+
+    und = []
+    grid = np.array([[x, y] for y in range(0, 481, 40) for x in range(0, 753, 47)], np.float64)
+    K = np.array([[458.654, 0, 367.215], [0, 457.296, 248.375], [0, 0, 1]])
+    for model, D in [("plumb_bob", [-0.28340811, 0.07395907, 0.00019359, 1.76187114e-05, 0.0]),
+                     ("rational_polynomial", [-0.28, 0.074, 0.0002, 1.8e-05, 0.01, 0.02, -0.003, 0.004])]:
+        r = cv2.undistortPoints(grid.reshape(-1, 1, 2), K, np.array(D)).reshape(-1, 2)
+        und.append({"model": model, "K": K.ravel().tolist(), "D": D,
+                    "pixels": grid.tolist(), "normalized": r.tolist()})
+    Kf = np.array([[190.978, 0, 254.932], [0, 190.973, 256.897], [0, 0, 1]])
+    Df = [0.00348238, 0.000715034, -0.00205323, 0.000202936]
+    gf = np.array([[x, y] for y in range(10, 512, 50) for x in range(10, 512, 50)], np.float64)
+    r = cv2.fisheye.undistortPoints(gf.reshape(-1, 1, 2), Kf, np.array(Df)).reshape(-1, 2)
+    und.append({"model": "equidistant", "K": Kf.ravel().tolist(), "D": Df,
+                "pixels": gf.tolist(), "normalized": r.tolist()})
+
+    meta = {"opencv": cv2.__version__}
+    for name, obj in [("pyramid", pyr), ("gftt", gftt), ("lk", lk), ("undistort", und)]:
+        with open(os.path.join(OUT, f"{name}.json"), "w") as f:
+            json.dump({"meta": meta, "cases": obj}, f, separators=(",", ":"))
+    print("wrote", OUT, {k: len(v) for k, v in [("pyramid", pyr), ("gftt", gftt), ("lk", lk)]})
+
+
+if __name__ == "__main__":
+    main()

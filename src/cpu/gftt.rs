@@ -1,0 +1,261 @@
+//! Shi-Tomasi corners: `cv::cornerMinEigenVal` and `cv::goodFeaturesToTrack` (CPU
+//! reference for the tracker's top-up detection), bit-exact with the opencv-python 5.0
+//! wheel on x86-64.
+//!
+//! - [`min_eigen_map`]: the smaller eigenvalue of the gradient covariance over a
+//!   `block_size` box (`cv::cornerMinEigenVal(img, block_size, ksize)`): the same scaled
+//!   Sobel, products and box sums as `cv::cornerHarris` (shared with
+//!   [`super::harris`]), then `(a + c) - sqrt((a - c)^2 + b^2)` with `a`, `c` halved, every
+//!   step rounded to f32 and nothing fused: unlike the wheel's Harris response, its vector
+//!   and scalar loops round alike (tests/exact_track.rs checks the whole map's bits, and a
+//!   fused `b*b + t*t` fails it).
+//! - [`good_features_to_track`]: threshold at `quality * max` over the mask (IPP's
+//!   `v < thr + FLT_EPSILON` zeroing), 3x3 dilation, the local maxima inside a one-pixel
+//!   border and the mask, sorted by value then by position (later pixel first on ties: the
+//!   comparator of OpenCV's gftt.cpp compares addresses), then the greedy minimum-distance
+//!   filter over a grid of `round(min_distance)` cells, up to `max_corners`.
+
+use super::harris::covariance_map;
+use crate::image::GrayImage;
+
+/// `cv::goodFeaturesToTrack` parameters (`useHarrisDetector = false`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GfttParams {
+    /// At most this many corners; 0 = no limit.
+    pub max_corners: usize,
+    pub quality: f64,
+    pub min_distance: f64,
+    pub block_size: u32,
+    /// Sobel aperture (`gradientSize`): 3, 5 or 7.
+    pub ksize: u32,
+}
+
+impl Default for GfttParams {
+    /// VINS-Fusion's call: 150 corners, quality 0.01, 30 px apart, 3x3 blocks.
+    fn default() -> Self {
+        GfttParams {
+            max_corners: 150,
+            quality: 0.01,
+            min_distance: 30.0,
+            block_size: 3,
+            ksize: 3,
+        }
+    }
+}
+
+/// `cv::cornerMinEigenVal(img, block_size, ksize)` into `out` (row-major).
+pub fn min_eigen_map(img: &GrayImage, block_size: u32, ksize: u32, out: &mut Vec<f32>) {
+    let mut finish = |a: &[f32], b: &[f32], c: &[f32], _i0: usize, row: &mut [f32]| {
+        for (x, o) in row.iter_mut().enumerate() {
+            let (a, b, c) = (a[x] * 0.5, b[x], c[x] * 0.5);
+            let t = a - c;
+            *o = (a + c) - (t * t + b * b).sqrt();
+        }
+    };
+    covariance_map(img, block_size, ksize, &mut finish, out);
+}
+
+/// Reusable buffers of [`good_features_to_track`].
+#[derive(Default)]
+pub struct GfttScratch {
+    eig: Vec<f32>,
+    dil: Vec<f32>,
+    cand: Vec<u32>,
+    grid: Vec<Vec<(f32, f32)>>,
+}
+
+/// `cv::goodFeaturesToTrack(img, corners, max_corners, quality, min_distance, mask,
+/// block_size, ksize)` into `out` (pixel centres, strongest first). `mask`, when given, has
+/// the image's size; 0 excludes a pixel.
+pub fn good_features_to_track(
+    img: &GrayImage,
+    p: &GfttParams,
+    mask: Option<&GrayImage>,
+    s: &mut GfttScratch,
+    out: &mut Vec<(f32, f32)>,
+) {
+    out.clear();
+    let (w, h) = (img.width, img.height);
+    if w == 0 || h == 0 {
+        return;
+    }
+    if let Some(m) = mask {
+        assert_eq!((m.width, m.height), (w, h), "mask size");
+    }
+    min_eigen_map(img, p.block_size, p.ksize, &mut s.eig);
+    let masked = |i: usize| mask.is_none_or(|m| m.data[i] != 0);
+    let mut max = f32::NEG_INFINITY;
+    for (i, &v) in s.eig.iter().enumerate() {
+        if masked(i) && v > max {
+            max = v;
+        }
+    }
+    let max_val = if max == f32::NEG_INFINITY {
+        0.0
+    } else {
+        max as f64
+    };
+    let thr = (max_val * p.quality) as f32 + f32::EPSILON;
+    for v in s.eig.iter_mut() {
+        if *v < thr {
+            *v = 0.0;
+        }
+    }
+    dilate3(&s.eig, w, h, &mut s.dil);
+    s.cand.clear();
+    for y in 1..h.saturating_sub(1) {
+        for x in 1..w - 1 {
+            let i = y * w + x;
+            let v = s.eig[i];
+            if v != 0.0 && v == s.dil[i] && masked(i) {
+                s.cand.push(i as u32);
+            }
+        }
+    }
+    let eig = &s.eig;
+    s.cand
+        .sort_unstable_by(|&a, &b| eig[b as usize].total_cmp(&eig[a as usize]).then(b.cmp(&a)));
+    let limit = if p.max_corners > 0 {
+        p.max_corners
+    } else {
+        usize::MAX
+    };
+    if p.min_distance < 1.0 {
+        out.extend(
+            s.cand
+                .iter()
+                .take(limit)
+                .map(|&i| ((i as usize % w) as f32, (i as usize / w) as f32)),
+        );
+        return;
+    }
+    let cell = p.min_distance.round_ties_even() as usize;
+    let (gw, gh) = (w.div_ceil(cell), h.div_ceil(cell));
+    s.grid.resize_with(gw * gh, Vec::new);
+    s.grid.truncate(gw * gh);
+    for g in s.grid.iter_mut() {
+        g.clear();
+    }
+    let md2 = p.min_distance * p.min_distance;
+    for &i in &s.cand {
+        let (x, y) = (i as usize % w, i as usize / w);
+        let (cx, cy) = (x / cell, y / cell);
+        let (fx, fy) = (x as f32, y as f32);
+        let near = (cy.saturating_sub(1)..=(cy + 1).min(gh - 1)).any(|yy| {
+            (cx.saturating_sub(1)..=(cx + 1).min(gw - 1)).any(|xx| {
+                s.grid[yy * gw + xx].iter().any(|&(mx, my)| {
+                    let (dx, dy) = (fx - mx, fy - my);
+                    ((dx * dx + dy * dy) as f64) < md2
+                })
+            })
+        });
+        if near {
+            continue;
+        }
+        s.grid[cy * gw + cx].push((fx, fy));
+        out.push((fx, fy));
+        if out.len() == limit {
+            break;
+        }
+    }
+}
+
+/// 3x3 maximum (`cv::dilate` with the default kernel; pixels outside the image ignored).
+fn dilate3(src: &[f32], w: usize, h: usize, dst: &mut Vec<f32>) {
+    dst.clear();
+    dst.resize(w * h, 0.0);
+    let mut rowmax = vec![0f32; w * h];
+    for y in 0..h {
+        let r = &src[y * w..(y + 1) * w];
+        for x in 0..w {
+            let mut m = r[x];
+            if x > 0 {
+                m = m.max(r[x - 1]);
+            }
+            if x + 1 < w {
+                m = m.max(r[x + 1]);
+            }
+            rowmax[y * w + x] = m;
+        }
+    }
+    for y in 0..h {
+        for x in 0..w {
+            let mut m = rowmax[y * w + x];
+            if y > 0 {
+                m = m.max(rowmax[(y - 1) * w + x]);
+            }
+            if y + 1 < h {
+                m = m.max(rowmax[(y + 1) * w + x]);
+            }
+            dst[y * w + x] = m;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dark image with bright squares: each square's four corners are corners.
+    fn squares() -> GrayImage {
+        let mut img = GrayImage::new(120, 90);
+        for (x0, y0) in [(20usize, 20usize), (70, 40)] {
+            for y in y0..y0 + 25 {
+                for x in x0..x0 + 25 {
+                    img.data[y * 120 + x] = 200;
+                }
+            }
+        }
+        img
+    }
+
+    #[test]
+    fn corners_of_squares_are_found_strongest_first_and_spaced() {
+        let img = squares();
+        let mut out = Vec::new();
+        let p = GfttParams {
+            min_distance: 10.0,
+            ..Default::default()
+        };
+        good_features_to_track(&img, &p, None, &mut GfttScratch::default(), &mut out);
+        assert_eq!(out.len(), 8, "{out:?}");
+        for (i, a) in out.iter().enumerate() {
+            for b in &out[i + 1..] {
+                assert!((a.0 - b.0).hypot(a.1 - b.1) >= 10.0);
+            }
+        }
+        let mut eig = Vec::new();
+        min_eigen_map(&img, 3, 3, &mut eig);
+        let v: Vec<f32> = out
+            .iter()
+            .map(|&(x, y)| eig[y as usize * 120 + x as usize])
+            .collect();
+        assert!(v.windows(2).all(|w| w[0] >= w[1]), "{v:?}");
+    }
+
+    #[test]
+    fn the_mask_and_the_limit_hold() {
+        let img = squares();
+        let mut mask = GrayImage::new(120, 90);
+        for y in 0..90 {
+            for x in 0..60 {
+                mask.data[y * 120 + x] = 255;
+            }
+        }
+        let p = GfttParams {
+            min_distance: 10.0,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let mut s = GfttScratch::default();
+        good_features_to_track(&img, &p, Some(&mask), &mut s, &mut out);
+        assert_eq!(out.len(), 4);
+        assert!(out.iter().all(|&(x, _)| x < 60.0));
+        let p2 = GfttParams {
+            max_corners: 3,
+            ..p
+        };
+        good_features_to_track(&img, &p2, None, &mut s, &mut out);
+        assert_eq!(out.len(), 3);
+    }
+}

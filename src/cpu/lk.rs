@@ -1,0 +1,701 @@
+//! Pyramidal Lucas-Kanade optical flow (CPU reference for the tracker), bit-exact with
+//! OpenCV's `cv::buildOpticalFlowPyramid` + `cv::calcOpticalFlowPyrLK` on x86-64 (the
+//! opencv-python 5.0 wheel; note "LK semantics" in `../shared/OPENCV_NOTES.md` style below).
+//!
+//! What is reproduced, and how:
+//! - The pyramid ([`FlowPyramid`]): level 0 is the image; level l is `cv::pyrDown` of level
+//!   l-1 (5x5 binomial, `(sum + 128) >> 8`, `BORDER_REFLECT_101`), size `((w+1)/2, (h+1)/2)`;
+//!   the levels stop before one whose side would be `<= window`. Every level carries a
+//!   `window`-wide `BORDER_REFLECT_101` border, as OpenCV's pyramid does, so a window may
+//!   hang up to `window` pixels off the image.
+//! - Derivatives: the Scharr pair of `calcScharrDeriv` in 16-bit integers (vertical
+//!   [3 10 3] then horizontal difference for x, vertical difference then [3 10 3] for y,
+//!   reflected rows and columns), then a `window`-wide border of zeros.
+//! - The tracker (`LKTrackerInvoker`): 14-bit fixed-point bilinear weights rounded from f32
+//!   with ties to even, the patch and its gradients interpolated in integers, the 2x2 matrix
+//!   and the mismatch vector summed in f32 in the exact order of OpenCV's 128-bit SIMD loop
+//!   (blocks of 8 columns: lane j takes columns j and j+4 of each block; the columns past
+//!   the last whole block are summed by the scalar tail first; the lanes reduced as
+//!   `(l0 + l2) + (l1 + l3)`), the minimum-eigenvalue test, up to `max_iter` Newton steps
+//!   with OpenCV's two stopping rules, and the final mismatch (`err`) pass, whose bounds
+//!   check can still clear a status.
+//!
+//! The f32 sums are the only place where order matters: every product is an integer that
+//! f32 holds exactly (|I_x|, |I_y| <= 4080; a pair of products as the SIMD dot product
+//! forms it is converted to f32 once, as OpenCV's `v_cvt_f32` does).
+
+use crate::image::GrayImage;
+
+/// `cv::TermCriteria(COUNT + EPS, max_iter, epsilon)` and the other `calcOpticalFlowPyrLK`
+/// parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LkParams {
+    /// Square window side (`winSize`), >= 3.
+    pub window: usize,
+    /// Highest pyramid level used (`maxLevel`); fewer when the image is small.
+    pub max_level: usize,
+    pub max_iter: u32,
+    pub epsilon: f64,
+    /// `minEigThreshold` (OpenCV's default 1e-4).
+    pub min_eig_threshold: f32,
+}
+
+impl Default for LkParams {
+    /// VINS-Fusion's call: 21x21, 3 levels, 30 iterations or 0.01 px.
+    fn default() -> Self {
+        LkParams {
+            window: 21,
+            max_level: 3,
+            max_iter: 30,
+            epsilon: 0.01,
+            min_eig_threshold: 1e-4,
+        }
+    }
+}
+
+/// An 8-bit image with a border of `pad` pixels on every side.
+#[derive(Clone, Debug, Default)]
+pub struct Padded<T> {
+    pub width: usize,
+    pub height: usize,
+    pub pad: usize,
+    /// Row stride (`width + 2 * pad`).
+    pub stride: usize,
+    pub data: Vec<T>,
+}
+
+impl<T: Copy + Default> Padded<T> {
+    fn resize(&mut self, width: usize, height: usize, pad: usize, elems: usize) {
+        self.width = width;
+        self.height = height;
+        self.pad = pad;
+        self.stride = (width + 2 * pad) * elems;
+        self.data.clear();
+        self.data
+            .resize(self.stride * (height + 2 * pad), T::default());
+    }
+
+    /// The interior (the image without its border), row by row.
+    pub fn interior(&self) -> Vec<T> {
+        let mut v = Vec::with_capacity(self.width * self.height);
+        let elems = self.stride / (self.width + 2 * self.pad).max(1);
+        for y in 0..self.height as isize {
+            let o = self.at(0, y, elems);
+            v.extend_from_slice(&self.data[o..o + self.width * elems]);
+        }
+        v
+    }
+
+    /// Index of image pixel (x, y), which may lie in the border.
+    #[inline(always)]
+    fn at(&self, x: isize, y: isize, elems: usize) -> usize {
+        let px = (x + self.pad as isize) as usize;
+        let py = (y + self.pad as isize) as usize;
+        py * self.stride + px * elems
+    }
+}
+
+/// OpenCV's `BORDER_REFLECT_101` index into `0..n` (n >= 1).
+#[inline]
+fn reflect101(mut i: isize, n: usize) -> usize {
+    let n = n as isize;
+    if n == 1 {
+        return 0;
+    }
+    loop {
+        if i < 0 {
+            i = -i;
+        } else if i >= n {
+            i = 2 * n - 2 - i;
+        } else {
+            return i as usize;
+        }
+    }
+}
+
+/// One frame's LK pyramid: the levels with their reflected borders and, computed on
+/// demand, their Scharr derivatives (only the frame that tracks from needs them).
+#[derive(Clone, Debug, Default)]
+pub struct FlowPyramid {
+    pub levels: Vec<Padded<u8>>,
+    /// `derivs[l]`: interleaved (I_x, I_y) of level l with a zero border.
+    derivs: Vec<Padded<i16>>,
+    derivs_ready: bool,
+    window: usize,
+}
+
+impl FlowPyramid {
+    /// `cv::buildOpticalFlowPyramid(img, window, max_level, withDerivatives = false)`:
+    /// rebuilt in place (buffers reused when the size repeats).
+    pub fn build(&mut self, img: &GrayImage, window: usize, max_level: usize) {
+        let pad = window;
+        self.window = window;
+        self.derivs_ready = false;
+        let (mut w, mut h) = (img.width, img.height);
+        let mut n = 0;
+        for level in 0..=max_level {
+            if self.levels.len() <= level {
+                self.levels.push(Padded::default());
+            }
+            if level == 0 {
+                let l0 = &mut self.levels[0];
+                l0.resize(w, h, pad, 1);
+                for y in 0..h {
+                    let o = l0.at(0, y as isize, 1);
+                    l0.data[o..o + w].copy_from_slice(img.row(y));
+                }
+            } else {
+                let (prev, rest) = self.levels.split_at_mut(level);
+                pyr_down(&prev[level - 1], &mut rest[0], w, h, pad);
+            }
+            fill_reflect_border(&mut self.levels[level]);
+            n = level + 1;
+            let (nw, nh) = (w.div_ceil(2), h.div_ceil(2));
+            if nw <= window || nh <= window {
+                break;
+            }
+            (w, h) = (nw, nh);
+        }
+        self.levels.truncate(n);
+    }
+
+    /// The highest level built (OpenCV's returned `maxLevel`).
+    pub fn max_level(&self) -> usize {
+        self.levels.len().saturating_sub(1)
+    }
+
+    /// The Scharr derivatives of every level (computed once per frame, on first use).
+    pub fn ensure_derivatives(&mut self) {
+        if self.derivs_ready {
+            return;
+        }
+        self.derivs.resize_with(self.levels.len(), Padded::default);
+        for (lvl, d) in self.levels.iter().zip(self.derivs.iter_mut()) {
+            scharr(lvl, d, self.window);
+        }
+        self.derivs_ready = true;
+    }
+}
+
+/// `cv::pyrDown` of `src`'s interior into `dst` (`w x h`, the halved size), border `pad`.
+fn pyr_down(src: &Padded<u8>, dst: &mut Padded<u8>, w: usize, h: usize, pad: usize) {
+    dst.resize(w, h, pad, 1);
+    let (sw, sh) = (src.width, src.height);
+    let mut rows: Vec<Vec<i32>> = vec![vec![0; w]; 5];
+    let src_px = |x: isize, y: usize| src.data[src.at(reflect101(x, sw) as isize, y as isize, 1)];
+    let hrow = |sy: usize, out: &mut [i32]| {
+        for (x, o) in out.iter_mut().enumerate() {
+            let c = 2 * x as isize;
+            let p = |d: isize| src_px(c + d, sy) as i32;
+            *o = p(0) * 6 + (p(-1) + p(1)) * 4 + p(-2) + p(2);
+        }
+    };
+    for y in 0..h {
+        for (k, row) in rows.iter_mut().enumerate() {
+            let sy = reflect101(2 * y as isize + k as isize - 2, sh);
+            hrow(sy, row);
+        }
+        let o = dst.at(0, y as isize, 1);
+        for x in 0..w {
+            let v = rows[2][x] * 6 + (rows[1][x] + rows[3][x]) * 4 + rows[0][x] + rows[4][x];
+            dst.data[o + x] = ((v + 128) >> 8) as u8;
+        }
+    }
+}
+
+/// Writes `img`'s border as `BORDER_REFLECT_101` of its interior (`cv::copyMakeBorder`).
+fn fill_reflect_border(img: &mut Padded<u8>) {
+    let (w, h, pad) = (img.width, img.height, img.pad as isize);
+    for y in 0..h as isize {
+        for x in (-pad..0).chain(w as isize..w as isize + pad) {
+            let s = img.at(reflect101(x, w) as isize, y, 1);
+            let d = img.at(x, y, 1);
+            img.data[d] = img.data[s];
+        }
+    }
+    let stride = img.stride;
+    for y in (-pad..0).chain(h as isize..h as isize + pad) {
+        let sy = reflect101(y, h) as isize;
+        let s = img.at(-pad, sy, 1);
+        let d = img.at(-pad, y, 1);
+        img.data.copy_within(s..s + stride, d);
+    }
+}
+
+/// `calcScharrDeriv` of `lvl`'s interior into `d` (interleaved x, y), border of zeros.
+fn scharr(lvl: &Padded<u8>, d: &mut Padded<i16>, pad: usize) {
+    let (w, h) = (lvl.width, lvl.height);
+    d.resize(w, h, pad, 2);
+    let mut t0 = vec![0i32; w + 2];
+    let mut t1 = vec![0i32; w + 2];
+    let px = |x: usize, y: usize| lvl.data[lvl.at(x as isize, y as isize, 1)] as i32;
+    for y in 0..h {
+        let y0 = if y > 0 {
+            y - 1
+        } else if h > 1 {
+            1
+        } else {
+            0
+        };
+        let y2 = if y + 1 < h {
+            y + 1
+        } else if h > 1 {
+            h - 2
+        } else {
+            0
+        };
+        for x in 0..w {
+            let (a, b, c) = (px(x, y0), px(x, y), px(x, y2));
+            t0[x + 1] = (a + c) * 3 + b * 10;
+            t1[x + 1] = c - a;
+        }
+        let (x0, x1) = if w > 1 { (1, w - 2) } else { (0, 0) };
+        t0[0] = t0[x0 + 1];
+        t0[w + 1] = t0[x1 + 1];
+        t1[0] = t1[x0 + 1];
+        t1[w + 1] = t1[x1 + 1];
+        let o = d.at(0, y as isize, 2);
+        for x in 0..w {
+            let gx = t0[x + 2] - t0[x];
+            let gy = (t1[x + 2] + t1[x]) * 3 + t1[x + 1] * 10;
+            d.data[o + 2 * x] = gx as i16;
+            d.data[o + 2 * x + 1] = gy as i16;
+        }
+    }
+}
+
+/// A point's result: where it went, whether it was tracked, and OpenCV's `err` (mean
+/// absolute mismatch of the final window, in gray levels).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Flow {
+    pub x: f32,
+    pub y: f32,
+    pub status: bool,
+    pub err: f32,
+}
+
+const W_BITS: i32 = 14;
+const FLT_SCALE: f32 = 1.0 / (1 << 20) as f32;
+
+/// OpenCV's `cvRound` of a float (ties to even, as the SSE conversion does).
+#[inline(always)]
+fn cv_round(v: f32) -> i32 {
+    v.round_ties_even() as i32
+}
+
+/// The four 14-bit bilinear weights of fractional offsets (a, b).
+#[inline(always)]
+fn weights(a: f32, b: f32) -> [i32; 4] {
+    let s = (1 << W_BITS) as f32;
+    let w00 = cv_round((1.0 - a) * (1.0 - b) * s);
+    let w01 = cv_round(a * (1.0 - b) * s);
+    let w10 = cv_round((1.0 - a) * b * s);
+    [w00, w01, w10, (1 << W_BITS) - w00 - w01 - w10]
+}
+
+#[inline(always)]
+fn descale(v: i32, n: i32) -> i32 {
+    (v + (1 << (n - 1))) >> n
+}
+
+/// Reusable buffers of [`track`].
+#[derive(Default)]
+pub struct LkScratch {
+    /// The interpolated window of the previous image (x32) and its gradients.
+    iwin: Vec<i32>,
+    dwin: Vec<(i32, i32)>,
+}
+
+/// `cv::calcOpticalFlowPyrLK(prev, next, prev_pts, next_pts, status, err, ...)` with both
+/// pyramids already built (by [`FlowPyramid::build`] with the same window; `prev` must
+/// have its derivatives). With `initial` the search starts there
+/// (`OPTFLOW_USE_INITIAL_FLOW`), else at the previous position. Levels above either
+/// pyramid's top are skipped, as OpenCV does.
+pub fn track(
+    prev: &FlowPyramid,
+    next: &FlowPyramid,
+    prev_pts: &[(f32, f32)],
+    initial: Option<&[(f32, f32)]>,
+    p: &LkParams,
+    scratch: &mut LkScratch,
+    out: &mut Vec<Flow>,
+) {
+    assert!(
+        prev.derivs_ready,
+        "the previous pyramid needs its derivatives"
+    );
+    assert_eq!(prev.window, p.window);
+    assert_eq!(next.window, p.window);
+    out.clear();
+    out.extend(prev_pts.iter().map(|_| Flow {
+        x: 0.0,
+        y: 0.0,
+        status: true,
+        err: 0.0,
+    }));
+    if prev_pts.is_empty() {
+        return;
+    }
+    let max_level = p.max_level.min(prev.max_level()).min(next.max_level());
+    let mut next_pts: Vec<(f32, f32)> = match initial {
+        Some(i) => i.to_vec(),
+        None => vec![(0.0, 0.0); prev_pts.len()],
+    };
+    let eps = {
+        let e = p.epsilon.clamp(0.0, 10.0);
+        e * e
+    };
+    let max_iter = p.max_iter.min(100);
+    for level in (0..=max_level).rev() {
+        let ctx = Level {
+            i: &prev.levels[level],
+            d: &prev.derivs[level],
+            j: &next.levels[level],
+            level,
+            max_level,
+            use_initial: initial.is_some(),
+            p,
+            eps,
+            max_iter,
+        };
+        for (k, &pt) in prev_pts.iter().enumerate() {
+            ctx.track_point(pt, &mut next_pts[k], &mut out[k], scratch);
+        }
+    }
+    for (o, &(x, y)) in out.iter_mut().zip(&next_pts) {
+        (o.x, o.y) = (x, y);
+    }
+}
+
+struct Level<'a> {
+    i: &'a Padded<u8>,
+    d: &'a Padded<i16>,
+    j: &'a Padded<u8>,
+    level: usize,
+    max_level: usize,
+    use_initial: bool,
+    p: &'a LkParams,
+    eps: f64,
+    max_iter: u32,
+}
+
+impl Level<'_> {
+    /// One point at one level (`LKTrackerInvoker::operator()` for one `ptidx`).
+    fn track_point(
+        &self,
+        prev_pt: (f32, f32),
+        next_pt: &mut (f32, f32),
+        out: &mut Flow,
+        s: &mut LkScratch,
+    ) {
+        let win = self.p.window;
+        let half = ((win - 1) as f32) * 0.5;
+        let scale = (1.0f64 / (1u64 << self.level) as f64) as f32;
+        let mut prev = (prev_pt.0 * scale, prev_pt.1 * scale);
+        let mut nxt = if self.level == self.max_level {
+            if self.use_initial {
+                (next_pt.0 * scale, next_pt.1 * scale)
+            } else {
+                prev
+            }
+        } else {
+            (next_pt.0 * 2.0, next_pt.1 * 2.0)
+        };
+        *next_pt = nxt;
+
+        prev = (prev.0 - half, prev.1 - half);
+        let ipx = prev.0.floor() as i32 as isize;
+        let ipy = prev.1.floor() as i32 as isize;
+        let (w, h) = (self.i.width as isize, self.i.height as isize);
+        let winl = win as isize;
+        if ipx < -winl || ipx >= w || ipy < -winl || ipy >= h {
+            if self.level == 0 {
+                out.status = false;
+                out.err = 0.0;
+            }
+            return;
+        }
+        let a = prev.0 - ipx as f32;
+        let b = prev.1 - ipy as f32;
+        let [w00, w01, w10, w11] = weights(a, b);
+
+        // The window of the previous image and its gradients, and the 2x2 matrix.
+        s.iwin.clear();
+        s.dwin.clear();
+        let mut acc = [0f32; 3]; // scalar tails: A11, A12, A22
+        let mut q = [[0f32; 4]; 3]; // SIMD lanes
+        let blocks = if win >= 8 { (win - 8) / 8 + 1 } else { 0 };
+        let simd_end = blocks * 8;
+        let (istride, dstride) = (self.i.stride, self.d.stride);
+        for y in 0..winl {
+            let io = self.i.at(ipx, ipy + y, 1);
+            let dof = self.d.at(ipx, ipy + y, 2);
+            let row_start = s.dwin.len();
+            for x in 0..win {
+                let src = &self.i.data;
+                let iv = descale(
+                    src[io + x] as i32 * w00
+                        + src[io + x + 1] as i32 * w01
+                        + src[io + x + istride] as i32 * w10
+                        + src[io + x + istride + 1] as i32 * w11,
+                    W_BITS - 5,
+                );
+                let dd = &self.d.data;
+                let o = dof + 2 * x;
+                let ix = descale(
+                    dd[o] as i32 * w00
+                        + dd[o + 2] as i32 * w01
+                        + dd[o + dstride] as i32 * w10
+                        + dd[o + dstride + 2] as i32 * w11,
+                    W_BITS,
+                );
+                let iy = descale(
+                    dd[o + 1] as i32 * w00
+                        + dd[o + 3] as i32 * w01
+                        + dd[o + dstride + 1] as i32 * w10
+                        + dd[o + dstride + 3] as i32 * w11,
+                    W_BITS,
+                );
+                s.iwin.push(iv);
+                s.dwin.push((ix, iy));
+            }
+            let row = &s.dwin[row_start..];
+            for blk in 0..blocks {
+                for half4 in 0..2 {
+                    for lane in 0..4 {
+                        let (ix, iy) = row[blk * 8 + half4 * 4 + lane];
+                        let (fx, fy) = (ix as f32, iy as f32);
+                        q[2][lane] += fy * fy;
+                        q[1][lane] += fx * fy;
+                        q[0][lane] += fx * fx;
+                    }
+                }
+            }
+            for &(ix, iy) in &row[simd_end..] {
+                acc[0] += (ix * ix) as f32;
+                acc[1] += (ix * iy) as f32;
+                acc[2] += (iy * iy) as f32;
+            }
+        }
+        let reduce = |l: [f32; 4]| (l[0] + l[2]) + (l[1] + l[3]);
+        let a11 = (acc[0] + reduce(q[0])) * FLT_SCALE;
+        let a12 = (acc[1] + reduce(q[1])) * FLT_SCALE;
+        let a22 = (acc[2] + reduce(q[2])) * FLT_SCALE;
+
+        let det = a11 * a22 - a12 * a12;
+        let min_eig = (a22 + a11 - ((a11 - a22) * (a11 - a22) + 4.0 * a12 * a12).sqrt())
+            / (2 * win * win) as f32;
+        if min_eig < self.p.min_eig_threshold || det < f32::EPSILON {
+            if self.level == 0 {
+                out.status = false;
+            }
+            return;
+        }
+        let det_inv = 1.0 / det;
+
+        nxt = (nxt.0 - half, nxt.1 - half);
+        let mut prev_delta = (0f32, 0f32);
+        let (jw, jh) = (self.j.width as isize, self.j.height as isize);
+        let jstride = self.j.stride;
+        for iter in 0..self.max_iter {
+            let inx = nxt.0.floor() as i32 as isize;
+            let iny = nxt.1.floor() as i32 as isize;
+            if inx < -winl || inx >= jw || iny < -winl || iny >= jh {
+                if self.level == 0 {
+                    out.status = false;
+                }
+                break;
+            }
+            let a = nxt.0 - inx as f32;
+            let b = nxt.1 - iny as f32;
+            let [w00, w01, w10, w11] = weights(a, b);
+            let mut tail = [0f32; 2];
+            let mut qb0 = [0f32; 4];
+            let mut qb1 = [0f32; 4];
+            for y in 0..win {
+                let jo = self.j.at(inx, iny + y as isize, 1);
+                let jd = &self.j.data;
+                let it = |x: usize| -> i32 {
+                    descale(
+                        jd[jo + x] as i32 * w00
+                            + jd[jo + x + 1] as i32 * w01
+                            + jd[jo + x + jstride] as i32 * w10
+                            + jd[jo + x + jstride + 1] as i32 * w11,
+                        W_BITS - 5,
+                    ) - s.iwin[y * win + x]
+                };
+                let drow = &s.dwin[y * win..(y + 1) * win];
+                for blk in 0..blocks {
+                    let x0 = blk * 8;
+                    let t: [i32; 8] = std::array::from_fn(|k| it(x0 + k));
+                    let g = |k: usize| drow[x0 + k];
+                    // pmaddwd pairs (k, k + 4): lanes x0, y0, x1, y1 and x2, y2, x3, y3.
+                    let pair_x = |k: usize| t[k] * g(k).0 + t[k + 4] * g(k + 4).0;
+                    let pair_y = |k: usize| t[k] * g(k).1 + t[k + 4] * g(k + 4).1;
+                    let l0 = [pair_x(0), pair_y(0), pair_x(1), pair_y(1)];
+                    let l1 = [pair_x(2), pair_y(2), pair_x(3), pair_y(3)];
+                    for lane in 0..4 {
+                        qb0[lane] += l0[lane] as f32;
+                        qb1[lane] += l1[lane] as f32;
+                    }
+                }
+                for x in simd_end..win {
+                    let d = it(x);
+                    tail[0] += (d * drow[x].0) as f32;
+                    tail[1] += (d * drow[x].1) as f32;
+                }
+            }
+            let sum: [f32; 4] = std::array::from_fn(|k| qb0[k] + qb1[k]);
+            let ib1 = tail[0] + ((sum[0] + 0.0) + (sum[2] + 0.0));
+            let ib2 = tail[1] + ((sum[1] + 0.0) + (sum[3] + 0.0));
+            let b1 = ib1 * FLT_SCALE;
+            let b2 = ib2 * FLT_SCALE;
+            let delta = (
+                (a12 * b2 - a22 * b1) * det_inv,
+                (a12 * b1 - a11 * b2) * det_inv,
+            );
+            nxt = (nxt.0 + delta.0, nxt.1 + delta.1);
+            *next_pt = (nxt.0 + half, nxt.1 + half);
+            let dd = delta.0 as f64 * delta.0 as f64 + delta.1 as f64 * delta.1 as f64;
+            if dd <= self.eps {
+                break;
+            }
+            if iter > 0
+                && ((delta.0 + prev_delta.0).abs() as f64) < 0.01
+                && ((delta.1 + prev_delta.1).abs() as f64) < 0.01
+            {
+                *next_pt = (next_pt.0 - delta.0 * 0.5, next_pt.1 - delta.1 * 0.5);
+                break;
+            }
+            prev_delta = delta;
+        }
+
+        if out.status && self.level == 0 {
+            self.final_error(*next_pt, half, out, s);
+        }
+    }
+
+    /// OpenCV's last pass at level 0: the mean absolute mismatch at the final position;
+    /// a final window off the padded image clears the status.
+    fn final_error(&self, next_pt: (f32, f32), half: f32, out: &mut Flow, s: &LkScratch) {
+        let win = self.p.window;
+        let winl = win as isize;
+        let np = (next_pt.0 - half, next_pt.1 - half);
+        let inx = np.0.floor() as i32 as isize;
+        let iny = np.1.floor() as i32 as isize;
+        if inx < -winl
+            || inx >= self.j.width as isize
+            || iny < -winl
+            || iny >= self.j.height as isize
+        {
+            out.status = false;
+            return;
+        }
+        let [w00, w01, w10, w11] = weights(np.0 - inx as f32, np.1 - iny as f32);
+        let jstride = self.j.stride;
+        let mut errval = 0f32;
+        for y in 0..win {
+            let jo = self.j.at(inx, iny + y as isize, 1);
+            let jd = &self.j.data;
+            for x in 0..win {
+                let v = descale(
+                    jd[jo + x] as i32 * w00
+                        + jd[jo + x + 1] as i32 * w01
+                        + jd[jo + x + jstride] as i32 * w10
+                        + jd[jo + x + jstride + 1] as i32 * w11,
+                    W_BITS - 5,
+                ) - s.iwin[y * win + x];
+                errval += (v as f32).abs();
+            }
+        }
+        out.err = errval * 1.0 / (32 * win * win) as f32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn textured(w: usize, h: usize, dx: f32, dy: f32) -> GrayImage {
+        let mut img = GrayImage::new(w, h);
+        for y in 0..h {
+            for x in 0..w {
+                let (fx, fy) = (x as f32 - dx, y as f32 - dy);
+                let v = 128.0
+                    + 60.0 * (fx * 0.21).sin() * (fy * 0.17).cos()
+                    + 40.0 * ((fx + fy) * 0.05).sin();
+                img.data[y * w + x] = v.clamp(0.0, 255.0) as u8;
+            }
+        }
+        img
+    }
+
+    #[test]
+    fn pyramid_levels_halve_and_stop_before_the_window() {
+        let mut p = FlowPyramid::default();
+        p.build(&GrayImage::new(200, 100), 21, 3);
+        let sizes: Vec<_> = p.levels.iter().map(|l| (l.width, l.height)).collect();
+        // 100 -> 50 -> 25 -> 13 (<= 21): levels 0..=2.
+        assert_eq!(sizes, vec![(200, 100), (100, 50), (50, 25)]);
+        p.build(&GrayImage::new(101, 77), 21, 3);
+        assert_eq!(p.levels[1].width, 51);
+        assert_eq!(p.levels[1].height, 39);
+    }
+
+    #[test]
+    fn a_shifted_texture_is_tracked_to_its_shift() {
+        let (a, b) = (textured(160, 120, 0.0, 0.0), textured(160, 120, 2.5, -1.25));
+        let (mut pa, mut pb) = (FlowPyramid::default(), FlowPyramid::default());
+        pa.build(&a, 21, 3);
+        pb.build(&b, 21, 3);
+        pa.ensure_derivatives();
+        let pts = [(80.0, 60.0), (50.0, 40.0), (110.0, 75.0)];
+        let mut out = Vec::new();
+        track(
+            &pa,
+            &pb,
+            &pts,
+            None,
+            &LkParams::default(),
+            &mut LkScratch::default(),
+            &mut out,
+        );
+        for (f, &(x, y)) in out.iter().zip(&pts) {
+            assert!(f.status, "{f:?}");
+            assert!(
+                (f.x - (x + 2.5)).abs() < 0.1 && (f.y - (y - 1.25)).abs() < 0.1,
+                "{f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_flat_window_and_a_point_far_outside_fail() {
+        let flat = GrayImage::from_vec(100, 100, vec![90; 10_000]).unwrap();
+        let mut p = FlowPyramid::default();
+        p.build(&flat, 21, 3);
+        p.ensure_derivatives();
+        let mut out = Vec::new();
+        let pts = [(50.0, 50.0), (-40.0, 10.0)];
+        track(
+            &p,
+            &p,
+            &pts,
+            None,
+            &LkParams::default(),
+            &mut LkScratch::default(),
+            &mut out,
+        );
+        assert!(!out[0].status, "min eigenvalue 0 must fail");
+        assert!(!out[1].status, "a window off the padded image must fail");
+    }
+
+    #[test]
+    fn weights_round_ties_to_even_and_sum_to_one() {
+        let w = weights(0.5, 0.5);
+        assert_eq!(w.iter().sum::<i32>(), 1 << W_BITS);
+        assert_eq!(w[0], 4096);
+        assert_eq!(cv_round(2.5), 2);
+        assert_eq!(cv_round(3.5), 4);
+    }
+}

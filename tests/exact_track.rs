@@ -1,0 +1,184 @@
+//! The tracker's OpenCV functions against goldens made by scripts/gen_track_golden.py with
+//! opencv-python 5.0 on the real sequence tests/data/seq (cockatoo frames): the LK pyramid,
+//! goodFeaturesToTrack with and without VINS's mask, calcOpticalFlowPyrLK forward and the
+//! VINS-Fusion reverse check, bit for bit.
+
+use std::path::Path;
+
+use gpu_features::cpu::gftt::{good_features_to_track, min_eigen_map, GfttParams, GfttScratch};
+use gpu_features::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
+use gpu_features::image::load_gray;
+use gpu_features::track::mask::{fill_circle, round_px};
+use gpu_features::GrayImage;
+use serde_json::Value;
+
+fn golden(name: &str) -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/track")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn frame(name: &str) -> GrayImage {
+    load_gray(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/seq")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn f32_of(v: &Value) -> f32 {
+    f32::from_bits(v.as_u64().unwrap() as u32)
+}
+
+fn points(v: &Value) -> Vec<(f32, f32)> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_f64().unwrap() as f32, p[1].as_f64().unwrap() as f32))
+        .collect()
+}
+
+#[test]
+fn lk_pyramid_levels_are_opencvs() {
+    let g = golden("pyramid.json");
+    let mut pyr = FlowPyramid::default();
+    for case in g["cases"].as_array().unwrap() {
+        let img = frame(case["frame"].as_str().unwrap());
+        pyr.build(&img, 21, 3);
+        let levels = case["levels"].as_array().unwrap();
+        assert_eq!(pyr.levels.len(), levels.len());
+        for (l, want) in pyr.levels.iter().zip(levels) {
+            assert_eq!(l.width as u64, want["width"].as_u64().unwrap());
+            assert_eq!(l.height as u64, want["height"].as_u64().unwrap());
+            let crc = crc32fast::hash(&l.interior());
+            assert_eq!(
+                crc as u64,
+                want["crc32"].as_u64().unwrap(),
+                "{} level {}x{}",
+                case["frame"],
+                l.width,
+                l.height
+            );
+        }
+    }
+}
+
+#[test]
+fn good_features_to_track_is_opencvs_with_and_without_the_vins_mask() {
+    let g = golden("gftt.json");
+    let mut s = GfttScratch::default();
+    let (mut out, mut eig) = (Vec::new(), Vec::new());
+    for case in g["cases"].as_array().unwrap() {
+        let img = frame(case["frame"].as_str().unwrap());
+        min_eigen_map(&img, 3, 3, &mut eig);
+        let bytes: Vec<u8> = eig.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(
+            crc32fast::hash(&bytes) as u64,
+            case["eig_crc32"].as_u64().unwrap(),
+            "cornerMinEigenVal of {}",
+            case["frame"]
+        );
+        good_features_to_track(&img, &GfttParams::default(), None, &mut s, &mut out);
+        assert_eq!(out, points(&case["corners"]), "{}", case["frame"]);
+
+        let keep = points(&case["mask_points"]);
+        let mut mask = GrayImage::new(img.width, img.height);
+        mask.data.fill(255);
+        for &(x, y) in &keep {
+            fill_circle(&mut mask, round_px(x), round_px(y), 30, 0);
+        }
+        assert_eq!(
+            crc32fast::hash(&mask.data) as u64,
+            case["mask_crc32"].as_u64().unwrap(),
+            "mask of {}",
+            case["frame"]
+        );
+        let p = GfttParams {
+            max_corners: 150 - keep.len(),
+            ..Default::default()
+        };
+        good_features_to_track(&img, &p, Some(&mask), &mut s, &mut out);
+        assert_eq!(
+            out,
+            points(&case["masked_corners"]),
+            "masked {}",
+            case["frame"]
+        );
+    }
+}
+
+#[test]
+fn calc_optical_flow_pyr_lk_is_opencvs_forward_and_reverse() {
+    let g = golden("lk.json");
+    let (mut pa, mut pb) = (FlowPyramid::default(), FlowPyramid::default());
+    let mut s = LkScratch::default();
+    let (mut fwd, mut rev) = (Vec::new(), Vec::new());
+    let (mut total, mut tracked) = (0, 0);
+    for case in g["cases"].as_array().unwrap() {
+        let (a, b) = (
+            frame(case["prev"].as_str().unwrap()),
+            frame(case["next"].as_str().unwrap()),
+        );
+        pa.build(&a, 21, 3);
+        pb.build(&b, 21, 3);
+        pa.ensure_derivatives();
+        pb.ensure_derivatives();
+        let pts: Vec<(f32, f32)> = case["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (f32_of(&p[0]), f32_of(&p[1])))
+            .collect();
+        track(&pa, &pb, &pts, None, &LkParams::default(), &mut s, &mut fwd);
+        let want = case["forward"].as_array().unwrap();
+        for (i, (f, w)) in fwd.iter().zip(want).enumerate() {
+            let exp = Flow {
+                x: f32_of(&w[0]),
+                y: f32_of(&w[1]),
+                status: w[2].as_u64() == Some(1),
+                err: f32_of(&w[3]),
+            };
+            assert_eq!(
+                f.status, exp.status,
+                "{} point {i} {:?}: {f:?} vs {exp:?}",
+                case["prev"], pts[i]
+            );
+            assert_eq!(
+                (f.x.to_bits(), f.y.to_bits()),
+                (exp.x.to_bits(), exp.y.to_bits()),
+                "{} point {i} {:?}: {f:?} vs {exp:?}",
+                case["prev"],
+                pts[i]
+            );
+            if f.status {
+                assert_eq!(f.err.to_bits(), exp.err.to_bits(), "err of point {i}");
+            }
+            total += 1;
+            tracked += f.status as usize;
+        }
+        let fwd_pts: Vec<(f32, f32)> = fwd.iter().map(|f| (f.x, f.y)).collect();
+        let p1 = LkParams {
+            max_level: 1,
+            ..Default::default()
+        };
+        track(&pb, &pa, &fwd_pts, Some(&pts), &p1, &mut s, &mut rev);
+        for (i, (r, w)) in rev
+            .iter()
+            .zip(case["reverse"].as_array().unwrap())
+            .enumerate()
+        {
+            assert_eq!(r.status, w[2].as_u64() == Some(1), "reverse status {i}");
+            assert_eq!(
+                (r.x.to_bits(), r.y.to_bits()),
+                (f32_of(&w[0]).to_bits(), f32_of(&w[1]).to_bits()),
+                "reverse point {i}: {r:?}"
+            );
+        }
+    }
+    assert!(
+        total > 500 && tracked * 2 > total,
+        "{tracked} of {total} tracked"
+    );
+}
