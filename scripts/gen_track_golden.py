@@ -14,8 +14,8 @@ frames, licence in tests/data/LICENSES.md), written to tests/golden/track/:
   undistort.json cv2.undistortPoints / cv2.fisheye.undistortPoints of a grid of pixels for
                  the camera models the tracker supports
 
-Floats are stored as their IEEE bit patterns (u32 for f32, and f64 reprs for doubles) so the
-tests compare bits. Run with the venv of scripts/setup-python.sh:
+Floats are stored as their IEEE bit patterns (u32 for f32, u64 for f64) so the tests compare
+bits (a JSON parser need not round decimal doubles correctly). Run with the venv of scripts/setup-python.sh:
   .venv-py/bin/python scripts/gen_track_golden.py
 """
 import glob
@@ -34,6 +34,10 @@ OUT = os.path.join(ROOT, "tests", "golden", "track")
 
 def f32bits(v):
     return struct.unpack("<I", struct.pack("<f", float(v)))[0]
+
+
+def f64bits(v):
+    return struct.unpack("<Q", struct.pack("<d", float(v)))[0]
 
 
 def frames():
@@ -108,14 +112,14 @@ def main():
     for model, D in [("plumb_bob", [-0.28340811, 0.07395907, 0.00019359, 1.76187114e-05, 0.0]),
                      ("rational_polynomial", [-0.28, 0.074, 0.0002, 1.8e-05, 0.01, 0.02, -0.003, 0.004])]:
         r = cv2.undistortPoints(grid.reshape(-1, 1, 2), K, np.array(D)).reshape(-1, 2)
-        und.append({"model": model, "K": K.ravel().tolist(), "D": D,
-                    "pixels": grid.tolist(), "normalized": r.tolist()})
+        und.append({"model": model, "K": [f64bits(v) for v in K.ravel()], "D": [f64bits(v) for v in D],
+                    "pixels": grid.tolist(), "normalized": [[f64bits(x), f64bits(y)] for x, y in r]})
     Kf = np.array([[190.978, 0, 254.932], [0, 190.973, 256.897], [0, 0, 1]])
     Df = [0.00348238, 0.000715034, -0.00205323, 0.000202936]
     gf = np.array([[x, y] for y in range(10, 512, 50) for x in range(10, 512, 50)], np.float64)
     r = cv2.fisheye.undistortPoints(gf.reshape(-1, 1, 2), Kf, np.array(Df)).reshape(-1, 2)
-    und.append({"model": "equidistant", "K": Kf.ravel().tolist(), "D": Df,
-                "pixels": gf.tolist(), "normalized": r.tolist()})
+    und.append({"model": "equidistant", "K": [f64bits(v) for v in Kf.ravel()], "D": [f64bits(v) for v in Df],
+                "pixels": gf.tolist(), "normalized": [[f64bits(x), f64bits(y)] for x, y in r]})
 
     meta = {"opencv": cv2.__version__}
     for name, obj in [("pyramid", pyr), ("gftt", gftt), ("lk", lk), ("undistort", und)]:

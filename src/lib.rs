@@ -17,6 +17,7 @@
 
 pub mod bag;
 pub mod bench;
+pub mod camera;
 pub mod config;
 pub mod cpu;
 #[cfg(feature = "cuda")]

@@ -182,3 +182,38 @@ fn calc_optical_flow_pyr_lk_is_opencvs_forward_and_reverse() {
         "{tracked} of {total} tracked"
     );
 }
+
+#[test]
+fn undistort_points_is_opencvs_for_every_model() {
+    use gpu_features::camera::CameraModel;
+    use nalgebra::Point2;
+    let g = golden("undistort.json");
+    for case in g["cases"].as_array().unwrap() {
+        let f = |v: &Value| -> Vec<f64> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| f64::from_bits(x.as_u64().unwrap()))
+                .collect()
+        };
+        let model = case["model"].as_str().unwrap();
+        let cam =
+            CameraModel::from_camera_info(752, 480, model, &f(&case["K"]), &f(&case["D"])).unwrap();
+        let px = case["pixels"].as_array().unwrap();
+        let want = case["normalized"].as_array().unwrap();
+        assert!(px.len() > 50);
+        for (p, w) in px.iter().zip(want) {
+            let p = Point2::new(p[0].as_f64().unwrap(), p[1].as_f64().unwrap());
+            let got = cam.undistort(p).unwrap_or(Point2::new(-1e6, -1e6));
+            let (wx, wy) = (
+                f64::from_bits(w[0].as_u64().unwrap()),
+                f64::from_bits(w[1].as_u64().unwrap()),
+            );
+            assert_eq!(
+                (got.x.to_bits(), got.y.to_bits()),
+                (wx.to_bits(), wy.to_bits()),
+                "{model} at {p:?}: {got:?} vs ({wx}, {wy})"
+            );
+        }
+    }
+}
