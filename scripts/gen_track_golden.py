@@ -10,7 +10,8 @@ frames, licence in tests/data/LICENSES.md), written to tests/golden/track/:
   lk.json        cv2.calcOpticalFlowPyrLK(prev, next, pts, None, (21, 21), 3) for every
                  consecutive pair: pts = the GFTT corners of prev plus seeded sub-pixel points
                  (some near and past the border); and the reverse check VINS-Fusion runs
-                 (maxLevel 1, OPTFLOW_USE_INITIAL_FLOW from the previous positions)
+                 (maxLevel 1, OPTFLOW_USE_INITIAL_FLOW from the previous positions); and
+                 cv2.findFundamentalMat(FM_RANSAC, 1.0, 0.99)'s inlier mask of the tracked pairs
   undistort.json cv2.undistortPoints / cv2.fisheye.undistortPoints of a grid of pixels for
                  the camera models the tracker supports
 
@@ -97,7 +98,12 @@ def main():
             b, a, nxt, rev, winSize=(21, 21), maxLevel=1,
             criteria=(cv2.TERM_CRITERIA_COUNT + cv2.TERM_CRITERIA_EPS, 30, 0.01),
             flags=cv2.OPTFLOW_USE_INITIAL_FLOW)
+        ok = st.ravel() == 1
+        p0, p1 = pts.reshape(-1, 2)[ok], nxt.reshape(-1, 2)[ok]
+        F, fmask = cv2.findFundamentalMat(p0, p1, cv2.FM_RANSAC, 1.0, 0.99)
+        fmask = [] if fmask is None else fmask.ravel().astype(int).tolist()
         lk.append({
+            "fundamental_mask": fmask,
             "prev": n0, "next": n1,
             "points": [[f32bits(x), f32bits(y)] for x, y in pts.reshape(-1, 2)],
             "forward": [[f32bits(x), f32bits(y), int(s), f32bits(e)]

@@ -217,3 +217,39 @@ fn undistort_points_is_opencvs_for_every_model() {
         }
     }
 }
+
+/// Not bit-exact by design (OpenCV samples 7-point sets with its own generator): the share
+/// of identical inlier-mask entries against `cv2.findFundamentalMat(FM_RANSAC, 1, 0.99)` on
+/// the real sequence's tracked pairs, printed and bounded.
+#[test]
+fn fundamental_ransac_masks_agree_with_opencvs() {
+    use gpu_features::track::fundamental::{ransac_mask, RansacParams};
+    let g = golden("lk.json");
+    let (mut same, mut total, mut ours_in, mut cv_in) = (0, 0, 0, 0);
+    for case in g["cases"].as_array().unwrap() {
+        let pts = case["points"].as_array().unwrap();
+        let fwd = case["forward"].as_array().unwrap();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (p, f) in pts.iter().zip(fwd) {
+            if f[2].as_u64() == Some(1) {
+                a.push((f32_of(&p[0]), f32_of(&p[1])));
+                b.push((f32_of(&f[0]), f32_of(&f[1])));
+            }
+        }
+        let cv: Vec<bool> = case["fundamental_mask"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64() == Some(1))
+            .collect();
+        assert_eq!(cv.len(), a.len());
+        let ours = ransac_mask(&a, &b, &RansacParams::default());
+        same += ours.iter().zip(&cv).filter(|(x, y)| x == y).count();
+        total += cv.len();
+        ours_in += ours.iter().filter(|&&v| v).count();
+        cv_in += cv.iter().filter(|&&v| v).count();
+    }
+    let agree = same as f64 / total as f64;
+    eprintln!("F-RANSAC masks: {same} of {total} entries agree ({:.1} %); inliers ours {ours_in}, OpenCV {cv_in}", 100.0 * agree);
+    assert!(agree >= 0.99, "agreement {agree}");
+}

@@ -83,7 +83,7 @@ pub fn good_features_to_track(
         assert_eq!((m.width, m.height), (w, h), "mask size");
     }
     min_eigen_map(img, p.block_size, p.ksize, &mut s.eig);
-    let masked = |i: usize| mask.is_none_or(|m| m.data[i] != 0);
+    let masked = |i: usize| mask.map_or(true, |m| m.data[i] != 0);
     let mut max = f32::NEG_INFINITY;
     for (i, &v) in s.eig.iter().enumerate() {
         if masked(i) && v > max {
@@ -129,21 +129,43 @@ pub fn good_features_to_track(
         );
         return;
     }
-    let cell = p.min_distance.round_ties_even() as usize;
+    let pts = s
+        .cand
+        .iter()
+        .map(|&i| ((i as usize % w) as u32, (i as usize / w) as u32));
+    keep_spaced(pts, w, h, p.min_distance, limit, &mut s.grid, out);
+}
+
+/// The greedy spacing of `goodFeaturesToTrack`: walks `candidates` (strongest first) and
+/// keeps each one farther than `min_distance` from every point kept before (checked in a
+/// grid of `round(min_distance)` cells), appending to `out` until it holds `limit`.
+pub fn keep_spaced(
+    candidates: impl Iterator<Item = (u32, u32)>,
+    w: usize,
+    h: usize,
+    min_distance: f64,
+    limit: usize,
+    grid: &mut Vec<Vec<(f32, f32)>>,
+    out: &mut Vec<(f32, f32)>,
+) {
+    if out.len() >= limit {
+        return;
+    }
+    let cell = (min_distance.round_ties_even() as usize).max(1);
     let (gw, gh) = (w.div_ceil(cell), h.div_ceil(cell));
-    s.grid.resize_with(gw * gh, Vec::new);
-    s.grid.truncate(gw * gh);
-    for g in s.grid.iter_mut() {
+    grid.resize_with(gw * gh, Vec::new);
+    grid.truncate(gw * gh);
+    for g in grid.iter_mut() {
         g.clear();
     }
-    let md2 = p.min_distance * p.min_distance;
-    for &i in &s.cand {
-        let (x, y) = (i as usize % w, i as usize / w);
+    let md2 = min_distance * min_distance;
+    for (x, y) in candidates {
+        let (x, y) = (x as usize, y as usize);
         let (cx, cy) = (x / cell, y / cell);
         let (fx, fy) = (x as f32, y as f32);
         let near = (cy.saturating_sub(1)..=(cy + 1).min(gh - 1)).any(|yy| {
             (cx.saturating_sub(1)..=(cx + 1).min(gw - 1)).any(|xx| {
-                s.grid[yy * gw + xx].iter().any(|&(mx, my)| {
+                grid[yy * gw + xx].iter().any(|&(mx, my)| {
                     let (dx, dy) = (fx - mx, fy - my);
                     ((dx * dx + dy * dy) as f64) < md2
                 })
@@ -152,7 +174,7 @@ pub fn good_features_to_track(
         if near {
             continue;
         }
-        s.grid[cy * gw + cx].push((fx, fy));
+        grid[cy * gw + cx].push((fx, fy));
         out.push((fx, fy));
         if out.len() == limit {
             break;

@@ -196,9 +196,9 @@ fn pyr_down(src: &Padded<u8>, dst: &mut Padded<u8>, w: usize, h: usize, pad: usi
             hrow(sy, row);
         }
         let o = dst.at(0, y as isize, 1);
-        for x in 0..w {
+        for (x, d) in dst.data[o..o + w].iter_mut().enumerate() {
             let v = rows[2][x] * 6 + (rows[1][x] + rows[3][x]) * 4 + rows[0][x] + rows[4][x];
-            dst.data[o + x] = ((v + 128) >> 8) as u8;
+            *d = ((v + 128) >> 8) as u8;
         }
     }
 }
@@ -539,10 +539,10 @@ impl Level<'_> {
                         qb1[lane] += l1[lane] as f32;
                     }
                 }
-                for x in simd_end..win {
+                for (x, g) in drow.iter().enumerate().skip(simd_end) {
                     let d = it(x);
-                    tail[0] += (d * drow[x].0) as f32;
-                    tail[1] += (d * drow[x].1) as f32;
+                    tail[0] += (d * g.0) as f32;
+                    tail[1] += (d * g.1) as f32;
                 }
             }
             let sum: [f32; 4] = std::array::from_fn(|k| qb0[k] + qb1[k]);

@@ -1,6 +1,532 @@
-//! Feature tracks for visual-inertial odometry: VINS-Mono / VINS-Fusion's `feature_tracker`
-//! rebuilt on the OpenCV-exact CPU reference (`cpu::lk`, `cpu::gftt`).
+//! Feature tracks for visual-inertial odometry: the front-end of VINS-Mono / VINS-Fusion's
+//! `feature_tracker`, rebuilt on the OpenCV-exact CPU reference (`cpu::lk`, `cpu::gftt`).
 //!
-//! * [`mask`]: VINS's mask around kept tracks (OpenCV's filled circle).
+//! Per frame ([`Tracker::track`]), in VINS-Fusion's order:
+//! 1. the frame's LK pyramid (kept as the next frame's previous pyramid);
+//! 2. the previous points tracked forward (`calcOpticalFlowPyrLK`, window 21, 3 levels);
+//!    with `flow_back`, tracked back (1 level, from the previous positions) and kept only
+//!    when they return within 0.5 px; points whose rounded position leaves the image's
+//!    one-pixel border dropped;
+//! 3. every surviving track one frame older; with `ransac_threshold > 0` the fundamental
+//!    matrix test (VINS-Mono's `rejectWithF`, [`fundamental`]);
+//! 4. VINS's mask ([`mask`]): tracks by age, oldest first (ties in their previous order),
+//!    each kept only where no older one already claimed its disc of `min_distance`;
+//! 5. new corners where the mask allows, up to `max_features` (`goodFeaturesToTrack`, or
+//!    FAST ranked by ORB's Harris score), with new IDs;
+//! 6. normalised coordinates through the camera model (none without `camera_info`) and
+//!    velocities against the previous frame's positions of the same IDs.
+//!
+//! IDs are `u64`, never reused within a tracker; the state resets (all tracks dropped, IDs
+//! continuing) when the time goes backwards (a looping bag), the resolution changes or the
+//! camera model changes.
+//!
+//! Deliberate differences from VINS: the mask's sort is stable (VINS's `std::sort` leaves
+//! equal ages in an order that depends on the standard library), and the F test runs on
+//! VINS-Fusion's path too (it left it commented out) when configured.
 
+pub mod fundamental;
 pub mod mask;
+
+use nalgebra::Point2;
+
+use self::fundamental::{ransac_mask, RansacParams};
+use self::mask::{fill_circle, round_px};
+use crate::camera::CameraModel;
+use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams, GfttScratch};
+use crate::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
+use crate::image::GrayImage;
+
+/// Where new corners come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TopUp {
+    /// `cv::goodFeaturesToTrack` (Shi-Tomasi, quality 0.01): VINS's choice.
+    Gftt,
+    /// FAST-9 with non-maximum suppression at this threshold, ranked by ORB's Harris score.
+    Fast(u8),
+}
+
+/// The tracker's settings (the config's `track` section).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrackParams {
+    pub max_features: usize,
+    pub min_distance: f64,
+    pub window: usize,
+    pub levels: usize,
+    pub flow_back: bool,
+    /// Pixels; 0 switches the fundamental-matrix test off.
+    pub ransac_threshold: f64,
+    pub top_up: TopUp,
+    pub quality: f64,
+}
+
+impl Default for TrackParams {
+    /// VINS-Fusion's EuRoC settings: 150 features 30 px apart, flow back on, F test 1 px.
+    fn default() -> Self {
+        TrackParams {
+            max_features: 150,
+            min_distance: 30.0,
+            window: 21,
+            levels: 3,
+            flow_back: true,
+            ransac_threshold: 1.0,
+            top_up: TopUp::Gftt,
+            quality: 0.01,
+        }
+    }
+}
+
+/// One tracked feature in one frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Track {
+    pub id: u64,
+    /// Pixel position.
+    pub x: f32,
+    pub y: f32,
+    /// Normalised image coordinates (undistorted, `z = 1`); NaN without a camera model or
+    /// where the model has no inverse.
+    pub x_n: f64,
+    pub y_n: f64,
+    /// Velocity on the normalised plane, per second (VINS's `pts_velocity`); 0 for a new
+    /// track or the first frame; NaN without a camera model.
+    pub vx: f64,
+    pub vy: f64,
+    /// Pixel velocity, px per second (0 for a new track).
+    pub px_vx: f64,
+    pub px_vy: f64,
+    /// Frames this feature has been seen in (1 when new).
+    pub age: u32,
+}
+
+/// Why the tracker started over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reset {
+    TimeWentBack,
+    Resolution,
+    Camera,
+}
+
+/// Counters of the last frame, for reports and diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameStats {
+    /// Tracks carried from the previous frame.
+    pub tried: usize,
+    /// Of those, kept by the forward flow (status and border).
+    pub flow_ok: usize,
+    /// Of those, rejected by the flow-back check.
+    pub flow_back_rejected: usize,
+    /// Rejected by the fundamental-matrix test.
+    pub ransac_rejected: usize,
+    /// Dropped by the mask (too close to an older track).
+    pub mask_dropped: usize,
+    /// New corners added.
+    pub added: usize,
+    /// Mean forward-backward distance (px) of the points the check ran on.
+    pub flow_back_error: f64,
+}
+
+/// VINS's feature tracker for one camera. Buffers are kept from frame to frame; a
+/// resolution change reallocates them once.
+#[derive(Default)]
+pub struct Tracker {
+    params: TrackParams,
+    prev_pyr: FlowPyramid,
+    cur_pyr: FlowPyramid,
+    prev_pts: Vec<(f32, f32)>,
+    prev_time: Option<f64>,
+    size: (usize, usize),
+    camera: Option<CameraModel>,
+    next_id: u64,
+    tracks: Vec<Track>,
+    stats: FrameStats,
+    resets: Vec<Reset>,
+    lk: LkScratch,
+    gftt: GfttScratch,
+    fwd: Vec<Flow>,
+    back: Vec<Flow>,
+    mask: GrayImage,
+    corners: Vec<(f32, f32)>,
+    grid: Vec<Vec<(f32, f32)>>,
+}
+
+impl Tracker {
+    pub fn new(params: TrackParams) -> Tracker {
+        Tracker {
+            params,
+            ..Default::default()
+        }
+    }
+
+    pub fn params(&self) -> &TrackParams {
+        &self.params
+    }
+
+    /// New settings take effect on the next frame; the tracks are kept when the pyramid's
+    /// shape stays the same, else they start over.
+    pub fn set_params(&mut self, params: TrackParams) {
+        if (params.window, params.levels) != (self.params.window, self.params.levels) {
+            self.clear();
+        }
+        self.params = params;
+    }
+
+    /// The tracks of the last frame (oldest first, then the new ones).
+    pub fn tracks(&self) -> &[Track] {
+        &self.tracks
+    }
+
+    pub fn stats(&self) -> &FrameStats {
+        &self.stats
+    }
+
+    /// Resets since the tracker was made, in order.
+    pub fn resets(&self) -> &[Reset] {
+        &self.resets
+    }
+
+    /// Drops every track (IDs keep counting up).
+    pub fn clear(&mut self) {
+        self.prev_pts.clear();
+        self.tracks.clear();
+        self.prev_time = None;
+    }
+
+    /// One frame taken at `stamp` seconds, with the camera model if known. Returns the
+    /// frame's tracks.
+    pub fn track(&mut self, img: &GrayImage, stamp: f64, camera: Option<&CameraModel>) -> &[Track] {
+        let p = self.params;
+        let size = (img.width, img.height);
+        if self.prev_time.is_some_and(|t| stamp < t) {
+            self.reset(Reset::TimeWentBack);
+        }
+        if !self.prev_pts.is_empty() && size != self.size {
+            self.reset(Reset::Resolution);
+        }
+        if !self.prev_pts.is_empty() && camera != self.camera.as_ref() {
+            self.reset(Reset::Camera);
+        }
+        self.size = size;
+        self.camera = camera.cloned();
+        self.stats = FrameStats::default();
+
+        std::mem::swap(&mut self.prev_pyr, &mut self.cur_pyr);
+        self.cur_pyr.build(img, p.window, p.levels);
+
+        // 1-2. Flow forward, flow back, border.
+        let mut kept: Vec<(Track, (f32, f32))> = Vec::with_capacity(p.max_features);
+        if !self.prev_pts.is_empty() {
+            self.prev_pyr.ensure_derivatives();
+            let lk = LkParams {
+                window: p.window,
+                max_level: p.levels,
+                ..Default::default()
+            };
+            track(
+                &self.prev_pyr,
+                &self.cur_pyr,
+                &self.prev_pts,
+                None,
+                &lk,
+                &mut self.lk,
+                &mut self.fwd,
+            );
+            let mut ok: Vec<bool> = self.fwd.iter().map(|f| f.status).collect();
+            if p.flow_back {
+                self.cur_pyr.ensure_derivatives();
+                let pts: Vec<(f32, f32)> = self.fwd.iter().map(|f| (f.x, f.y)).collect();
+                let back = LkParams { max_level: 1, ..lk };
+                track(
+                    &self.cur_pyr,
+                    &self.prev_pyr,
+                    &pts,
+                    Some(&self.prev_pts),
+                    &back,
+                    &mut self.lk,
+                    &mut self.back,
+                );
+                let (mut sum, mut n) = (0.0, 0);
+                for (i, k) in ok.iter_mut().enumerate() {
+                    let (a, b) = (self.prev_pts[i], (self.back[i].x, self.back[i].y));
+                    let (dx, dy) = (a.0 - b.0, a.1 - b.1);
+                    let d = (dx * dx + dy * dy).sqrt();
+                    if *k && self.back[i].status {
+                        sum += d as f64;
+                        n += 1;
+                    }
+                    let pass = *k && self.back[i].status && d <= 0.5;
+                    if *k && !pass {
+                        self.stats.flow_back_rejected += 1;
+                    }
+                    *k = pass;
+                }
+                self.stats.flow_back_error = if n > 0 { sum / n as f64 } else { 0.0 };
+            }
+            self.stats.tried = self.prev_pts.len();
+            let (w, h) = (img.width as i32, img.height as i32);
+            for (i, f) in self.fwd.iter().enumerate() {
+                let (rx, ry) = (round_px(f.x), round_px(f.y));
+                let inside = 1 <= rx && rx < w - 1 && 1 <= ry && ry < h - 1;
+                if ok[i] && inside {
+                    let mut t = self.tracks[i];
+                    (t.x, t.y) = (f.x, f.y);
+                    t.age += 1;
+                    kept.push((t, self.prev_pts[i]));
+                }
+            }
+            self.stats.flow_ok = kept.len() + self.stats.flow_back_rejected;
+        }
+
+        // 3. Fundamental-matrix test.
+        if p.ransac_threshold > 0.0 && kept.len() >= 8 {
+            let project = |pt: (f32, f32)| self.ransac_point(pt);
+            let a: Vec<(f32, f32)> = kept.iter().map(|(_, prev)| project(*prev)).collect();
+            let b: Vec<(f32, f32)> = kept.iter().map(|(t, _)| project((t.x, t.y))).collect();
+            let rp = RansacParams {
+                threshold: p.ransac_threshold,
+                ..Default::default()
+            };
+            let m = ransac_mask(&a, &b, &rp);
+            let before = kept.len();
+            let mut it = m.iter();
+            kept.retain(|_| *it.next().unwrap_or(&true));
+            self.stats.ransac_rejected = before - kept.len();
+        }
+
+        // 4. Mask: oldest first (stable), each claims its disc.
+        kept.sort_by_key(|t| std::cmp::Reverse(t.0.age));
+        self.mask.reshape(img.width, img.height);
+        self.mask.data.fill(255);
+        let before = kept.len();
+        let r = p.min_distance.round() as i32;
+        let mask = &mut self.mask;
+        kept.retain(|(t, _)| {
+            let (x, y) = (round_px(t.x), round_px(t.y));
+            let free = mask.get(x as usize, y as usize) == 255;
+            if free {
+                fill_circle(mask, x, y, r, 0);
+            }
+            free
+        });
+        self.stats.mask_dropped = before - kept.len();
+
+        // 5. New corners.
+        let want = p.max_features.saturating_sub(kept.len());
+        self.corners.clear();
+        if want > 0 {
+            self.detect(img, want);
+        }
+        self.stats.added = self.corners.len();
+
+        // 6. Normalised coordinates and velocities.
+        let dt = self.prev_time.map(|t| stamp - t).filter(|&d| d > 0.0);
+        let cam = self.camera.clone();
+        let norm = |x: f32, y: f32| -> (f64, f64) {
+            cam.as_ref()
+                .and_then(|c| c.undistort(Point2::new(x as f64, y as f64)))
+                .map_or((f64::NAN, f64::NAN), |q| (q.x, q.y))
+        };
+        let mut out = Vec::with_capacity(kept.len() + self.corners.len());
+        for (mut t, prev) in kept {
+            let prev_n = (t.x_n, t.y_n);
+            (t.x_n, t.y_n) = norm(t.x, t.y);
+            match dt {
+                Some(dt) => {
+                    t.vx = (t.x_n - prev_n.0) / dt;
+                    t.vy = (t.y_n - prev_n.1) / dt;
+                    t.px_vx = (t.x - prev.0) as f64 / dt;
+                    t.px_vy = (t.y - prev.1) as f64 / dt;
+                }
+                None => (t.vx, t.vy, t.px_vx, t.px_vy) = (0.0, 0.0, 0.0, 0.0),
+            }
+            if cam.is_none() {
+                (t.vx, t.vy) = (f64::NAN, f64::NAN);
+            }
+            out.push(t);
+        }
+        for &(x, y) in &self.corners {
+            let (x_n, y_n) = norm(x, y);
+            let zero = if cam.is_some() { 0.0 } else { f64::NAN };
+            out.push(Track {
+                id: self.next_id,
+                x,
+                y,
+                x_n,
+                y_n,
+                vx: zero,
+                vy: zero,
+                px_vx: 0.0,
+                px_vy: 0.0,
+                age: 1,
+            });
+            self.next_id += 1;
+        }
+        self.prev_pts.clear();
+        self.prev_pts.extend(out.iter().map(|t| (t.x, t.y)));
+        self.tracks = out;
+        self.prev_time = Some(stamp);
+        &self.tracks
+    }
+
+    fn reset(&mut self, why: Reset) {
+        self.resets.push(why);
+        self.clear();
+    }
+
+    /// VINS-Mono's `rejectWithF` coordinates: undistorted and put on a virtual 460 px camera
+    /// centred in the image; pixels as they are without a camera model.
+    fn ransac_point(&self, pt: (f32, f32)) -> (f32, f32) {
+        const FOCAL: f64 = 460.0;
+        let (w, h) = (self.size.0 as f64, self.size.1 as f64);
+        match self
+            .camera
+            .as_ref()
+            .and_then(|c| c.undistort(Point2::new(pt.0 as f64, pt.1 as f64)))
+        {
+            Some(q) => (
+                (FOCAL * q.x + w / 2.0) as f32,
+                (FOCAL * q.y + h / 2.0) as f32,
+            ),
+            None => pt,
+        }
+    }
+
+    /// New corners where the mask allows, into `self.corners`.
+    fn detect(&mut self, img: &GrayImage, want: usize) {
+        let p = self.params;
+        match p.top_up {
+            TopUp::Gftt => {
+                let g = GfttParams {
+                    max_corners: want,
+                    quality: p.quality,
+                    min_distance: p.min_distance,
+                    ..Default::default()
+                };
+                good_features_to_track(
+                    img,
+                    &g,
+                    Some(&self.mask),
+                    &mut self.gftt,
+                    &mut self.corners,
+                );
+            }
+            TopUp::Fast(threshold) => {
+                let mut c = crate::cpu::fast::detect(img, threshold, true);
+                let (w, h) = (img.width, img.height);
+                c.retain(|c| {
+                    let (x, y) = (c.x as usize, c.y as usize);
+                    x >= 3 && y >= 3 && x + 4 <= w && y + 4 <= h && self.mask.get(x, y) != 0
+                });
+                for k in c.iter_mut() {
+                    k.response = crate::cpu::harris::orb_score(img, k.x, k.y, 7, 0.04);
+                }
+                c.sort_by(|a, b| {
+                    b.response
+                        .total_cmp(&a.response)
+                        .then((a.y, a.x).cmp(&(b.y, b.x)))
+                });
+                keep_spaced(
+                    c.iter().map(|c| (c.x, c.y)),
+                    w,
+                    h,
+                    p.min_distance,
+                    want,
+                    &mut self.grid,
+                    &mut self.corners,
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random 6x6-pixel blocks of gray (a fixed generator), smoothed by a 3x3 box so that
+    /// sub-pixel shifts are trackable, shifted right by `dx` pixels (bilinear).
+    fn scene(w: usize, h: usize, dx: f32) -> GrayImage {
+        let mut s = 0x1234_5678u32;
+        let (bw, bh) = (w / 6 + 2, h / 6 + 2);
+        let blocks: Vec<f32> = (0..bw * bh)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                40.0 + (s >> 24) as f32 * 0.7
+            })
+            .collect();
+        let at = |x: f32, y: usize| blocks[(y / 6) * bw + ((x.max(0.0) as usize) / 6).min(bw - 1)];
+        let mut img = GrayImage::new(w, h);
+        for y in 0..h {
+            for x in 0..w {
+                let fx = x as f32 - dx;
+                let (x0, t) = (fx.floor(), fx - fx.floor());
+                let mut v = 0.0;
+                for yy in y.saturating_sub(1)..=(y + 1).min(h - 1) {
+                    for k in -1..=1 {
+                        let xs = x0 + k as f32;
+                        v += at(xs, yy) * (1.0 - t) + at(xs + 1.0, yy) * t;
+                    }
+                }
+                img.data[y * w + x] = (v / 9.0) as u8;
+            }
+        }
+        img
+    }
+
+    #[test]
+    fn ids_persist_age_grows_and_a_time_jump_resets() {
+        let mut t = Tracker::new(TrackParams::default());
+        let first: Vec<u64> = t
+            .track(&scene(320, 240, 0.0), 0.0, None)
+            .iter()
+            .map(|t| t.id)
+            .collect();
+        assert!(first.len() > 20, "{}", first.len());
+        let second = t.track(&scene(320, 240, 1.5), 0.05, None).to_vec();
+        let kept: Vec<&Track> = second.iter().filter(|t| first.contains(&t.id)).collect();
+        assert!(
+            kept.len() * 10 >= first.len() * 7,
+            "{} of {}",
+            kept.len(),
+            first.len()
+        );
+        assert!(kept.iter().all(|t| t.age == 2));
+        let near = kept
+            .iter()
+            .filter(|t| (t.px_vx - 30.0).abs() < 3.0 && t.px_vy.abs() < 3.0)
+            .count();
+        assert!(
+            near * 10 >= kept.len() * 9,
+            "{near} of {} move at 30 px/s",
+            kept.len()
+        );
+        assert!(
+            second.iter().all(|t| t.x_n.is_nan()),
+            "no camera, no normalised coordinates"
+        );
+        let max_id = second.iter().map(|t| t.id).max().unwrap();
+        let third = t.track(&scene(320, 240, 3.0), 0.01, None).to_vec();
+        assert_eq!(t.resets(), &[Reset::TimeWentBack]);
+        assert!(
+            third.iter().all(|t| t.age == 1 && t.id > max_id),
+            "new IDs after a reset"
+        );
+    }
+
+    #[test]
+    fn a_resolution_change_resets_and_the_budget_holds() {
+        let p = TrackParams {
+            max_features: 40,
+            ..Default::default()
+        };
+        let mut t = Tracker::new(p);
+        assert!(t.track(&scene(320, 240, 0.0), 0.0, None).len() <= 40);
+        t.track(&scene(300, 200, 0.0), 0.1, None);
+        assert_eq!(t.resets(), &[Reset::Resolution]);
+        let fast = TrackParams {
+            top_up: TopUp::Fast(20),
+            ..p
+        };
+        let mut t = Tracker::new(fast);
+        let n = t.track(&scene(320, 240, 0.0), 0.0, None).len();
+        assert!(n > 10 && n <= 40, "{n}");
+    }
+}
