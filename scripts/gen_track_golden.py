@@ -12,6 +12,8 @@ frames, licence in tests/data/LICENSES.md), written to tests/golden/track/:
                  (some near and past the border); and the reverse check VINS-Fusion runs
                  (maxLevel 1, OPTFLOW_USE_INITIAL_FLOW from the previous positions); and
                  cv2.findFundamentalMat(FM_RANSAC, 1.0, 0.99)'s inlier mask of the tracked pairs
+  vins.json      the tracker end to end: VINS-Fusion's trackImage (flow back, no F test) in
+                 cv2 (vins_reference below), every frame's (id, x, y, age)
   undistort.json cv2.undistortPoints / cv2.fisheye.undistortPoints of a grid of pixels for
                  the camera models the tracker supports
 
@@ -51,6 +53,64 @@ def vins_mask(shape, pts, radius=30):
     for x, y in pts:
         cv2.circle(mask, (int(round(x)), int(round(y))), radius, 0, -1)
     return mask
+
+
+def vins_reference(seq, max_cnt=150, min_dist=30, reject_with_f=False):
+    """VINS-Fusion's trackImage (mono, no prediction; its rejectWithF is commented out, and
+    here too unless reject_with_f) in cv2: the tracker's end-to-end reference. The mask's sort is stable (as ours;
+    VINS's std::sort leaves ties in an unspecified order)."""
+    f32 = np.float32
+    prev, prev_pts, ids, cnt, n_id = None, [], [], [], 0
+    out = []
+    for name, img in seq:
+        h, w = img.shape
+        cur = []
+        if prev_pts:
+            P = np.array(prev_pts, np.float32).reshape(-1, 1, 2)
+            nxt, st, _ = cv2.calcOpticalFlowPyrLK(prev, img, P, None, winSize=(21, 21), maxLevel=3)
+            rev, rst, _ = cv2.calcOpticalFlowPyrLK(
+                img, prev, nxt, P.copy(), winSize=(21, 21), maxLevel=1,
+                criteria=(cv2.TERM_CRITERIA_COUNT + cv2.TERM_CRITERIA_EPS, 30, 0.01),
+                flags=cv2.OPTFLOW_USE_INITIAL_FLOW)
+            keep = []
+            for i in range(len(prev_pts)):
+                a, b = P[i, 0], rev[i, 0]
+                dx, dy = f32(a[0] - b[0]), f32(a[1] - b[1])
+                d = np.sqrt(float(f32(dx * dx + dy * dy)))
+                ok = st[i, 0] and rst[i, 0] and d <= 0.5
+                x, y = nxt[i, 0]
+                rx, ry = int(np.rint(x)), int(np.rint(y))
+                if ok and 1 <= rx < w - 1 and 1 <= ry < h - 1:
+                    keep.append(i)
+            pp = [prev_pts[i] for i in keep]
+            cur = [tuple(nxt[i, 0]) for i in keep]
+            ids = [ids[i] for i in keep]
+            cnt = [cnt[i] + 1 for i in keep]
+            if reject_with_f and len(cur) >= 15:
+                _, m = cv2.findFundamentalMat(np.array(pp, np.float32), np.array(cur, np.float32),
+                                              cv2.FM_RANSAC, 1.0, 0.99)
+                m = m.ravel()
+                cur = [p for p, k in zip(cur, m) if k]
+                ids = [p for p, k in zip(ids, m) if k]
+                cnt = [p for p, k in zip(cnt, m) if k]
+        order = sorted(range(len(cur)), key=lambda i: -cnt[i])
+        mask = np.full(img.shape, 255, np.uint8)
+        kc, ki, kn = [], [], []
+        for i in order:
+            x, y = cur[i]
+            rx, ry = int(np.rint(x)), int(np.rint(y))
+            if mask[ry, rx] == 255:
+                kc.append(cur[i]); ki.append(ids[i]); kn.append(cnt[i])
+                cv2.circle(mask, (rx, ry), min_dist, 0, -1)
+        cur, ids, cnt = kc, ki, kn
+        want = max_cnt - len(cur)
+        if want > 0:
+            n = cv2.goodFeaturesToTrack(img, want, 0.01, min_dist, mask=mask)
+            for p in ([] if n is None else n.reshape(-1, 2)):
+                cur.append((f32(p[0]), f32(p[1]))); ids.append(n_id); cnt.append(1); n_id += 1
+        out.append({"frame": name, "tracks": [[i, f32bits(x), f32bits(y), c] for (x, y), i, c in zip(cur, ids, cnt)]})
+        prev, prev_pts = img, list(cur)
+    return out
 
 
 def main():
@@ -127,8 +187,10 @@ def main():
     und.append({"model": "equidistant", "K": [f64bits(v) for v in Kf.ravel()], "D": [f64bits(v) for v in Df],
                 "pixels": gf.tolist(), "normalized": [[f64bits(x), f64bits(y)] for x, y in r]})
 
+    vins = vins_reference(seq)
+
     meta = {"opencv": cv2.__version__}
-    for name, obj in [("pyramid", pyr), ("gftt", gftt), ("lk", lk), ("undistort", und)]:
+    for name, obj in [("pyramid", pyr), ("gftt", gftt), ("lk", lk), ("undistort", und), ("vins", vins)]:
         with open(os.path.join(OUT, f"{name}.json"), "w") as f:
             json.dump({"meta": meta, "cases": obj}, f, separators=(",", ":"))
     print("wrote", OUT, {k: len(v) for k, v in [("pyramid", pyr), ("gftt", gftt), ("lk", lk)]})

@@ -489,3 +489,79 @@ fn bench_input_path_measures_on_a_gpu_and_says_why_not_without() {
         shared::skip_without_gpu("bench_input_path", &stderr.trim());
     }
 }
+
+/// `detect` with the VINS preset on the real sequence: one `<stem>.tracks.csv` per frame,
+/// IDs that persist from frame to frame with their ages counting up, normalised coordinates
+/// with `--camera`, and a clear error for a bad calibration file.
+#[test]
+fn detect_tracks_an_image_sequence() {
+    let frames: Vec<String> = (0..4)
+        .map(|i| format!("tests/data/seq/cockatoo_{i:02}.png"))
+        .collect();
+    let frames: Vec<&str> = frames.iter().map(String::as_str).collect();
+    let out = out_dir("cli_tracks");
+    let calib = out_dir("cli_tracks_calib").with_extension("yaml");
+    std::fs::write(
+        &calib,
+        "image_width: 640\nimage_height: 360\ncamera_matrix:\n  rows: 3\n  cols: 3\n  data: [500, 0, 320, 0, 500, 180, 0, 0, 1]\n\
+         distortion_model: plumb_bob\ndistortion_coefficients:\n  rows: 1\n  cols: 5\n  data: [-0.1, 0.01, 0, 0, 0]\n",
+    )
+    .unwrap();
+    let o = detect(
+        &[
+            "--backend",
+            "cpu",
+            "--config",
+            &format!("{ROOT}/config/vins_frontend.yaml"),
+            "--camera",
+            calib.to_str().unwrap(),
+        ],
+        &out,
+        &frames,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let read = |i: usize| -> Vec<(u64, f64, u32)> {
+        let t = std::fs::read_to_string(out.join(format!("cockatoo_{i:02}.tracks.csv"))).unwrap();
+        assert!(t.starts_with("id,x,y,x_n,y_n,vx,vy,px_vx,px_vy,age\n"));
+        t.lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (
+                    f[0].parse().unwrap(),
+                    f[3].parse().unwrap(),
+                    f[9].parse().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (a, d) = (read(0), read(3));
+    assert!(a.len() > 40 && a.iter().all(|t| t.2 == 1 && t.1.is_finite()));
+    let carried: Vec<_> = d.iter().filter(|t| a.iter().any(|s| s.0 == t.0)).collect();
+    assert!(
+        carried.len() > 20,
+        "{} tracks from frame 0 still alive in frame 3",
+        carried.len()
+    );
+    assert!(carried.iter().all(|t| t.2 == 4), "age counts frames");
+
+    std::fs::write(&calib, "image_width: 640\n").unwrap();
+    let o = detect(
+        &[
+            "--backend",
+            "cpu",
+            "--config",
+            &format!("{ROOT}/config/vins_frontend.yaml"),
+            "--camera",
+            calib.to_str().unwrap(),
+        ],
+        &out,
+        &frames,
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cli_tracks_calib"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

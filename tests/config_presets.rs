@@ -77,3 +77,24 @@ fn bad_files_name_the_problem() {
     assert!(e.contains("orient.patch_size"), "{e}");
     assert!(Config::from_file(&dir.join("missing.yaml")).is_err());
 }
+
+#[test]
+fn vins_frontend_is_tracks_only() {
+    let v = preset("vins_frontend");
+    assert!(v.track.enabled);
+    assert_eq!(
+        (v.track.max_features, v.track.window, v.track.levels),
+        (150, 21, 3)
+    );
+    assert_eq!(v.detector.method, DetectorMethod::None);
+    assert!(!v.canny.enabled && !v.describe.enabled);
+    assert!(
+        !Config::default().track.enabled,
+        "tracking is off by default"
+    );
+    let e = Config::default()
+        .with_set("track.window=20")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("track.window"), "{e}");
+}

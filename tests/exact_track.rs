@@ -253,3 +253,43 @@ fn fundamental_ransac_masks_agree_with_opencvs() {
     eprintln!("F-RANSAC masks: {same} of {total} entries agree ({:.1} %); inliers ours {ours_in}, OpenCV {cv_in}", 100.0 * agree);
     assert!(agree >= 0.99, "agreement {agree}");
 }
+
+/// The whole tracker against VINS-Fusion's logic written with cv2
+/// (scripts/gen_track_golden.py, `vins_reference`): every frame's tracks, IDs, ages and
+/// position bits. (With the F test on the masks can differ where a pair sits at the
+/// threshold; its agreement is the test above.)
+#[test]
+fn the_tracker_is_vins_on_opencv_end_to_end() {
+    use gpu_features::track::{TrackParams, Tracker};
+    let g = golden("vins.json");
+    // VINS-Fusion's trackImage: flow back on, no fundamental-matrix test.
+    let mut t = Tracker::new(TrackParams {
+        ransac_threshold: 0.0,
+        ..Default::default()
+    });
+    let mut total = 0;
+    for (k, case) in g["cases"].as_array().unwrap().iter().enumerate() {
+        let img = frame(case["frame"].as_str().unwrap());
+        let got: Vec<(u64, u32, u32, u32)> = t
+            .track(&img, k as f64 / 30.0, None)
+            .iter()
+            .map(|t| (t.id, t.x.to_bits(), t.y.to_bits(), t.age))
+            .collect();
+        let want: Vec<(u64, u32, u32, u32)> = case["tracks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                (
+                    v[0].as_u64().unwrap(),
+                    v[1].as_u64().unwrap() as u32,
+                    v[2].as_u64().unwrap() as u32,
+                    v[3].as_u64().unwrap() as u32,
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "frame {k}");
+        total += got.len();
+    }
+    assert!(total > 500, "{total}");
+}

@@ -389,6 +389,7 @@ fn valid_config() -> impl Strategy<Value = Config> {
                 blur_sigma: c.5,
             },
             describe: DescribeConfig::default(),
+            track: Default::default(),
             cuda: Default::default(),
         };
         // Descriptors (ORB's pattern) need the 31-pixel patch: about half the cases.

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use gpu_features::camera::CameraModel;
 use gpu_features::image::{load_view_owned, save_gray_png, save_rgb_png};
 use gpu_features::output::{csv, overlay};
+use gpu_features::track::{TrackParams, Tracker};
 use gpu_features::{BackendChoice, Config, Error, GrayImage, Pipeline};
 
 #[derive(Parser)]
@@ -33,6 +35,17 @@ struct PipelineArgs {
     backend: BackendChoice,
 }
 
+/// With `track.enabled` the images are one sequence, in the order given.
+#[derive(Args, Clone)]
+struct TrackArgs {
+    /// Frame rate of the sequence (the tracks' velocities are per second).
+    #[arg(long, default_value_t = 30.0)]
+    fps: f64,
+    /// Camera calibration YAML (camera_calibration's format) for normalised coordinates.
+    #[arg(long)]
+    camera: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Detect keypoints and edges in image files (PNG/JPEG/PGM).
@@ -45,6 +58,8 @@ enum Command {
         /// Skip the overlay picture.
         #[arg(long)]
         no_overlay: bool,
+        #[command(flatten)]
+        track: TrackArgs,
         #[arg(required = true)]
         images: Vec<PathBuf>,
     },
@@ -147,15 +162,36 @@ fn make_pipeline(args: &PipelineArgs) -> Result<Pipeline, Error> {
     Ok(pipeline)
 }
 
+/// The sequence's tracker, when `track.enabled`.
+struct SequenceTracker {
+    tracker: Tracker,
+    camera: Option<CameraModel>,
+    frame: usize,
+    fps: f64,
+}
+
 fn detect_one(
     pipeline: &mut Pipeline,
     image: &Path,
     out: &Path,
     overlay_on: bool,
+    tracking: Option<&mut SequenceTracker>,
 ) -> Result<usize, Error> {
     let frame = load_view_owned(image)?;
     let view = frame.view()?;
     let features = pipeline.process(&view)?;
+    if let Some(t) = tracking {
+        let stamp = t.frame as f64 / t.fps;
+        t.frame += 1;
+        let tracks = t.tracker.track_view(&view, stamp, t.camera.as_ref());
+        let stem = image
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "image".into());
+        let path = out.join(format!("{stem}.tracks.csv"));
+        std::fs::write(&path, gpu_features::output::tracks::csv(tracks))
+            .map_err(|e| Error::io(&path, e))?;
+    }
     let stem = image
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -177,7 +213,13 @@ fn detect_one(
     Ok(features.keypoints.len())
 }
 
-fn detect(args: &PipelineArgs, out: &Path, no_overlay: bool, images: &[PathBuf]) -> ExitCode {
+fn detect(
+    args: &PipelineArgs,
+    out: &Path,
+    no_overlay: bool,
+    track: &TrackArgs,
+    images: &[PathBuf],
+) -> ExitCode {
     let mut pipeline = match make_pipeline(args) {
         Ok(p) => p,
         Err(e) => {
@@ -185,13 +227,39 @@ fn detect(args: &PipelineArgs, out: &Path, no_overlay: bool, images: &[PathBuf])
             return ExitCode::from(2);
         }
     };
+    let mut tracking = None;
+    if pipeline.config().track.enabled {
+        if !(track.fps.is_finite() && track.fps > 0.0) {
+            eprintln!("error: --fps {} is not a positive frame rate", track.fps);
+            return ExitCode::from(2);
+        }
+        let camera = match &track.camera {
+            None => None,
+            Some(p) => match std::fs::read_to_string(p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| gpu_features::camera::from_calibration_yaml(&t))
+            {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", p.display());
+                    return ExitCode::from(2);
+                }
+            },
+        };
+        tracking = Some(SequenceTracker {
+            tracker: Tracker::new(TrackParams::from_config(&pipeline.config().track)),
+            camera,
+            frame: 0,
+            fps: track.fps,
+        });
+    }
     if let Err(e) = std::fs::create_dir_all(out) {
         eprintln!("error: {}: {e}", out.display());
         return ExitCode::from(2);
     }
     let mut failed = 0;
     for image in images {
-        match detect_one(&mut pipeline, image, out, !no_overlay) {
+        match detect_one(&mut pipeline, image, out, !no_overlay, tracking.as_mut()) {
             Ok(n) => println!(
                 "{}: {n} keypoints ({} backend)",
                 image.display(),
@@ -218,8 +286,9 @@ fn main() -> ExitCode {
             pipeline,
             out,
             no_overlay,
+            track,
             images,
-        } => detect(pipeline, out, *no_overlay, images),
+        } => detect(pipeline, out, *no_overlay, track, images),
         Command::Replay(args) => gpu_features::replay::main(args),
         Command::Bench(args) => match gpu_features::bench::run(args) {
             Ok(()) => ExitCode::SUCCESS,

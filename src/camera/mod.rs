@@ -190,6 +190,32 @@ impl CameraModel {
     }
 }
 
+/// A `camera_calibration_parsers` YAML file (what `camera_calibration` writes and
+/// `camera_info_manager` reads): `image_width`, `image_height`, `camera_matrix.data`,
+/// `distortion_model`, `distortion_coefficients.data`.
+pub fn from_calibration_yaml(text: &str) -> Result<CameraModel, String> {
+    #[derive(serde::Deserialize)]
+    struct Mat {
+        data: Vec<f64>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Calib {
+        image_width: u32,
+        image_height: u32,
+        camera_matrix: Mat,
+        distortion_model: String,
+        distortion_coefficients: Mat,
+    }
+    let c: Calib = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    CameraModel::from_camera_info(
+        c.image_width,
+        c.image_height,
+        &c.distortion_model,
+        &c.camera_matrix.data,
+        &c.distortion_coefficients.data,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

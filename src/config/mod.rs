@@ -21,7 +21,65 @@ pub struct Config {
     pub orient: OrientConfig,
     pub canny: CannyConfig,
     pub describe: DescribeConfig,
+    pub track: TrackConfig,
     pub cuda: CudaConfig,
+}
+
+/// Feature tracks for VIO front-ends (`crate::track`): VINS-Fusion's `feature_tracker`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrackConfig {
+    /// Track features from frame to frame (off by default; on in config/vins_frontend.yaml).
+    pub enabled: bool,
+    /// Tracks kept per frame (VINS `max_cnt`).
+    pub max_features: u32,
+    /// Minimum distance between tracks, pixels (VINS `min_dist`).
+    pub min_distance: f64,
+    /// LK window side (odd).
+    pub window: u32,
+    /// LK pyramid levels above the image (`maxLevel`).
+    pub levels: u32,
+    /// Track back and keep the points that return within 0.5 px (VINS-Fusion `flow_back`).
+    pub flow_back: bool,
+    /// Fundamental-matrix RANSAC threshold in pixels (VINS `F_threshold`); 0 = off.
+    pub ransac_threshold: f64,
+    /// With two inputs, also find the first input's tracks in the second (VINS-Fusion's
+    /// stereo mode).
+    pub stereo: bool,
+    /// Where new features come from.
+    pub detector: TrackDetector,
+    /// `goodFeaturesToTrack` quality level.
+    pub quality: f64,
+    /// FAST threshold of the `fast` top-up detector.
+    pub fast_threshold: u32,
+}
+
+/// The tracker's top-up detector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrackDetector {
+    /// `cv::goodFeaturesToTrack` (Shi-Tomasi), as VINS.
+    Gftt,
+    /// FAST-9 with NMS ranked by ORB's Harris score.
+    Fast,
+}
+
+impl Default for TrackConfig {
+    fn default() -> Self {
+        TrackConfig {
+            enabled: false,
+            max_features: 150,
+            min_distance: 30.0,
+            window: 21,
+            levels: 3,
+            flow_back: true,
+            ransac_threshold: 1.0,
+            stereo: false,
+            detector: TrackDetector::Gftt,
+            quality: 0.01,
+            fast_threshold: 20,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

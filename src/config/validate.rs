@@ -132,6 +132,44 @@ impl Config {
             "canny.blur_sigma",
             || format!("{} is not a finite value >= 0", c.blur_sigma),
         )?;
+        self.validate_track()
+    }
+
+    fn validate_track(&self) -> Result<()> {
+        let t = &self.track;
+        check(
+            (1..=10_000).contains(&t.max_features),
+            "track.max_features",
+            || format!("{} is not in 1..=10000", t.max_features),
+        )?;
+        check(
+            t.min_distance.is_finite() && (0.0..=1000.0).contains(&t.min_distance),
+            "track.min_distance",
+            || format!("{} is not in [0, 1000] pixels", t.min_distance),
+        )?;
+        check(
+            t.window % 2 == 1 && (5..=63).contains(&t.window),
+            "track.window",
+            || format!("{} is not odd in 5..=63", t.window),
+        )?;
+        check(t.levels <= 8, "track.levels", || {
+            format!("{} is not in 0..=8", t.levels)
+        })?;
+        check(
+            t.ransac_threshold.is_finite() && (0.0..=100.0).contains(&t.ransac_threshold),
+            "track.ransac_threshold",
+            || format!("{} is not in [0, 100] pixels (0 = off)", t.ransac_threshold),
+        )?;
+        check(
+            t.quality.is_finite() && t.quality > 0.0 && t.quality <= 1.0,
+            "track.quality",
+            || format!("{} is not in (0, 1]", t.quality),
+        )?;
+        check(
+            (1..=255).contains(&t.fast_threshold),
+            "track.fast_threshold",
+            || format!("{} is not in 1..=255", t.fast_threshold),
+        )?;
         Ok(())
     }
 }

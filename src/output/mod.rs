@@ -4,3 +4,4 @@ pub mod csv;
 pub mod matches;
 pub mod overlay;
 pub mod pointcloud;
+pub mod tracks;

@@ -59,6 +59,25 @@ pub struct TrackParams {
     pub quality: f64,
 }
 
+impl TrackParams {
+    /// The config's `track` section (validated by `Config::validate`).
+    pub fn from_config(c: &crate::config::TrackConfig) -> TrackParams {
+        TrackParams {
+            max_features: c.max_features as usize,
+            min_distance: c.min_distance,
+            window: c.window as usize,
+            levels: c.levels as usize,
+            flow_back: c.flow_back,
+            ransac_threshold: c.ransac_threshold,
+            top_up: match c.detector {
+                crate::config::TrackDetector::Gftt => TopUp::Gftt,
+                crate::config::TrackDetector::Fast => TopUp::Fast(c.fast_threshold.min(255) as u8),
+            },
+            quality: c.quality,
+        }
+    }
+}
+
 impl Default for TrackParams {
     /// VINS-Fusion's EuRoC settings: 150 features 30 px apart, flow back on, F test 1 px.
     fn default() -> Self {
@@ -146,6 +165,7 @@ pub struct Tracker {
     mask: GrayImage,
     corners: Vec<(f32, f32)>,
     grid: Vec<Vec<(f32, f32)>>,
+    gray: GrayImage,
 }
 
 impl Tracker {
@@ -188,6 +208,21 @@ impl Tracker {
         self.prev_pts.clear();
         self.tracks.clear();
         self.prev_time = None;
+    }
+
+    /// [`Tracker::track`] on a frame in any supported encoding (converted to gray as the
+    /// CPU reference's decode does; a copy for mono8).
+    pub fn track_view(
+        &mut self,
+        view: &crate::image::ImageView,
+        stamp: f64,
+        camera: Option<&CameraModel>,
+    ) -> &[Track] {
+        let mut gray = std::mem::take(&mut self.gray);
+        crate::cpu::decode::decode(view, &mut gray);
+        self.track(&gray, stamp, camera);
+        self.gray = gray;
+        &self.tracks
     }
 
     /// One frame taken at `stamp` seconds, with the camera model if known. Returns the
@@ -246,10 +281,11 @@ impl Tracker {
                 let (mut sum, mut n) = (0.0, 0);
                 for (i, k) in ok.iter_mut().enumerate() {
                     let (a, b) = (self.prev_pts[i], (self.back[i].x, self.back[i].y));
+                    // VINS's distance(): f32 differences, the root in f64.
                     let (dx, dy) = (a.0 - b.0, a.1 - b.1);
-                    let d = (dx * dx + dy * dy).sqrt();
+                    let d = ((dx * dx + dy * dy) as f64).sqrt();
                     if *k && self.back[i].status {
-                        sum += d as f64;
+                        sum += d;
                         n += 1;
                     }
                     let pass = *k && self.back[i].status && d <= 0.5;
@@ -275,8 +311,9 @@ impl Tracker {
             self.stats.flow_ok = kept.len() + self.stats.flow_back_rejected;
         }
 
-        // 3. Fundamental-matrix test.
-        if p.ransac_threshold > 0.0 && kept.len() >= 8 {
+        // 3. Fundamental-matrix test (OpenCV's RANSAC from 15 pairs; below, where OpenCV
+        // would switch to LMeDS, the tracks are kept).
+        if p.ransac_threshold > 0.0 && kept.len() >= 15 {
             let project = |pt: (f32, f32)| self.ransac_point(pt);
             let a: Vec<(f32, f32)> = kept.iter().map(|(_, prev)| project(*prev)).collect();
             let b: Vec<(f32, f32)> = kept.iter().map(|(t, _)| project((t.x, t.y))).collect();
