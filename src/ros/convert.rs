@@ -42,6 +42,15 @@ pub fn keypoints_cloud(
     unorganized_cloud(header, fields, step, keypoints.len(), buf)
 }
 
+/// The `tracks` cloud (`output::tracks` layout); not dense (NaN without a camera model).
+pub fn tracks_cloud(header: &Header, tracks: &[crate::track::Track], mut buf: Vec<u8>) -> PointCloud2 {
+    use crate::output::tracks;
+    tracks::encode(tracks, &mut buf);
+    let mut c = unorganized_cloud(header, &tracks::FIELDS, tracks::POINT_STEP, tracks.len(), buf);
+    c.is_dense = false;
+    c
+}
+
 /// A `height = 1`, little-endian, dense cloud of `n` points of `point_step` bytes in `data`.
 fn unorganized_cloud(
     header: &Header,

@@ -27,6 +27,11 @@ pub(super) struct Stats {
     pub(super) w_start: Option<Instant>,
     // whole run
     pub(super) all_latency_ms: Vec<f64>,
+    // tracking (track.enabled)
+    pub(super) tracking: bool,
+    pub(super) tracks: usize,
+    /// Why the last frame's tracks have no normalised coordinates (camera_info).
+    pub(super) camera_problem: Option<String>,
 }
 
 /// At most one log line per `period`, with the count of lines left out.
@@ -113,6 +118,13 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
             format!("{:.3}", sum / n.max(1) as f64),
         ));
     }
+    if s.tracking {
+        values.push(kv("tracks", s.tracks.to_string()));
+        values.push(kv(
+            "camera_info",
+            s.camera_problem.clone().unwrap_or_else(|| "ok".into()),
+        ));
+    }
     let (level, message) = if s.gpu_failures > 0 {
         // WARN for as long as the input runs on the CPU after a GPU failure.
         (
@@ -130,6 +142,8 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
                 s.w_decode_errors, s.last_error
             ),
         )
+    } else if let (true, Some(p)) = (s.tracking, &s.camera_problem) {
+        (1u8, p.clone())
     } else if s.processed == 0 {
         (0u8, "waiting for images".to_string())
     } else {

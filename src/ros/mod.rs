@@ -4,6 +4,8 @@
 //! - [`node`]: runtime (subscriptions, the inputs' slots and workers, shutdown);
 //! - `worker`: one input's thread (newest frame -> pipeline -> publishers);
 //! - `diagnostics`: counters per input, /diagnostics statuses, log rate limits;
+//! - `tracks`: the feature tracker's outputs (`tracks`, VINS's `feature` and `restart`) and
+//!   the `camera_info` it undistorts with;
 //! - [`params`]: the ROS parameters (the config's dotted keys + node settings);
 //! - [`convert`]: `sensor_msgs` <-> library types;
 //! - [`load`]: `gpu_features_load`, the load generator and loopback soak driver.
@@ -20,6 +22,7 @@ pub mod node;
 pub mod params;
 pub mod params_file;
 mod settings;
+mod tracks;
 mod worker;
 
 use std::path::{Path, PathBuf};

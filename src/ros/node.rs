@@ -15,12 +15,16 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use r2r::diagnostic_msgs::msg::DiagnosticArray;
-use r2r::sensor_msgs::msg::{Image, PointCloud2};
+use r2r::sensor_msgs::msg::{CameraInfo, Image, PointCloud, PointCloud2};
+use r2r::std_msgs::msg::Bool;
 use r2r::QosProfile;
 
 use super::diagnostics::{diagnostic_status, percentile, Stats};
 use super::params::NodeParams;
+use super::tracks::{camera_from_info, CameraSlot, CameraState, TrackOutputs};
 use super::worker::{Pending, Slot, Worker};
+use crate::output::tracks::VinsFormat;
+use crate::track::Tracker;
 use crate::pipeline::BackendChoice;
 
 pub const NODE_NAME: &str = "gpu_features";
@@ -38,6 +42,45 @@ fn topic(prefix: &str, name: &str) -> String {
     } else {
         format!("{prefix}/{name}")
     }
+}
+
+/// The tracker's publishers and the `camera_info` subscription of one input (the topics
+/// exist whether or not `track.enabled`, so tracking can be switched on at run time).
+fn track_outputs(
+    node: &mut r2r::Node,
+    name: &str,
+    out_qos: &QosProfile,
+    settings: &super::settings::NodeSettings,
+) -> Result<TrackOutputs, String> {
+    let err = |e: r2r::Error| format!("publisher: {e}");
+    let camera: CameraSlot = Arc::new(Mutex::new(CameraState::Missing));
+    let mut sub = node
+        .subscribe::<CameraInfo>(&topic(name, "camera_info"), QosProfile::default())
+        .map_err(|e| format!("subscribe {}: {e}", topic(name, "camera_info")))?;
+    {
+        let camera = camera.clone();
+        tokio::spawn(async move {
+            while let Some(info) = sub.next().await {
+                *camera.lock().unwrap() = camera_from_info(&info);
+            }
+        });
+    }
+    Ok(TrackOutputs {
+        tracker: Tracker::default(),
+        camera,
+        pub_tracks: node
+            .create_publisher::<PointCloud2>(&topic(name, "tracks"), out_qos.clone())
+            .map_err(err)?,
+        pub_feature: node
+            .create_publisher::<PointCloud>(&topic(name, "feature"), out_qos.clone())
+            .map_err(err)?,
+        pub_restart: node
+            .create_publisher::<Bool>(&topic(name, "restart"), out_qos.clone())
+            .map_err(err)?,
+        format: VinsFormat::parse(&settings.feature_format).unwrap_or(VinsFormat::Fusion),
+        buf: Vec::new(),
+        resets: 0,
+    })
 }
 
 /// Runs the node until SIGINT/SIGTERM. Errors are start-up errors.
@@ -110,6 +153,7 @@ async fn run_async() -> Result<(), String> {
         let pub_matches = node
             .create_publisher::<PointCloud2>(&topic(name, "matches"), out_qos.clone())
             .map_err(|e| format!("publisher: {e}"))?;
+        let tracks = track_outputs(&mut node, name, &out_qos, &settings)?;
         let input = Input {
             name: name.clone(),
             slot: Arc::new(Slot::default()),
@@ -160,6 +204,7 @@ async fn run_async() -> Result<(), String> {
             pub_edges,
             pub_debug,
             pub_matches,
+            tracks,
         };
         let handle = std::thread::Builder::new()
             .name(format!("gf-worker-{}", w.label))

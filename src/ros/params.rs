@@ -12,6 +12,7 @@
 //! | `image_qos.reliability`| string       | `best_effort`  | read-only   |
 //! | `image_qos.depth`      | integer      | `1`            | read-only   |
 //! | `diagnostics_period`   | double (s)   | `1.0`          | read-only   |
+//! | `feature_format`       | string       | `vins_fusion`  | read-only   |
 //! | `debug_image`          | bool         | `false`        | yes         |
 //! | `match.previous`       | bool         | `false`        | yes         |
 //!
@@ -36,13 +37,14 @@ use crate::config::Config;
 /// The node setting that turns the `matches` output on.
 pub const MATCH_PREVIOUS: &str = "match.previous";
 
-const READ_ONLY: [&str; 6] = [
+const READ_ONLY: [&str; 7] = [
     "backend",
     "cuda.device",
     "inputs",
     "image_qos.reliability",
     "image_qos.depth",
     "diagnostics_period",
+    "feature_format",
 ];
 
 /// What the workers read before each frame.
@@ -210,6 +212,10 @@ impl NodeParams {
                 ParameterValue::Double(s.diagnostics_period),
             ),
             (
+                "feature_format".to_string(),
+                ParameterValue::String(s.feature_format.clone()),
+            ),
+            (
                 "debug_image".to_string(),
                 ParameterValue::Bool(self.live.debug_image),
             ),
@@ -336,6 +342,8 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
         ("image_qos.depth", ParameterValue::Integer(x)) => s.depth = *x,
         ("cuda.device", ParameterValue::Integer(x)) => s.cuda_device = *x,
         ("diagnostics_period", ParameterValue::Double(x)) => s.diagnostics_period = *x,
+        ("feature_format", ParameterValue::String(x)) => s.feature_format = x.clone(),
+        ("feature_format", _) => return Err(wrong("a string")),
         ("diagnostics_period", ParameterValue::Integer(x)) => s.diagnostics_period = *x as f64,
         ("backend" | "image_qos.reliability", _) => return Err(wrong("a string")),
         ("inputs", _) => return Err(wrong("a string array")),

@@ -15,6 +15,8 @@ pub struct NodeSettings {
     pub reliability: String,
     pub depth: i64,
     pub diagnostics_period: f64,
+    /// Layout of the `feature` topic (with `track.enabled`): `vins_fusion` or `vins_mono`.
+    pub feature_format: String,
 }
 
 impl Default for NodeSettings {
@@ -26,6 +28,7 @@ impl Default for NodeSettings {
             reliability: "best_effort".into(),
             depth: 1,
             diagnostics_period: 1.0,
+            feature_format: "vins_fusion".into(),
         }
     }
 }
@@ -59,6 +62,12 @@ impl NodeSettings {
             return Err(format!(
                 "image_qos.depth: {} is not in 1..=1000",
                 self.depth
+            ));
+        }
+        if crate::output::tracks::VinsFormat::parse(&self.feature_format).is_none() {
+            return Err(format!(
+                "feature_format: {:?} is not vins_fusion or vins_mono",
+                self.feature_format
             ));
         }
         if !(self.diagnostics_period.is_finite() && self.diagnostics_period >= 0.05) {

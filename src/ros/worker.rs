@@ -12,6 +12,7 @@ use super::convert;
 use super::diagnostics::{RateLimit, Stats};
 use super::matches::PreviousFrame;
 use super::params::NodeParams;
+use super::tracks::TrackOutputs;
 use crate::image::GrayImage;
 use crate::pipeline::{BackendChoice, Features, Pipeline};
 
@@ -40,6 +41,7 @@ pub(super) struct Worker {
     pub(super) pub_edges: r2r::Publisher<Image>,
     pub(super) pub_debug: r2r::Publisher<Image>,
     pub(super) pub_matches: r2r::Publisher<PointCloud2>,
+    pub(super) tracks: TrackOutputs,
 }
 
 impl Worker {
@@ -53,7 +55,7 @@ impl Worker {
     }
 
     pub(super) fn run(
-        self,
+        mut self,
         choice: BackendChoice,
         init: std::sync::mpsc::Sender<Result<String, String>>,
     ) {
@@ -227,6 +229,12 @@ impl Worker {
                 }
                 _ => previous.reset(),
             }
+            let tracking = pipeline.config().track.enabled;
+            let mut camera_problem = None;
+            if tracking {
+                let cfg = pipeline.config().track.clone();
+                camera_problem = self.tracks.step(header, &view, &cfg);
+            }
             if debug
                 && self
                     .pub_debug
@@ -241,6 +249,11 @@ impl Worker {
             let latency = pending.received.elapsed().as_secs_f64() * 1e3;
 
             let mut s = self.stats.lock().unwrap();
+            s.tracking = tracking;
+            s.camera_problem = camera_problem;
+            if tracking {
+                s.tracks = self.tracks.tracker.tracks().len();
+            }
             s.processed += 1;
             s.w_processed += 1;
             s.w_latency_ms.push(latency);

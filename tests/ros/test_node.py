@@ -29,7 +29,8 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters, SetParametersAtomically
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
-from sensor_msgs.msg import Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, Image, PointCloud, PointCloud2
+from std_msgs.msg import Bool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, 'tests', 'data')
@@ -621,6 +622,97 @@ def main():
             f2.close()
         assert rc == 0, f'exit status {rc} after SIGINT'
     R.case('two inputs (stereo) each with its own pipeline; SIGINT exits 0', t_stereo)
+
+    # ---- feature tracks for VINS: tracks + feature + restart, camera_info, a time jump
+    def decode_tracks(msg):
+        names = [f.name for f in msg.fields]
+        assert names == ['id', 'x', 'y', 'x_n', 'y_n', 'vx', 'vy', 'age'], names
+        assert msg.point_step == 36 and msg.height == 1
+        dt = np.dtype([('id', '<f8'), ('x', '<f4'), ('y', '<f4'), ('x_n', '<f4'), ('y_n', '<f4'),
+                       ('vx', '<f4'), ('vy', '<f4'), ('age', '<u4')])
+        return np.frombuffer(bytes(msg.data), dt)
+
+    def t_tracks():
+        ns = '/gf_track'
+        items = [{'image': os.path.join(DATA, 'seq', f'cockatoo_{k:02d}.png'),
+                  'out': os.path.join(tmp, f'seq_{k}')} for k in range(6)]
+        ref._run({'images': items})
+        seq = []
+        for k, it in enumerate(items):
+            w, h, enc = open(it['out'] + '.meta').read().split()
+            raw = np.frombuffer(open(it['out'] + '.raw', 'rb').read(), np.uint8)
+            seq.append(to_encoding(f'cockatoo_{k}', raw.reshape(int(h), int(w)), 'mono8'))
+        for t, kind in (('tracks', PointCloud2), ('feature', PointCloud)):
+            H.listen(f'{ns}/{t}', kind)
+        restarts = []
+        H.node.create_subscription(Bool, f'{ns}/restart', lambda m: restarts.append(m.data), 10)
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         history=HistoryPolicy.KEEP_LAST)
+        pub_info = H.node.create_publisher(CameraInfo, f'{ns}/camera_info', qos)
+        info = CameraInfo()
+        info.width, info.height = seq[0].width, seq[0].height
+        info.distortion_model = 'plumb_bob'
+        info.k = [500.0, 0.0, 320.0, 0.0, 500.0, 180.0, 0.0, 0.0, 1.0]
+        info.d = [-0.1, 0.01, 0.0, 0.0, 0.0]
+        p5, f5 = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                       '-p', 'track.enabled:=true', '-p', 'detector.method:=none',
+                                       '-p', 'canny.enabled:=false', '-p', 'describe.enabled:=false',
+                                       '-p', 'diagnostics_period:=0.5'],
+                            os.path.join(tmp, 'track.log'))
+        try:
+            assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
+            # Without camera_info: pixel tracks, an empty feature message, a WARN.
+            got = H.send_and_wait(f'{ns}/image', seq[0], (500, 0), 'cam',
+                                  [(f'{ns}/tracks', PointCloud2), (f'{ns}/feature', PointCloud)])
+            tr = decode_tracks(got[f'{ns}/tracks'])
+            assert len(tr) > 20 and np.isnan(tr['x_n']).all(), len(tr)
+            assert len(got[f'{ns}/feature'].points) == 0
+            st, kv = H.wait_diag('gf_track/gpu_features', lambda kv: 'camera_info' in kv)
+            level = st.level[0] if isinstance(st.level, (bytes, bytearray)) else st.level
+            assert level == 1 and 'camera_info' in st.message, (st.level, st.message)
+            log(f'  no camera_info: {len(tr)} pixel tracks, WARN "{st.message}"')
+            # With camera_info: ids persist, ages count up, VINS-Fusion's feature layout.
+            prev = None
+            for k in range(1, 6):
+                pub_info.publish(info)
+                time.sleep(0.05)
+                got = H.send_and_wait(f'{ns}/image', seq[k], (500 + k, 0), 'cam',
+                                      [(f'{ns}/tracks', PointCloud2), (f'{ns}/feature', PointCloud)])
+                tr = decode_tracks(got[f'{ns}/tracks'])
+                fe = got[f'{ns}/feature']
+                if prev is not None:
+                    common = set(tr['id'].astype(int)) & set(prev['id'].astype(int))
+                    assert len(common) * 3 > len(prev), (len(common), len(prev))
+                    old = {int(i): a for i, a in zip(prev['id'], prev['age'])}
+                    assert all(a == old[int(i)] + 1 for i, a in zip(tr['id'], tr['age'])
+                               if int(i) in old)
+                if k >= 2:
+                    assert np.isfinite(tr['x_n']).all()
+                    assert [c.name for c in fe.channels][:6] == \
+                        ['id', 'camera', 'u', 'v', 'velocity_x', 'velocity_y']
+                    assert len(fe.points) == len(tr) and all(p.z == 1.0 for p in fe.points)
+                    assert list(fe.channels[0].values) == [float(i) for i in tr['id']]
+                prev = tr
+            log(f'  5 frames with camera_info: {len(prev)} tracks, oldest age {prev["age"].max()}; '
+                f'feature has {len(fe.channels)} channels')
+            # A time jump backwards: restart, all tracks new. (camera_info's first arrival
+            # started the tracks over too: one restart already.)
+            n0 = len(restarts)
+            max_id = int(prev['id'].max())
+            got = H.send_and_wait(f'{ns}/image', seq[0], (400, 0), 'cam', [(f'{ns}/tracks', PointCloud2)])
+            tr = decode_tracks(got[f'{ns}/tracks'])
+            assert (tr['age'] == 1).all() and (tr['id'] > max_id).all()
+            end = time.monotonic() + 5
+            while len(restarts) == n0 and time.monotonic() < end:
+                time.sleep(0.05)
+            assert n0 == 1 and restarts == [True, True], (n0, restarts)
+            log(f'  time jump back: restart published, {len(tr)} new tracks from id {int(tr["id"].min())}')
+        finally:
+            rc = stop_node(p5, signal.SIGINT)
+            f5.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('tracks: IDs persist, camera_info WARN, VINS feature layout, restart on a time jump',
+           t_tracks)
 
     # ---- the default input QoS: sensor data (best effort, keep last 1)
     def t_default_qos():
