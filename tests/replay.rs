@@ -672,3 +672,56 @@ fn jpeg_compressed_images_decode() {
         Ok(_) => panic!("garbage decoded"),
     }
 }
+
+/// `replay` with `track.enabled`: a `T/tracks` PointCloud2 per frame in out.mcap, in the
+/// `output::tracks` layout, whose IDs persist across the pan and equal the library's
+/// tracker run on the same frames.
+#[test]
+fn replay_writes_the_tracks_topic() {
+    use gpu_features::output::tracks;
+    use gpu_features::track::{TrackParams, Tracker};
+    let dir = scratch("replay_tracks");
+    let frames = pan("graf1.png", 6, 320, 240);
+    let bag_path = dir.join("in.mcap");
+    write_mcap(&bag_path, &frames, false);
+    let out = dir.join("out");
+    let mut o = options(&bag_path, &out);
+    o.config = Config::default().with_set("track.enabled=true").unwrap();
+    let s = replay::run(&o).unwrap();
+    let msgs = read_out(&s.out_bag);
+    let topic = replay::tracks_topic(RAW);
+    let got = &msgs[&topic];
+    assert_eq!(got.len(), 6);
+    let mut lib = Tracker::new(TrackParams::from_config(&o.config.track));
+    let mut prev_ids: Vec<u64> = Vec::new();
+    for (i, (m, f)) in got.iter().zip(&frames).enumerate() {
+        assert_eq!(m.schema, "sensor_msgs/msg/PointCloud2");
+        let pc = gpu_features::bag::cdr::PointCloud2::decode(&m.data).unwrap();
+        let pts = tracks::decode(&pc.data).unwrap();
+        assert_eq!(pc.header.stamp.as_nanos(), T0 + i as u64 * PERIOD);
+        let stamp = (T0 + i as u64 * PERIOD) as f64 * 1e-9;
+        let gray = gpu_features::GrayImage::from_vec(
+            f.width,
+            f.height,
+            f.rgb
+                .chunks(3)
+                .map(|p| gpu_features::cpu::decode::gray_from_rgb(p[0], p[1], p[2]))
+                .collect(),
+        )
+        .unwrap();
+        let want = lib.track(&gray, stamp, None).to_vec();
+        assert_eq!(pts.len(), want.len(), "frame {i}");
+        for (p, w) in pts.iter().zip(&want) {
+            assert_eq!((p.0, p.1, p.2, p.7), (w.id, w.x, w.y, w.age));
+        }
+        if i > 0 {
+            let kept = pts.iter().filter(|p| prev_ids.contains(&p.0)).count();
+            assert!(
+                kept * 2 > prev_ids.len(),
+                "frame {i}: {kept} of {} tracks kept",
+                prev_ids.len()
+            );
+        }
+        prev_ids = pts.iter().map(|p| p.0).collect();
+    }
+}

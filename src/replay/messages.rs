@@ -14,6 +14,9 @@ pub fn keypoints_topic(t: &str) -> String {
 pub fn edges_topic(t: &str) -> String {
     format!("{}/edges", t.trim_end_matches('/'))
 }
+pub fn tracks_topic(t: &str) -> String {
+    format!("{}/tracks", t.trim_end_matches('/'))
+}
 pub fn annotations_topic(t: &str) -> String {
     format!("{}/keypoints/annotations", t.trim_end_matches('/'))
 }
@@ -46,6 +49,38 @@ pub fn keypoints_message(
         row_step: step * n,
         data: Cow::Borrowed(scratch),
         is_dense: true,
+    }
+    .encode()
+}
+
+/// The `tracks` PointCloud2 (`output::tracks` layout), serialized.
+pub fn tracks_message(
+    header: &Header,
+    tracks: &[crate::track::Track],
+    scratch: &mut Vec<u8>,
+) -> Vec<u8> {
+    use crate::output::tracks as layout;
+    layout::encode(tracks, scratch);
+    let n = tracks.len() as u32;
+    let step = layout::POINT_STEP as u32;
+    cdr::PointCloud2 {
+        header: header.clone(),
+        height: 1,
+        width: n,
+        fields: layout::FIELDS
+            .iter()
+            .map(|f| cdr::PointField {
+                name: f.name.to_string(),
+                offset: f.offset,
+                datatype: f.datatype,
+                count: f.count,
+            })
+            .collect(),
+        is_bigendian: false,
+        point_step: step,
+        row_step: step * n,
+        data: Cow::Borrowed(scratch),
+        is_dense: false,
     }
     .encode()
 }

@@ -9,6 +9,7 @@
 //! | `T/keypoints`                | `sensor_msgs/msg/PointCloud2` ([`crate::output::pointcloud`] layout) |
 //! | `T/edges`                    | `sensor_msgs/msg/Image`, mono8 (when Canny is on) |
 //! | `T/keypoints/annotations`    | `foxglove_msgs/msg/ImageAnnotations`  |
+//! | `T/tracks`                   | `sensor_msgs/msg/PointCloud2` (`output::tracks` layout; with `track.enabled`, pixels only) |
 //!
 //! Every output message carries the input's header (stamp, frame_id) and the input's log
 //! and publish times.
@@ -37,6 +38,7 @@ use crate::eval::{self, HomographyPair};
 use crate::image::GrayImage;
 use crate::matching::{MatchParams, Matcher};
 use crate::pipeline::{BackendChoice, BackendKind, Descriptor, Features, Keypoint, Pipeline};
+use crate::track::{TrackParams, Tracker};
 use crate::Config;
 
 mod cli;
@@ -49,6 +51,7 @@ pub use self::frame::{decode_frame, FrameData, FrameSkip};
 use self::messages::edges_message;
 pub use self::messages::{
     annotations_message, annotations_topic, edges_topic, keypoints_message, keypoints_topic,
+    tracks_message, tracks_topic,
 };
 
 /// Everything `replay` needs.
@@ -166,6 +169,8 @@ fn select_topics(bag: &Bag, wanted: &[String]) -> Result<Vec<TopicInfo>> {
 
 struct TopicState {
     keypoints: u16,
+    /// The `tracks` channel and the topic's tracker, with `track.enabled`.
+    tracks: Option<(u16, Tracker)>,
     edges: Option<u16>,
     annotations: u16,
     image: u16,
@@ -355,6 +360,14 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
                 let s = TopicState {
                     image: writer.channel(m.topic, m.msgtype)?,
                     keypoints: writer.channel(&keypoints_topic(m.topic), cdr::POINT_CLOUD2)?,
+                    tracks: if opts.config.track.enabled {
+                        Some((
+                            writer.channel(&tracks_topic(m.topic), cdr::POINT_CLOUD2)?,
+                            Tracker::new(TrackParams::from_config(&opts.config.track)),
+                        ))
+                    } else {
+                        None
+                    },
                     edges: if canny {
                         Some(writer.channel(&edges_topic(m.topic), cdr::IMAGE)?)
                     } else {
@@ -404,9 +417,15 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         let ann = annotations_message(header, &features.keypoints);
         writer.write(st.annotations, m.log_time, m.publish_time, &ann)?;
 
-        // Evaluation measures.
+        // Evaluation measures (and the tracks, on the same gray image).
         let mut gray = GrayImage::default();
         crate::cpu::decode::decode(&view, &mut gray);
+        if let Some((ch, tracker)) = st.tracks.as_mut() {
+            let stamp = header.stamp.as_nanos() as f64 * 1e-9;
+            let tracks = tracker.track(&gray, stamp, None);
+            let msg = tracks_message(header, tracks, &mut scratch);
+            writer.write(*ch, m.log_time, m.publish_time, &msg)?;
+        }
         let track = st
             .prev
             .as_ref()

@@ -43,10 +43,20 @@ pub fn keypoints_cloud(
 }
 
 /// The `tracks` cloud (`output::tracks` layout); not dense (NaN without a camera model).
-pub fn tracks_cloud(header: &Header, tracks: &[crate::track::Track], mut buf: Vec<u8>) -> PointCloud2 {
+pub fn tracks_cloud(
+    header: &Header,
+    tracks: &[crate::track::Track],
+    mut buf: Vec<u8>,
+) -> PointCloud2 {
     use crate::output::tracks;
     tracks::encode(tracks, &mut buf);
-    let mut c = unorganized_cloud(header, &tracks::FIELDS, tracks::POINT_STEP, tracks.len(), buf);
+    let mut c = unorganized_cloud(
+        header,
+        &tracks::FIELDS,
+        tracks::POINT_STEP,
+        tracks.len(),
+        buf,
+    );
     c.is_dense = false;
     c
 }

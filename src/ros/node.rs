@@ -24,8 +24,8 @@ use super::params::NodeParams;
 use super::tracks::{camera_from_info, CameraSlot, CameraState, TrackOutputs};
 use super::worker::{Pending, Slot, Worker};
 use crate::output::tracks::VinsFormat;
-use crate::track::Tracker;
 use crate::pipeline::BackendChoice;
+use crate::track::Tracker;
 
 pub const NODE_NAME: &str = "gpu_features";
 

@@ -9,9 +9,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use r2r::geometry_msgs::msg::Point32;
 use r2r::sensor_msgs::msg::{CameraInfo, ChannelFloat32, PointCloud, PointCloud2};
 use r2r::std_msgs::msg::{Bool, Header};
-use r2r::geometry_msgs::msg::Point32;
 
 use super::convert;
 use crate::camera::CameraModel;
@@ -33,7 +33,13 @@ pub(super) type CameraSlot = Arc<Mutex<CameraState>>;
 
 /// `sensor_msgs/CameraInfo` to a camera model, or what is wrong with it.
 pub(super) fn camera_from_info(info: &CameraInfo) -> CameraState {
-    match CameraModel::from_camera_info(info.width, info.height, &info.distortion_model, &info.k, &info.d) {
+    match CameraModel::from_camera_info(
+        info.width,
+        info.height,
+        &info.distortion_model,
+        &info.k,
+        &info.d,
+    ) {
         Ok(m) => CameraState::Ready(m),
         Err(e) => CameraState::Invalid(e),
     }
@@ -52,23 +58,41 @@ pub(super) struct TrackOutputs {
 
 impl TrackOutputs {
     /// Tracks one frame and publishes; returns the camera problem for diagnostics, if any.
-    pub(super) fn step(&mut self, header: &Header, view: &ImageView, cfg: &TrackConfig) -> Option<String> {
+    pub(super) fn step(
+        &mut self,
+        header: &Header,
+        view: &ImageView,
+        cfg: &TrackConfig,
+    ) -> Option<String> {
         let params = TrackParams::from_config(cfg);
         if *self.tracker.params() != params {
             self.tracker.set_params(params);
         }
         let state = self.camera.lock().unwrap().clone();
         let (camera, problem) = match state {
-            CameraState::Ready(m) if (m.width as usize, m.height as usize) == (view.width(), view.height()) => (Some(m), None),
+            CameraState::Ready(m)
+                if (m.width as usize, m.height as usize) == (view.width(), view.height()) =>
+            {
+                (Some(m), None)
+            }
             CameraState::Ready(m) => (
                 None,
                 Some(format!(
                     "camera_info is {}x{}, the images {}x{}: tracks in pixels only",
-                    m.width, m.height, view.width(), view.height()
+                    m.width,
+                    m.height,
+                    view.width(),
+                    view.height()
                 )),
             ),
-            CameraState::Missing => (None, Some("no camera_info received: tracks in pixels only".into())),
-            CameraState::Invalid(e) => (None, Some(format!("camera_info rejected ({e}): tracks in pixels only"))),
+            CameraState::Missing => (
+                None,
+                Some("no camera_info received: tracks in pixels only".into()),
+            ),
+            CameraState::Invalid(e) => (
+                None,
+                Some(format!("camera_info rejected ({e}): tracks in pixels only")),
+            ),
         };
         let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
         let tracks = self.tracker.track_view(view, stamp, camera.as_ref());
@@ -78,7 +102,15 @@ impl TrackOutputs {
         let f = vins_feature(&[tracks], self.format);
         let msg = PointCloud {
             header: header.clone(),
-            points: f.points.iter().map(|p| Point32 { x: p[0], y: p[1], z: p[2] }).collect(),
+            points: f
+                .points
+                .iter()
+                .map(|p| Point32 {
+                    x: p[0],
+                    y: p[1],
+                    z: p[2],
+                })
+                .collect(),
             channels: self
                 .format
                 .channels()

@@ -163,6 +163,8 @@ def main():
             os.path.join(share, 'package.xml'),
             os.path.join(share, 'launch', 'gpu_features.launch.py'),
             os.path.join(share, 'launch', 'gpu_features.launch.xml'),
+            os.path.join(share, 'launch', 'vins_frontend.launch.py'),
+            os.path.join(share, 'config', 'vins_frontend_params.yaml'),
             os.path.join(share, 'config', 'gpu_features.yaml'),
             os.path.join(share, 'config', 'default.yaml'),
             os.path.join(install, 'setup.bash'),
@@ -204,7 +206,8 @@ def main():
     later = ['ros2 launch gpu_features gpu_features.launch.py (namespace, remaps) round trip',
              'ros2 node info', 'ros2 param get/set', 'ros2 topic hz',
              'SIGINT to ros2 launch',
-             'ros2 launch gpu_features gpu_features.launch.xml (params_file, namespace, remaps)']
+             'ros2 launch gpu_features gpu_features.launch.xml (params_file, namespace, remaps)',
+             'ros2 launch gpu_features vins_frontend.launch.py: /feature_tracker/feature from image + camera_info']
     if not tools or R.blocked:
         for name in later:
             R.case(name, None, needs_tools=True, tools=tools)
@@ -444,6 +447,59 @@ def main():
         assert rc == 0, f'ros2 launch exit {rc}'
     R.case('ros2 launch gpu_features gpu_features.launch.xml namespace:=gf_xml '
            'params_file:=... image:=... (own params file applied)', t_launch_xml)
+
+    # ---- vins_frontend.launch.py: the node as VINS's feature tracker
+    def t_vins_frontend():
+        from sensor_msgs.msg import CameraInfo, PointCloud
+        from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+        img_topic, info_topic = '/gf_wf/vins/image_raw', '/gf_wf/vins/camera_info'
+        feat_topic = '/feature_tracker/feature'
+        cmd = ['ros2', 'launch', PKG, 'vins_frontend.launch.py', f'image:={img_topic}',
+               f'camera_info:={info_topic}', 'feature_format:=vins_mono']
+        log('  $ ' + ' '.join(cmd))
+        log_path = os.path.join(tmp, 'launch_vins.log')
+        logf = open(log_path, 'w')
+        proc = subprocess.Popen(cmd, env=state['env'], stdout=logf, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            H.listen(feat_topic, PointCloud)
+            if not H.wait_subscribers(img_topic, timeout=30.0):
+                raise AssertionError('no subscriber on ' + img_topic + '\n' + open(log_path).read()[-3000:])
+            qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             history=HistoryPolicy.KEEP_LAST)
+            pub_info = H.node.create_publisher(CameraInfo, info_topic, qos)
+            info = CameraInfo()
+            info.width, info.height = frame.width, frame.height
+            info.distortion_model = 'plumb_bob'
+            info.k = [300.0, 0.0, frame.width / 2, 0.0, 300.0, frame.height / 2, 0.0, 0.0, 1.0]
+            info.d = [0.0] * 5
+            end = time.monotonic() + 10
+            while pub_info.get_subscription_count() == 0 and time.monotonic() < end:
+                time.sleep(0.05)
+            pub_info.publish(info)
+            time.sleep(0.3)
+            got = None
+            for k in range(2):
+                got = H.send_and_wait(img_topic, frame, next_stamp(), 'vins', [(feat_topic, PointCloud)])
+            msg = got[feat_topic]
+            names = [ch.name for ch in msg.channels]
+            assert names == ['id_of_point', 'u_of_point', 'v_of_point', 'velocity_x_of_point',
+                             'velocity_y_of_point'], names
+            assert len(msg.points) > 10 and all(p.z == 1.0 for p in msg.points), len(msg.points)
+            log(f'  {img_topic} + {info_topic} -> {feat_topic}: {len(msg.points)} features, '
+                f'channels {names}')
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+            logf.close()
+        assert proc.returncode == 0, f'ros2 launch exit {proc.returncode}'
+    R.case('ros2 launch gpu_features vins_frontend.launch.py image:=... camera_info:=... '
+           '(VINS-Mono feature layout on /feature_tracker/feature)', t_vins_frontend)
 
     for L in list(py.values()):
         L.stop()
