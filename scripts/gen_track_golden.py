@@ -55,25 +55,29 @@ def vins_mask(shape, pts, radius=30):
     return mask
 
 
-def vins_reference(seq, max_cnt=150, min_dist=30, reject_with_f=False):
+class VinsFrontEnd:
     """VINS-Fusion's trackImage (mono, no prediction; its rejectWithF is commented out, and
-    here too unless reject_with_f) in cv2: the tracker's end-to-end reference. The mask's sort is stable (as ours;
-    VINS's std::sort leaves ties in an unspecified order)."""
-    f32 = np.float32
-    prev, prev_pts, ids, cnt, n_id = None, [], [], [], 0
-    out = []
-    for name, img in seq:
+    here too unless reject_with_f) in cv2: the tracker's end-to-end reference and the bench's
+    OpenCV peer. The mask's sort is stable (as ours; VINS's std::sort leaves ties in an
+    unspecified order)."""
+
+    def __init__(self, max_cnt=150, min_dist=30, reject_with_f=False):
+        self.max_cnt, self.min_dist, self.reject_with_f = max_cnt, min_dist, reject_with_f
+        self.prev, self.prev_pts, self.ids, self.cnt, self.n_id = None, [], [], [], 0
+
+    def track(self, img):
+        f32 = np.float32
         h, w = img.shape
-        cur = []
-        if prev_pts:
-            P = np.array(prev_pts, np.float32).reshape(-1, 1, 2)
-            nxt, st, _ = cv2.calcOpticalFlowPyrLK(prev, img, P, None, winSize=(21, 21), maxLevel=3)
+        cur, ids, cnt = [], self.ids, self.cnt
+        if self.prev_pts:
+            P = np.array(self.prev_pts, np.float32).reshape(-1, 1, 2)
+            nxt, st, _ = cv2.calcOpticalFlowPyrLK(self.prev, img, P, None, winSize=(21, 21), maxLevel=3)
             rev, rst, _ = cv2.calcOpticalFlowPyrLK(
-                img, prev, nxt, P.copy(), winSize=(21, 21), maxLevel=1,
+                img, self.prev, nxt, P.copy(), winSize=(21, 21), maxLevel=1,
                 criteria=(cv2.TERM_CRITERIA_COUNT + cv2.TERM_CRITERIA_EPS, 30, 0.01),
                 flags=cv2.OPTFLOW_USE_INITIAL_FLOW)
             keep = []
-            for i in range(len(prev_pts)):
+            for i in range(len(self.prev_pts)):
                 a, b = P[i, 0], rev[i, 0]
                 dx, dy = f32(a[0] - b[0]), f32(a[1] - b[1])
                 d = np.sqrt(float(f32(dx * dx + dy * dy)))
@@ -82,11 +86,11 @@ def vins_reference(seq, max_cnt=150, min_dist=30, reject_with_f=False):
                 rx, ry = int(np.rint(x)), int(np.rint(y))
                 if ok and 1 <= rx < w - 1 and 1 <= ry < h - 1:
                     keep.append(i)
-            pp = [prev_pts[i] for i in keep]
+            pp = [self.prev_pts[i] for i in keep]
             cur = [tuple(nxt[i, 0]) for i in keep]
             ids = [ids[i] for i in keep]
             cnt = [cnt[i] + 1 for i in keep]
-            if reject_with_f and len(cur) >= 15:
+            if self.reject_with_f and len(cur) >= 15:
                 _, m = cv2.findFundamentalMat(np.array(pp, np.float32), np.array(cur, np.float32),
                                               cv2.FM_RANSAC, 1.0, 0.99)
                 m = m.ravel()
@@ -101,15 +105,24 @@ def vins_reference(seq, max_cnt=150, min_dist=30, reject_with_f=False):
             rx, ry = int(np.rint(x)), int(np.rint(y))
             if mask[ry, rx] == 255:
                 kc.append(cur[i]); ki.append(ids[i]); kn.append(cnt[i])
-                cv2.circle(mask, (rx, ry), min_dist, 0, -1)
+                cv2.circle(mask, (rx, ry), self.min_dist, 0, -1)
         cur, ids, cnt = kc, ki, kn
-        want = max_cnt - len(cur)
+        want = self.max_cnt - len(cur)
         if want > 0:
-            n = cv2.goodFeaturesToTrack(img, want, 0.01, min_dist, mask=mask)
+            n = cv2.goodFeaturesToTrack(img, want, 0.01, self.min_dist, mask=mask)
             for p in ([] if n is None else n.reshape(-1, 2)):
-                cur.append((f32(p[0]), f32(p[1]))); ids.append(n_id); cnt.append(1); n_id += 1
-        out.append({"frame": name, "tracks": [[i, f32bits(x), f32bits(y), c] for (x, y), i, c in zip(cur, ids, cnt)]})
-        prev, prev_pts = img, list(cur)
+                cur.append((f32(p[0]), f32(p[1]))); ids.append(self.n_id); cnt.append(1)
+                self.n_id += 1
+        self.prev, self.prev_pts, self.ids, self.cnt = img, list(cur), ids, cnt
+        return list(zip(ids, cur, cnt))
+
+
+def vins_reference(seq, max_cnt=150, min_dist=30, reject_with_f=False):
+    fe = VinsFrontEnd(max_cnt, min_dist, reject_with_f)
+    out = []
+    for name, img in seq:
+        tr = fe.track(img)
+        out.append({"frame": name, "tracks": [[i, f32bits(x), f32bits(y), c] for i, (x, y), c in tr]})
     return out
 
 
@@ -166,7 +179,8 @@ def main():
             "fundamental_mask": fmask,
             "prev": n0, "next": n1,
             "points": [[f32bits(x), f32bits(y)] for x, y in pts.reshape(-1, 2)],
-            "forward": [[f32bits(x), f32bits(y), int(s), f32bits(e)]
+            # OpenCV leaves err unset for some lost points (whatever the buffer held): 0 there.
+            "forward": [[f32bits(x), f32bits(y), int(s), f32bits(e) if s else 0]
                         for (x, y), s, e in zip(nxt.reshape(-1, 2), st.ravel(), err.ravel())],
             "reverse": [[f32bits(x), f32bits(y), int(s)]
                         for (x, y), s in zip(rev.reshape(-1, 2), rst.ravel())],
