@@ -1,6 +1,6 @@
 //! CPU tracker speed on the real sequence: `cargo run --release --example track_speed`.
-//! Prints the median time per frame of `Tracker::track` (after the first frame) and of its
-//! parts' big pieces, for 150 and 1000 features.
+//! Prints the median time per frame of `Tracker::track` (after the first frame), for 150 and
+//! 1000 features, with the LK stage on the CPU and (with a CUDA device) on the GPU.
 use std::time::Instant;
 
 use gpu_features::image::load_gray;
@@ -12,12 +12,22 @@ fn main() {
     for k in 0..8 {
         frames.push(load_gray(&dir.join(format!("cockatoo_{k:02}.png"))).unwrap());
     }
-    for (max, dist) in [(150usize, 30.0), (1000, 10.0)] {
-        let mut t = Tracker::new(TrackParams {
+    for (max, dist, gpu) in [(150usize, 30.0, false), (1000, 10.0, false), (150, 30.0, true), (1000, 10.0, true)] {
+        let params = TrackParams {
             max_features: max,
             min_distance: dist,
             ..Default::default()
-        });
+        };
+        let mut t = if gpu {
+            let (t, why) = Tracker::with_cuda(params);
+            if let Some(why) = why {
+                println!("no GPU tracker: {why}");
+                continue;
+            }
+            t
+        } else {
+            Tracker::new(params)
+        };
         let mut times = Vec::new();
         for round in 0..5 {
             for (k, f) in frames.iter().enumerate() {
@@ -32,6 +42,9 @@ fn main() {
         times.sort_by(|a, b| a.0.total_cmp(&b.0));
         let (ms, _) = times[times.len() / 2];
         let n: usize = times.iter().map(|t| t.1).sum::<usize>() / times.len();
-        println!("640x360, max_features {max}: median {ms:.2} ms per frame, {n} tracks on average (1 thread)");
+        println!(
+            "640x360, max_features {max}, LK on {}: median {ms:.2} ms per frame, {n} tracks on average (1 CPU thread)",
+            t.backend()
+        );
     }
 }

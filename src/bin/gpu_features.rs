@@ -246,8 +246,18 @@ fn detect(
                 }
             },
         };
+        let params = TrackParams::from_config(&pipeline.config().track);
+        let tracker = if pipeline.backend().name() == "cuda" {
+            let (t, why) = Tracker::with_cuda(params);
+            if let Some(why) = why {
+                eprintln!("note: tracker on the CPU: {why}");
+            }
+            t
+        } else {
+            Tracker::new(params)
+        };
         tracking = Some(SequenceTracker {
-            tracker: Tracker::new(TrackParams::from_config(&pipeline.config().track)),
+            tracker,
             camera,
             frame: 0,
             fps: track.fps,

@@ -512,35 +512,37 @@ impl Level<'_> {
             let mut tail = [0f32; 2];
             let mut qb0 = [0f32; 4];
             let mut qb1 = [0f32; 4];
+            let jd = &self.j.data;
+            let mut it = [0i32; 64];
             for y in 0..win {
                 let jo = self.j.at(inx, iny + y as isize, 1);
-                let jd = &self.j.data;
-                let it = |x: usize| -> i32 {
-                    descale(
-                        jd[jo + x] as i32 * w00
-                            + jd[jo + x + 1] as i32 * w01
-                            + jd[jo + x + jstride] as i32 * w10
-                            + jd[jo + x + jstride + 1] as i32 * w11,
-                        W_BITS - 5,
-                    ) - s.iwin[y * win + x]
-                };
+                let r0 = &jd[jo..jo + win + 1];
+                let r1 = &jd[jo + jstride..jo + jstride + win + 1];
+                let ir = &s.iwin[y * win..(y + 1) * win];
+                // The mismatch It = J(window) - I(window), in integers (any order).
+                for (x, t) in it[..win].iter_mut().enumerate() {
+                    let v = r0[x] as i32 * w00
+                        + r0[x + 1] as i32 * w01
+                        + r1[x] as i32 * w10
+                        + r1[x + 1] as i32 * w11;
+                    *t = descale(v, W_BITS - 5) - ir[x];
+                }
                 let drow = &s.dwin[y * win..(y + 1) * win];
                 for blk in 0..blocks {
                     let x0 = blk * 8;
-                    let t: [i32; 8] = std::array::from_fn(|k| it(x0 + k));
-                    let g = |k: usize| drow[x0 + k];
+                    let t = &it[x0..x0 + 8];
+                    let g = &drow[x0..x0 + 8];
                     // pmaddwd pairs (k, k + 4): lanes x0, y0, x1, y1 and x2, y2, x3, y3.
-                    let pair_x = |k: usize| t[k] * g(k).0 + t[k + 4] * g(k + 4).0;
-                    let pair_y = |k: usize| t[k] * g(k).1 + t[k + 4] * g(k + 4).1;
-                    let l0 = [pair_x(0), pair_y(0), pair_x(1), pair_y(1)];
-                    let l1 = [pair_x(2), pair_y(2), pair_x(3), pair_y(3)];
+                    let px = |k: usize| t[k] * g[k].0 + t[k + 4] * g[k + 4].0;
+                    let py = |k: usize| t[k] * g[k].1 + t[k + 4] * g[k + 4].1;
+                    let l0 = [px(0), py(0), px(1), py(1)];
+                    let l1 = [px(2), py(2), px(3), py(3)];
                     for lane in 0..4 {
                         qb0[lane] += l0[lane] as f32;
                         qb1[lane] += l1[lane] as f32;
                     }
                 }
-                for (x, g) in drow.iter().enumerate().skip(simd_end) {
-                    let d = it(x);
+                for (d, g) in it[simd_end..win].iter().zip(&drow[simd_end..]) {
                     tail[0] += (d * g.0) as f32;
                     tail[1] += (d * g.1) as f32;
                 }

@@ -49,6 +49,10 @@ pub struct Kernels {
     pub orb_describe: CudaFunction,
     pub match_knn: CudaFunction,
     pub match_merge: CudaFunction,
+    pub lk_border: CudaFunction,
+    pub lk_pyrdown: CudaFunction,
+    pub lk_scharr: CudaFunction,
+    pub lk_track: CudaFunction,
 }
 
 /// How the kernel module was obtained.
@@ -229,6 +233,10 @@ impl Gpu {
             orb_describe: f("orb_describe")?,
             match_knn: f("match_knn")?,
             match_merge: f("match_merge")?,
+            lk_border: f("lk_border")?,
+            lk_pyrdown: f("lk_pyrdown")?,
+            lk_scharr: f("lk_scharr")?,
+            lk_track: f("lk_track")?,
         };
         Ok(Gpu {
             ctx,

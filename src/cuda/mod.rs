@@ -14,6 +14,7 @@
 //! | spread grid / quadtree | — (host, CPU reference functions) | [`select`] |
 //! | canny (+ blur, hysteresis) | `canny.cu` | [`canny`] |
 //! | ORB descriptors (patch blur + rBRIEF of the kept keypoints, one kernel) | `describe.cu` | [`describe`] |
+//! | LK flow pyramid, Scharr derivatives, pyramidal LK (the tracker) | `lk.cu` | [`lk`] |
 //!
 //! Per frame: one pinned upload (of the caller's frame copied in pieces, or of a frame
 //! written into [`CudaPipeline::input_buffer`]; with `cuda.zero_copy` no upload: the decode
@@ -59,6 +60,7 @@ pub mod fast_harris;
 pub mod graph;
 pub mod harris;
 mod in_flight;
+pub mod lk;
 pub mod matcher;
 pub mod pyramid;
 mod queue;

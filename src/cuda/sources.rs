@@ -20,6 +20,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("harris.cu", include_str!("../../kernels/harris.cu")),
     ("describe.cu", include_str!("../../kernels/describe.cu")),
     ("match.cu", include_str!("../../kernels/match.cu")),
+    ("lk.cu", include_str!("../../kernels/lk.cu")),
 ];
 
 /// One translation unit: the files concatenated with `#line` markers (so NVRTC errors name

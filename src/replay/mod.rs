@@ -290,6 +290,19 @@ fn remove_stale(out_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The topic's tracker: its LK stage on the GPU when the pipeline runs on CUDA.
+fn make_tracker(cfg: &Config, backend: BackendKind) -> Tracker {
+    let params = TrackParams::from_config(&cfg.track);
+    if backend.name() != "cuda" {
+        return Tracker::new(params);
+    }
+    let (t, why) = Tracker::with_cuda(params);
+    if let Some(why) = why {
+        eprintln!("replay: tracker on the CPU: {why}");
+    }
+    t
+}
+
 /// Runs a replay: see the module docs for the outputs.
 pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
     let t_start = Instant::now();
@@ -363,7 +376,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
                     tracks: if opts.config.track.enabled {
                         Some((
                             writer.channel(&tracks_topic(m.topic), cdr::POINT_CLOUD2)?,
-                            Tracker::new(TrackParams::from_config(&opts.config.track)),
+                            make_tracker(&opts.config, pipeline.backend()),
                         ))
                     } else {
                         None

@@ -80,6 +80,8 @@ fn track_outputs(
         format: VinsFormat::parse(&settings.feature_format).unwrap_or(VinsFormat::Fusion),
         buf: Vec::new(),
         resets: 0,
+        cuda: false,
+        started: false,
     })
 }
 

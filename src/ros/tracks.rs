@@ -54,6 +54,10 @@ pub(super) struct TrackOutputs {
     pub(super) format: VinsFormat,
     pub(super) buf: Vec<u8>,
     pub(super) resets: usize,
+    /// Run the LK stage on the GPU (the input's pipeline is on CUDA); decided on the first
+    /// tracked frame.
+    pub(super) cuda: bool,
+    pub(super) started: bool,
 }
 
 impl TrackOutputs {
@@ -65,6 +69,16 @@ impl TrackOutputs {
         cfg: &TrackConfig,
     ) -> Option<String> {
         let params = TrackParams::from_config(cfg);
+        if !self.started {
+            self.started = true;
+            if self.cuda {
+                let (t, why) = Tracker::with_cuda(params);
+                self.tracker = t;
+                if let Some(why) = why {
+                    return Some(format!("tracker on the CPU: {why}"));
+                }
+            }
+        }
         if *self.tracker.params() != params {
             self.tracker.set_params(params);
         }

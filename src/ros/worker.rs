@@ -74,6 +74,7 @@ impl Worker {
             );
         }
         self.stats.lock().unwrap().backend = pipeline.backend().name().to_string();
+        self.tracks.cuda = pipeline.backend().name() == "cuda";
         let _ = init.send(Ok(pipeline.backend().name().to_string()));
 
         let mut bad_input_log = RateLimit::new(Duration::from_secs(2));

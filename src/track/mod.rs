@@ -36,6 +36,93 @@ use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams, GfttScra
 use crate::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
 use crate::image::GrayImage;
 
+/// Where the LK stage runs: the CPU reference, or the GPU (`cuda::lk`, equal bit for bit;
+/// a GPU failure moves the tracker to the CPU and starts its tracks over).
+enum FlowEngine {
+    Cpu {
+        prev: FlowPyramid,
+        cur: FlowPyramid,
+        scratch: LkScratch,
+    },
+    #[cfg(feature = "cuda")]
+    Gpu(Box<GpuFlow>),
+}
+
+#[cfg(feature = "cuda")]
+struct GpuFlow {
+    gpu: crate::cuda::Gpu,
+    prev: crate::cuda::lk::GpuFlowPyramid,
+    cur: crate::cuda::lk::GpuFlowPyramid,
+    lk: crate::cuda::lk::GpuLk,
+}
+
+impl Default for FlowEngine {
+    fn default() -> Self {
+        FlowEngine::Cpu {
+            prev: FlowPyramid::default(),
+            cur: FlowPyramid::default(),
+            scratch: LkScratch::default(),
+        }
+    }
+}
+
+impl FlowEngine {
+    fn name(&self) -> &'static str {
+        match self {
+            FlowEngine::Cpu { .. } => "cpu",
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(_) => "cuda",
+        }
+    }
+
+    /// The new frame's pyramid; the last one becomes the previous.
+    fn next_frame(
+        &mut self,
+        img: &GrayImage,
+        window: usize,
+        levels: usize,
+    ) -> crate::error::Result<()> {
+        match self {
+            FlowEngine::Cpu { prev, cur, .. } => {
+                std::mem::swap(prev, cur);
+                cur.build(img, window, levels);
+                Ok(())
+            }
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(g) => {
+                std::mem::swap(&mut g.prev, &mut g.cur);
+                g.cur.build(&g.gpu, img, window, levels)
+            }
+        }
+    }
+
+    /// Forward (previous -> current) or, with `back`, current -> previous from `initial`.
+    fn flow(
+        &mut self,
+        back: bool,
+        pts: &[(f32, f32)],
+        initial: Option<&[(f32, f32)]>,
+        p: &LkParams,
+        out: &mut Vec<Flow>,
+    ) -> crate::error::Result<()> {
+        match self {
+            FlowEngine::Cpu { prev, cur, scratch } => {
+                let (a, b) = if back { (cur, prev) } else { (prev, cur) };
+                a.ensure_derivatives();
+                track(a, b, pts, initial, p, scratch, out);
+                Ok(())
+            }
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(g) => {
+                let GpuFlow { gpu, prev, cur, lk } = &mut **g;
+                let (a, b) = if back { (cur, prev) } else { (prev, cur) };
+                a.ensure_derivatives(gpu)?;
+                lk.track(gpu, a, b, pts, initial, p, out)
+            }
+        }
+    }
+}
+
 /// Where new corners come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TopUp {
@@ -148,8 +235,9 @@ pub struct FrameStats {
 #[derive(Default)]
 pub struct Tracker {
     params: TrackParams,
-    prev_pyr: FlowPyramid,
-    cur_pyr: FlowPyramid,
+    engine: FlowEngine,
+    /// Why the GPU engine was given up, if it was.
+    gpu_failure: Option<String>,
     prev_pts: Vec<(f32, f32)>,
     prev_time: Option<f64>,
     size: (usize, usize),
@@ -158,7 +246,6 @@ pub struct Tracker {
     tracks: Vec<Track>,
     stats: FrameStats,
     resets: Vec<Reset>,
-    lk: LkScratch,
     gftt: GfttScratch,
     fwd: Vec<Flow>,
     back: Vec<Flow>,
@@ -174,6 +261,57 @@ impl Tracker {
             params,
             ..Default::default()
         }
+    }
+
+    /// A tracker whose LK stage runs on the GPU (window up to 31); the CPU's when CUDA
+    /// cannot start, with the reason.
+    #[cfg(feature = "cuda")]
+    pub fn with_cuda(params: TrackParams) -> (Tracker, Option<String>) {
+        let mut t = Tracker::new(params);
+        if params.window > crate::cuda::lk::MAX_WINDOW {
+            return (
+                t,
+                Some(format!(
+                    "track.window {} > {}: LK on the CPU",
+                    params.window,
+                    crate::cuda::lk::MAX_WINDOW
+                )),
+            );
+        }
+        match crate::cuda::Gpu::new().and_then(|gpu| {
+            let lk = crate::cuda::lk::GpuLk::new(&gpu, params.max_features.max(64))?;
+            Ok(GpuFlow {
+                gpu,
+                prev: Default::default(),
+                cur: Default::default(),
+                lk,
+            })
+        }) {
+            Ok(g) => {
+                t.engine = FlowEngine::Gpu(Box::new(g));
+                (t, None)
+            }
+            Err(e) => (t, Some(e.to_string())),
+        }
+    }
+
+    /// Without the `cuda` feature: the CPU tracker, and why.
+    #[cfg(not(feature = "cuda"))]
+    pub fn with_cuda(params: TrackParams) -> (Tracker, Option<String>) {
+        (
+            Tracker::new(params),
+            Some("built without the cuda feature".into()),
+        )
+    }
+
+    /// `cpu` or `cuda`: where the LK stage runs.
+    pub fn backend(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// Why the GPU was given up (the tracker runs on the CPU since), if it was.
+    pub fn gpu_failure(&self) -> Option<&str> {
+        self.gpu_failure.as_deref()
     }
 
     pub fn params(&self) -> &TrackParams {
@@ -243,41 +381,39 @@ impl Tracker {
         self.camera = camera.cloned();
         self.stats = FrameStats::default();
 
-        std::mem::swap(&mut self.prev_pyr, &mut self.cur_pyr);
-        self.cur_pyr.build(img, p.window, p.levels);
+        if let Err(e) = self.engine.next_frame(img, p.window, p.levels) {
+            self.fall_back(e);
+            let _ = self.engine.next_frame(img, p.window, p.levels);
+        }
 
         // 1-2. Flow forward, flow back, border.
         let mut kept: Vec<(Track, (f32, f32))> = Vec::with_capacity(p.max_features);
         if !self.prev_pts.is_empty() {
-            self.prev_pyr.ensure_derivatives();
             let lk = LkParams {
                 window: p.window,
                 max_level: p.levels,
                 ..Default::default()
             };
-            track(
-                &self.prev_pyr,
-                &self.cur_pyr,
-                &self.prev_pts,
-                None,
-                &lk,
-                &mut self.lk,
-                &mut self.fwd,
-            );
-            let mut ok: Vec<bool> = self.fwd.iter().map(|f| f.status).collect();
-            if p.flow_back {
-                self.cur_pyr.ensure_derivatives();
+            let mut ok = match self
+                .engine
+                .flow(false, &self.prev_pts, None, &lk, &mut self.fwd)
+            {
+                Ok(()) => self.fwd.iter().map(|f| f.status).collect::<Vec<bool>>(),
+                Err(e) => {
+                    self.fall_back(e);
+                    vec![false; self.prev_pts.len()]
+                }
+            };
+            if p.flow_back && ok.iter().any(|&k| k) {
                 let pts: Vec<(f32, f32)> = self.fwd.iter().map(|f| (f.x, f.y)).collect();
                 let back = LkParams { max_level: 1, ..lk };
-                track(
-                    &self.cur_pyr,
-                    &self.prev_pyr,
-                    &pts,
-                    Some(&self.prev_pts),
-                    &back,
-                    &mut self.lk,
-                    &mut self.back,
-                );
+                if let Err(e) =
+                    self.engine
+                        .flow(true, &pts, Some(&self.prev_pts), &back, &mut self.back)
+                {
+                    self.fall_back(e);
+                    ok.clear();
+                }
                 let (mut sum, mut n) = (0.0, 0);
                 for (i, k) in ok.iter_mut().enumerate() {
                     let (a, b) = (self.prev_pts[i], (self.back[i].x, self.back[i].y));
@@ -401,6 +537,19 @@ impl Tracker {
         self.tracks = out;
         self.prev_time = Some(stamp);
         &self.tracks
+    }
+
+    /// A GPU failure: the CPU engine from now on; the tracks start over (their previous
+    /// pyramid was on the GPU).
+    fn fall_back(&mut self, e: crate::error::Error) {
+        if self.gpu_failure.is_none() {
+            self.gpu_failure = Some(e.to_string());
+        }
+        self.engine = FlowEngine::default();
+        self.prev_pts.clear();
+        self.tracks.clear();
+        self.fwd.clear();
+        self.back.clear();
     }
 
     fn reset(&mut self, why: Reset) {

@@ -1,0 +1,127 @@
+//! The tracker's GPU stages against the CPU reference (itself bit-exact with OpenCV:
+//! tests/exact_track.rs), on the real sequence tests/data/seq: the LK pyramid level by
+//! level and every tracked point's position bits, status and `err`, forward (3 levels) and
+//! the flow-back pass (1 level, initial flow), on GFTT corners and seeded sub-pixel points
+//! (some near and past the border). Skipped without a CUDA device.
+#![cfg(feature = "cuda")]
+
+mod shared;
+
+use std::path::Path;
+
+use gpu_features::cpu::gftt::{good_features_to_track, GfttParams, GfttScratch};
+use gpu_features::cpu::lk::{track, FlowPyramid, LkParams, LkScratch};
+use gpu_features::cuda::lk::{GpuFlowPyramid, GpuLk};
+use gpu_features::cuda::Gpu;
+use gpu_features::image::load_gray;
+
+fn frame(k: usize) -> gpu_features::GrayImage {
+    load_gray(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/seq/cockatoo_{k:02}.png")),
+    )
+    .unwrap()
+}
+
+#[test]
+fn gpu_lk_matches_cpu_on_the_sequence() {
+    let gpu = match Gpu::new() {
+        Ok(g) => g,
+        Err(e) => return shared::skip_without_gpu("gpu_lk_matches_cpu_on_the_sequence", &e),
+    };
+    eprintln!("gpu_lk_matches_cpu_on_the_sequence: {}", gpu.name);
+    let p = LkParams::default();
+    let back = LkParams { max_level: 1, ..p };
+    let (mut ca, mut cb) = (FlowPyramid::default(), FlowPyramid::default());
+    let (mut ga, mut gb) = (GpuFlowPyramid::new(), GpuFlowPyramid::new());
+    let mut glk = GpuLk::new(&gpu, 64).unwrap();
+    let mut s = LkScratch::default();
+    let (mut cf, mut gf, mut cr, mut gr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut gfs = GfttScratch::default();
+    let mut seed = 0x2545_f491u32;
+    let (mut total, mut tracked) = (0, 0);
+    for k in 0..7 {
+        let (a, b) = (frame(k), frame(k + 1));
+        ca.build(&a, 21, 3);
+        cb.build(&b, 21, 3);
+        ca.ensure_derivatives();
+        cb.ensure_derivatives();
+        ga.build(&gpu, &a, 21, 3).unwrap();
+        gb.build(&gpu, &b, 21, 3).unwrap();
+        ga.ensure_derivatives(&gpu).unwrap();
+        gb.ensure_derivatives(&gpu).unwrap();
+        let mut pts = Vec::new();
+        good_features_to_track(&a, &GfttParams::default(), None, &mut gfs, &mut pts);
+        for _ in 0..60 {
+            let mut u = |span: f32| {
+                seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (seed >> 8) as f32 / (1 << 24) as f32 * span - 8.0
+            };
+            let (x, y) = (u(a.width as f32 + 16.0), u(a.height as f32 + 16.0));
+            pts.push((x, y));
+        }
+        track(&ca, &cb, &pts, None, &p, &mut s, &mut cf);
+        glk.track(&gpu, &ga, &gb, &pts, None, &p, &mut gf).unwrap();
+        for (i, (c, g)) in cf.iter().zip(&gf).enumerate() {
+            assert_eq!(
+                (c.x.to_bits(), c.y.to_bits(), c.status),
+                (g.x.to_bits(), g.y.to_bits(), g.status),
+                "frame {k} point {i} {:?}: cpu {c:?} gpu {g:?}",
+                pts[i]
+            );
+            if c.status {
+                assert_eq!(c.err.to_bits(), g.err.to_bits(), "err of point {i}");
+            }
+            total += 1;
+            tracked += c.status as usize;
+        }
+        let fwd: Vec<(f32, f32)> = cf.iter().map(|f| (f.x, f.y)).collect();
+        track(&cb, &ca, &fwd, Some(&pts), &back, &mut s, &mut cr);
+        glk.track(&gpu, &gb, &ga, &fwd, Some(&pts), &back, &mut gr)
+            .unwrap();
+        for (i, (c, g)) in cr.iter().zip(&gr).enumerate() {
+            assert_eq!(
+                (c.x.to_bits(), c.y.to_bits(), c.status),
+                (g.x.to_bits(), g.y.to_bits(), g.status),
+                "frame {k} reverse point {i}"
+            );
+        }
+    }
+    assert!(total > 500 && tracked * 2 > total, "{tracked} of {total}");
+    eprintln!("gpu_lk_matches_cpu_on_the_sequence: {total} points, {tracked} tracked, identical");
+}
+
+/// The whole tracker with its LK stage on the GPU equals the CPU tracker frame by frame
+/// (IDs, ages, position bits), with the F test on, on the real sequence.
+#[test]
+fn gpu_tracker_equals_cpu_tracker() {
+    use gpu_features::track::{TrackParams, Tracker};
+    let (mut g, why) = Tracker::with_cuda(TrackParams::default());
+    if g.backend() != "cuda" {
+        let n = gpu_features::cuda::device_count();
+        assert_eq!(
+            n, 0,
+            "a CUDA device is present but the GPU tracker did not start: {why:?}"
+        );
+        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_tracker_equals_cpu_tracker)");
+        return;
+    }
+    let mut c = Tracker::new(TrackParams::default());
+    let mut total = 0;
+    for k in 0..8 {
+        let img = frame(k);
+        let a: Vec<_> = c
+            .track(&img, k as f64 / 30.0, None)
+            .iter()
+            .map(|t| (t.id, t.x.to_bits(), t.y.to_bits(), t.age))
+            .collect();
+        let b: Vec<_> = g
+            .track(&img, k as f64 / 30.0, None)
+            .iter()
+            .map(|t| (t.id, t.x.to_bits(), t.y.to_bits(), t.age))
+            .collect();
+        assert_eq!(a, b, "frame {k}");
+        total += a.len();
+    }
+    assert_eq!(g.backend(), "cuda", "no fallback: {:?}", g.gpu_failure());
+    eprintln!("gpu_tracker_equals_cpu_tracker: 8 frames, {total} tracks, identical");
+}
