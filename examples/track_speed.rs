@@ -12,10 +12,17 @@ fn main() {
     for k in 0..8 {
         frames.push(load_gray(&dir.join(format!("cockatoo_{k:02}.png"))).unwrap());
     }
-    for (max, dist, gpu) in [(150usize, 30.0, false), (1000, 10.0, false), (150, 30.0, true), (1000, 10.0, true)] {
+    for (max, dist, gpu) in [
+        (150usize, 30.0, false),
+        (1000, 10.0, false),
+        (150, 30.0, true),
+        (1000, 10.0, true),
+    ] {
+        // VINS-Fusion's settings (no F test), as scripts/bench_vins_opencv.py runs OpenCV.
         let params = TrackParams {
             max_features: max,
             min_distance: dist,
+            ransac_threshold: 0.0,
             ..Default::default()
         };
         let mut t = if gpu {

@@ -11,8 +11,9 @@
 //                  (tap order, BORDER_REFLECT_101).
 //   harris_colsum  one thread per column: OpenCV's running column sum in f64 (add the new
 //                  row, round to f32, subtract the oldest), row after row, exactly the CPU's
-//                  sequence; then the response with the flat-index-dependent formula, and the
-//                  level maximum (atomicMax on an order-preserving key: order independent).
+//                  sequence; then the response with the flat-index-dependent formula (or, with
+//                  mode 1, the smaller eigenvalue for goodFeaturesToTrack), and the level
+//                  maximum (atomicMax on an order-preserving key: order independent).
 //   harris_nms     strict 3x3 maxima above quality * max, inside the border; the survivors
 //                  go through the same ordered compaction as FAST (row counts + tile slots,
 //                  then scan_tile_rows / scan_levels / gather_orient of compact.cu/orient.cu).
@@ -27,6 +28,8 @@ struct DenseParams {
     double kd;    // k as the double the user wrote (shortest decimal form of the f32)
     float quality;
     int border;
+    int mode;     // 0: Harris response (cv::cornerHarris); 1: the smaller eigenvalue
+                  // (cv::cornerMinEigenVal, for goodFeaturesToTrack: kernels/gftt.cu)
 };
 
 __device__ __forceinline__ float row_filter_at(const u8* row, int w, int x, const float* kern, int K) {
@@ -152,7 +155,11 @@ extern "C" __global__ void harris_colsum(const LevelDesc* __restrict__ levels, i
         const float det = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, b));
         const float tr = __fadd_rn(a, c);
         float v;
-        if (fi < end8) {
+        if (P.mode == 1) {
+            // calcMinEigenVal: every step rounded, nothing fused (cpu/gftt.rs).
+            const float ah = __fmul_rn(a, 0.5f), ch = __fmul_rn(c, 0.5f), t = __fsub_rn(ah, ch);
+            v = __fsub_rn(__fadd_rn(ah, ch), __fsqrt_rn(__fadd_rn(__fmul_rn(t, t), __fmul_rn(b, b))));
+        } else if (fi < end8) {
             v = __fsub_rn(det, __fmul_rn(P.k, __fmul_rn(tr, tr)));
         } else if (fi < end4) {
             v = __fsub_rn(det, __fmul_rn(__fmul_rn(P.k, tr), tr));

@@ -53,6 +53,8 @@ pub struct Kernels {
     pub lk_pyrdown: CudaFunction,
     pub lk_scharr: CudaFunction,
     pub lk_track: CudaFunction,
+    pub gftt_max: CudaFunction,
+    pub gftt_candidates: CudaFunction,
 }
 
 /// How the kernel module was obtained.
@@ -237,6 +239,8 @@ impl Gpu {
             lk_pyrdown: f("lk_pyrdown")?,
             lk_scharr: f("lk_scharr")?,
             lk_track: f("lk_track")?,
+            gftt_max: f("gftt_max")?,
+            gftt_candidates: f("gftt_candidates")?,
         };
         Ok(Gpu {
             ctx,

@@ -14,19 +14,21 @@ use crate::error::Result;
 /// Mirrors `struct DenseParams` in kernels/harris.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-struct DenseParams {
-    sm: [f32; 7],
-    de: [f32; 7],
-    ksize: i32,
-    block: i32,
-    k: f32,
-    kd: f64,
-    quality: f32,
-    border: i32,
+pub(super) struct DenseParams {
+    pub(super) sm: [f32; 7],
+    pub(super) de: [f32; 7],
+    pub(super) ksize: i32,
+    pub(super) block: i32,
+    pub(super) k: f32,
+    pub(super) kd: f64,
+    pub(super) quality: f32,
+    pub(super) border: i32,
+    /// 0: Harris response; 1: the smaller eigenvalue (`cuda::gftt`).
+    pub(super) mode: i32,
 }
 
 /// Integer Sobel kernels of order 1 (`cv::getDerivKernels`), as `cpu::harris`.
-fn sobel_kernels(ksize: u32) -> (&'static [i32], &'static [i32]) {
+pub(super) fn sobel_kernels(ksize: u32) -> (&'static [i32], &'static [i32]) {
     match ksize {
         3 => (&[1, 2, 1], &[-1, 0, 1]),
         5 => (&[1, 4, 6, 4, 1], &[-1, -2, 0, 2, 1]),

@@ -15,6 +15,7 @@
 //! | canny (+ blur, hysteresis) | `canny.cu` | [`canny`] |
 //! | ORB descriptors (patch blur + rBRIEF of the kept keypoints, one kernel) | `describe.cu` | [`describe`] |
 //! | LK flow pyramid, Scharr derivatives, pyramidal LK (the tracker) | `lk.cu` | [`lk`] |
+//! | goodFeaturesToTrack (min-eigenvalue map in `harris.cu` mode 1, selection) | `gftt.cu` | [`gftt`] |
 //!
 //! Per frame: one pinned upload (of the caller's frame copied in pieces, or of a frame
 //! written into [`CudaPipeline::input_buffer`]; with `cuda.zero_copy` no upload: the decode
@@ -57,6 +58,7 @@ pub mod crew;
 pub mod decode;
 pub mod describe;
 pub mod fast_harris;
+pub mod gftt;
 pub mod graph;
 pub mod harris;
 mod in_flight;

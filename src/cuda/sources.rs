@@ -21,6 +21,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("describe.cu", include_str!("../../kernels/describe.cu")),
     ("match.cu", include_str!("../../kernels/match.cu")),
     ("lk.cu", include_str!("../../kernels/lk.cu")),
+    ("gftt.cu", include_str!("../../kernels/gftt.cu")),
 ];
 
 /// One translation unit: the files concatenated with `#line` markers (so NVRTC errors name

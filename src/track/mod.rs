@@ -54,6 +54,7 @@ struct GpuFlow {
     prev: crate::cuda::lk::GpuFlowPyramid,
     cur: crate::cuda::lk::GpuFlowPyramid,
     lk: crate::cuda::lk::GpuLk,
+    gftt: Option<crate::cuda::gftt::GpuGftt>,
 }
 
 impl Default for FlowEngine {
@@ -114,7 +115,9 @@ impl FlowEngine {
             }
             #[cfg(feature = "cuda")]
             FlowEngine::Gpu(g) => {
-                let GpuFlow { gpu, prev, cur, lk } = &mut **g;
+                let GpuFlow {
+                    gpu, prev, cur, lk, ..
+                } = &mut **g;
                 let (a, b) = if back { (cur, prev) } else { (prev, cur) };
                 a.ensure_derivatives(gpu)?;
                 lk.track(gpu, a, b, pts, initial, p, out)
@@ -285,6 +288,7 @@ impl Tracker {
                 prev: Default::default(),
                 cur: Default::default(),
                 lk,
+                gftt: None,
             })
         }) {
             Ok(g) => {
@@ -586,6 +590,23 @@ impl Tracker {
                     min_distance: p.min_distance,
                     ..Default::default()
                 };
+                #[cfg(feature = "cuda")]
+                if let FlowEngine::Gpu(gf) = &mut self.engine {
+                    let GpuFlow { gpu, gftt, .. } = &mut **gf;
+                    let r = match gftt {
+                        Some(s) => s.run(gpu, img, &g, Some(&self.mask), &mut self.corners),
+                        None => crate::cuda::gftt::GpuGftt::new(gpu, img.width, img.height)
+                            .and_then(|mut s| {
+                                let r = s.run(gpu, img, &g, Some(&self.mask), &mut self.corners);
+                                *gftt = Some(s);
+                                r
+                            }),
+                    };
+                    match r {
+                        Ok(()) => return,
+                        Err(e) => self.fall_back(e),
+                    }
+                }
                 good_features_to_track(
                     img,
                     &g,
