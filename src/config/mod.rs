@@ -25,7 +25,7 @@ pub struct Config {
     pub cuda: CudaConfig,
 }
 
-/// Feature tracks for VIO front-ends (`crate::track`): VINS-Fusion's `feature_tracker`.
+/// Feature tracks for VIO front-ends (the `track` module): VINS-Fusion's `feature_tracker`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrackConfig {

@@ -24,214 +24,23 @@
 //! equal ages in an order that depends on the standard library), and the F test runs on
 //! VINS-Fusion's path too (it left it commented out) when configured.
 
+mod engine;
 pub mod fundamental;
 pub mod mask;
+mod types;
 
 use nalgebra::Point2;
 
+use self::engine::FlowEngine;
+#[cfg(feature = "cuda")]
+use self::engine::GpuFlow;
 use self::fundamental::{ransac_mask, RansacParams};
 use self::mask::{fill_circle, round_px};
+pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;
 use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams, GfttScratch};
-use crate::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
+use crate::cpu::lk::{Flow, LkParams};
 use crate::image::GrayImage;
-
-/// Where the LK stage runs: the CPU reference, or the GPU (`cuda::lk`, equal bit for bit;
-/// a GPU failure moves the tracker to the CPU and starts its tracks over).
-enum FlowEngine {
-    Cpu {
-        prev: FlowPyramid,
-        cur: FlowPyramid,
-        scratch: LkScratch,
-    },
-    #[cfg(feature = "cuda")]
-    Gpu(Box<GpuFlow>),
-}
-
-#[cfg(feature = "cuda")]
-struct GpuFlow {
-    gpu: crate::cuda::Gpu,
-    prev: crate::cuda::lk::GpuFlowPyramid,
-    cur: crate::cuda::lk::GpuFlowPyramid,
-    lk: crate::cuda::lk::GpuLk,
-    gftt: Option<crate::cuda::gftt::GpuGftt>,
-}
-
-impl Default for FlowEngine {
-    fn default() -> Self {
-        FlowEngine::Cpu {
-            prev: FlowPyramid::default(),
-            cur: FlowPyramid::default(),
-            scratch: LkScratch::default(),
-        }
-    }
-}
-
-impl FlowEngine {
-    fn name(&self) -> &'static str {
-        match self {
-            FlowEngine::Cpu { .. } => "cpu",
-            #[cfg(feature = "cuda")]
-            FlowEngine::Gpu(_) => "cuda",
-        }
-    }
-
-    /// The new frame's pyramid; the last one becomes the previous.
-    fn next_frame(
-        &mut self,
-        img: &GrayImage,
-        window: usize,
-        levels: usize,
-    ) -> crate::error::Result<()> {
-        match self {
-            FlowEngine::Cpu { prev, cur, .. } => {
-                std::mem::swap(prev, cur);
-                cur.build(img, window, levels);
-                Ok(())
-            }
-            #[cfg(feature = "cuda")]
-            FlowEngine::Gpu(g) => {
-                std::mem::swap(&mut g.prev, &mut g.cur);
-                g.cur.build(&g.gpu, img, window, levels)
-            }
-        }
-    }
-
-    /// Forward (previous -> current) or, with `back`, current -> previous from `initial`.
-    fn flow(
-        &mut self,
-        back: bool,
-        pts: &[(f32, f32)],
-        initial: Option<&[(f32, f32)]>,
-        p: &LkParams,
-        out: &mut Vec<Flow>,
-    ) -> crate::error::Result<()> {
-        match self {
-            FlowEngine::Cpu { prev, cur, scratch } => {
-                let (a, b) = if back { (cur, prev) } else { (prev, cur) };
-                a.ensure_derivatives();
-                track(a, b, pts, initial, p, scratch, out);
-                Ok(())
-            }
-            #[cfg(feature = "cuda")]
-            FlowEngine::Gpu(g) => {
-                let GpuFlow {
-                    gpu, prev, cur, lk, ..
-                } = &mut **g;
-                let (a, b) = if back { (cur, prev) } else { (prev, cur) };
-                a.ensure_derivatives(gpu)?;
-                lk.track(gpu, a, b, pts, initial, p, out)
-            }
-        }
-    }
-}
-
-/// Where new corners come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TopUp {
-    /// `cv::goodFeaturesToTrack` (Shi-Tomasi, quality 0.01): VINS's choice.
-    Gftt,
-    /// FAST-9 with non-maximum suppression at this threshold, ranked by ORB's Harris score.
-    Fast(u8),
-}
-
-/// The tracker's settings (the config's `track` section).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TrackParams {
-    pub max_features: usize,
-    pub min_distance: f64,
-    pub window: usize,
-    pub levels: usize,
-    pub flow_back: bool,
-    /// Pixels; 0 switches the fundamental-matrix test off.
-    pub ransac_threshold: f64,
-    pub top_up: TopUp,
-    pub quality: f64,
-}
-
-impl TrackParams {
-    /// The config's `track` section (validated by `Config::validate`).
-    pub fn from_config(c: &crate::config::TrackConfig) -> TrackParams {
-        TrackParams {
-            max_features: c.max_features as usize,
-            min_distance: c.min_distance,
-            window: c.window as usize,
-            levels: c.levels as usize,
-            flow_back: c.flow_back,
-            ransac_threshold: c.ransac_threshold,
-            top_up: match c.detector {
-                crate::config::TrackDetector::Gftt => TopUp::Gftt,
-                crate::config::TrackDetector::Fast => TopUp::Fast(c.fast_threshold.min(255) as u8),
-            },
-            quality: c.quality,
-        }
-    }
-}
-
-impl Default for TrackParams {
-    /// VINS-Fusion's EuRoC settings: 150 features 30 px apart, flow back on, F test 1 px.
-    fn default() -> Self {
-        TrackParams {
-            max_features: 150,
-            min_distance: 30.0,
-            window: 21,
-            levels: 3,
-            flow_back: true,
-            ransac_threshold: 1.0,
-            top_up: TopUp::Gftt,
-            quality: 0.01,
-        }
-    }
-}
-
-/// One tracked feature in one frame.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Track {
-    pub id: u64,
-    /// Pixel position.
-    pub x: f32,
-    pub y: f32,
-    /// Normalised image coordinates (undistorted, `z = 1`); NaN without a camera model or
-    /// where the model has no inverse.
-    pub x_n: f64,
-    pub y_n: f64,
-    /// Velocity on the normalised plane, per second (VINS's `pts_velocity`); 0 for a new
-    /// track or the first frame; NaN without a camera model.
-    pub vx: f64,
-    pub vy: f64,
-    /// Pixel velocity, px per second (0 for a new track).
-    pub px_vx: f64,
-    pub px_vy: f64,
-    /// Frames this feature has been seen in (1 when new).
-    pub age: u32,
-}
-
-/// Why the tracker started over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reset {
-    TimeWentBack,
-    Resolution,
-    Camera,
-}
-
-/// Counters of the last frame, for reports and diagnostics.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FrameStats {
-    /// Tracks carried from the previous frame.
-    pub tried: usize,
-    /// Of those, kept by the forward flow (status and border).
-    pub flow_ok: usize,
-    /// Of those, rejected by the flow-back check.
-    pub flow_back_rejected: usize,
-    /// Rejected by the fundamental-matrix test.
-    pub ransac_rejected: usize,
-    /// Dropped by the mask (too close to an older track).
-    pub mask_dropped: usize,
-    /// New corners added.
-    pub added: usize,
-    /// Mean forward-backward distance (px) of the points the check ran on.
-    pub flow_back_error: f64,
-}
 
 /// VINS's feature tracker for one camera. Buffers are kept from frame to frame; a
 /// resolution change reallocates them once.
