@@ -93,7 +93,7 @@ fn preset(name: &str) -> Config {
     Config::from_file(Path::new(&p)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// Every shipped preset but the ROS params file.
+/// Every shipped preset but the ROS params files (gpu_features.yaml, *_params.yaml).
 fn presets() -> &'static [(String, Config)] {
     static P: OnceLock<Vec<(String, Config)>> = OnceLock::new();
     P.get_or_init(|| {
@@ -102,7 +102,9 @@ fn presets() -> &'static [(String, Config)] {
             .unwrap()
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".yaml") && n != "gpu_features.yaml")
+            .filter(|n| {
+                n.ends_with(".yaml") && n != "gpu_features.yaml" && !n.ends_with("_params.yaml")
+            })
             .map(|n| n.trim_end_matches(".yaml").to_string())
             .collect();
         names.sort();
