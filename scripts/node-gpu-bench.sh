@@ -3,7 +3,8 @@
 # "The node on a GPU"). Two steps:
 #
 #   scripts/node-gpu-bench.sh pack [BUNDLE]   here (PyPI ROS 2 from scripts/setup-ros.sh):
-#       builds gpu_features_node and gpu_features_load (release, --features ros), strips
+#       builds gpu_features_node, gpu_features_load and gpu_features_relay (release,
+#       --features ros), strips
 #       them, runs both once over loopback to record every shared library they map (the
 #       dlopened rmw and type-support libraries included), and packs binaries + those
 #       libraries + the ament index + config/ into BUNDLE (default devrun/node-bundle.tar.xz,
@@ -11,13 +12,17 @@
 #
 #   scripts/node-gpu-bench.sh run BUNDLE OUT [IMAGES]   on the GPU machine:
 #       unpacks, then for 1920x1080 mono8 and bgr8 at 30 and 60 Hz, with 1 input and with
-#       `inputs: [a, b, c, d]` (four cameras, four CUDA streams), starts the node with
-#       backend cuda and runs the load generator for GF_NODE_BENCH_SECONDS (default 60)
-#       each; rows go to OUT/node-bench.md, logs and JSON to OUT/node-bench-logs.tar.gz.
+#       `inputs: [a, b, c, d]` (four cameras, four CUDA streams), first runs the load
+#       generator against gpu_features_relay (a no-op node: the transport floors of this
+#       run, `image` republishing each Image and `header` answering with an empty cloud on
+#       `keypoints`), then starts the node with backend cuda and runs the same load with
+#       --floor (the `header` relay's JSON), for GF_NODE_BENCH_SECONDS (default 60) each;
+#       rows (the relays', then the node's with the floor beside) go to OUT/node-bench.md,
+#       logs and JSON to OUT/node-bench-logs.tar.gz.
 #       IMAGES: photos to crop the frames from (default bench-data).
 #
 # Env: GF_NO_BUILD=1 (pack: no cargo build), GF_NODE_BENCH_SECONDS (60), GF_NODE_BENCH_CASES ("mono8:30:1 mono8:60:1 ..." subset),
-#      GF_NODE_BENCH_BACKEND (cuda), ROS_DOMAIN_ID (default 42).
+#      GF_NODE_BENCH_BACKEND (cuda), GF_NODE_BENCH_FLOORS ("image header"), ROS_DOMAIN_ID (default 42).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -27,12 +32,13 @@ pack() {
   eval "$(scripts/setup-ros.sh --env)"
   export CARGO_TARGET_DIR=${GF_ROS_TARGET:-$ROOT/target/ros}
   [ "${GF_NO_BUILD:-0}" = 1 ] ||   # GF_NO_BUILD=1: pack the binaries already built
-    cargo build --release --features ros --bin gpu_features_node --bin gpu_features_load
+    cargo build --release --features ros --bin gpu_features_node --bin gpu_features_load \
+      --bin gpu_features_relay
   local stage
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' RETURN
   mkdir -p "$stage/bin" "$stage/lib" "$stage/share"
-  for b in gpu_features_node gpu_features_load; do
+  for b in gpu_features_node gpu_features_load gpu_features_relay; do
     cp "$CARGO_TARGET_DIR/release/$b" "$stage/bin/" && strip "$stage/bin/$b"
   done
   # Run both over loopback (CPU backend) and record what they map while they run.
@@ -89,8 +95,8 @@ run() {
     echo "node benchmark: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'), $(nproc) CPUs, backend $backend, $secs s per case, /dev/shm $(df -h /dev/shm | awk 'NR==2 {print $2}')"
     echo
     "$dir/bin/gpu_features_load" --help >/dev/null
-    echo "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node stages, mean ms |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|---|---|"
+    echo "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | floor (relay) p50 / p99 (ms) | over the floor p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node stages, mean ms |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
   } >"$md"
   for c in $cases; do
     IFS=: read -r enc rate n <<<"$c"
@@ -100,13 +106,35 @@ run() {
       params=(-p "inputs:=[${inputs}]")
     fi
     local tag="${enc}-${rate}hz-${n}in" label="1080p $enc $rate Hz, $n input(s)"
+    # The floors: the same load against the relay (same r2r, QoS and Fast DDS profile),
+    # answering with the Image itself (`image`: the frame crosses twice) and with an empty
+    # cloud on `keypoints` (`header`: what the node's own round trip consists of; the
+    # node's rows are compared with this one).
+    local mode
+    for mode in ${GF_NODE_BENCH_FLOORS:-image header}; do
+      local answer=keypoints
+      [ "$mode" = image ] && answer=relayed
+      "$dir/bin/gpu_features_relay" --mode "$mode" ${inputs:+--inputs "$inputs"} \
+        >"$out/logs/relay-$mode-$tag.log" 2>&1 &
+      local relay=$!
+      "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
+        --encodings "$enc" --rate "$rate" --duration "${secs}s" --images "$images" \
+        --answer "$answer" --node-pid "$relay" --node-log "$out/logs/relay-$mode-$tag.log" \
+        --label "relay ($mode), $label" --json "$out/logs/relay-$mode-load-$tag.json" \
+        --markdown "$md" >"$out/logs/relay-$mode-load-$tag.log" 2>&1 \
+        || { echo "[node-gpu-bench] relay $mode $tag failed:"; tail -5 "$out/logs/relay-$mode-load-$tag.log"; }
+      kill "$relay" 2>/dev/null || true; wait "$relay" 2>/dev/null || true
+    done
+    local floor=()
+    [ -s "$out/logs/relay-header-load-$tag.json" ] && floor=(--floor "$out/logs/relay-header-load-$tag.json")
     "$dir/bin/gpu_features_node" --ros-args -p backend:="$backend" -p diagnostics_period:=1.0 \
       "${params[@]}" >"$out/logs/node-$tag.log" 2>&1 &
     local node=$!
     "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
       --encodings "$enc" --rate "$rate" --duration "${secs}s" --images "$images" \
       --node-pid "$node" --node-log "$out/logs/node-$tag.log" --label "$label" \
-      --json "$out/logs/load-$tag.json" --markdown "$md" >"$out/logs/load-$tag.log" 2>&1 \
+      --json "$out/logs/load-$tag.json" --markdown "$md" "${floor[@]}" \
+      >"$out/logs/load-$tag.log" 2>&1 \
       || { echo "[node-gpu-bench] $tag failed:"; tail -5 "$out/logs/load-$tag.log"; }
     kill "$node" 2>/dev/null || true; wait "$node" 2>/dev/null || true
     echo "[node-gpu-bench] $tag done"
@@ -117,6 +145,6 @@ run() {
 
 case "${1:-}" in
   pack) shift; pack "$@" ;;
-  run) shift; [ $# -ge 2 ] || { sed -n '2,22p' "$0"; exit 2; }; run "$@" ;;
-  *) sed -n '2,22p' "$0"; exit 2 ;;
+  run) shift; [ $# -ge 2 ] || { sed -n '2,25p' "$0"; exit 2; }; run "$@" ;;
+  *) sed -n '2,25p' "$0"; exit 2 ;;
 esac

@@ -724,4 +724,19 @@ fn replay_writes_the_tracks_topic() {
         }
         prev_ids = pts.iter().map(|p| p.0).collect();
     }
+    // The report's tracks section: report.json, report.md and the two plots.
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let ft = &rep["feature_tracks"];
+    assert_eq!(ft["frames"], 6, "{ft}");
+    assert!(
+        ft["alive_per_frame"]["mean"].as_f64().unwrap() > 20.0,
+        "{ft}"
+    );
+    assert!(ft["flow_kept_share"].as_f64().unwrap() > 0.5, "{ft}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Feature tracks"), "{md}");
+    for f in ["tracks_alive.png", "track_lengths.png"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
 }

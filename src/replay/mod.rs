@@ -29,7 +29,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use self::report::{FrameStats, Heatmap, MatcherInfo, ReportInput};
+use self::report::{FeatureTrackFrame, FrameStats, Heatmap, MatcherInfo, ReportInput};
 use crate::bag::cdr;
 use crate::bag::reader::{Bag, RawMessage, TopicInfo};
 use crate::bag::writer::McapBagWriter;
@@ -167,10 +167,14 @@ fn select_topics(bag: &Bag, wanted: &[String]) -> Result<Vec<TopicInfo>> {
     Ok(out)
 }
 
+/// (id, age) of the tracks alive after the previous frame.
+type TrackAges = Vec<(u64, u32)>;
+
 struct TopicState {
     keypoints: u16,
-    /// The `tracks` channel and the topic's tracker, with `track.enabled`.
-    tracks: Option<(u16, Tracker)>,
+    /// The `tracks` channel, the topic's tracker and the previous frame's (id, age), with
+    /// `track.enabled`.
+    tracks: Option<(u16, Tracker, TrackAges)>,
     edges: Option<u16>,
     annotations: u16,
     image: u16,
@@ -277,6 +281,8 @@ fn remove_stale(out_dir: &Path) -> Result<()> {
         "levels.png",
         "coverage.png",
         "tracking.png",
+        "tracks_alive.png",
+        "track_lengths.png",
         "heatmap.png",
         "homography.png",
     ] {
@@ -377,6 +383,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
                         Some((
                             writer.channel(&tracks_topic(m.topic), cdr::POINT_CLOUD2)?,
                             make_tracker(&opts.config, pipeline.backend()),
+                            Vec::new(),
                         ))
                     } else {
                         None
@@ -433,11 +440,31 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         // Evaluation measures (and the tracks, on the same gray image).
         let mut gray = GrayImage::default();
         crate::cpu::decode::decode(&view, &mut gray);
-        if let Some((ch, tracker)) = st.tracks.as_mut() {
+        let mut feature_tracks = None;
+        if let Some((ch, tracker, prev)) = st.tracks.as_mut() {
             let stamp = header.stamp.as_nanos() as f64 * 1e-9;
             let tracks = tracker.track(&gray, stamp, None);
             let msg = tracks_message(header, tracks, &mut scratch);
             writer.write(*ch, m.log_time, m.publish_time, &msg)?;
+            let alive: HashSet<u64> = tracks.iter().map(|t| t.id).collect();
+            let ended = prev
+                .iter()
+                .filter(|(id, _)| !alive.contains(id))
+                .map(|p| p.1)
+                .collect();
+            let n_alive = tracks.len();
+            *prev = tracks.iter().map(|t| (t.id, t.age)).collect();
+            let s = tracker.stats();
+            feature_tracks = Some(FeatureTrackFrame {
+                alive: n_alive,
+                tried: s.tried,
+                flow_back_rejected: s.flow_back_rejected,
+                ransac_rejected: s.ransac_rejected,
+                mask_dropped: s.mask_dropped,
+                added: s.added,
+                flow_back_error: s.flow_back_error,
+                ended,
+            });
         }
         let track = st
             .prev
@@ -460,7 +487,8 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
             frame_ms,
             track,
         )
-        .with_match_track(match_track);
+        .with_match_track(match_track)
+        .with_feature_tracks(feature_tracks);
         stats.push(fs);
         heatmap.add(&features.keypoints, (view.width(), view.height()));
         st.prev = Some((gray, features.keypoints, features.descriptors));

@@ -8,7 +8,8 @@
 //!   the `camera_info` it undistorts with;
 //! - [`params`]: the ROS parameters (the config's dotted keys + node settings);
 //! - [`convert`]: `sensor_msgs` <-> library types;
-//! - [`load`]: `gpu_features_load`, the load generator and loopback soak driver.
+//! - [`load`]: `gpu_features_load`, the load generator and loopback soak driver, and
+//!   `gpu_features_relay`, the no-op node that gives its benchmark's transport floor.
 //!
 //! The binary also has a reference mode that needs no ROS graph, used by the integration
 //! test to get "what the library gives" for the exact bytes it publishes:

@@ -244,6 +244,63 @@ pub(super) fn plots(r: &Report, dir: &Path) -> Result<Vec<PlotRef>> {
         );
     }
 
+    if r.feature_tracks.is_some() {
+        let alive = over_frames(fr, |s| s.feature_tracks.as_ref().map(|t| t.alive as f64));
+        plot::lines(
+            &dir.join("tracks_alive.png"),
+            Labels {
+                title: "Feature tracks alive per frame",
+                x: idx,
+                y: "tracks",
+            },
+            &[series("tracks published", alive)],
+            None,
+        )?;
+        add(
+            "tracks_alive.png",
+            "Feature tracks alive against frame index".into(),
+        );
+        let lengths: Vec<u32> = fr
+            .iter()
+            .filter_map(|s| s.feature_tracks.as_ref())
+            .flat_map(|t| t.ended.iter().copied())
+            .collect();
+        if !lengths.is_empty() {
+            let top = lengths.iter().copied().max().unwrap_or(1).clamp(1, 30) as usize;
+            let mut counts = vec![0f64; top];
+            for l in lengths {
+                counts[(l.max(1) as usize).min(top) - 1] += 1.0;
+            }
+            let cats: Vec<String> = (1..=top)
+                .map(|l| {
+                    if l == top {
+                        format!(">={l}")
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect();
+            plot::bars(
+                &dir.join("track_lengths.png"),
+                Labels {
+                    title: "Length of the feature tracks that ended",
+                    x: "frames the track lived",
+                    y: "tracks",
+                },
+                &cats,
+                &[BarGroup {
+                    name: "ended tracks".into(),
+                    values: counts.into_iter().map(Some).collect(),
+                }],
+                Scale::Linear,
+            )?;
+            add(
+                "track_lengths.png",
+                "Histogram of the lengths of the feature tracks that ended".into(),
+            );
+        }
+    }
+
     if !r.homography.is_empty() {
         let cats: Vec<String> = r.homography.iter().map(|h| h.name.clone()).collect();
         let cv = r.opencv.as_ref();

@@ -240,6 +240,33 @@ impl Report {
                 }
             );
         }
+        if let Some(t) = &self.feature_tracks {
+            let _ = writeln!(s, "## Feature tracks\n");
+            let _ = writeln!(
+                s,
+                "The tracker (`track.*`, docs/tracking.md) over {} frames; of the tracks carried \
+                 into a frame the flow (status, flow back, border) kept {:.1} %, the \
+                 fundamental-matrix test {:.1} % of those, and the mask dropped {:.1} % of \
+                 the rest.\n",
+                t.frames,
+                100.0 * t.flow_kept_share,
+                100.0 * t.ransac_inlier_share,
+                100.0 * t.mask_dropped_share
+            );
+            let _ = writeln!(s, "| | mean | p50 | p90 | max |\n|---|---|---|---|---|");
+            for (name, d) in [
+                ("tracks per frame", &t.alive_per_frame),
+                ("length of ended tracks (frames)", &t.ended_length),
+                ("forward-backward error (px)", &t.flow_back_error_px),
+            ] {
+                let _ = writeln!(
+                    s,
+                    "| {name} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                    d.mean, d.p50, d.p90, d.max
+                );
+            }
+            s.push('\n');
+        }
         if !self.homography.is_empty() {
             self.homography_markdown(&mut s);
         }

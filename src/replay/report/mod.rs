@@ -24,7 +24,10 @@ mod markdown;
 mod stats;
 
 use self::figures::plots;
-pub use self::stats::{DescriptorTracking, FrameStats, Heatmap, Tracking, COVERAGE_CELL};
+pub use self::stats::{
+    DescriptorTracking, FeatureTrackFrame, FeatureTracks, FrameStats, Heatmap, Tracking,
+    COVERAGE_CELL,
+};
 
 /// Everything the report is made from.
 #[derive(Clone, Debug)]
@@ -107,6 +110,9 @@ pub struct Report {
     pub edge_density: Option<Dist>,
     pub tracking: Option<Tracking>,
     pub descriptor_tracking: Option<DescriptorTracking>,
+    /// The feature tracker (`track.enabled`).
+    #[serde(default)]
+    pub feature_tracks: Option<FeatureTracks>,
     pub homography: Vec<HomographyResult>,
     pub opencv: Option<OpencvEval>,
     pub config: Config,

@@ -71,6 +71,23 @@ impl Heatmap {
     }
 }
 
+/// The feature tracker's measures of one frame (`track.enabled`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FeatureTrackFrame {
+    /// Tracks published for the frame.
+    pub alive: usize,
+    /// Tracks carried from the previous frame, and how many each check dropped.
+    pub tried: usize,
+    pub flow_back_rejected: usize,
+    pub ransac_rejected: usize,
+    pub mask_dropped: usize,
+    pub added: usize,
+    /// Mean forward-backward distance (px) of the points the check ran on.
+    pub flow_back_error: f64,
+    /// Lengths (frames) of the tracks that ended at this frame.
+    pub ended: Vec<u32>,
+}
+
 /// Measures of one replayed frame.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FrameStats {
@@ -98,6 +115,9 @@ pub struct FrameStats {
     /// computes descriptors).
     #[serde(default)]
     pub match_track: Option<MatchTrackStats>,
+    /// The feature tracker's measures (`track.enabled`).
+    #[serde(default)]
+    pub feature_tracks: Option<FeatureTrackFrame>,
 }
 
 impl FrameStats {
@@ -152,13 +172,72 @@ impl FrameStats {
                 .collect(),
             track,
             match_track: None,
+            feature_tracks: None,
         }
+    }
+
+    /// The same stats with the feature tracker's measures of this frame.
+    pub fn with_feature_tracks(mut self, t: Option<FeatureTrackFrame>) -> FrameStats {
+        self.feature_tracks = t;
+        self
     }
 
     /// The same stats with the descriptor tracking of this frame pair.
     pub fn with_match_track(mut self, m: Option<MatchTrackStats>) -> FrameStats {
         self.match_track = m;
         self
+    }
+}
+
+/// The feature tracker over the replay (`track.enabled`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FeatureTracks {
+    pub frames: usize,
+    pub alive_per_frame: Dist,
+    /// Lengths (frames) of the tracks that ended during the replay.
+    pub ended_length: Dist,
+    pub flow_back_error_px: Dist,
+    /// Of the tracks carried into a frame: the share the flow (status, border, flow back)
+    /// kept, and of those the share the fundamental-matrix test kept.
+    pub flow_kept_share: f64,
+    pub ransac_inlier_share: f64,
+    pub mask_dropped_share: f64,
+}
+
+impl FeatureTracks {
+    pub fn of(fr: &[FrameStats]) -> Option<FeatureTracks> {
+        let t: Vec<&FeatureTrackFrame> = fr
+            .iter()
+            .filter_map(|f| f.feature_tracks.as_ref())
+            .collect();
+        if t.is_empty() {
+            return None;
+        }
+        // Carried into a frame -> kept by the flow (status, flow back, border) -> kept by the
+        // F test -> kept by the mask; the rest of `alive` is new.
+        let after_flow = |x: &FeatureTrackFrame| {
+            (x.alive + x.mask_dropped + x.ransac_rejected).saturating_sub(x.added)
+        };
+        let tried: usize = t.iter().map(|x| x.tried).sum();
+        let flowed: usize = t.iter().map(|x| after_flow(x)).sum();
+        let ransac: usize = t.iter().map(|x| x.ransac_rejected).sum();
+        let mask: usize = t.iter().map(|x| x.mask_dropped).sum();
+        let ended: Vec<f64> = t
+            .iter()
+            .flat_map(|x| x.ended.iter().map(|&l| l as f64))
+            .collect();
+        let share = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        Some(FeatureTracks {
+            frames: t.len(),
+            alive_per_frame: Dist::of(t.iter().map(|x| x.alive as f64)),
+            ended_length: Dist::of(ended),
+            flow_back_error_px: Dist::of(
+                t.iter().filter(|x| x.tried > 0).map(|x| x.flow_back_error),
+            ),
+            flow_kept_share: share(flowed, tried),
+            ransac_inlier_share: share(flowed.saturating_sub(ransac), flowed),
+            mask_dropped_share: share(mask, flowed.saturating_sub(ransac)),
+        })
     }
 }
 
@@ -321,6 +400,7 @@ impl Report {
             edge_density,
             tracking,
             descriptor_tracking,
+            feature_tracks: FeatureTracks::of(fr),
             homography: inp.homography.clone(),
             opencv: inp.opencv.clone(),
             config: inp.config.clone(),

@@ -6,11 +6,15 @@
 //!
 //! - the node benchmark (scripts/node-gpu-bench.sh): one row per input with frames
 //!   sent/answered/dropped, round trip p50/p99, node latency p50/p99 and per-stage times;
+//!   its floor is the same load against [`relay`] (`--answer relayed`), a no-op node that
+//!   republishes each Image, and the node's rows print that floor beside their own
+//!   (`--floor RELAY.json`);
 //! - the loopback soak (scripts/node-soak.sh): a mix of sizes and encodings with malformed
 //!   frames for a long time, the node's RSS sampled, judged at the end (exit status 1 when
 //!   memory grows, throughput drops or a frame is unaccounted for).
 
 mod frames;
+pub mod relay;
 mod report;
 mod run;
 
@@ -80,6 +84,14 @@ pub struct LoadArgs {
     /// Append the report's markdown rows here
     #[arg(long)]
     pub markdown: Option<PathBuf>,
+    /// What answers a frame: `keypoints` (gpu_features_node's cloud) or `relayed`
+    /// (gpu_features_relay's copy of the Image: the transport floor)
+    #[arg(long, default_value = "keypoints")]
+    pub answer: String,
+    /// A relay run's --json from the same machine and run: its round trip is printed beside
+    /// this run's as the floor, with the difference
+    #[arg(long)]
+    pub floor: Option<PathBuf>,
 }
 
 impl LoadArgs {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::report::Dist;
 
@@ -30,6 +30,34 @@ pub struct InputResult {
     pub node_latency_ms: BTreeMap<String, f64>,
     /// Frames answered per minute of the run.
     pub answered_per_minute: Vec<u64>,
+    /// The same input's transport floor (a relay run of the same machine, --floor).
+    pub floor: Option<Floor>,
+}
+
+/// A relay run's result for one input: what the transport alone costs.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Floor {
+    pub sent: u64,
+    pub answered: u64,
+    pub round_trip_ms: Dist,
+}
+
+/// The floor per input name from a relay run's --json.
+pub fn read_floor(path: &std::path::Path) -> Result<BTreeMap<String, Floor>, String> {
+    #[derive(Deserialize)]
+    struct Run {
+        inputs: Vec<Row>,
+    }
+    #[derive(Deserialize)]
+    struct Row {
+        input: String,
+        #[serde(flatten)]
+        floor: Floor,
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let run: Run = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a gpu_features_load --json: {e}", path.display()))?;
+    Ok(run.inputs.into_iter().map(|r| (r.input, r.floor)).collect())
 }
 
 impl InputResult {
@@ -56,13 +84,15 @@ pub struct LoadReport {
     pub failures: Vec<String>,
 }
 
-/// `key=value` pairs of the node's `gpu_features_node summary input="NAME" ...` line for
+/// `key=value` pairs of the node's `gpu_features_node summary input="NAME" ...` line (or
+/// the relay's `gpu_features_relay summary ...`) for
 /// `input` (the latency part: `latency_ms p50=.. p95=.. p99=.. max=..`).
 pub fn parse_node_summary(log: &str, input: &str) -> Option<BTreeMap<String, f64>> {
     let tag = format!("input={input:?} ");
-    let line = log
-        .lines()
-        .find(|l| l.contains("gpu_features_node summary") && l.contains(&tag))?;
+    let line = log.lines().find(|l| {
+        (l.contains("gpu_features_node summary") || l.contains("gpu_features_relay summary"))
+            && l.contains(&tag)
+    })?;
     let lat = line.split_once("latency_ms ")?.1;
     Some(
         lat.split_whitespace()
@@ -226,8 +256,24 @@ impl LoadReport {
             .map(|(k, v)| format!("{k} {v:.3}"))
             .collect();
         let secs = self.seconds.max(1e-9);
+        let (floor, over) = match &i.floor {
+            Some(f) => (
+                format!(
+                    "{:.2} / {:.2} ({} lost)",
+                    f.round_trip_ms.p50,
+                    f.round_trip_ms.p99,
+                    f.sent.saturating_sub(f.answered)
+                ),
+                format!(
+                    "{:+.2} / {:+.2}",
+                    i.round_trip_ms.p50 - f.round_trip_ms.p50,
+                    i.round_trip_ms.p99 - f.round_trip_ms.p99
+                ),
+            ),
+            None => ("-".into(), "-".into()),
+        };
         format!(
-            "| {} | {name} | {} | {} ({:.1}/s) | {} | {} | {:.2} / {:.2} | {} / {} | {} | {} |",
+            "| {} | {name} | {} | {} ({:.1}/s) | {} | {} | {:.2} / {:.2} | {floor} | {over} | {} / {} | {} | {} |",
             self.label,
             i.sent,
             i.answered,
@@ -245,8 +291,8 @@ impl LoadReport {
 }
 
 pub fn table_header() -> String {
-    "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node stages, mean ms |\n\
-     |---|---|---:|---:|---:|---:|---:|---:|---|---|"
+    "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | floor (relay) p50 / p99 (ms) | over the floor p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node stages, mean ms |\n\
+     |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
         .to_string()
 }
 
@@ -279,6 +325,48 @@ mod tests {
         assert_eq!(m["p50"], 1.25);
         assert_eq!(m["p99"], 3.75);
         assert!(parse_node_summary(log, "c").is_none());
+        let relay = "gpu_features_relay summary input=\"\" received=5 latency_ms p50=0.020 p95=0.030 p99=0.040 max=0.100\n";
+        assert_eq!(parse_node_summary(relay, "").unwrap()["p99"], 0.04);
+    }
+
+    #[test]
+    fn a_relay_run_is_read_back_as_the_floor_and_printed_beside_the_row() {
+        let mut relay = LoadReport {
+            label: "relay".into(),
+            seconds: 10.0,
+            inputs: vec![input(300, 297, &[])],
+            ..Default::default()
+        };
+        relay.inputs[0].round_trip_ms = Dist::of([1.0, 1.5, 2.0]);
+        let dir = std::env::temp_dir().join(format!("gf-floor-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("relay.json");
+        std::fs::write(&path, serde_json::to_string(&relay).unwrap()).unwrap();
+        let floor = read_floor(&path).unwrap();
+        assert_eq!(floor["a"].answered, 297);
+        assert_eq!(floor["a"].round_trip_ms.p50, 1.5);
+        let mut ours = LoadReport {
+            label: "node".into(),
+            seconds: 10.0,
+            inputs: vec![input(300, 300, &[])],
+            ..Default::default()
+        };
+        ours.inputs[0].round_trip_ms = Dist::of([2.0, 2.25, 3.0]);
+        ours.inputs[0].floor = floor.get("a").cloned();
+        let row = ours.row(&ours.inputs[0]);
+        assert!(
+            row.contains("| 1.50 / 2.00 (3 lost) | +0.75 / +1.00 |"),
+            "{row}"
+        );
+        assert_eq!(
+            row.matches('|').count(),
+            table_header().lines().next().unwrap().matches('|').count()
+        );
+        std::fs::write(&path, "{}").unwrap();
+        assert!(read_floor(&path)
+            .unwrap_err()
+            .contains("not a gpu_features_load --json"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -39,7 +39,25 @@ struct Shared {
     diag_seen: AtomicU64,
 }
 
-fn topic(ns: &str, input: &str, name: &str) -> String {
+impl Shared {
+    /// An answer of input `k` with this header stamp arrived now.
+    fn answered(&self, k: usize, stamp: &r2r::builtin_interfaces::msg::Time) {
+        let now = Instant::now();
+        let mut r = self.inputs[k].lock().unwrap();
+        match stamp.sec {
+            WARMUP_SEC => r.warmup_answered += 1,
+            MEASURED_SEC => {
+                let n = stamp.nanosec;
+                if let Some(Some(t)) = r.sent_at.get(n as usize).copied() {
+                    r.answers.push((n, (now - t).as_secs_f64() * 1e3, now));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+pub(super) fn topic(ns: &str, input: &str, name: &str) -> String {
     let parts: Vec<&str> = [ns, input, name]
         .into_iter()
         .map(|p| p.trim_matches('/'))
@@ -60,6 +78,13 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     if !(args.rate > 0.0 && args.rate <= 1000.0) {
         return Err(format!("rate {}: 0 < rate <= 1000", args.rate));
     }
+    if !["keypoints", "relayed"].contains(&args.answer.as_str()) {
+        return Err(format!("answer {:?}: keypoints or relayed", args.answer));
+    }
+    let floor = match &args.floor {
+        Some(p) => Some(super::report::read_floor(p)?),
+        None => None,
+    };
     let photos = frames::load_photos(&frames::photo_files(&args.images)?)?;
     // Templates in publishing order: encodings vary fastest, then sizes, then crops.
     let mut templates = Vec::new();
@@ -81,7 +106,14 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("tokio: {e}"))?;
-    rt.block_on(run_async(args, duration, sample_every, &names, templates))
+    let mut rep = rt.block_on(run_async(args, duration, sample_every, &names, templates))?;
+    if let Some(f) = floor {
+        for i in &mut rep.inputs {
+            i.floor = f.get(&i.input).cloned();
+        }
+    }
+    rep.write_files(args)?;
+    Ok(rep)
 }
 
 async fn run_async(
@@ -123,27 +155,28 @@ async fn run_async(
             node.create_publisher::<Image>(&t, qos.clone())
                 .map_err(|e| format!("publisher {t}: {e}"))?,
         );
-        let kp = topic(&args.namespace, name, "keypoints");
-        let mut sub = node
-            .subscribe::<PointCloud2>(&kp, QosProfile::default().keep_last(100))
-            .map_err(|e| format!("subscribe {kp}: {e}"))?;
+        let answer = topic(&args.namespace, name, &args.answer);
         let shared = shared.clone();
-        tokio::spawn(async move {
-            while let Some(msg) = sub.next().await {
-                let now = Instant::now();
-                let mut r = shared.inputs[k].lock().unwrap();
-                match msg.header.stamp.sec {
-                    WARMUP_SEC => r.warmup_answered += 1,
-                    MEASURED_SEC => {
-                        let n = msg.header.stamp.nanosec;
-                        if let Some(Some(t)) = r.sent_at.get(n as usize).copied() {
-                            r.answers.push((n, (now - t).as_secs_f64() * 1e3, now));
-                        }
-                    }
-                    _ => {}
+        let answer_qos = QosProfile::default().keep_last(100);
+        if args.answer == "relayed" {
+            let mut sub = node
+                .subscribe::<Image>(&answer, answer_qos)
+                .map_err(|e| format!("subscribe {answer}: {e}"))?;
+            tokio::spawn(async move {
+                while let Some(msg) = sub.next().await {
+                    shared.answered(k, &msg.header.stamp);
                 }
-            }
-        });
+            });
+        } else {
+            let mut sub = node
+                .subscribe::<PointCloud2>(&answer, answer_qos)
+                .map_err(|e| format!("subscribe {answer}: {e}"))?;
+            tokio::spawn(async move {
+                while let Some(msg) = sub.next().await {
+                    shared.answered(k, &msg.header.stamp);
+                }
+            });
+        }
     }
     {
         let mut sub = node
@@ -217,8 +250,8 @@ async fn run_async(
             if t0.elapsed() > Duration::from_secs(60) {
                 spin_stop.store(true, Ordering::SeqCst);
                 return Err(format!(
-                    "no keypoints on {} within 60 s of publishing on {}: is the node running there?",
-                    topic(&args.namespace, &names[k], "keypoints"),
+                    "no answer on {} within 60 s of publishing on {}: is the node running there?",
+                    topic(&args.namespace, &names[k], &args.answer),
                     topic(&args.namespace, &names[k], "image")
                 ));
             }
@@ -276,7 +309,9 @@ async fn run_async(
     tokio::time::sleep(Duration::from_secs(2)).await;
     let seen = shared.diag_seen.load(Ordering::SeqCst);
     let t_wait = Instant::now();
-    while shared.diag_seen.load(Ordering::SeqCst) < seen + names.len() as u64
+    // (a relay publishes no diagnostics: nothing to wait for)
+    while seen > 0
+        && shared.diag_seen.load(Ordering::SeqCst) < seen + names.len() as u64
         && t_wait.elapsed() < Duration::from_secs(10)
     {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -339,26 +374,35 @@ async fn run_async(
                 .collect(),
             node_latency_ms: parse_node_summary(&node_log, name).unwrap_or_default(),
             answered_per_minute: per_minute,
+            floor: None,
         });
     }
     if let Some(growth) = args.soak_rss_growth_mib {
         rep.judge_soak(growth);
     }
-    if let Some(p) = &args.json {
-        let j = serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?;
-        std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
-    }
-    if let Some(p) = &args.markdown {
-        use std::io::Write;
-        let rows: String = rep.inputs.iter().map(|i| rep.row(i) + "\n").collect();
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-            .and_then(|mut f| f.write_all(rows.as_bytes()))
-            .map_err(|e| format!("{}: {e}", p.display()))?;
-    }
     Ok(rep)
+}
+
+impl LoadReport {
+    /// The --json and --markdown outputs.
+    fn write_files(&self, args: &LoadArgs) -> Result<(), String> {
+        let rep = self;
+        if let Some(p) = &args.json {
+            let j = serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?;
+            std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        if let Some(p) = &args.markdown {
+            use std::io::Write;
+            let rows: String = rep.inputs.iter().map(|i| rep.row(i) + "\n").collect();
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .and_then(|mut f| f.write_all(rows.as_bytes()))
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        Ok(())
+    }
 }
 
 /// Publishes `templates` in turn at `rate` for `duration`; returns (sent, malformed, late).

@@ -1,0 +1,181 @@
+//! `gpu_features_relay`: the transport floor of a node benchmark. A no-op r2r node, built
+//! from the same r2r and run with the same Fast DDS profile as `gpu_features_node`, that
+//! subscribes to each input's `image` with the node's default image QoS and answers each
+//! frame with the node's output QoS, in one of two ways (`--mode`):
+//!
+//! - `image`: the Image republished unchanged on `relayed` (`gpu_features_load --answer
+//!   relayed`): the frame crosses the transport twice;
+//! - `header`: an empty `PointCloud2` with the frame's header on `keypoints`, where the node
+//!   answers (`gpu_features_load`'s default): the frame crosses once and a message the size of
+//!   a small keypoint cloud comes back, which is what the node's own round trip consists of
+//!   and so the floor its rows are compared with.
+//!
+//! Threads as in the node up to the hand-over: rcl spin thread -> receiver task; the
+//! receiver publishes at once (no slot, no worker). On SIGINT it prints
+//! `gpu_features_relay summary input=".." received=N latency_ms p50=.. p95=.. p99=.. max=..`
+//! (receive -> republished), the line the load generator reads as "node latency".
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use futures::StreamExt;
+use r2r::sensor_msgs::msg::{Image, PointCloud2};
+use r2r::QosProfile;
+
+use super::run::topic;
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "gpu_features_relay",
+    about = "Answer each input's Image at once (republished on INPUT/relayed, or an empty \
+             PointCloud2 with its header on INPUT/keypoints): the transport floor for \
+             gpu_features_load"
+)]
+pub struct RelayArgs {
+    /// Inputs, comma-separated, as the node's `inputs` parameter (empty: `image`)
+    #[arg(long, value_delimiter = ',')]
+    pub inputs: Vec<String>,
+    /// Namespace of the topics (NAMESPACE/INPUT/image -> NAMESPACE/INPUT/relayed)
+    #[arg(long, default_value = "")]
+    pub namespace: String,
+    /// Image subscription reliability (the node's `image_qos.reliability` default)
+    #[arg(long, default_value = "best_effort")]
+    pub reliability: String,
+    /// Image subscription depth (the node's `image_qos.depth` default)
+    #[arg(long, default_value_t = 1)]
+    pub depth: usize,
+    /// `image`: republish the Image on INPUT/relayed; `header`: answer with an empty
+    /// PointCloud2 carrying the frame's header on INPUT/keypoints
+    #[arg(long, default_value = "image")]
+    pub mode: String,
+}
+
+/// Entry point of `gpu_features_relay`; returns the exit code.
+pub fn main() -> i32 {
+    let args = RelayArgs::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gpu_features_relay: tokio: {e}");
+            return 2;
+        }
+    };
+    match rt.block_on(relay(&args)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("gpu_features_relay: {e}");
+            2
+        }
+    }
+}
+
+enum Answer {
+    Image(r2r::Publisher<Image>),
+    Header(r2r::Publisher<PointCloud2>, PointCloud2),
+}
+
+struct Counts {
+    received: u64,
+    latency_ms: Vec<f64>,
+}
+
+async fn relay(args: &RelayArgs) -> Result<(), String> {
+    let qos = {
+        let q = QosProfile::default().keep_last(args.depth.clamp(1, 1000));
+        match args.reliability.as_str() {
+            "reliable" => q.reliable(),
+            "best_effort" => q.best_effort(),
+            r => return Err(format!("reliability {r:?}: reliable or best_effort")),
+        }
+    };
+    if !["image", "header"].contains(&args.mode.as_str()) {
+        return Err(format!("mode {:?}: image or header", args.mode));
+    }
+    let ctx = r2r::Context::create().map_err(|e| format!("rcl init: {e}"))?;
+    let mut node = r2r::Node::create(ctx, "gpu_features_relay", "")
+        .map_err(|e| format!("node create: {e}"))?;
+    let names: Vec<String> = if args.inputs.is_empty() {
+        vec![String::new()]
+    } else {
+        args.inputs.clone()
+    };
+    let mut counts = Vec::new();
+    for name in &names {
+        let t_in = topic(&args.namespace, name, "image");
+        let mut sub = node
+            .subscribe::<Image>(&t_in, qos.clone())
+            .map_err(|e| format!("subscribe {t_in}: {e}"))?;
+        let out_qos = QosProfile::default().keep_last(5);
+        let answer = if args.mode == "image" {
+            let t = topic(&args.namespace, name, "relayed");
+            Answer::Image(
+                node.create_publisher::<Image>(&t, out_qos)
+                    .map_err(|e| format!("publisher {t}: {e}"))?,
+            )
+        } else {
+            let t = topic(&args.namespace, name, "keypoints");
+            Answer::Header(
+                node.create_publisher::<PointCloud2>(&t, out_qos)
+                    .map_err(|e| format!("publisher {t}: {e}"))?,
+                PointCloud2::default(),
+            )
+        };
+        let c = Arc::new(Mutex::new(Counts {
+            received: 0,
+            latency_ms: Vec::with_capacity(1 << 16),
+        }));
+        counts.push(c.clone());
+        tokio::spawn(async move {
+            let mut answer = answer;
+            while let Some(msg) = sub.next().await {
+                let t0 = Instant::now();
+                let ok = match &mut answer {
+                    Answer::Image(p) => p.publish(&msg).is_ok(),
+                    Answer::Header(p, cloud) => {
+                        cloud.header = msg.header;
+                        p.publish(cloud).is_ok()
+                    }
+                };
+                let mut c = c.lock().unwrap();
+                c.received += 1;
+                if ok {
+                    c.latency_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+        });
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinner = {
+        let stop = stop.clone();
+        tokio::task::spawn_blocking(move || {
+            while !stop.load(Ordering::SeqCst) {
+                node.spin_once(Duration::from_millis(10));
+            }
+            node
+        })
+    };
+    let _ = tokio::signal::ctrl_c().await;
+    stop.store(true, Ordering::SeqCst);
+    let node = spinner.await.ok();
+    for (name, c) in names.iter().zip(&counts) {
+        let c = c.lock().unwrap();
+        let mut l = c.latency_ms.clone();
+        l.sort_by(f64::total_cmp);
+        let pct = |q: f64| crate::report::pct(&l, q);
+        println!(
+            "gpu_features_relay summary input={name:?} received={} latency_ms p50={:.3} p95={:.3} p99={:.3} max={:.3}",
+            c.received,
+            pct(50.0),
+            pct(95.0),
+            pct(99.0),
+            l.last().copied().unwrap_or(f64::NAN)
+        );
+    }
+    drop(node);
+    Ok(())
+}
