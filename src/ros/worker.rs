@@ -216,8 +216,18 @@ impl Worker {
             );
             let _ = self.pub_kp.publish(&cloud);
             cloud_buf = cloud.data;
+            // The edge image (2 MB at 1080p) costs ~1 ms to convert and publish (the relay's
+            // `image` mode, docs/benchmarks.md): only while someone subscribes, as the debug
+            // image below. A subscriber not yet matched would miss it either way.
             if let Some(edges) = &features.edges {
-                let _ = self.pub_edges.publish(&convert::mono8_image(header, edges));
+                if self
+                    .pub_edges
+                    .get_inter_process_subscription_count()
+                    .unwrap_or(1)
+                    > 0
+                {
+                    let _ = self.pub_edges.publish(&convert::mono8_image(header, edges));
+                }
             }
             match (match_previous, features.descriptors_for(pipeline.config())) {
                 (true, Some(descriptors)) => {
