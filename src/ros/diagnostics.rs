@@ -27,12 +27,19 @@ pub(super) struct Stats {
     pub(super) w_start: Option<Instant>,
     // whole run
     pub(super) all_latency_ms: Vec<f64>,
+    /// The latency's parts per frame, whole run, in the order of [`PARTS`].
+    pub(super) all_parts_ms: [Vec<f64>; 4],
     // tracking (track.enabled)
     pub(super) tracking: bool,
     pub(super) tracks: usize,
     /// Why the last frame's tracks have no normalised coordinates (camera_info).
     pub(super) camera_problem: Option<String>,
 }
+
+/// The parts of a frame's node latency: receive -> taken by the worker (`handover`), ->
+/// features computed (`pipeline`), -> keypoints cloud built and published (`keypoints`), ->
+/// the other outputs published (`rest`: edges, matches, tracks, debug image).
+pub(super) const PARTS: [&str; 4] = ["handover", "pipeline", "keypoints", "rest"];
 
 /// At most one log line per `period`, with the count of lines left out.
 pub(super) struct RateLimit {

@@ -19,7 +19,7 @@ use r2r::sensor_msgs::msg::{CameraInfo, Image, PointCloud, PointCloud2};
 use r2r::std_msgs::msg::Bool;
 use r2r::QosProfile;
 
-use super::diagnostics::{diagnostic_status, percentile, Stats};
+use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
 use super::params::NodeParams;
 use super::tracks::{camera_from_info, CameraSlot, CameraState, TrackOutputs};
 use super::worker::{Pending, Slot, Worker};
@@ -291,8 +291,21 @@ async fn run_async() -> Result<(), String> {
         let s = i.stats.lock().unwrap();
         let mut l = s.all_latency_ms.clone();
         l.sort_by(|a, b| a.total_cmp(b));
+        let parts: String = PARTS
+            .iter()
+            .zip(&s.all_parts_ms)
+            .map(|(name, v)| {
+                let mut v = v.clone();
+                v.sort_by(|a, b| a.total_cmp(b));
+                format!(
+                    " {name}_p50={:.3} {name}_p99={:.3}",
+                    percentile(&v, 0.5),
+                    percentile(&v, 0.99)
+                )
+            })
+            .collect();
         println!(
-            "gpu_features_node summary input={:?} received={} processed={} dropped={} decode_errors={} process_errors={} latency_ms p50={:.2} p95={:.2} p99={:.2} max={:.2}",
+            "gpu_features_node summary input={:?} received={} processed={} dropped={} decode_errors={} process_errors={} latency_ms p50={:.2} p95={:.2} p99={:.2} max={:.2} parts_ms{parts}",
             i.name,
             s.received,
             s.processed,

@@ -86,14 +86,14 @@ impl Worker {
         let mut previous = PreviousFrame::new(choice);
         let mut match_previous = self.params.lock().unwrap().live.match_previous;
         loop {
-            let pending = {
+            let (pending, taken) = {
                 let mut g = self.slot.frame.lock().unwrap();
                 loop {
                     if self.shutdown.load(Ordering::SeqCst) {
                         return;
                     }
                     if let Some(p) = g.take() {
-                        break p;
+                        break (p, Instant::now());
                     }
                     g = self
                         .slot
@@ -207,6 +207,7 @@ impl Worker {
                 }
             };
 
+            let computed = Instant::now();
             let header = &msg.header;
             let cloud = convert::keypoints_cloud(
                 header,
@@ -215,6 +216,7 @@ impl Worker {
                 std::mem::take(&mut cloud_buf),
             );
             let _ = self.pub_kp.publish(&cloud);
+            let keypoints_out = Instant::now();
             cloud_buf = cloud.data;
             // The edge image (2 MB at 1080p) costs ~1 ms to convert and publish (the relay's
             // `image` mode, docs/benchmarks.md): only while someone subscribes, as the debug
@@ -257,7 +259,15 @@ impl Worker {
                 let img = convert::debug_overlay(header, &gray, &features);
                 let _ = self.pub_debug.publish(&img);
             }
-            let latency = pending.received.elapsed().as_secs_f64() * 1e3;
+            let done = Instant::now();
+            let latency = (done - pending.received).as_secs_f64() * 1e3;
+            let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+            let parts = [
+                ms(pending.received, taken),
+                ms(taken, computed),
+                ms(computed, keypoints_out),
+                ms(keypoints_out, done),
+            ];
 
             let mut s = self.stats.lock().unwrap();
             s.tracking = tracking;
@@ -270,6 +280,9 @@ impl Worker {
             s.w_latency_ms.push(latency);
             if s.all_latency_ms.len() < MAX_KEPT_LATENCIES {
                 s.all_latency_ms.push(latency);
+                for (all, v) in s.all_parts_ms.iter_mut().zip(parts) {
+                    all.push(v);
+                }
             }
             for t in &features.timings {
                 let e = s.w_stage_ms.entry(t.stage).or_insert((0.0, 0));

@@ -250,11 +250,14 @@ impl LoadReport {
                 .get(k)
                 .map_or("-".into(), |v| format!("{v:.2}"))
         };
-        let stages: Vec<String> = i
-            .stage_ms
+        let mut stages: Vec<String> = ["handover", "pipeline", "keypoints", "rest"]
             .iter()
-            .map(|(k, v)| format!("{k} {v:.3}"))
+            .filter_map(|p| {
+                let at = |q: &str| i.node_latency_ms.get(&format!("{p}_{q}")).copied();
+                Some(format!("**{p} {:.3} / {:.3}**", at("p50")?, at("p99")?))
+            })
             .collect();
+        stages.extend(i.stage_ms.iter().map(|(k, v)| format!("{k} {v:.3}")));
         let secs = self.seconds.max(1e-9);
         let (floor, over) = match &i.floor {
             Some(f) => (
@@ -291,7 +294,7 @@ impl LoadReport {
 }
 
 pub fn table_header() -> String {
-    "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | floor (relay) p50 / p99 (ms) | over the floor p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node stages, mean ms |\n\
+    "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | floor (relay) p50 / p99 (ms) | over the floor p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node latency's parts p50 / p99, then GPU stages (mean), ms |\n\
      |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
         .to_string()
 }
@@ -323,6 +326,24 @@ mod tests {
                    gpu_features_node summary input=\"a\" received=1 processed=1 latency_ms p50=1.25 p95=2.50 p99=3.75 max=4.00\n";
         let m = parse_node_summary(log, "a").unwrap();
         assert_eq!(m["p50"], 1.25);
+        let parts = "gpu_features_node summary input=\"\" received=1 processed=1 latency_ms p50=0.50 p95=0.6 p99=0.7 max=0.8 parts_ms handover_p50=0.010 handover_p99=0.020 pipeline_p50=0.300 pipeline_p99=0.400 keypoints_p50=0.050 keypoints_p99=0.060 rest_p50=0.001 rest_p99=0.002\n";
+        let p = parse_node_summary(parts, "").unwrap();
+        assert_eq!(
+            (p["p99"], p["pipeline_p50"], p["rest_p99"]),
+            (0.7, 0.3, 0.002)
+        );
+        let rep = LoadReport {
+            inputs: vec![InputResult {
+                node_latency_ms: p,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let row = rep.row(&rep.inputs[0]);
+        assert!(
+            row.contains("**handover 0.010 / 0.020**, **pipeline 0.300 / 0.400**"),
+            "{row}"
+        );
         assert_eq!(m["p99"], 3.75);
         assert!(parse_node_summary(log, "c").is_none());
         let relay = "gpu_features_relay summary input=\"\" received=5 latency_ms p50=0.020 p95=0.030 p99=0.040 max=0.100\n";
