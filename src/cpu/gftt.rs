@@ -115,6 +115,20 @@ pub fn good_features_to_track(
     let eig = &s.eig;
     s.cand
         .sort_unstable_by(|&a, &b| eig[b as usize].total_cmp(&eig[a as usize]).then(b.cmp(&a)));
+    take_best(s.cand.iter().copied(), w, h, p, &mut s.grid, out);
+}
+
+/// The end of `goodFeaturesToTrack` shared by the CPU and the GPU: from the candidates'
+/// pixel indices (row-major, width `w`), strongest first, the first `max_corners` (0: all),
+/// spaced by `min_distance` when it is at least 1 ([`keep_spaced`]), appended to `out`.
+pub fn take_best(
+    sorted: impl Iterator<Item = u32>,
+    w: usize,
+    h: usize,
+    p: &GfttParams,
+    grid: &mut Vec<Vec<(f32, f32)>>,
+    out: &mut Vec<(f32, f32)>,
+) {
     let limit = if p.max_corners > 0 {
         p.max_corners
     } else {
@@ -122,18 +136,14 @@ pub fn good_features_to_track(
     };
     if p.min_distance < 1.0 {
         out.extend(
-            s.cand
-                .iter()
+            sorted
                 .take(limit)
-                .map(|&i| ((i as usize % w) as f32, (i as usize / w) as f32)),
+                .map(|i| ((i as usize % w) as f32, (i as usize / w) as f32)),
         );
         return;
     }
-    let pts = s
-        .cand
-        .iter()
-        .map(|&i| ((i as usize % w) as u32, (i as usize / w) as u32));
-    keep_spaced(pts, w, h, p.min_distance, limit, &mut s.grid, out);
+    let pts = sorted.map(|i| ((i as usize % w) as u32, (i as usize / w) as u32));
+    keep_spaced(pts, w, h, p.min_distance, limit, grid, out);
 }
 
 /// The greedy spacing of `goodFeaturesToTrack`: walks `candidates` (strongest first) and

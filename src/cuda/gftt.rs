@@ -9,7 +9,7 @@ use cudarc::driver::result;
 use super::buffers::{download, upload, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
 use super::harris::{sobel_kernels, DenseParams};
-use crate::cpu::gftt::{keep_spaced, GfttParams};
+use crate::cpu::gftt::{take_best, GfttParams};
 use crate::error::Result;
 use crate::image::GrayImage;
 
@@ -201,25 +201,14 @@ impl GpuGftt {
                 .total_cmp(&f32::from_bits(a.0))
                 .then(b.1.cmp(&a.1))
         });
-        let limit = if p.max_corners > 0 {
-            p.max_corners
-        } else {
-            usize::MAX
-        };
-        if p.min_distance < 1.0 {
-            out.extend(
-                self.cands
-                    .iter()
-                    .take(limit)
-                    .map(|&(_, i)| ((i as usize % w) as f32, (i as usize / w) as f32)),
-            );
-            return Ok(());
-        }
-        let pts = self
-            .cands
-            .iter()
-            .map(|&(_, i)| ((i as usize % w) as u32, (i as usize / w) as u32));
-        keep_spaced(pts, w, h, p.min_distance, limit, &mut self.grid, out);
+        take_best(
+            self.cands.iter().map(|&(_, i)| i),
+            w,
+            h,
+            p,
+            &mut self.grid,
+            out,
+        );
         Ok(())
     }
 }

@@ -29,28 +29,14 @@ pub fn keypoints_message(
     scratch: &mut Vec<u8>,
 ) -> Vec<u8> {
     pointcloud::encode(keypoints, descriptors, scratch);
-    let n = keypoints.len() as u32;
-    let step = pointcloud::point_step(descriptors.is_some()) as u32;
-    cdr::PointCloud2 {
-        header: header.clone(),
-        height: 1,
-        width: n,
-        fields: pointcloud::fields(descriptors.is_some())
-            .iter()
-            .map(|f| cdr::PointField {
-                name: f.name.to_string(),
-                offset: f.offset,
-                datatype: f.datatype,
-                count: f.count,
-            })
-            .collect(),
-        is_bigendian: false,
-        point_step: step,
-        row_step: step * n,
-        data: Cow::Borrowed(scratch),
-        is_dense: true,
-    }
-    .encode()
+    cloud_message(
+        header,
+        pointcloud::fields(descriptors.is_some()),
+        pointcloud::point_step(descriptors.is_some()),
+        keypoints.len(),
+        scratch,
+        true,
+    )
 }
 
 /// The `tracks` PointCloud2 (`output::tracks` layout), serialized.
@@ -61,13 +47,31 @@ pub fn tracks_message(
 ) -> Vec<u8> {
     use crate::output::tracks as layout;
     layout::encode(tracks, scratch);
-    let n = tracks.len() as u32;
-    let step = layout::POINT_STEP as u32;
+    cloud_message(
+        header,
+        &layout::FIELDS,
+        layout::POINT_STEP,
+        tracks.len(),
+        scratch,
+        false,
+    )
+}
+
+/// A one-row PointCloud2 of `n` points of `step` bytes laid out as `fields`, serialized.
+fn cloud_message(
+    header: &Header,
+    fields: &[pointcloud::Field],
+    step: usize,
+    n: usize,
+    data: &[u8],
+    is_dense: bool,
+) -> Vec<u8> {
+    let (n, step) = (n as u32, step as u32);
     cdr::PointCloud2 {
         header: header.clone(),
         height: 1,
         width: n,
-        fields: layout::FIELDS
+        fields: fields
             .iter()
             .map(|f| cdr::PointField {
                 name: f.name.to_string(),
@@ -79,8 +83,8 @@ pub fn tracks_message(
         is_bigendian: false,
         point_step: step,
         row_step: step * n,
-        data: Cow::Borrowed(scratch),
-        is_dense: false,
+        data: Cow::Borrowed(data),
+        is_dense,
     }
     .encode()
 }
