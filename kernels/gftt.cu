@@ -1,7 +1,13 @@
-// goodFeaturesToTrack's selection on the GPU (the minimum-eigenvalue map comes from the
-// dense Harris kernels with mode 1, kernels/harris.cu): the twin of cpu/gftt.rs up to the
+// goodFeaturesToTrack on the GPU (the scaled Sobel derivatives and the products' row sums
+// come from the dense Harris kernels, kernels/harris.cu): the twin of cpu/gftt.rs up to the
 // sort, which the host does on the few candidates.
-//   gftt_max         the map's maximum over the mask (atomicMax on an order-preserving key)
+//   gftt_boxsum      one thread per column and product: OpenCV's running column sums of the row sums
+//                    (f64: add the new row, round to f32, subtract the oldest), the three f32
+//                    box sums out; rows loaded GFTT_AHEAD at a time ahead of the chain, and
+//                    nothing else in the loop, since a column is one thread's serial chain
+//   gftt_max         the minimum eigenvalue of every pixel (cv::cornerMinEigenVal: every step
+//                    rounded, nothing fused), and the map's maximum over the mask (atomicMax
+//                    on an order-preserving key)
 //   gftt_candidates  IPP's threshold (v < max * quality + FLT_EPSILON zeroed), the 3x3
 //                    dilation, strict local-maximum test (v == dilated, v != 0) inside the
 //                    one-pixel border and the mask; survivors appended as (value bits, index)
@@ -16,12 +22,57 @@ __device__ __forceinline__ float gftt_unkey(u32 k) {
     return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
 
-extern "C" __global__ void gftt_max(const float* __restrict__ eig, const u8* __restrict__ mask, int n,
-                                    u32* __restrict__ maxkey) {
+#define GFTT_AHEAD 8
+
+extern "C" __global__ void gftt_boxsum(int w, int h, int block, const double* __restrict__ sxx,
+                                       const double* __restrict__ sxy, const double* __restrict__ syy,
+                                       float* __restrict__ oa, float* __restrict__ ob,
+                                       float* __restrict__ oc) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
+    // blockIdx.y picks the product: the three chains of a column are independent.
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= w) return;
+    const double* __restrict__ src = blockIdx.y == 0 ? sxx : blockIdx.y == 1 ? sxy : syy;
+    float* __restrict__ dst = blockIdx.y == 0 ? oa : blockIdx.y == 1 ? ob : oc;
+    const int anchor = block / 2, rows = h + block - 1;
+    double s = 0.0;
+    int py = 0;
+    for (; py < block - 1 && py < rows; ++py) s = __dadd_rn(s, src[(size_t)reflect101(py - anchor, h) * w + x]);
+    // Row py adds the row sums of row py - anchor (reflected), writes output row
+    // py + 1 - block and subtracts that row's first input row.
+    for (; py + GFTT_AHEAD <= rows; py += GFTT_AHEAD) {
+        double nv[GFTT_AHEAD], ov[GFTT_AHEAD];
+#pragma unroll
+        for (int r = 0; r < GFTT_AHEAD; ++r) {
+            nv[r] = src[(size_t)reflect101(py + r - anchor, h) * w + x];
+            ov[r] = src[(size_t)reflect101(py + r + 1 - block - anchor, h) * w + x];
+        }
+#pragma unroll
+        for (int r = 0; r < GFTT_AHEAD; ++r) {
+            const double a0 = __dadd_rn(s, nv[r]);
+            dst[(size_t)(py + r + 1 - block) * w + x] = __double2float_rn(a0);
+            s = __dsub_rn(a0, ov[r]);
+        }
+    }
+    for (; py < rows; ++py) {
+        const double a0 = __dadd_rn(s, src[(size_t)reflect101(py - anchor, h) * w + x]);
+        dst[(size_t)(py + 1 - block) * w + x] = __double2float_rn(a0);
+        s = __dsub_rn(a0, src[(size_t)reflect101(py + 1 - block - anchor, h) * w + x]);
+    }
+}
+
+extern "C" __global__ void gftt_max(const float* __restrict__ sa, const float* __restrict__ sb,
+                                    const float* __restrict__ sc, float* __restrict__ eig,
+                                    const u8* __restrict__ mask, int n, u32* __restrict__ maxkey) {
     wait_for_previous_kernel();  // note "programmatic dependent launch"
     u32 best = 0;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        if (!mask || mask[i]) best = max(best, gftt_key(eig[i]));
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float a = sa[i], b = sb[i], c = sc[i];
+        const float ah = __fmul_rn(a, 0.5f), ch = __fmul_rn(c, 0.5f), t = __fsub_rn(ah, ch);
+        const float v = __fsub_rn(__fadd_rn(ah, ch), __fsqrt_rn(__fadd_rn(__fmul_rn(t, t), __fmul_rn(b, b))));
+        eig[i] = v;
+        if (!mask || mask[i]) best = max(best, gftt_key(v));
+    }
     for (int o = 16; o > 0; o >>= 1) best = max(best, __shfl_xor_sync(0xffffffffu, best, o));
     if ((threadIdx.x & 31) == 0 && best) atomicMax(maxkey, best);
 }

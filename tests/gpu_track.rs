@@ -29,64 +29,110 @@ fn gpu_lk_matches_cpu_on_the_sequence() {
         Err(e) => return shared::skip_without_gpu("gpu_lk_matches_cpu_on_the_sequence", &e),
     };
     eprintln!("gpu_lk_matches_cpu_on_the_sequence: {}", gpu.name);
-    let p = LkParams::default();
-    let back = LkParams { max_level: 1, ..p };
-    let (mut ca, mut cb) = (FlowPyramid::default(), FlowPyramid::default());
-    let (mut ga, mut gb) = (GpuFlowPyramid::new(), GpuFlowPyramid::new());
-    let mut glk = GpuLk::new(&gpu, 64).unwrap();
     let mut s = LkScratch::default();
     let (mut cf, mut gf, mut cr, mut gr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut fused_f, mut fused_b) = (Vec::new(), Vec::new());
     let mut gfs = GfttScratch::default();
     let mut seed = 0x2545_f491u32;
     let (mut total, mut tracked) = (0, 0);
-    for k in 0..7 {
-        let (a, b) = (frame(k), frame(k + 1));
-        ca.build(&a, 21, 3);
-        cb.build(&b, 21, 3);
-        ca.ensure_derivatives();
-        cb.ensure_derivatives();
-        ga.build(&gpu, &a, 21, 3).unwrap();
-        gb.build(&gpu, &b, 21, 3).unwrap();
-        ga.ensure_derivatives(&gpu).unwrap();
-        gb.ensure_derivatives(&gpu).unwrap();
-        let mut pts = Vec::new();
-        good_features_to_track(&a, &GfttParams::default(), None, &mut gfs, &mut pts);
-        for _ in 0..60 {
-            let mut u = |span: f32| {
-                seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (seed >> 8) as f32 / (1 << 24) as f32 * span - 8.0
-            };
-            let (x, y) = (u(a.width as f32 + 16.0), u(a.height as f32 + 16.0));
-            pts.push((x, y));
-        }
-        track(&ca, &cb, &pts, None, &p, &mut s, &mut cf);
-        glk.track(&gpu, &ga, &gb, &pts, None, &p, &mut gf).unwrap();
-        for (i, (c, g)) in cf.iter().zip(&gf).enumerate() {
-            assert_eq!(
-                (c.x.to_bits(), c.y.to_bits(), c.status),
-                (g.x.to_bits(), g.y.to_bits(), g.status),
-                "frame {k} point {i} {:?}: cpu {c:?} gpu {g:?}",
-                pts[i]
-            );
-            if c.status {
-                assert_eq!(c.err.to_bits(), g.err.to_bits(), "err of point {i}");
+    let mut glk = GpuLk::new(&gpu, 64).unwrap();
+    // VINS's window first on every frame pair; then windows that change the kernel's split
+    // into SIMD blocks and tail (none, one block and a long tail, three blocks) on two.
+    for (win, frames) in [(21usize, 0..7), (7, 0..2), (15, 2..4), (31, 4..6)] {
+        let p = LkParams {
+            window: win,
+            ..Default::default()
+        };
+        let back = LkParams { max_level: 1, ..p };
+        let (mut ca, mut cb) = (FlowPyramid::default(), FlowPyramid::default());
+        let (mut ga, mut gb) = (GpuFlowPyramid::new(), GpuFlowPyramid::new());
+        for k in frames {
+            let (a, b) = (frame(k), frame(k + 1));
+            ca.build(&a, win, 3);
+            cb.build(&b, win, 3);
+            ca.ensure_derivatives();
+            cb.ensure_derivatives();
+            ga.build(&gpu, &a, win, 3).unwrap();
+            gb.build(&gpu, &b, win, 3).unwrap();
+            ga.ensure_derivatives(&gpu).unwrap();
+            gb.ensure_derivatives(&gpu).unwrap();
+            let mut pts = Vec::new();
+            good_features_to_track(&a, &GfttParams::default(), None, &mut gfs, &mut pts);
+            for _ in 0..60 {
+                let mut u = |span: f32| {
+                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (seed >> 8) as f32 / (1 << 24) as f32 * span - 8.0
+                };
+                let (x, y) = (u(a.width as f32 + 16.0), u(a.height as f32 + 16.0));
+                pts.push((x, y));
             }
-            total += 1;
-            tracked += c.status as usize;
-        }
-        let fwd: Vec<(f32, f32)> = cf.iter().map(|f| (f.x, f.y)).collect();
-        track(&cb, &ca, &fwd, Some(&pts), &back, &mut s, &mut cr);
-        glk.track(&gpu, &gb, &ga, &fwd, Some(&pts), &back, &mut gr)
+            track(&ca, &cb, &pts, None, &p, &mut s, &mut cf);
+            glk.track(&gpu, &ga, &gb, &pts, None, &p, None, &mut gf, &mut gr)
+                .unwrap();
+            for (i, (c, g)) in cf.iter().zip(&gf).enumerate() {
+                assert_eq!(
+                    (c.x.to_bits(), c.y.to_bits(), c.status),
+                    (g.x.to_bits(), g.y.to_bits(), g.status),
+                    "window {win} frame {k} point {i} {:?}: cpu {c:?} gpu {g:?}",
+                    pts[i]
+                );
+                if c.status {
+                    assert_eq!(c.err.to_bits(), g.err.to_bits(), "err of point {i}");
+                }
+                total += 1;
+                tracked += c.status as usize;
+            }
+            // The reverse pass alone (initial flow), as the CPU runs it.
+            let fwd: Vec<(f32, f32)> = cf.iter().map(|f| (f.x, f.y)).collect();
+            track(&cb, &ca, &fwd, Some(&pts), &back, &mut s, &mut cr);
+            let mut unused = Vec::new();
+            glk.track(
+                &gpu,
+                &gb,
+                &ga,
+                &fwd,
+                Some(&pts),
+                &back,
+                None,
+                &mut gr,
+                &mut unused,
+            )
             .unwrap();
-        for (i, (c, g)) in cr.iter().zip(&gr).enumerate() {
-            assert_eq!(
-                (c.x.to_bits(), c.y.to_bits(), c.status),
-                (g.x.to_bits(), g.y.to_bits(), g.status),
-                "frame {k} reverse point {i}"
-            );
+            for (i, (c, g)) in cr.iter().zip(&gr).enumerate() {
+                assert_eq!(
+                    (c.x.to_bits(), c.y.to_bits(), c.status),
+                    (g.x.to_bits(), g.y.to_bits(), g.status),
+                    "window {win} frame {k} reverse point {i}"
+                );
+            }
+            // Forward and back in one launch: the same forward results, and the CPU's
+            // reverse results wherever the forward status holds.
+            glk.track(
+                &gpu,
+                &ga,
+                &gb,
+                &pts,
+                None,
+                &p,
+                Some(&back),
+                &mut fused_f,
+                &mut fused_b,
+            )
+            .unwrap();
+            assert_eq!(fused_b.len(), pts.len());
+            for i in 0..pts.len() {
+                let bits =
+                    |f: &gpu_features::cpu::lk::Flow| (f.x.to_bits(), f.y.to_bits(), f.status);
+                assert_eq!(bits(&fused_f[i]), bits(&cf[i]), "fused forward point {i}");
+                if cf[i].status {
+                    assert_eq!(bits(&fused_b[i]), bits(&cr[i]), "fused back point {i}");
+                } else {
+                    assert!(!fused_b[i].status);
+                }
+            }
         }
     }
-    assert!(total > 500 && tracked * 2 > total, "{tracked} of {total}");
+    assert!(total > 800 && tracked * 2 > total, "{tracked} of {total}");
     eprintln!("gpu_lk_matches_cpu_on_the_sequence: {total} points, {tracked} tracked, identical");
 }
 

@@ -53,6 +53,7 @@ pub struct Kernels {
     pub lk_pyrdown: CudaFunction,
     pub lk_scharr: CudaFunction,
     pub lk_track: CudaFunction,
+    pub gftt_boxsum: CudaFunction,
     pub gftt_max: CudaFunction,
     pub gftt_candidates: CudaFunction,
 }
@@ -239,6 +240,7 @@ impl Gpu {
             lk_pyrdown: f("lk_pyrdown")?,
             lk_scharr: f("lk_scharr")?,
             lk_track: f("lk_track")?,
+            gftt_boxsum: f("gftt_boxsum")?,
             gftt_max: f("gftt_max")?,
             gftt_candidates: f("gftt_candidates")?,
         };

@@ -1,7 +1,8 @@
-//! goodFeaturesToTrack on the GPU (host side of `kernels/gftt.cu` and the dense Harris
-//! kernels in mode 1), equal to `cpu::gftt::good_features_to_track`: the minimum-eigenvalue
-//! map, the masked maximum, threshold, dilation and local maxima on the GPU; the few
-//! candidates sorted and spaced on the host with the CPU reference's own `keep_spaced`.
+//! goodFeaturesToTrack on the GPU (host side of `kernels/gftt.cu`, after the dense Harris
+//! kernels' derivatives and row sums), equal to `cpu::gftt::good_features_to_track`: the
+//! box sums, the minimum-eigenvalue map, the masked maximum, threshold, dilation and local
+//! maxima on the GPU; the few candidates sorted and spaced on the host with the CPU
+//! reference's own `keep_spaced`.
 //! Buffers are sized once per resolution.
 
 use cudarc::driver::result;
@@ -27,6 +28,9 @@ struct LevelDesc {
     rc_start: i32,
 }
 
+/// Candidates downloaded with their count (32 KB); more take a second wait.
+const FIRST_CANDIDATES: usize = 4096;
+
 pub struct GpuGftt {
     size: (usize, usize),
     desc: DevBuf,
@@ -36,7 +40,9 @@ pub struct GpuGftt {
     gy: DevBuf,
     sums: [DevBuf; 3],
     eig: DevBuf,
-    /// [level max (harris_colsum's), masked max, candidate count]
+    /// The third box sum (the first two reuse `gx`, `gy`).
+    box_c: DevBuf,
+    /// [level max (harris_rowsum resets it; unused here), masked max, candidate count]
     words: DevBuf,
     cand: DevBuf,
     cap: usize,
@@ -71,6 +77,7 @@ impl GpuGftt {
                 DevBuf::new(c, n * 8)?,
             ],
             eig: DevBuf::new(c, n * 4)?,
+            box_c: DevBuf::new(c, n * 4)?,
             words: DevBuf::new(c, 16)?,
             cand: DevBuf::new(c, cap * 8)?,
             cap,
@@ -147,13 +154,17 @@ impl GpuGftt {
             0,
             &mut kargs![desc, nlev, dp, gx, gy, sxx, sxy, syy, words],
         )?;
+        let (wi, hi, block) = (w as i32, h as i32, p.block_size as i32);
+        let (sa, sb, sc) = (gx, gy, self.box_c.ptr());
         gpu.launch(
-            "harris_colsum",
-            &gpu.k.harris_colsum,
-            (1, w.div_ceil(128) as u32, 1),
-            (128, 1, 1),
+            "gftt_boxsum",
+            &gpu.k.gftt_boxsum,
+            // A warp per block and a thread per column and product: each is a serial
+            // chain, latency-bound, so spread over as many SMs as there are chains.
+            (w.div_ceil(32) as u32, 3, 1),
+            (32, 1, 1),
             0,
-            &mut kargs![desc, nlev, dp, sxx, sxy, syy, eig, words],
+            &mut kargs![wi, hi, block, sxx, sxy, syy, sa, sb, sc],
         )?;
         unsafe { result::memset_d8_async(words + 4, 0, 8, gpu.stream.cu_stream()) }
             .map_err(|e| cuda_err("clearing the GFTT counters", e))?;
@@ -164,15 +175,9 @@ impl GpuGftt {
             (n.div_ceil(256).min(1024) as u32, 1, 1),
             (256, 1, 1),
             0,
-            &mut kargs![eig, mask_ptr, ni, mx],
+            &mut kargs![sa, sb, sc, eig, mask_ptr, ni, mx],
         )?;
-        let (wi, hi, q, cand, cap) = (
-            w as i32,
-            h as i32,
-            p.quality,
-            self.cand.ptr(),
-            self.cap as i32,
-        );
+        let (q, cand, cap) = (p.quality, self.cand.ptr(), self.cap as i32);
         gpu.launch(
             "gftt_candidates",
             &gpu.k.gftt_candidates,
@@ -181,12 +186,25 @@ impl GpuGftt {
             0,
             &mut kargs![eig, mask_ptr, wi, hi, mx, q, cand, cnt, cap],
         )?;
+        // The count and the first FIRST_CANDIDATES candidates come back in one wait; a
+        // second download only when there are more.
+        let first = FIRST_CANDIDATES.min(self.cap);
         download(&gpu.stream, cnt, &mut self.host_out, 0, 4)?;
+        download(&gpu.stream, cand, &mut self.host_out, 16, first * 8)?;
         gpu.sync()?;
         let count = u32::from_le_bytes(self.host_out.as_slice()[..4].try_into().unwrap()) as usize;
         let count = count.min(self.cap);
-        download(&gpu.stream, cand, &mut self.host_out, 16, count * 8)?;
-        gpu.sync()?;
+        if count > first {
+            let rest = cand + (first * 8) as u64;
+            download(
+                &gpu.stream,
+                rest,
+                &mut self.host_out,
+                16 + first * 8,
+                (count - first) * 8,
+            )?;
+            gpu.sync()?;
+        }
         let h8 = &self.host_out.as_slice()[16..16 + count * 8];
         self.cands.clear();
         self.cands.extend(h8.chunks_exact(8).map(|c| {

@@ -1,7 +1,7 @@
 //! Pyramidal LK on the GPU (host side of `kernels/lk.cu`), equal bit for bit to
 //! `cpu::lk`: the frame's pyramid (`lk_border`, `lk_pyrdown`), its Scharr derivatives
 //! (`lk_scharr`) and every point tracked through every level in one launch (`lk_track`, a
-//! warp per point). Buffers are sized once per resolution and window; per frame: one upload
+//! block per point). Buffers are sized once per resolution and window; per frame: one upload
 //! of the gray image, the points' upload and the results' download.
 
 use cudarc::driver::result;
@@ -14,9 +14,10 @@ use crate::image::GrayImage;
 
 /// Mirrors `LK_MAX_LEVELS` in kernels/lk.cu.
 const MAX_LEVELS: usize = 8;
-/// Largest window the kernel's shared memory holds (4 ints per window pixel per warp).
+/// Largest window the kernel takes (a lane per window column).
 pub const MAX_WINDOW: usize = 31;
-const WARPS_PER_BLOCK: u32 = 2;
+/// Warps per point at most (`LK_MAX_THREADS` / 32 in kernels/lk.cu).
+const MAX_WARPS: usize = 12;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -46,6 +47,8 @@ struct LkArgs {
     n: i32,
     min_eig: f32,
     eps: f64,
+    back_level: i32,
+    chain: i32,
 }
 
 struct Level {
@@ -247,15 +250,18 @@ impl GpuLk {
         Ok(GpuLk {
             pts: DevBuf::new(c, cap * 8)?,
             init: DevBuf::new(c, cap * 8)?,
-            out: DevBuf::new(c, cap * 16)?,
+            out: DevBuf::new(c, cap * 32)?,
             host_in: HostBuf::new(c, cap * 16, true)?,
-            host_out: HostBuf::new(c, cap * 16, false)?,
+            host_out: HostBuf::new(c, cap * 32, false)?,
             cap,
         })
     }
 
     /// `cv::calcOpticalFlowPyrLK` on two GPU pyramids (`prev` with derivatives), as
-    /// `cpu::lk::track`; waits for the result.
+    /// `cpu::lk::track`; with `back`, each point whose forward status holds is then tracked
+    /// back (`next` -> `prev`, from its forward position, initial flow = its previous
+    /// position, `back`'s levels: `next` needs its derivatives too) in the same launch, into
+    /// `back_out` (status false for the others). One download, one wait.
     #[allow(clippy::too_many_arguments)]
     pub fn track(
         &mut self,
@@ -265,16 +271,19 @@ impl GpuLk {
         prev_pts: &[(f32, f32)],
         initial: Option<&[(f32, f32)]>,
         p: &LkParams,
+        back: Option<&LkParams>,
         out: &mut Vec<Flow>,
+        back_out: &mut Vec<Flow>,
     ) -> Result<()> {
         out.clear();
+        back_out.clear();
         let n = prev_pts.len();
         if n == 0 {
             return Ok(());
         }
-        if !prev.derivs_ready {
+        if !prev.derivs_ready || (back.is_some() && !next.derivs_ready) {
             return Err(Error::Cuda(
-                "the previous LK pyramid needs its derivatives".into(),
+                "the LK pyramid tracked from needs its derivatives".into(),
             ));
         }
         if n > self.cap {
@@ -304,39 +313,60 @@ impl GpuLk {
                 n * 8,
             )?;
         }
-        let max_level = p.max_level.min(prev.max_level()).min(next.max_level());
+        let levels = |q: &LkParams| q.max_level.min(prev.max_level()).min(next.max_level());
         let e = p.epsilon.clamp(0.0, 10.0);
+        let win = p.window;
+        let blocks = if win >= 8 { (win - 8) / 8 + 1 } else { 0 };
+        let tail = win - 8 * blocks;
+        // Floats per chain: the longest chain (and the error pass's window, over all 15), a
+        // multiple of 4 that is 4 mod 32 (16-byte loads without bank conflicts).
+        let mut chain = (win * blocks * 2)
+            .max(win * tail)
+            .max((win * win).div_ceil(15))
+            .next_multiple_of(4);
+        if chain % 32 != 4 {
+            chain += (36 - chain % 32) % 32;
+        }
         let args = LkArgs {
-            win: p.window as i32,
+            win: win as i32,
             pad: prev.window as i32,
-            max_level: max_level as i32,
+            max_level: levels(p) as i32,
             max_iter: p.max_iter.min(100) as i32,
             use_initial: initial.is_some() as i32,
             n: n as i32,
             min_eig: p.min_eig_threshold,
             eps: e * e,
+            back_level: back.map_or(-1, |b| levels(b) as i32),
+            chain: chain as i32,
         };
         let (pa, pb) = (prev.desc(), next.desc());
         let (pts, init, res) = (self.pts.ptr(), self.init.ptr(), self.out.ptr());
-        let shared = WARPS_PER_BLOCK * 16 * (p.window * p.window) as u32;
+        // A block per point, its warps sharing each window's rows (2 or 3 rows each).
+        let shared = (4 * (15 * chain + 16 + 3 * win * win)) as u32;
+        let warps = win.div_ceil(2).min(MAX_WARPS) as u32;
         gpu.launch(
             "lk_track",
             &gpu.k.lk_track,
-            ((n as u32).div_ceil(WARPS_PER_BLOCK), 1, 1),
-            (32 * WARPS_PER_BLOCK, 1, 1),
+            (n as u32, 1, 1),
+            (32 * warps, 1, 1),
             shared,
             &mut kargs![pa, pb, pts, init, res, args],
         )?;
-        download(&gpu.stream, res, &mut self.host_out, 0, n * 16)?;
+        let results = if back.is_some() { 2 * n } else { n };
+        download(&gpu.stream, res, &mut self.host_out, 0, results * 16)?;
         gpu.sync()?;
         let h = self.host_out.as_slice();
         let f = |o: usize| f32::from_le_bytes(h[o..o + 4].try_into().unwrap());
-        out.extend((0..n).map(|i| Flow {
+        let flow = |i: usize| Flow {
             x: f(16 * i),
             y: f(16 * i + 4),
             status: f(16 * i + 8) != 0.0,
             err: f(16 * i + 12),
-        }));
+        };
+        out.extend((0..n).map(flow));
+        if back.is_some() {
+            back_out.extend((n..2 * n).map(flow));
+        }
         Ok(())
     }
 }

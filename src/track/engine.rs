@@ -66,20 +66,29 @@ impl FlowEngine {
         }
     }
 
-    /// Forward (previous -> current) or, with `back`, current -> previous from `initial`.
+    /// The points tracked forward (previous -> current) into `fwd`; with `back`, every
+    /// point whose forward status holds is then tracked back (current -> previous, from its
+    /// forward position, initial flow = its previous position) into `back_out` (VINS's
+    /// flow-back check; the GPU does both in one launch, the entries of points lost forward
+    /// carry status false).
     pub(super) fn flow(
         &mut self,
-        back: bool,
         pts: &[(f32, f32)],
-        initial: Option<&[(f32, f32)]>,
         p: &LkParams,
-        out: &mut Vec<Flow>,
+        back: Option<&LkParams>,
+        fwd: &mut Vec<Flow>,
+        back_out: &mut Vec<Flow>,
     ) -> crate::error::Result<()> {
         match self {
             FlowEngine::Cpu { prev, cur, scratch } => {
-                let (a, b) = if back { (cur, prev) } else { (prev, cur) };
-                a.ensure_derivatives();
-                track(a, b, pts, initial, p, scratch, out);
+                prev.ensure_derivatives();
+                track(prev, cur, pts, None, p, scratch, fwd);
+                back_out.clear();
+                if let Some(b) = back.filter(|_| fwd.iter().any(|f| f.status)) {
+                    let from: Vec<(f32, f32)> = fwd.iter().map(|f| (f.x, f.y)).collect();
+                    cur.ensure_derivatives();
+                    track(cur, prev, &from, Some(pts), b, scratch, back_out);
+                }
                 Ok(())
             }
             #[cfg(feature = "cuda")]
@@ -87,9 +96,11 @@ impl FlowEngine {
                 let GpuFlow {
                     gpu, prev, cur, lk, ..
                 } = &mut **g;
-                let (a, b) = if back { (cur, prev) } else { (prev, cur) };
-                a.ensure_derivatives(gpu)?;
-                lk.track(gpu, a, b, pts, initial, p, out)
+                prev.ensure_derivatives(gpu)?;
+                if back.is_some() {
+                    cur.ensure_derivatives(gpu)?;
+                }
+                lk.track(gpu, prev, cur, pts, None, p, back, fwd, back_out)
             }
         }
     }

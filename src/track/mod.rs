@@ -207,26 +207,20 @@ impl Tracker {
                 max_level: p.levels,
                 ..Default::default()
             };
-            let mut ok = match self
-                .engine
-                .flow(false, &self.prev_pts, None, &lk, &mut self.fwd)
-            {
-                Ok(()) => self.fwd.iter().map(|f| f.status).collect::<Vec<bool>>(),
-                Err(e) => {
-                    self.fall_back(e);
-                    vec![false; self.prev_pts.len()]
-                }
-            };
-            if p.flow_back && ok.iter().any(|&k| k) {
-                let pts: Vec<(f32, f32)> = self.fwd.iter().map(|f| (f.x, f.y)).collect();
-                let back = LkParams { max_level: 1, ..lk };
-                if let Err(e) =
-                    self.engine
-                        .flow(true, &pts, Some(&self.prev_pts), &back, &mut self.back)
+            let back = LkParams { max_level: 1, ..lk };
+            let back = p.flow_back.then_some(&back);
+            let mut ok =
+                match self
+                    .engine
+                    .flow(&self.prev_pts, &lk, back, &mut self.fwd, &mut self.back)
                 {
-                    self.fall_back(e);
-                    ok.clear();
-                }
+                    Ok(()) => self.fwd.iter().map(|f| f.status).collect::<Vec<bool>>(),
+                    Err(e) => {
+                        self.fall_back(e);
+                        vec![false; self.prev_pts.len()]
+                    }
+                };
+            if p.flow_back && ok.iter().any(|&k| k) {
                 let (mut sum, mut n) = (0.0, 0);
                 for (i, k) in ok.iter_mut().enumerate() {
                     let (a, b) = (self.prev_pts[i], (self.back[i].x, self.back[i].y));
