@@ -5,9 +5,9 @@
 //                    (f64: add the new row, round to f32, subtract the oldest), the three f32
 //                    box sums out; rows loaded GFTT_AHEAD at a time ahead of the chain, and
 //                    nothing else in the loop, since a column is one thread's serial chain
-//   gftt_max         the minimum eigenvalue of every pixel (cv::cornerMinEigenVal: every step
-//                    rounded, nothing fused), and the map's maximum over the mask (atomicMax
-//                    on an order-preserving key)
+//   gftt_eig         the minimum eigenvalue of every pixel (cv::cornerMinEigenVal: every step
+//                    rounded, nothing fused)
+//   gftt_max         the map's maximum over the mask (atomicMax on an order-preserving key)
 //   gftt_candidates  IPP's threshold (v < max * quality + FLT_EPSILON zeroed), the 3x3
 //                    dilation, strict local-maximum test (v == dilated, v != 0) inside the
 //                    one-pixel border and the mask; survivors appended as (value bits, index)
@@ -22,7 +22,7 @@ __device__ __forceinline__ float gftt_unkey(u32 k) {
     return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
 
-#define GFTT_AHEAD 8
+#define GFTT_AHEAD 32
 
 extern "C" __global__ void gftt_boxsum(int w, int h, int block, const double* __restrict__ sxx,
                                        const double* __restrict__ sxy, const double* __restrict__ syy,
@@ -61,18 +61,22 @@ extern "C" __global__ void gftt_boxsum(int w, int h, int block, const double* __
     }
 }
 
-extern "C" __global__ void gftt_max(const float* __restrict__ sa, const float* __restrict__ sb,
-                                    const float* __restrict__ sc, float* __restrict__ eig,
-                                    const u8* __restrict__ mask, int n, u32* __restrict__ maxkey) {
+extern "C" __global__ void gftt_eig(const float* __restrict__ sa, const float* __restrict__ sb,
+                                    const float* __restrict__ sc, float* __restrict__ eig, int n) {
+    wait_for_previous_kernel();  // note "programmatic dependent launch"
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float a = sa[i], b = sb[i], c = sc[i];
+    const float ah = __fmul_rn(a, 0.5f), ch = __fmul_rn(c, 0.5f), t = __fsub_rn(ah, ch);
+    eig[i] = __fsub_rn(__fadd_rn(ah, ch), __fsqrt_rn(__fadd_rn(__fmul_rn(t, t), __fmul_rn(b, b))));
+}
+
+extern "C" __global__ void gftt_max(const float* __restrict__ eig, const u8* __restrict__ mask, int n,
+                                    u32* __restrict__ maxkey) {
     wait_for_previous_kernel();  // note "programmatic dependent launch"
     u32 best = 0;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const float a = sa[i], b = sb[i], c = sc[i];
-        const float ah = __fmul_rn(a, 0.5f), ch = __fmul_rn(c, 0.5f), t = __fsub_rn(ah, ch);
-        const float v = __fsub_rn(__fadd_rn(ah, ch), __fsqrt_rn(__fadd_rn(__fmul_rn(t, t), __fmul_rn(b, b))));
-        eig[i] = v;
-        if (!mask || mask[i]) best = max(best, gftt_key(v));
-    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        if (!mask || mask[i]) best = max(best, gftt_key(eig[i]));
     for (int o = 16; o > 0; o >>= 1) best = max(best, __shfl_xor_sync(0xffffffffu, best, o));
     if ((threadIdx.x & 31) == 0 && best) atomicMax(maxkey, best);
 }

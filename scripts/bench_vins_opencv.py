@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""OpenCV's VINS-Fusion front-end on the real sequence, timed per frame: the peer of the
-tracker's bench rows (examples/track_speed.rs runs ours on the same frames and settings).
+"""OpenCV's VINS-Fusion front-end timed per frame: the peer of the tracker's bench rows
+(`gpu_features bench --tracks` runs it on the frames it tracks; examples/track_speed.rs on
+the real sequence of tests/data/seq).
 
 usage: bench_vins_opencv.py [--threads N] [--max-cnt 150] [--min-dist 30] [--rounds 5]
-Prints the median ms per frame (the first frame of each round left out) and the tracks kept.
+                            [--seq-len L] [--json] [FRAME ...]
+FRAMEs (grayscale images) are cut into sequences of L consecutive files (a new front-end
+for each); without FRAMEs, the real sequence of tests/data/seq. The first frame of each
+sequence is not timed (nothing to track yet). Prints the median ms per frame, or with
+--json: {"version", "threads", "median_ms", "p90_ms", "n", "tracks_mean"}.
 """
 import argparse
 import glob
+import json
 import os
 import sys
 import time
 
 import cv2
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_track_golden import VinsFrontEnd  # noqa: E402
@@ -24,23 +29,49 @@ def main():
     ap.add_argument('--max-cnt', type=int, default=150)
     ap.add_argument('--min-dist', type=int, default=30)
     ap.add_argument('--rounds', type=int, default=5)
+    ap.add_argument('--seq-len', type=int, default=0, help='frames per sequence (0: all)')
+    ap.add_argument('--json', action='store_true')
+    ap.add_argument('frames', nargs='*')
     a = ap.parse_args()
     if a.threads > 0:
         cv2.setNumThreads(a.threads)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    seq = [(os.path.basename(p), cv2.imread(p, cv2.IMREAD_GRAYSCALE))
-           for p in sorted(glob.glob(os.path.join(root, 'tests', 'data', 'seq', '*.png')))]
-    per = []
+    files = a.frames
+    if not files:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        files = sorted(glob.glob(os.path.join(root, 'tests', 'data', 'seq', '*.png')))
+    imgs = []
+    for p in files:
+        img = cv2.imread(p, cv2.IMREAD_GRAYSCALE)
+        if img is None:
+            sys.exit(f'cannot read {p}')
+        imgs.append(img)
+    if not imgs:
+        sys.exit('no frames')
+    L = a.seq_len if a.seq_len > 0 else len(imgs)
+    seqs = [imgs[i:i + L] for i in range(0, len(imgs), L)]
+    per, tracks = [], []
     for _ in range(a.rounds):
-        fe = VinsFrontEnd(a.max_cnt, a.min_dist)
-        for k, (_, img) in enumerate(seq):
-            t0 = time.perf_counter()
-            fe.track(img)
-            if k > 0:
-                per.append(time.perf_counter() - t0)
+        for seq in seqs:
+            fe = VinsFrontEnd(a.max_cnt, a.min_dist)
+            for k, img in enumerate(seq):
+                t0 = time.perf_counter()
+                n = len(fe.track(img))
+                if k > 0:
+                    per.append(1e3 * (time.perf_counter() - t0))
+                    tracks.append(n)
+    if not per:
+        sys.exit('no timed frames: sequences of one frame')
     per.sort()
-    print(f'OpenCV {cv2.__version__} VINS front-end, {seq[0][1].shape[1]}x{seq[0][1].shape[0]}, '
-          f'max_cnt {a.max_cnt}, threads {cv2.getNumThreads()}: median {1e3 * per[len(per) // 2]:.2f} ms per frame')
+    med = per[len(per) // 2]
+    p90 = per[min(len(per) - 1, max(0, -(-9 * len(per) // 10) - 1))]
+    if a.json:
+        print(json.dumps({'version': cv2.__version__, 'threads': cv2.getNumThreads(),
+                          'median_ms': med, 'p90_ms': p90, 'n': len(per),
+                          'tracks_mean': sum(tracks) / len(tracks)}))
+    else:
+        h, w = imgs[0].shape
+        print(f'OpenCV {cv2.__version__} VINS front-end, {w}x{h}, max_cnt {a.max_cnt}, '
+              f'threads {cv2.getNumThreads()}: median {med:.2f} ms per frame')
 
 
 if __name__ == '__main__':

@@ -115,7 +115,18 @@ pub struct BenchArgs {
     /// 720p and 1080p mono8, 1080p bgr8 and 4K mono8; `--frames` calls per row. Needs a GPU.
     #[arg(long)]
     pub input_path: bool,
+    /// Feature-tracker mode (VINS-Fusion's front-end, `track.*`): at each size (default
+    /// 752x480,1280x720,1920x1080), 150 and 1000 features, the tracker per frame on camera
+    /// pans over the photos: ours on the GPU (`--frames` timed after `--warmup`) and the CPU
+    /// reference (`--cpu-frames`), beside OpenCV's VINS pipeline on 1 and all threads
+    /// (scripts/bench_vins_opencv.py with `--opencv`'s Python). Replaces the stage tables.
+    #[arg(long, value_name = "SIZES", num_args = 0..=1, value_delimiter = ',',
+          default_missing_values = TRACK_SIZES)]
+    pub tracks: Option<Vec<Size>>,
 }
+
+/// `--tracks` without sizes: EuRoC's, 720p, 1080p.
+const TRACK_SIZES: [&str; 3] = ["752x480", "1280x720", "1920x1080"];
 
 /// One `--streams` count: a whole number of pipelines, 1..=64.
 pub(super) fn parse_streams(s: &str) -> std::result::Result<usize, String> {

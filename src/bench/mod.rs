@@ -85,6 +85,7 @@ mod plots;
 mod report;
 mod streams;
 mod system;
+mod tracks;
 
 pub use self::args::{BenchArgs, Size, Stat};
 use self::frames::*;
@@ -175,6 +176,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let (photos, from_bench_data) = load_inputs(args, &mut notes)?;
     if !args.streams.is_empty() {
         return streams::run(args, &cfg, &cfg_name, &photos, from_bench_data, notes);
+    }
+    if let Some(sizes) = &args.tracks {
+        return tracks::run(args, sizes, &photos, notes);
     }
     let distinct = args.distinct.max(1);
 

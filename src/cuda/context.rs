@@ -54,6 +54,7 @@ pub struct Kernels {
     pub lk_scharr: CudaFunction,
     pub lk_track: CudaFunction,
     pub gftt_boxsum: CudaFunction,
+    pub gftt_eig: CudaFunction,
     pub gftt_max: CudaFunction,
     pub gftt_candidates: CudaFunction,
 }
@@ -241,6 +242,7 @@ impl Gpu {
             lk_scharr: f("lk_scharr")?,
             lk_track: f("lk_track")?,
             gftt_boxsum: f("gftt_boxsum")?,
+            gftt_eig: f("gftt_eig")?,
             gftt_max: f("gftt_max")?,
             gftt_candidates: f("gftt_candidates")?,
         };

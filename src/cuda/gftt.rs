@@ -5,7 +5,9 @@
 //! reference's own `keep_spaced`.
 //! Buffers are sized once per resolution.
 
-use cudarc::driver::result;
+use std::sync::Arc;
+
+use cudarc::driver::{result, sys, CudaEvent, CudaStream};
 
 use super::buffers::{download, upload, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
@@ -26,6 +28,20 @@ struct LevelDesc {
     tile_start: i32,
     tr_start: i32,
     rc_start: i32,
+}
+
+/// The image goodFeaturesToTrack runs on: in host memory (uploaded), or already on the GPU
+/// (`ptr` at pixel (0, 0), rows `pitch` bytes apart: the LK pyramid's level 0, copied on
+/// the device instead of uploaded again).
+#[derive(Clone, Copy)]
+pub enum GfttInput<'a> {
+    Host(&'a GrayImage),
+    Device {
+        ptr: u64,
+        pitch: usize,
+        width: usize,
+        height: usize,
+    },
 }
 
 /// Candidates downloaded with their count (32 KB); more take a second wait.
@@ -50,6 +66,18 @@ pub struct GpuGftt {
     host_out: HostBuf,
     grid: Vec<Vec<(f32, f32)>>,
     cands: Vec<(u32, u32)>,
+    /// The map's own stream (the lowest priority, as the pipeline's): it runs beside the
+    /// LK launch on the pipeline's stream.
+    map_stream: Arc<CudaStream>,
+    /// Recorded on the pipeline's stream when the image is there; the map stream waits.
+    image_ready: CudaEvent,
+    /// Recorded on the map stream when the map is done; the pipeline's stream waits.
+    map_done: CudaEvent,
+    /// A map was started ([`GpuGftt::start_map`]) and the pipeline's stream does not wait
+    /// for it yet.
+    pending: bool,
+    /// The map's size (the size a started map was made for).
+    map_size: (usize, usize),
 }
 
 impl GpuGftt {
@@ -85,6 +113,17 @@ impl GpuGftt {
             host_out: HostBuf::new(c, cap * 8 + 16, false)?,
             grid: Vec::new(),
             cands: Vec::new(),
+            map_stream: c
+                .new_stream()
+                .map_err(|e| cuda_err("creating the GFTT map's stream", e))?,
+            image_ready: c
+                .new_event(None)
+                .map_err(|e| cuda_err("creating an event", e))?,
+            map_done: c
+                .new_event(None)
+                .map_err(|e| cuda_err("creating an event", e))?,
+            pending: false,
+            map_size: (0, 0),
         })
     }
 
@@ -97,30 +136,73 @@ impl GpuGftt {
         mask: Option<&GrayImage>,
         out: &mut Vec<(f32, f32)>,
     ) -> Result<()> {
-        out.clear();
-        let (w, h) = (img.width, img.height);
+        self.start_map(gpu, GfttInput::Host(img), p)?;
+        self.finish(gpu, p, mask, out)
+    }
+
+    /// Queues the minimum-eigenvalue map of `img` on the map's own stream, after the work
+    /// queued so far on the pipeline's stream (which puts the image there): it runs while
+    /// the pipeline's stream goes on (the tracker's LK). [`GpuGftt::finish`] selects the
+    /// corners from it.
+    pub fn start_map(&mut self, gpu: &Gpu, img: GfttInput, p: &GfttParams) -> Result<()> {
+        let (w, h) = match img {
+            GfttInput::Host(i) => (i.width, i.height),
+            GfttInput::Device { width, height, .. } => (width, height),
+        };
+        self.settle(gpu)?;
         if (w, h) != self.size {
+            // The old buffers may still be in use by a map in flight.
+            self.map_stream
+                .synchronize()
+                .map_err(|e| cuda_err("waiting for the GFTT map", e))?;
             *self = GpuGftt::new(gpu, w, h)?;
         }
+        self.map_size = (w, h);
         let n = w * h;
         if n == 0 {
             return Ok(());
         }
-        {
-            let s = self.host_in.as_mut_slice();
-            s[..n].copy_from_slice(&img.data);
-            if let Some(m) = mask {
-                s[n..2 * n].copy_from_slice(&m.data);
+        let ms = &*self.map_stream;
+        self.image_ready
+            .record(&gpu.stream)
+            .map_err(|e| cuda_err("recording an event", e))?;
+        ms.wait(&self.image_ready)
+            .map_err(|e| cuda_err("waiting for an event", e))?;
+        self.pending = true;
+        match img {
+            GfttInput::Host(i) => {
+                self.host_in.as_mut_slice()[..n].copy_from_slice(&i.data);
+                upload(ms, &self.host_in, self.gray.ptr(), n)?;
+            }
+            GfttInput::Device { ptr, pitch, .. } => {
+                let dev = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+                let c = sys::CUDA_MEMCPY2D {
+                    srcXInBytes: 0,
+                    srcY: 0,
+                    srcMemoryType: dev,
+                    srcHost: std::ptr::null(),
+                    srcDevice: ptr,
+                    srcArray: std::ptr::null_mut(),
+                    srcPitch: pitch,
+                    dstXInBytes: 0,
+                    dstY: 0,
+                    dstMemoryType: dev,
+                    dstHost: std::ptr::null_mut(),
+                    dstDevice: self.gray.ptr(),
+                    dstArray: std::ptr::null_mut(),
+                    dstPitch: w,
+                    WidthInBytes: w,
+                    Height: h,
+                };
+                // SAFETY: `c` describes two device buffers of at least h rows of w bytes
+                // (the pyramid's level at `pitch`, ours packed). The pyramid's buffer is not
+                // written again before the pipeline's stream waits for `map_done`
+                // (`settle`, called by the tracker before it builds its next pyramid).
+                unsafe { sys::cuMemcpy2DAsync_v2(&c, ms.cu_stream()) }
+                    .result()
+                    .map_err(|e| cuda_err("copying the LK pyramid's level 0", e))?;
             }
         }
-        upload(&gpu.stream, &self.host_in, self.gray.ptr(), n)?;
-        let mask_ptr = match mask {
-            Some(_) => {
-                super::buffers::upload_range(&gpu.stream, &self.host_in, n, self.mask.ptr(), n)?;
-                self.mask.ptr()
-            }
-            None => 0u64,
-        };
         let (smooth, deriv) = sobel_kernels(p.ksize);
         let scale = 1.0 / ((1u32 << (p.ksize - 1)) as f64 * p.block_size as f64 * 255.0);
         let mut dp = DenseParams {
@@ -138,7 +220,8 @@ impl GpuGftt {
         let [sxx, sxy, syy] = [self.sums[0].ptr(), self.sums[1].ptr(), self.sums[2].ptr()];
         let (eig, words) = (self.eig.ptr(), self.words.ptr());
         let tiles = ((w.div_ceil(32) * h.div_ceil(8)) as u32, 1, 1);
-        gpu.launch(
+        gpu.launch_on(
+            ms,
             "harris_sobel",
             &gpu.k.harris_sobel,
             tiles,
@@ -146,7 +229,8 @@ impl GpuGftt {
             0,
             &mut kargs![gray, desc, nlev, dp, gx, gy],
         )?;
-        gpu.launch(
+        gpu.launch_on(
+            ms,
             "harris_rowsum",
             &gpu.k.harris_rowsum,
             tiles,
@@ -156,7 +240,8 @@ impl GpuGftt {
         )?;
         let (wi, hi, block) = (w as i32, h as i32, p.block_size as i32);
         let (sa, sb, sc) = (gx, gy, self.box_c.ptr());
-        gpu.launch(
+        gpu.launch_on(
+            ms,
             "gftt_boxsum",
             &gpu.k.gftt_boxsum,
             // A warp per block and a thread per column and product: each is a serial
@@ -166,6 +251,64 @@ impl GpuGftt {
             0,
             &mut kargs![wi, hi, block, sxx, sxy, syy, sa, sb, sc],
         )?;
+        let ni = n as i32;
+        gpu.launch_on(
+            ms,
+            "gftt_eig",
+            &gpu.k.gftt_eig,
+            (n.div_ceil(256) as u32, 1, 1),
+            (256, 1, 1),
+            0,
+            &mut kargs![sa, sb, sc, eig, ni],
+        )?;
+        self.map_done
+            .record(ms)
+            .map_err(|e| cuda_err("recording an event", e))
+    }
+
+    /// The pipeline's stream waits (on the GPU) for a started map: before anything the map
+    /// reads from is written again.
+    pub fn settle(&mut self, gpu: &Gpu) -> Result<()> {
+        if self.pending {
+            gpu.stream
+                .wait(&self.map_done)
+                .map_err(|e| cuda_err("waiting for the GFTT map", e))?;
+            self.pending = false;
+        }
+        Ok(())
+    }
+
+    /// The corners of the started map ([`GpuGftt::start_map`]) where `mask` allows, as
+    /// `cv::goodFeaturesToTrack` returns them.
+    pub fn finish(
+        &mut self,
+        gpu: &Gpu,
+        p: &GfttParams,
+        mask: Option<&GrayImage>,
+        out: &mut Vec<(f32, f32)>,
+    ) -> Result<()> {
+        out.clear();
+        let (w, h) = self.map_size;
+        if mask.is_some_and(|m| (m.width, m.height) != (w, h)) {
+            return Err(crate::error::Error::Cuda(
+                "goodFeaturesToTrack: the mask's size differs from the image's".into(),
+            ));
+        }
+        let n = w * h;
+        if n == 0 {
+            return Ok(());
+        }
+        self.settle(gpu)?;
+        let mask_ptr = match mask {
+            Some(m) => {
+                self.host_in.as_mut_slice()[n..2 * n].copy_from_slice(&m.data);
+                super::buffers::upload_range(&gpu.stream, &self.host_in, n, self.mask.ptr(), n)?;
+                self.mask.ptr()
+            }
+            None => 0u64,
+        };
+        let (eig, words) = (self.eig.ptr(), self.words.ptr());
+        let (wi, hi) = (w as i32, h as i32);
         unsafe { result::memset_d8_async(words + 4, 0, 8, gpu.stream.cu_stream()) }
             .map_err(|e| cuda_err("clearing the GFTT counters", e))?;
         let (ni, mx, cnt) = (n as i32, words + 4, words + 8);
@@ -175,7 +318,7 @@ impl GpuGftt {
             (n.div_ceil(256).min(1024) as u32, 1, 1),
             (256, 1, 1),
             0,
-            &mut kargs![sa, sb, sc, eig, mask_ptr, ni, mx],
+            &mut kargs![eig, mask_ptr, ni, mx],
         )?;
         let (q, cand, cap) = (p.quality, self.cand.ptr(), self.cap as i32);
         gpu.launch(
@@ -213,14 +356,12 @@ impl GpuGftt {
                 u32::from_le_bytes(c[4..].try_into().unwrap()),
             )
         }));
-        // The CPU's order: value descending (all positive), then the later pixel first.
-        self.cands.sort_unstable_by(|a, b| {
-            f32::from_bits(b.0)
-                .total_cmp(&f32::from_bits(a.0))
-                .then(b.1.cmp(&a.1))
-        });
+        // The CPU's order (value descending, all positive, then the later pixel first),
+        // sorted only as far as the greedy spacing reads it: at 1080p there are tens of
+        // thousands of candidates and a VINS frame wants a few.
+        let first_chunk = (4 * p.max_corners).max(256);
         take_best(
-            self.cands.iter().map(|&(_, i)| i),
+            LazySorted::new(&mut self.cands, first_chunk),
             w,
             h,
             p,
@@ -228,5 +369,83 @@ impl GpuGftt {
             out,
         );
         Ok(())
+    }
+}
+
+/// The candidates (value bits, pixel index) in goodFeaturesToTrack's order, value descending
+/// then the later pixel first (a strict total order: indices are unique), yielding their
+/// indices; the slice is sorted a chunk at a time as it is read (the chunk's members picked
+/// by `select_nth_unstable_by`, then sorted; each chunk twice the last).
+struct LazySorted<'a> {
+    v: &'a mut [(u32, u32)],
+    pos: usize,
+    sorted_end: usize,
+    chunk: usize,
+}
+
+impl<'a> LazySorted<'a> {
+    fn new(v: &'a mut [(u32, u32)], first_chunk: usize) -> Self {
+        LazySorted {
+            v,
+            pos: 0,
+            sorted_end: 0,
+            chunk: first_chunk.max(1),
+        }
+    }
+
+    fn order(a: &(u32, u32), b: &(u32, u32)) -> std::cmp::Ordering {
+        f32::from_bits(b.0)
+            .total_cmp(&f32::from_bits(a.0))
+            .then(b.1.cmp(&a.1))
+    }
+}
+
+impl Iterator for LazySorted<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.pos == self.sorted_end {
+            let rest = &mut self.v[self.pos..];
+            if rest.is_empty() {
+                return None;
+            }
+            let k = self.chunk.min(rest.len());
+            if k < rest.len() {
+                rest.select_nth_unstable_by(k - 1, Self::order);
+            }
+            rest[..k].sort_unstable_by(Self::order);
+            self.sorted_end = self.pos + k;
+            self.chunk = self.chunk.saturating_mul(2);
+        }
+        self.pos += 1;
+        Some(self.v[self.pos - 1].1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LazySorted;
+
+    #[test]
+    fn lazy_sort_yields_the_full_sort_in_order_with_any_chunk() {
+        let mut s = 0x9e37_79b9u32;
+        let v: Vec<(u32, u32)> = (0..5000u32)
+            .map(|i| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                // Few distinct values, so that ties go to the index.
+                ((1.0f32 + (s >> 28) as f32).to_bits(), i * 7 % 5003)
+            })
+            .collect();
+        let mut full = v.clone();
+        full.sort_by(LazySorted::order);
+        let want: Vec<u32> = full.iter().map(|c| c.1).collect();
+        for chunk in [1, 3, 256, 4999, 5000, 9000] {
+            let mut w = v.clone();
+            let got: Vec<u32> = LazySorted::new(&mut w, chunk).collect();
+            assert_eq!(got, want, "chunk {chunk}");
+            let mut w = v.clone();
+            let head: Vec<u32> = LazySorted::new(&mut w, chunk).take(10).collect();
+            assert_eq!(head, want[..10], "chunk {chunk}");
+        }
     }
 }

@@ -79,6 +79,20 @@ impl GpuFlowPyramid {
         }
     }
 
+    /// Level 0 on the GPU as goodFeaturesToTrack takes it (pixel (0, 0), row pitch), once
+    /// built.
+    pub fn level0(&self) -> Option<super::gftt::GfttInput<'static>> {
+        let l = self.levels.first()?;
+        let pad = self.window;
+        let pitch = l.w + 2 * pad;
+        Some(super::gftt::GfttInput::Device {
+            ptr: l.img.ptr() + (pad * pitch + pad) as u64,
+            pitch,
+            width: l.w,
+            height: l.h,
+        })
+    }
+
     pub fn max_level(&self) -> usize {
         self.levels.len().saturating_sub(1)
     }

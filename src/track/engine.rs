@@ -2,6 +2,8 @@
 //! frames' pyramids on the CPU (`cpu::lk`) or on the GPU (`cuda::lk`, `cuda::gftt`, equal
 //! bit for bit) and tracks points between them.
 
+#[cfg(feature = "cuda")]
+use crate::cpu::gftt::GfttParams;
 use crate::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
 use crate::image::GrayImage;
 
@@ -24,6 +26,8 @@ pub(super) struct GpuFlow {
     pub(super) cur: crate::cuda::lk::GpuFlowPyramid,
     pub(super) lk: crate::cuda::lk::GpuLk,
     pub(super) gftt: Option<crate::cuda::gftt::GpuGftt>,
+    /// This frame's corner map was started.
+    pub(super) map_started: bool,
 }
 
 impl Default for FlowEngine {
@@ -60,6 +64,11 @@ impl FlowEngine {
             }
             #[cfg(feature = "cuda")]
             FlowEngine::Gpu(g) => {
+                // A corner map still reading the pyramid to be overwritten comes first.
+                if let Some(m) = g.gftt.as_mut() {
+                    m.settle(&g.gpu)?;
+                }
+                g.map_started = false;
                 std::mem::swap(&mut g.prev, &mut g.cur);
                 g.cur.build(&g.gpu, img, window, levels)
             }
@@ -103,5 +112,46 @@ impl FlowEngine {
                 lk.track(gpu, prev, cur, pts, None, p, back, fwd, back_out)
             }
         }
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl GpuFlow {
+    /// Queues goodFeaturesToTrack's eigenvalue map of the frame just built (its pyramid's
+    /// level 0, on the GPU already) on the map's own stream: it runs beside LK.
+    pub(super) fn start_corner_map(&mut self, img: &GrayImage) -> crate::error::Result<()> {
+        use crate::cuda::gftt::{GfttInput, GpuGftt};
+        let src = self
+            .cur
+            .level0()
+            .filter(|l| {
+                matches!(l, GfttInput::Device { width, height, .. }
+                    if (*width, *height) == (img.width, img.height))
+            })
+            .unwrap_or(GfttInput::Host(img));
+        let m = match self.gftt.as_mut() {
+            Some(m) => m,
+            None => self
+                .gftt
+                .insert(GpuGftt::new(&self.gpu, img.width, img.height)?),
+        };
+        m.start_map(&self.gpu, src, &GfttParams::default())?;
+        self.map_started = true;
+        Ok(())
+    }
+
+    /// The corners of the frame's map (started now if it was not) where `mask` allows.
+    pub(super) fn corners(
+        &mut self,
+        img: &GrayImage,
+        g: &GfttParams,
+        mask: &GrayImage,
+        out: &mut Vec<(f32, f32)>,
+    ) -> crate::error::Result<()> {
+        if !self.map_started {
+            self.start_corner_map(img)?;
+        }
+        let m = self.gftt.as_mut().expect("started above");
+        m.finish(&self.gpu, g, Some(mask), out)
     }
 }

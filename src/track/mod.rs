@@ -98,6 +98,7 @@ impl Tracker {
                 cur: Default::default(),
                 lk,
                 gftt: None,
+                map_started: false,
             })
         }) {
             Ok(g) => {
@@ -193,11 +194,26 @@ impl Tracker {
         self.size = size;
         self.camera = camera.cloned();
         self.stats = FrameStats::default();
+        let t0 = std::time::Instant::now();
+        let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
 
         if let Err(e) = self.engine.next_frame(img, p.window, p.levels) {
             self.fall_back(e);
             let _ = self.engine.next_frame(img, p.window, p.levels);
         }
+        // goodFeaturesToTrack's map needs no mask: on the GPU it starts now, beside LK,
+        // when new corners are likely to be wanted (fewer tracks than the budget; else it
+        // starts only if the flow loses some, and LK has the GPU to itself).
+        #[cfg(feature = "cuda")]
+        if let (FlowEngine::Gpu(gf), TopUp::Gftt) = (&mut self.engine, p.top_up) {
+            if self.prev_pts.len() < p.max_features {
+                if let Err(e) = gf.start_corner_map(img) {
+                    self.fall_back(e);
+                }
+            }
+        }
+        self.stats.pyramid_ms = ms(t0);
+        let t1 = std::time::Instant::now();
 
         // 1-2. Flow forward, flow back, border.
         let mut kept: Vec<(Track, (f32, f32))> = Vec::with_capacity(p.max_features);
@@ -253,6 +269,7 @@ impl Tracker {
             }
             self.stats.flow_ok = kept.len() + self.stats.flow_back_rejected;
         }
+        self.stats.flow_ms = ms(t1);
 
         // 3. Fundamental-matrix test (OpenCV's RANSAC from 15 pairs; below, where OpenCV
         // would switch to LMeDS, the tracks are kept).
@@ -291,9 +308,11 @@ impl Tracker {
         // 5. New corners.
         let want = p.max_features.saturating_sub(kept.len());
         self.corners.clear();
+        let t2 = std::time::Instant::now();
         if want > 0 {
             self.detect(img, want);
         }
+        self.stats.detect_ms = ms(t2);
         self.stats.added = self.corners.len();
 
         // 6. Normalised coordinates and velocities.
@@ -343,6 +362,7 @@ impl Tracker {
         self.prev_pts.extend(out.iter().map(|t| (t.x, t.y)));
         self.tracks = out;
         self.prev_time = Some(stamp);
+        self.stats.total_ms = ms(t0);
         &self.tracks
     }
 
@@ -395,17 +415,7 @@ impl Tracker {
                 };
                 #[cfg(feature = "cuda")]
                 if let FlowEngine::Gpu(gf) = &mut self.engine {
-                    let GpuFlow { gpu, gftt, .. } = &mut **gf;
-                    let r = match gftt {
-                        Some(s) => s.run(gpu, img, &g, Some(&self.mask), &mut self.corners),
-                        None => crate::cuda::gftt::GpuGftt::new(gpu, img.width, img.height)
-                            .and_then(|mut s| {
-                                let r = s.run(gpu, img, &g, Some(&self.mask), &mut self.corners);
-                                *gftt = Some(s);
-                                r
-                            }),
-                    };
-                    match r {
+                    match gf.corners(img, &g, &self.mask, &mut self.corners) {
                         Ok(()) => return,
                         Err(e) => self.fall_back(e),
                     }

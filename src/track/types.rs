@@ -106,4 +106,11 @@ pub struct FrameStats {
     pub added: usize,
     /// Mean forward-backward distance (px) of the points the check ran on.
     pub flow_back_error: f64,
+    /// Wall time of the frame's stages, ms: the new pyramid (built, or queued on the GPU),
+    /// LK forward and back (with the wait for it), the new corners (goodFeaturesToTrack or
+    /// FAST, with the mask's upload and the wait), and the whole `track` call.
+    pub pyramid_ms: f64,
+    pub flow_ms: f64,
+    pub detect_ms: f64,
+    pub total_ms: f64,
 }

@@ -1,0 +1,454 @@
+//! `gpu_features bench --tracks [SIZES]`: the feature tracker (`track`, VINS-Fusion's
+//! front-end) per frame, ours on the GPU and on the CPU reference, beside OpenCV's VINS
+//! pipeline (scripts/bench_vins_opencv.py, cv2) on 1 thread and on all, on the same frames.
+//!
+//! Frames: camera pans over real photos (crops of one photo moving PAN_STEP pixels per
+//! frame, SEQ_LEN frames per sequence, one sequence per photo large enough, up to
+//! SEQUENCES); the first frame of each sequence is not timed. Per size, for 150 features
+//! 30 px apart (VINS's default) and 1000 features 10 px apart: the wall time of each
+//! `Tracker::track` call (gray frame in host memory -> tracks back on the host).
+
+use super::*;
+
+use serde::Serialize;
+
+use crate::report::Dist;
+use crate::track::{FrameStats, TrackParams, Tracker};
+
+/// Frames per pan sequence.
+const SEQ_LEN: usize = 30;
+/// Sequences (photos) per size at most.
+const SEQUENCES: usize = 4;
+/// The pan, pixels per frame (x, y).
+const PAN_STEP: (usize, usize) = (3, 2);
+/// (max_features, min_distance): VINS's default, and a dense setting.
+const SETTINGS: [(usize, f64); 2] = [(150, 30.0), (1000, 10.0)];
+
+/// One row: one tracker at one size and setting.
+#[derive(Debug, Serialize)]
+pub(super) struct TrackRow {
+    size: String,
+    max_features: usize,
+    min_distance: f64,
+    /// `cuda`, `cpu` (the reference, one thread), `opencv-1`, `opencv-N` (all threads).
+    tracker: String,
+    /// Tracks per timed frame, mean.
+    tracks_mean: f64,
+    /// Wall time per frame, ms.
+    ms: Dist,
+    /// Ours: the stages' wall times per frame, ms (FrameStats): pyramid, LK forward and
+    /// back, new corners.
+    stages: Option<[Dist; 3]>,
+}
+
+/// Pan sequences of `size` over the photos large enough (names kept for the report).
+fn pan_sequences(photos: &[Photo], size: Size) -> (Vec<Vec<GrayImage>>, Vec<String>) {
+    let (w, h) = (size.width, size.height);
+    let (need_w, need_h) = (w + PAN_STEP.0 * SEQ_LEN, h + PAN_STEP.1 * SEQ_LEN);
+    let mut seqs = Vec::new();
+    let mut names = Vec::new();
+    for p in photos
+        .iter()
+        .filter(|p| p.img.width >= need_w && p.img.height >= need_h)
+        .take(SEQUENCES)
+    {
+        let (x0, y0) = ((p.img.width - need_w) / 2, (p.img.height - need_h) / 2);
+        let seq = (0..SEQ_LEN)
+            .map(|k| crop(&p.img, x0 + k * PAN_STEP.0, y0 + k * PAN_STEP.1, w, h))
+            .collect();
+        seqs.push(seq);
+        names.push(p.name.clone());
+    }
+    (seqs, names)
+}
+
+/// What [`time_tracker`] measured per timed frame: wall ms, tracks, the tracker's stats.
+type Timed = (Vec<f64>, Vec<usize>, Vec<FrameStats>);
+
+/// Tracks every sequence (a fresh start for each) until `frames` frames are timed, after
+/// `warmup` untimed frames.
+fn time_tracker(t: &mut Tracker, seqs: &[Vec<GrayImage>], warmup: usize, frames: usize) -> Timed {
+    let (mut ms, mut tracks, mut stats) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen = 0;
+    'outer: loop {
+        for seq in seqs {
+            t.clear();
+            for (k, img) in seq.iter().enumerate() {
+                let t0 = Instant::now();
+                let n = t.track(img, k as f64 / 30.0, None).len();
+                let dt = t0.elapsed().as_secs_f64() * 1e3;
+                if k == 0 {
+                    continue;
+                }
+                seen += 1;
+                if seen > warmup {
+                    ms.push(dt);
+                    tracks.push(n);
+                    stats.push(*t.stats());
+                }
+                if ms.len() >= frames {
+                    break 'outer;
+                }
+            }
+        }
+    }
+    (ms, tracks, stats)
+}
+
+fn mean(v: &[usize]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<usize>() as f64 / v.len() as f64
+    }
+}
+
+/// OpenCV's pipeline on the sequences (written as PNG under `dir`): the script's JSON.
+fn run_opencv_tracks(
+    python: &str,
+    script: &Path,
+    dir: &Path,
+    size: Size,
+    seqs: &[Vec<GrayImage>],
+    (max_features, min_distance): (usize, f64),
+    threads: usize,
+) -> std::result::Result<Value, String> {
+    let mut files = Vec::new();
+    for (s, seq) in seqs.iter().enumerate() {
+        for (k, f) in seq.iter().enumerate() {
+            let path = dir.join(format!("track_{size}_{s}_{k:02}.png"));
+            if !path.exists() {
+                save_gray_png(f, &path).map_err(|e| e.to_string())?;
+            }
+            files.push(path);
+        }
+    }
+    let mut cmd = Command::new(python);
+    cmd.arg(script)
+        .args(["--json", "--rounds", "1"])
+        .args(["--threads", &threads.to_string()])
+        .args(["--max-cnt", &max_features.to_string()])
+        .args(["--min-dist", &(min_distance.round() as i64).to_string()])
+        .args(["--seq-len", &SEQ_LEN.to_string()])
+        .args(&files);
+    script_json(python, cmd)
+}
+
+fn opencv_row(v: &Value, size: Size, setting: (usize, f64), label: String) -> Option<TrackRow> {
+    let (m, p90, n) = (
+        v["median_ms"].as_f64()?,
+        v["p90_ms"].as_f64()?,
+        v["n"].as_u64()?,
+    );
+    Some(TrackRow {
+        size: size.to_string(),
+        max_features: setting.0,
+        min_distance: setting.1,
+        tracker: label,
+        tracks_mean: v["tracks_mean"].as_f64().unwrap_or(0.0),
+        ms: Dist {
+            n: n as usize,
+            p50: m,
+            p90,
+            ..Dist::default()
+        },
+        stages: None,
+    })
+}
+
+/// Our trackers' stages, p50 / p90 ms of each.
+pub(super) fn stage_table(rows: &[TrackRow]) -> String {
+    let mut s = String::from(
+        "| size | features | tracker | pyramid | LK forward + back | new corners | whole frame |\n\
+         |---|---:|---|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        if let Some([p, f, d]) = &r.stages {
+            let c = |d: &Dist| format!("{} / {}", fmt_ms(d.p50), fmt_ms(d.p90));
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                r.size,
+                r.max_features,
+                r.tracker,
+                c(p),
+                c(f),
+                c(d),
+                c(&r.ms)
+            ));
+        }
+    }
+    s
+}
+
+/// The markdown table: one line per size and setting, the trackers side by side.
+pub(super) fn table(rows: &[TrackRow]) -> String {
+    let mut s = String::from(
+        "| size | features (min distance) | tracks / frame | ours, GPU: p50 / p90 ms | ours, CPU 1 thread | OpenCV 1 thread | OpenCV all threads | OpenCV all threads / ours GPU |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut keys: Vec<(String, usize)> = Vec::new();
+    for r in rows {
+        let k = (r.size.clone(), r.max_features);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (size, feats) in keys {
+        let find = |t: &str| {
+            rows.iter()
+                .find(|r| r.size == size && r.max_features == feats && r.tracker.starts_with(t))
+        };
+        let cell = |t: &str| {
+            find(t).map_or("—".to_string(), |r| {
+                format!("{} / {}", fmt_ms(r.ms.p50), fmt_ms(r.ms.p90))
+            })
+        };
+        let p50 = |t: &str| find(t).map_or("—".to_string(), |r| fmt_ms(r.ms.p50));
+        let (gpu, all) = (find("cuda"), find("opencv-N"));
+        let tracks = gpu.or(find("cpu")).map_or(0.0, |r| r.tracks_mean);
+        let dist = gpu.or(find("cpu")).map_or(0.0, |r| r.min_distance);
+        let ratio = match (gpu, all) {
+            (Some(g), Some(o)) if g.ms.p50 > 0.0 => format!("{:.1}x", o.ms.p50 / g.ms.p50),
+            _ => "—".into(),
+        };
+        s.push_str(&format!(
+            "| {size} | {feats} ({dist:.0} px) | {tracks:.0} | {} | {} | {} | {} | {ratio} |\n",
+            cell("cuda"),
+            p50("cpu"),
+            p50("opencv-1"),
+            p50("opencv-N"),
+        ));
+    }
+    s
+}
+
+pub(super) fn run(
+    args: &BenchArgs,
+    sizes: &[Size],
+    photos: &[Photo],
+    mut notes: Vec<String>,
+) -> Result<()> {
+    let python = (args.opencv != "none").then_some(args.opencv.as_str());
+    let script = find_dir("scripts").map(|d| d.join("bench_vins_opencv.py"));
+    let script = match (python, script) {
+        (None, _) => {
+            notes.push("OpenCV rows omitted: --opencv none".into());
+            None
+        }
+        (Some(_), Some(s)) if s.is_file() => Some(s),
+        _ => {
+            notes.push(
+                "OpenCV rows omitted: scripts/bench_vins_opencv.py not found (run from the \
+                 repository)"
+                    .into(),
+            );
+            None
+        }
+    };
+    let tmp = std::env::temp_dir().join(format!("gpu_features_tracks_{}", std::process::id()));
+    if script.is_some() {
+        std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    let want_gpu = args.backend != BackendChoice::Cpu;
+    let cpu_frames = args.cpu_frames.unwrap_or(args.frames.min(20)).max(1);
+    let mut rows = Vec::new();
+    let mut inputs = Vec::new();
+    let mut opencv_failed: Option<String> = None;
+    for &size in sizes {
+        let (seqs, names) = pan_sequences(photos, size);
+        if seqs.is_empty() {
+            notes.push(format!(
+                "{size}: no photo of at least {}x{} for a pan: size left out",
+                size.width + PAN_STEP.0 * SEQ_LEN,
+                size.height + PAN_STEP.1 * SEQ_LEN
+            ));
+            continue;
+        }
+        inputs.push(format!(
+            "- {size}: {} pans of {SEQ_LEN} frames over {}\n",
+            seqs.len(),
+            names.join(", ")
+        ));
+        for setting in SETTINGS {
+            let params = TrackParams {
+                max_features: setting.0,
+                min_distance: setting.1,
+                ransac_threshold: 0.0,
+                ..Default::default()
+            };
+            let push = |rows: &mut Vec<TrackRow>, tracker: &str, (ms, n, st): Timed| {
+                let d = |f: fn(&FrameStats) -> f64| Dist::of(st.iter().map(f));
+                eprintln!(
+                    "bench tracks {size} {} features, {tracker}: median {:.3} ms",
+                    setting.0,
+                    Dist::of(ms.iter().copied()).p50
+                );
+                rows.push(TrackRow {
+                    size: size.to_string(),
+                    max_features: setting.0,
+                    min_distance: setting.1,
+                    tracker: tracker.into(),
+                    tracks_mean: mean(&n),
+                    ms: Dist::of(ms),
+                    stages: Some([d(|s| s.pyramid_ms), d(|s| s.flow_ms), d(|s| s.detect_ms)]),
+                });
+            };
+            if want_gpu {
+                let (mut t, why) = Tracker::with_cuda(params);
+                match why {
+                    None => {
+                        let r = time_tracker(&mut t, &seqs, args.warmup, args.frames);
+                        if let Some(f) = t.gpu_failure() {
+                            notes.push(format!("the GPU tracker fell back to the CPU: {f}"));
+                        }
+                        push(&mut rows, "cuda", r);
+                    }
+                    Some(why) => {
+                        if !notes.iter().any(|n| n.starts_with("GPU rows omitted")) {
+                            notes.push(format!("GPU rows omitted: {why}"));
+                        }
+                    }
+                }
+            }
+            if !args.no_cpu || !want_gpu {
+                let mut t = Tracker::new(params);
+                let r = time_tracker(&mut t, &seqs, 0, cpu_frames);
+                push(&mut rows, "cpu", r);
+            }
+            if let (Some(py), Some(sc), None) = (python, &script, &opencv_failed) {
+                let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+                for (threads, label) in [
+                    (1, "opencv-1".to_string()),
+                    (0, format!("opencv-N ({all})")),
+                ] {
+                    match run_opencv_tracks(py, sc, &tmp, size, &seqs, setting, threads) {
+                        Ok(v) => rows.extend(opencv_row(&v, size, setting, label)),
+                        Err(why) => {
+                            eprintln!("  opencv: {why}");
+                            opencv_failed = Some(why);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(why) = opencv_failed {
+        notes.push(format!("OpenCV rows omitted: {why}"));
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+
+    let gpu_desc = gpu_info();
+    let gpu_used = rows.iter().any(|r| r.tracker == "cuda");
+    let mut md = format!("## gpu_features bench --tracks, {}\n\n", utc_date());
+    md.push_str(&format!("- command: `{}`\n", command_line()));
+    md.push_str(&gpu_line(gpu_used, gpu_desc.as_deref()));
+    md.push_str(&format!("- CPU: {}\n", cpu_model()));
+    md.push_str(&format!(
+        "- inputs: camera pans over real photos, {} px per frame, the first frame of each \
+         pan untimed\n",
+        format_args!("({}, {})", PAN_STEP.0, PAN_STEP.1)
+    ));
+    for l in &inputs {
+        md.push_str(l);
+    }
+    md.push_str(&format!(
+        "- method: VINS-Fusion's front-end (window 21, 3 levels, flow back, no F test); ours: \
+         the wall time of each `Tracker::track` call (gray frame in host memory to tracks on \
+         the host), {} untimed frames then {} timed on the GPU, {} on the CPU reference; \
+         OpenCV: scripts/bench_vins_opencv.py (cv2; its per-point loops run in Python) on the \
+         same frames, each once\n",
+        args.warmup, args.frames, cpu_frames
+    ));
+    for n in &notes {
+        md.push_str(&format!("- note: {n}\n"));
+    }
+    md.push('\n');
+    md.push_str(&table(&rows));
+    md.push_str(
+        "\nOur trackers' stages (wall, p50 / p90 ms; on the GPU a stage ends with its wait, \
+         so the GPU work queued in one stage can be counted in the next):\n\n",
+    );
+    md.push_str(&stage_table(&rows));
+    print!("{md}");
+    if let Some(p) = &args.markdown {
+        std::fs::write(p, &md).map_err(|e| Error::io(p, e))?;
+    }
+    if let Some(p) = &args.json {
+        let doc = json!({
+            "date": utc_date(),
+            "command": command_line(),
+            "gpu": gpu_desc,
+            "cpu": cpu_model(),
+            "frames": args.frames,
+            "warmup": args.warmup,
+            "notes": notes,
+            "tracks": rows,
+        });
+        let text = serde_json::to_string_pretty(&doc).expect("json");
+        std::fs::write(p, text).map_err(|e| Error::io(p, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn photo(w: usize, h: usize) -> Photo {
+        let mut img = GrayImage::new(w, h);
+        for (i, v) in img.data.iter_mut().enumerate() {
+            *v = ((i % w) * 7 + (i / w) * 3) as u8;
+        }
+        Photo {
+            name: format!("{w}x{h}"),
+            img,
+        }
+    }
+
+    #[test]
+    fn pans_move_by_the_step_and_skip_small_photos() {
+        let photos = [photo(100, 100), photo(300, 200)];
+        let size = Size {
+            width: 160,
+            height: 120,
+        };
+        let (seqs, names) = pan_sequences(&photos, size);
+        assert_eq!(names, ["300x200"]);
+        assert_eq!(seqs[0].len(), SEQ_LEN);
+        let (a, b) = (&seqs[0][0], &seqs[0][1]);
+        // Frame 1 at (x, y) is frame 0 at (x + step).
+        assert_eq!(b.get(10, 10), a.get(10 + PAN_STEP.0, 10 + PAN_STEP.1));
+        assert_ne!(a.data, b.data);
+    }
+
+    #[test]
+    fn the_table_puts_trackers_side_by_side_with_the_ratio() {
+        let row = |tracker: &str, p50: f64| TrackRow {
+            size: "752x480".into(),
+            max_features: 150,
+            min_distance: 30.0,
+            tracker: tracker.into(),
+            tracks_mean: 120.0,
+            ms: Dist {
+                n: 10,
+                p50,
+                p90: p50 * 1.5,
+                ..Dist::default()
+            },
+            stages: None,
+        };
+        let t = table(&[
+            row("cuda", 0.25),
+            row("cpu", 9.0),
+            row("opencv-1", 5.0),
+            row("opencv-N (16)", 4.0),
+        ]);
+        let line = t.lines().nth(2).unwrap();
+        assert!(
+            line.starts_with("| 752x480 | 150 (30 px) | 120 |"),
+            "{line}"
+        );
+        assert!(line.ends_with("| 16.0x |"), "{line}");
+    }
+}
