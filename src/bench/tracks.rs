@@ -37,8 +37,8 @@ pub(super) struct TrackRow {
     /// Wall time per frame, ms.
     ms: Dist,
     /// Ours: the stages' wall times per frame, ms (FrameStats): pyramid, LK forward and
-    /// back, new corners.
-    stages: Option<[Dist; 3]>,
+    /// back, new corners; then the LK launch's GPU time (CUDA events; empty on the CPU).
+    stages: Option<[Dist; 4]>,
 }
 
 /// Pan sequences of `size` over the photos large enough (names kept for the report).
@@ -159,19 +159,26 @@ fn opencv_row(v: &Value, size: Size, setting: (usize, f64), label: String) -> Op
 /// Our trackers' stages, p50 / p90 ms of each.
 pub(super) fn stage_table(rows: &[TrackRow]) -> String {
     let mut s = String::from(
-        "| size | features | tracker | pyramid | LK forward + back | new corners | whole frame |\n\
-         |---|---:|---|---:|---:|---:|---:|\n",
+        "| size | features | tracker | pyramid | LK forward + back | of which the LK kernel (GPU events) | new corners | whole frame |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
-        if let Some([p, f, d]) = &r.stages {
-            let c = |d: &Dist| format!("{} / {}", fmt_ms(d.p50), fmt_ms(d.p90));
+        if let Some([p, f, d, k]) = &r.stages {
+            let c = |d: &Dist| {
+                if d.n == 0 {
+                    "—".to_string()
+                } else {
+                    format!("{} / {}", fmt_ms(d.p50), fmt_ms(d.p90))
+                }
+            };
             s.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 r.size,
                 r.max_features,
                 r.tracker,
                 c(p),
                 c(f),
+                c(k),
                 c(d),
                 c(&r.ms)
             ));
@@ -290,7 +297,12 @@ pub(super) fn run(
                     tracker: tracker.into(),
                     tracks_mean: mean(&n),
                     ms: Dist::of(ms),
-                    stages: Some([d(|s| s.pyramid_ms), d(|s| s.flow_ms), d(|s| s.detect_ms)]),
+                    stages: Some([
+                        d(|s| s.pyramid_ms),
+                        d(|s| s.flow_ms),
+                        d(|s| s.detect_ms),
+                        d(|s| s.lk_kernel_ms),
+                    ]),
                 });
             };
             if want_gpu {

@@ -4,7 +4,7 @@
 //! block per point). Buffers are sized once per resolution and window; per frame: one upload
 //! of the gray image, the points' upload and the results' download.
 
-use cudarc::driver::result;
+use cudarc::driver::{result, sys, CudaEvent};
 
 use super::buffers::{download, upload, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
@@ -249,6 +249,10 @@ impl Default for GpuFlowPyramid {
 
 /// The points' buffers, grown when a call brings more points (rare; never shrunk).
 pub struct GpuLk {
+    /// Around each `lk_track` launch (timing events, made once): its GPU time.
+    start: CudaEvent,
+    end: CudaEvent,
+    kernel_ms: f64,
     pts: DevBuf,
     init: DevBuf,
     out: DevBuf,
@@ -258,10 +262,22 @@ pub struct GpuLk {
 }
 
 impl GpuLk {
+    /// The last `lk_track` launch's GPU time (CUDA events), ms; NaN before the first.
+    pub fn kernel_ms(&self) -> f64 {
+        self.kernel_ms
+    }
+
     pub fn new(gpu: &Gpu, capacity: usize) -> Result<Self> {
         let c = &gpu.ctx;
         let cap = capacity.max(64);
+        let ev = || {
+            c.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| cuda_err("creating a timing event", e))
+        };
         Ok(GpuLk {
+            start: ev()?,
+            end: ev()?,
+            kernel_ms: f64::NAN,
             pts: DevBuf::new(c, cap * 8)?,
             init: DevBuf::new(c, cap * 8)?,
             out: DevBuf::new(c, cap * 32)?,
@@ -358,6 +374,9 @@ impl GpuLk {
         // A block per point, its warps sharing each window's rows (2 or 3 rows each).
         let shared = (4 * (15 * chain + 16 + 3 * win * win)) as u32;
         let warps = win.div_ceil(2).min(MAX_WARPS) as u32;
+        self.start
+            .record(&gpu.stream)
+            .map_err(|e| cuda_err("recording an event", e))?;
         gpu.launch(
             "lk_track",
             &gpu.k.lk_track,
@@ -366,9 +385,16 @@ impl GpuLk {
             shared,
             &mut kargs![pa, pb, pts, init, res, args],
         )?;
+        self.end
+            .record(&gpu.stream)
+            .map_err(|e| cuda_err("recording an event", e))?;
         let results = if back.is_some() { 2 * n } else { n };
         download(&gpu.stream, res, &mut self.host_out, 0, results * 16)?;
         gpu.sync()?;
+        self.kernel_ms = self
+            .start
+            .elapsed_ms(&self.end)
+            .map_or(f64::NAN, |ms| ms as f64);
         let h = self.host_out.as_slice();
         let f = |o: usize| f32::from_le_bytes(h[o..o + 4].try_into().unwrap());
         let flow = |i: usize| Flow {

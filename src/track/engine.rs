@@ -41,6 +41,15 @@ impl Default for FlowEngine {
 }
 
 impl FlowEngine {
+    /// The last LK launch's GPU time (ms), NaN on the CPU.
+    pub(super) fn lk_kernel_ms(&self) -> f64 {
+        match self {
+            FlowEngine::Cpu { .. } => f64::NAN,
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(g) => g.lk.kernel_ms(),
+        }
+    }
+
     pub(super) fn name(&self) -> &'static str {
         match self {
             FlowEngine::Cpu { .. } => "cpu",

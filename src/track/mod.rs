@@ -270,6 +270,11 @@ impl Tracker {
             self.stats.flow_ok = kept.len() + self.stats.flow_back_rejected;
         }
         self.stats.flow_ms = ms(t1);
+        self.stats.lk_kernel_ms = if self.prev_pts.is_empty() {
+            f64::NAN
+        } else {
+            self.engine.lk_kernel_ms()
+        };
 
         // 3. Fundamental-matrix test (OpenCV's RANSAC from 15 pairs; below, where OpenCV
         // would switch to LMeDS, the tracks are kept).

@@ -111,6 +111,8 @@ pub struct FrameStats {
     /// FAST, with the mask's upload and the wait), and the whole `track` call.
     pub pyramid_ms: f64,
     pub flow_ms: f64,
+    /// On the GPU: the LK launch's own time (CUDA events), ms; NaN on the CPU.
+    pub lk_kernel_ms: f64,
     pub detect_ms: f64,
     pub total_ms: f64,
 }
