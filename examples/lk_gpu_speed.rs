@@ -55,7 +55,7 @@ fn main() {
                     &pts,
                     None,
                     &p,
-                    Some(&back),
+                    Some((&back, true)),
                     &mut gf,
                     &mut gr,
                 )

@@ -37,6 +37,8 @@ struct LkArgs {
     float min_eig;
     double eps;
     int back_level;  // the flow-back pass's top level, -1 for none
+    int back_initial;  // 1: the back pass starts from the previous position (VINS's flow
+                       // back), 0: from its own position (VINS-Fusion's stereo check)
     int chain;       // floats per chain in shared memory (a multiple of 4, 4 mod 32)
 };
 
@@ -298,8 +300,8 @@ __device__ __forceinline__ float4 lk_point(const LkPyr& prev, const LkPyr& next,
 
 // One block per point (its warps share each window's rows), every level from the top down
 // in one launch; with P.back_level >= 0 the same block then tracks its point back (next ->
-// prev, from the forward result, initial flow = the previous position, levels
-// back_level..0: VINS's flow-back check) into out[n + i].
+// prev, from the forward result, levels back_level..0; with P.back_initial the initial flow
+// is the previous position: VINS's flow-back check) into out[n + i].
 extern "C" __global__ void __launch_bounds__(LK_MAX_THREADS) lk_track(LkPyr prev, LkPyr next, const float2* __restrict__ prev_pts,
                                     const float2* __restrict__ init, float4* __restrict__ out,
                                     LkArgs P) {
@@ -321,7 +323,7 @@ extern "C" __global__ void __launch_bounds__(LK_MAX_THREADS) lk_track(LkPyr prev
     if (threadIdx.x == 0) out[pt] = f;
     if (P.back_level >= 0) {
         float4 b = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (f.z != 0.0f) b = lk_point(next, prev, make_float2(f.x, f.y), true, pp, P.back_level, P, S);
+        if (f.z != 0.0f) b = lk_point(next, prev, make_float2(f.x, f.y), P.back_initial != 0, pp, P.back_level, P, S);
         if (threadIdx.x == 0) out[P.n + pt] = b;
     }
 }

@@ -14,10 +14,13 @@ frames, licence in tests/data/LICENSES.md), written to tests/golden/track/:
                  cv2.findFundamentalMat(FM_RANSAC, 1.0, 0.99)'s inlier mask of the tracked pairs
   vins.json      the tracker end to end: VINS-Fusion's trackImage (flow back, no F test) in
                  cv2 (vins_reference below), every frame's (id, x, y, age)
+  stereo.json    VINS-Fusion's stereo mode (vins_stereo_reference below) on pairs cut from
+                 each frame: left = columns [0, w - 8), right = columns [8, w) (a disparity of
+                 8 px in real pixels): every frame's left and right (id, x, y, age)
   undistort.json cv2.undistortPoints / cv2.fisheye.undistortPoints of a grid of pixels for
                  the camera models the tracker supports
 
-Floats are stored as their IEEE bit patterns (u32 for f32, u64 for f64) so the tests compare
+`--stereo-only` writes stereo.json alone. Floats are stored as their IEEE bit patterns (u32 for f32, u64 for f64) so the tests compare
 bits (a JSON parser need not round decimal doubles correctly). Run with the venv of scripts/setup-python.sh:
   .venv-py/bin/python scripts/gen_track_golden.py
 """
@@ -116,6 +119,28 @@ class VinsFrontEnd:
         self.prev, self.prev_pts, self.ids, self.cnt = img, list(cur), ids, cnt
         return list(zip(ids, cur, cnt))
 
+    def track_right(self, right):
+        """VINS-Fusion's stereo step after track(): the frame's points found in the right
+        image (maxLevel 3, no initial flow), checked back the same way (within 0.5 px and
+        inside the right image's border); returns the right (id, (x, y), count)."""
+        f32 = np.float32
+        if not self.prev_pts:
+            return []
+        h, w = right.shape
+        P = np.array(self.prev_pts, np.float32).reshape(-1, 1, 2)
+        rp, st, _ = cv2.calcOpticalFlowPyrLK(self.prev, right, P, None, winSize=(21, 21), maxLevel=3)
+        rev, rst, _ = cv2.calcOpticalFlowPyrLK(right, self.prev, rp, None, winSize=(21, 21), maxLevel=3)
+        out = []
+        for i in range(len(self.prev_pts)):
+            a, b = P[i, 0], rev[i, 0]
+            dx, dy = f32(a[0] - b[0]), f32(a[1] - b[1])
+            d = np.sqrt(float(f32(dx * dx + dy * dy)))
+            x, y = rp[i, 0]
+            rx, ry = int(np.rint(x)), int(np.rint(y))
+            if st[i, 0] and rst[i, 0] and 1 <= rx < w - 1 and 1 <= ry < h - 1 and d <= 0.5:
+                out.append((self.ids[i], (f32(x), f32(y)), self.cnt[i]))
+        return out
+
 
 def vins_reference(seq, max_cnt=150, min_dist=30, reject_with_f=False):
     fe = VinsFrontEnd(max_cnt, min_dist, reject_with_f)
@@ -126,11 +151,43 @@ def vins_reference(seq, max_cnt=150, min_dist=30, reject_with_f=False):
     return out
 
 
+STEREO_DISPARITY = 8
+
+
+def stereo_pair(img):
+    w = img.shape[1]
+    d = STEREO_DISPARITY
+    return np.ascontiguousarray(img[:, :w - d]), np.ascontiguousarray(img[:, d:])
+
+
+def vins_stereo_reference(seq, max_cnt=150, min_dist=30):
+    fe = VinsFrontEnd(max_cnt, min_dist)
+    out = []
+    for name, img in seq:
+        left, right = stereo_pair(img)
+        lt = fe.track(left)
+        rt = fe.track_right(right)
+        out.append({"frame": name,
+                    "left": [[i, f32bits(x), f32bits(y), c] for i, (x, y), c in lt],
+                    "right": [[i, f32bits(x), f32bits(y), c] for i, (x, y), c in rt]})
+    return out
+
+
+def write(name, obj):
+    meta = {"opencv": cv2.__version__}
+    with open(os.path.join(OUT, f"{name}.json"), "w") as f:
+        json.dump({"meta": meta, "cases": obj}, f, separators=(",", ":"))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     seq = frames()
     if not seq:
         sys.exit("no frames in tests/data/seq")
+    write("stereo", vins_stereo_reference(seq))
+    if "--stereo-only" in sys.argv[1:]:
+        print("wrote", os.path.join(OUT, "stereo.json"))
+        return
     rng = np.random.default_rng(20261126)
 
     pyr = []

@@ -293,3 +293,60 @@ fn the_tracker_is_vins_on_opencv_end_to_end() {
     }
     assert!(total > 500, "{total}");
 }
+
+/// The frame's stereo pair as scripts/gen_track_golden.py cuts it: left = columns
+/// [0, w - 8), right = columns [8, w) (a disparity of 8 px, real pixels).
+pub fn stereo_pair(img: &GrayImage) -> (GrayImage, GrayImage) {
+    const D: usize = 8;
+    let w = img.width - D;
+    let (mut l, mut r) = (GrayImage::new(w, img.height), GrayImage::new(w, img.height));
+    for y in 0..img.height {
+        l.row_mut(y).copy_from_slice(&img.row(y)[..w]);
+        r.row_mut(y).copy_from_slice(&img.row(y)[D..]);
+    }
+    (l, r)
+}
+
+/// VINS-Fusion's stereo mode against its logic written with cv2 (`vins_stereo_reference`):
+/// every frame's left and right tracks, IDs, ages and position bits.
+#[test]
+fn stereo_tracks_are_vins_fusion_on_opencv() {
+    use gpu_features::track::{Track, TrackParams, Tracker};
+    let g = golden("stereo.json");
+    let mut t = Tracker::new(TrackParams {
+        ransac_threshold: 0.0,
+        ..Default::default()
+    });
+    let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
+    let want = |v: &Value| -> Vec<(u64, u32, u32, u32)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                (
+                    v[0].as_u64().unwrap(),
+                    v[1].as_u64().unwrap() as u32,
+                    v[2].as_u64().unwrap() as u32,
+                    v[3].as_u64().unwrap() as u32,
+                )
+            })
+            .collect()
+    };
+    let (mut left_total, mut right_total) = (0, 0);
+    for (k, case) in g["cases"].as_array().unwrap().iter().enumerate() {
+        let (l, r) = stereo_pair(&frame(case["frame"].as_str().unwrap()));
+        t.track_stereo(&l, &r, k as f64 / 30.0, (None, None))
+            .unwrap();
+        let got_l: Vec<_> = t.tracks().iter().map(key).collect();
+        let got_r: Vec<_> = t.right_tracks().iter().map(key).collect();
+        assert_eq!(got_l, want(&case["left"]), "frame {k} left");
+        assert_eq!(got_r, want(&case["right"]), "frame {k} right");
+        left_total += got_l.len();
+        right_total += got_r.len();
+    }
+    assert!(
+        right_total * 10 > left_total * 8,
+        "{right_total} of {left_total}"
+    );
+    eprintln!("stereo: {left_total} left and {right_total} right tracks, identical");
+}

@@ -114,7 +114,7 @@ fn gpu_lk_matches_cpu_on_the_sequence() {
                 &pts,
                 None,
                 &p,
-                Some(&back),
+                Some((&back, true)),
                 &mut fused_f,
                 &mut fused_b,
             )
@@ -208,4 +208,55 @@ fn gpu_gftt_matches_cpu() {
         n += a.len();
     }
     eprintln!("gpu_gftt_matches_cpu: 16 calls, {n} masked corners, identical");
+}
+
+/// Stereo (VINS-Fusion): the GPU tracker's left and right tracks equal the CPU tracker's
+/// on the real sequence's stereo pairs (tests/exact_track.rs checks the CPU against OpenCV).
+#[test]
+fn gpu_stereo_equals_cpu_stereo() {
+    use gpu_features::track::{Track, TrackParams, Tracker};
+    let p = TrackParams {
+        ransac_threshold: 0.0,
+        ..Default::default()
+    };
+    let (mut g, why) = Tracker::with_cuda(p);
+    if g.backend() != "cuda" {
+        assert_eq!(gpu_features::cuda::device_count(), 0, "{why:?}");
+        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_stereo_equals_cpu_stereo)");
+        return;
+    }
+    let mut c = Tracker::new(p);
+    let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
+    let mut right = 0;
+    for k in 0..8 {
+        let img = frame(k);
+        let d = 8;
+        let w = img.width - d;
+        let (mut l, mut r) = (
+            gpu_features::GrayImage::new(w, img.height),
+            gpu_features::GrayImage::new(w, img.height),
+        );
+        for y in 0..img.height {
+            l.row_mut(y).copy_from_slice(&img.row(y)[..w]);
+            r.row_mut(y).copy_from_slice(&img.row(y)[d..]);
+        }
+        c.track_stereo(&l, &r, k as f64 / 30.0, (None, None))
+            .unwrap();
+        g.track_stereo(&l, &r, k as f64 / 30.0, (None, None))
+            .unwrap();
+        let (a, b): (Vec<_>, Vec<_>) = (
+            c.tracks().iter().map(key).collect(),
+            g.tracks().iter().map(key).collect(),
+        );
+        assert_eq!(a, b, "frame {k} left");
+        let (a, b): (Vec<_>, Vec<_>) = (
+            c.right_tracks().iter().map(key).collect(),
+            g.right_tracks().iter().map(key).collect(),
+        );
+        assert_eq!(a, b, "frame {k} right");
+        right += a.len();
+    }
+    assert_eq!(g.backend(), "cuda", "no fallback: {:?}", g.gpu_failure());
+    assert!(right > 400, "{right}");
+    eprintln!("gpu_stereo_equals_cpu_stereo: 8 pairs, {right} right tracks, identical");
 }

@@ -48,6 +48,7 @@ struct LkArgs {
     min_eig: f32,
     eps: f64,
     back_level: i32,
+    back_initial: i32,
     chain: i32,
 }
 
@@ -289,9 +290,9 @@ impl GpuLk {
 
     /// `cv::calcOpticalFlowPyrLK` on two GPU pyramids (`prev` with derivatives), as
     /// `cpu::lk::track`; with `back`, each point whose forward status holds is then tracked
-    /// back (`next` -> `prev`, from its forward position, initial flow = its previous
-    /// position, `back`'s levels: `next` needs its derivatives too) in the same launch, into
-    /// `back_out` (status false for the others). One download, one wait.
+    /// back (`next` -> `prev`, from its forward position, `back.0`'s levels; with `back.1`
+    /// the initial flow is its previous position; `next` needs its derivatives too) in the
+    /// same launch, into `back_out` (status false for the others). One download, one wait.
     #[allow(clippy::too_many_arguments)]
     pub fn track(
         &mut self,
@@ -301,7 +302,7 @@ impl GpuLk {
         prev_pts: &[(f32, f32)],
         initial: Option<&[(f32, f32)]>,
         p: &LkParams,
-        back: Option<&LkParams>,
+        back: Option<(&LkParams, bool)>,
         out: &mut Vec<Flow>,
         back_out: &mut Vec<Flow>,
     ) -> Result<()> {
@@ -366,7 +367,8 @@ impl GpuLk {
             n: n as i32,
             min_eig: p.min_eig_threshold,
             eps: e * e,
-            back_level: back.map_or(-1, |b| levels(b) as i32),
+            back_level: back.map_or(-1, |b| levels(b.0) as i32),
+            back_initial: back.is_some_and(|b| b.1) as i32,
             chain: chain as i32,
         };
         let (pa, pb) = (prev.desc(), next.desc());

@@ -13,6 +13,8 @@ pub(super) enum FlowEngine {
     Cpu {
         prev: FlowPyramid,
         cur: FlowPyramid,
+        /// The second camera's frame (stereo; boxed: most trackers are mono).
+        right: Box<FlowPyramid>,
         scratch: LkScratch,
     },
     #[cfg(feature = "cuda")]
@@ -24,6 +26,8 @@ pub(super) struct GpuFlow {
     pub(super) gpu: crate::cuda::Gpu,
     pub(super) prev: crate::cuda::lk::GpuFlowPyramid,
     pub(super) cur: crate::cuda::lk::GpuFlowPyramid,
+    /// The second camera's frame (stereo).
+    pub(super) right: crate::cuda::lk::GpuFlowPyramid,
     pub(super) lk: crate::cuda::lk::GpuLk,
     pub(super) gftt: Option<crate::cuda::gftt::GpuGftt>,
     /// This frame's corner map was started.
@@ -35,6 +39,7 @@ impl Default for FlowEngine {
         FlowEngine::Cpu {
             prev: FlowPyramid::default(),
             cur: FlowPyramid::default(),
+            right: Box::default(),
             scratch: LkScratch::default(),
         }
     }
@@ -98,7 +103,9 @@ impl FlowEngine {
         back_out: &mut Vec<Flow>,
     ) -> crate::error::Result<()> {
         match self {
-            FlowEngine::Cpu { prev, cur, scratch } => {
+            FlowEngine::Cpu {
+                prev, cur, scratch, ..
+            } => {
                 prev.ensure_derivatives();
                 track(prev, cur, pts, None, p, scratch, fwd);
                 back_out.clear();
@@ -118,7 +125,59 @@ impl FlowEngine {
                 if back.is_some() {
                     cur.ensure_derivatives(gpu)?;
                 }
+                let back = back.map(|b| (b, true));
                 lk.track(gpu, prev, cur, pts, None, p, back, fwd, back_out)
+            }
+        }
+    }
+
+    /// Stereo (VINS-Fusion): the second camera's frame `img` becomes the right pyramid; the
+    /// current frame's points `pts` are tracked into it (`p`, no initial flow) into `fwd`,
+    /// and with `back` tracked back from there into the current frame (no initial flow
+    /// either, as VINS-Fusion's check) into `back_out`.
+    pub(super) fn stereo(
+        &mut self,
+        img: &GrayImage,
+        pts: &[(f32, f32)],
+        p: &LkParams,
+        back: Option<&LkParams>,
+        fwd: &mut Vec<Flow>,
+        back_out: &mut Vec<Flow>,
+    ) -> crate::error::Result<()> {
+        match self {
+            FlowEngine::Cpu {
+                cur,
+                right,
+                scratch,
+                ..
+            } => {
+                right.build(img, p.window, p.max_level);
+                cur.ensure_derivatives();
+                track(cur, right, pts, None, p, scratch, fwd);
+                back_out.clear();
+                if let Some(b) = back.filter(|_| fwd.iter().any(|f| f.status)) {
+                    let from: Vec<(f32, f32)> = fwd.iter().map(|f| (f.x, f.y)).collect();
+                    right.ensure_derivatives();
+                    track(right, cur, &from, None, b, scratch, back_out);
+                }
+                Ok(())
+            }
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(g) => {
+                let GpuFlow {
+                    gpu,
+                    cur,
+                    right,
+                    lk,
+                    ..
+                } = &mut **g;
+                right.build(gpu, img, p.window, p.max_level)?;
+                cur.ensure_derivatives(gpu)?;
+                if back.is_some() {
+                    right.ensure_derivatives(gpu)?;
+                }
+                let back = back.map(|b| (b, false));
+                lk.track(gpu, cur, right, pts, None, p, back, fwd, back_out)
             }
         }
     }

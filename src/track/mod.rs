@@ -29,6 +29,8 @@ pub mod fundamental;
 pub mod mask;
 mod types;
 
+use std::collections::HashMap;
+
 use nalgebra::Point2;
 
 use self::engine::FlowEngine;
@@ -65,6 +67,13 @@ pub struct Tracker {
     corners: Vec<(f32, f32)>,
     grid: Vec<Vec<(f32, f32)>>,
     gray: GrayImage,
+    /// Stereo: the second camera's tracks of the last frame, and the previous ones by ID
+    /// (pixel and normalised positions, for the velocities).
+    right_tracks: Vec<Track>,
+    prev_right: HashMap<u64, (f32, f32, f64, f64)>,
+    gray_right: GrayImage,
+    /// The last `track` call's time step (for the right tracks' velocities).
+    stereo_dt: Option<f64>,
 }
 
 impl Tracker {
@@ -96,6 +105,7 @@ impl Tracker {
                 gpu,
                 prev: Default::default(),
                 cur: Default::default(),
+                right: Default::default(),
                 lk,
                 gftt: None,
                 map_started: false,
@@ -159,7 +169,126 @@ impl Tracker {
     pub fn clear(&mut self) {
         self.prev_pts.clear();
         self.tracks.clear();
+        self.right_tracks.clear();
+        self.prev_right.clear();
         self.prev_time = None;
+    }
+
+    /// Stereo: the second camera's tracks of the last [`Tracker::track_stereo`] frame (the
+    /// first camera's IDs and ages, the second camera's positions).
+    pub fn right_tracks(&self) -> &[Track] {
+        &self.right_tracks
+    }
+
+    /// [`Tracker::track_stereo`] on frames in any supported encoding.
+    pub fn track_stereo_view(
+        &mut self,
+        left: &crate::image::ImageView,
+        right: &crate::image::ImageView,
+        stamp: f64,
+        cameras: (Option<&CameraModel>, Option<&CameraModel>),
+    ) -> std::result::Result<(), String> {
+        let mut gray = std::mem::take(&mut self.gray_right);
+        crate::cpu::decode::decode(right, &mut gray);
+        self.track_view(left, stamp, cameras.0);
+        let r = self.stereo_step(&gray, cameras.1);
+        self.gray_right = gray;
+        r
+    }
+
+    /// VINS-Fusion's stereo mode: the frame pair taken at `stamp`; the first camera is
+    /// tracked as by [`Tracker::track`], then its tracks are found in the second camera's
+    /// frame by LK (from their left positions, no initial flow) and, with `flow_back`,
+    /// tracked back into the left frame and kept when they return within 0.5 px and land
+    /// inside the right frame's one-pixel border ([`Tracker::right_tracks`]). Velocities
+    /// of the right tracks are against the previous right positions of the same IDs. An
+    /// error (a right frame of another size) leaves no right tracks for this frame.
+    pub fn track_stereo(
+        &mut self,
+        left: &GrayImage,
+        right: &GrayImage,
+        stamp: f64,
+        cameras: (Option<&CameraModel>, Option<&CameraModel>),
+    ) -> std::result::Result<(), String> {
+        self.track(left, stamp, cameras.0);
+        self.stereo_step(right, cameras.1)
+    }
+
+    fn stereo_step(
+        &mut self,
+        right: &GrayImage,
+        camera: Option<&CameraModel>,
+    ) -> std::result::Result<(), String> {
+        self.right_tracks.clear();
+        let dt = self.stereo_dt.take();
+        if (right.width, right.height) != self.size {
+            self.prev_right.clear();
+            return Err(format!(
+                "the second camera's frame is {}x{}, the first's {}x{}: no stereo tracks",
+                right.width, right.height, self.size.0, self.size.1
+            ));
+        }
+        let p = self.params;
+        let lk = LkParams {
+            window: p.window,
+            max_level: p.levels,
+            ..Default::default()
+        };
+        let back = p.flow_back.then_some(&lk);
+        let pts: Vec<(f32, f32)> = self.tracks.iter().map(|t| (t.x, t.y)).collect();
+        let (mut fwd, mut rev) = (Vec::new(), Vec::new());
+        if !pts.is_empty() {
+            if let Err(e) = self
+                .engine
+                .stereo(right, &pts, &lk, back, &mut fwd, &mut rev)
+            {
+                self.fall_back(e);
+                return Err("the GPU failed: the tracks start over on the CPU".into());
+            }
+        }
+        let (w, h) = (right.width as i32, right.height as i32);
+        let mut cur = HashMap::with_capacity(pts.len());
+        for (i, f) in fwd.iter().enumerate() {
+            let keep = if p.flow_back {
+                let b = &rev[i];
+                let (dx, dy) = (pts[i].0 - b.x, pts[i].1 - b.y);
+                let d = ((dx * dx + dy * dy) as f64).sqrt();
+                let (rx, ry) = (round_px(f.x), round_px(f.y));
+                let inside = 1 <= rx && rx < w - 1 && 1 <= ry && ry < h - 1;
+                f.status && b.status && inside && d <= 0.5
+            } else {
+                f.status
+            };
+            if !keep {
+                continue;
+            }
+            let left = &self.tracks[i];
+            let (x_n, y_n) = camera
+                .and_then(|c| c.undistort(Point2::new(f.x as f64, f.y as f64)))
+                .map_or((f64::NAN, f64::NAN), |q| (q.x, q.y));
+            let mut t = Track {
+                x: f.x,
+                y: f.y,
+                x_n,
+                y_n,
+                vx: 0.0,
+                vy: 0.0,
+                px_vx: 0.0,
+                px_vy: 0.0,
+                ..*left
+            };
+            if let (Some(dt), Some(&(px, py, pxn, pyn))) = (dt, self.prev_right.get(&t.id)) {
+                (t.vx, t.vy) = ((t.x_n - pxn) / dt, (t.y_n - pyn) / dt);
+                (t.px_vx, t.px_vy) = ((t.x - px) as f64 / dt, (t.y - py) as f64 / dt);
+            }
+            if camera.is_none() {
+                (t.vx, t.vy) = (f64::NAN, f64::NAN);
+            }
+            cur.insert(t.id, (t.x, t.y, t.x_n, t.y_n));
+            self.right_tracks.push(t);
+        }
+        self.prev_right = cur;
+        Ok(())
     }
 
     /// [`Tracker::track`] on a frame in any supported encoding (converted to gray as the
@@ -322,6 +451,7 @@ impl Tracker {
 
         // 6. Normalised coordinates and velocities.
         let dt = self.prev_time.map(|t| stamp - t).filter(|&d| d > 0.0);
+        self.stereo_dt = dt;
         let cam = self.camera.clone();
         let norm = |x: f32, y: f32| -> (f64, f64) {
             cam.as_ref()
@@ -553,5 +683,38 @@ mod tests {
         let mut t = Tracker::new(fast);
         let n = t.track(&scene(320, 240, 0.0), 0.0, None).len();
         assert!(n > 10 && n <= 40, "{n}");
+    }
+
+    #[test]
+    fn stereo_finds_the_left_tracks_at_the_disparity_and_checks_the_size() {
+        let mut t = Tracker::new(TrackParams::default());
+        let (l0, r0) = (scene(320, 240, 0.0), scene(320, 240, -4.0));
+        t.track_stereo(&l0, &r0, 0.0, (None, None)).unwrap();
+        let n = t.tracks().len();
+        let right = t.right_tracks().to_vec();
+        assert!(right.len() * 10 >= n * 7, "{} of {n}", right.len());
+        for r in &right {
+            let l = t.tracks().iter().find(|l| l.id == r.id).unwrap();
+            assert!(
+                (l.x - r.x - 4.0).abs() < 0.5 && (l.y - r.y).abs() < 0.5,
+                "{l:?} {r:?}"
+            );
+            assert_eq!(l.age, r.age);
+        }
+        // The pair moves 1.5 px right: the right tracks' pixel velocity follows.
+        let (l1, r1) = (scene(320, 240, 1.5), scene(320, 240, -2.5));
+        t.track_stereo(&l1, &r1, 0.05, (None, None)).unwrap();
+        let moved = t
+            .right_tracks()
+            .iter()
+            .filter(|r| right.iter().any(|p| p.id == r.id));
+        let v: Vec<f64> = moved.map(|r| r.px_vx).collect();
+        assert!(!v.is_empty());
+        let near = v.iter().filter(|&&vx| (vx - 30.0).abs() < 3.0).count();
+        assert!(near * 10 >= v.len() * 9, "{near} of {} at 30 px/s", v.len());
+        // A right frame of another size: an error, no right tracks, the left goes on.
+        let e = t.track_stereo(&l1, &scene(300, 240, 0.0), 0.1, (None, None));
+        assert!(e.unwrap_err().contains("300x240"));
+        assert!(t.right_tracks().is_empty() && !t.tracks().is_empty());
     }
 }
