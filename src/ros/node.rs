@@ -21,7 +21,9 @@ use r2r::QosProfile;
 
 use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
 use super::params::NodeParams;
-use super::tracks::{camera_from_info, CameraSlot, CameraState, TrackOutputs};
+use super::tracks::{
+    camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs,
+};
 use super::worker::{Pending, Slot, Worker};
 use crate::output::tracks::VinsFormat;
 use crate::pipeline::BackendChoice;
@@ -51,9 +53,9 @@ fn track_outputs(
     name: &str,
     out_qos: &QosProfile,
     settings: &super::settings::NodeSettings,
+    (camera, stereo): (CameraSlot, StereoRole),
 ) -> Result<TrackOutputs, String> {
     let err = |e: r2r::Error| format!("publisher: {e}");
-    let camera: CameraSlot = Arc::new(Mutex::new(CameraState::Missing));
     let mut sub = node
         .subscribe::<CameraInfo>(&topic(name, "camera_info"), QosProfile::default())
         .map_err(|e| format!("subscribe {}: {e}", topic(name, "camera_info")))?;
@@ -82,6 +84,8 @@ fn track_outputs(
         resets: 0,
         cuda: false,
         started: false,
+        stereo,
+        stereo_missed: 0,
     })
 }
 
@@ -138,7 +142,14 @@ async fn run_async() -> Result<(), String> {
     let shutdown = Arc::new(AtomicBool::new(false));
     let mut inputs = Vec::new();
     let mut workers = Vec::new();
-    for name in &names {
+    // Every input's camera_info slot; with two inputs or more, the first two can track as a
+    // stereo pair (`track.stereo`, switchable at run time).
+    let cameras: Vec<CameraSlot> = names
+        .iter()
+        .map(|_| Arc::new(Mutex::new(CameraState::Missing)))
+        .collect();
+    let link = Arc::new(StereoLink::default());
+    for (index, name) in names.iter().enumerate() {
         let sub = node
             .subscribe::<Image>(&topic(name, "image"), qos.clone())
             .map_err(|e| format!("subscribe {}: {e}", topic(name, "image")))?;
@@ -155,7 +166,24 @@ async fn run_async() -> Result<(), String> {
         let pub_matches = node
             .create_publisher::<PointCloud2>(&topic(name, "matches"), out_qos.clone())
             .map_err(|e| format!("publisher: {e}"))?;
-        let tracks = track_outputs(&mut node, name, &out_qos, &settings)?;
+        let stereo = match index {
+            0 if names.len() >= 2 => StereoRole::Left {
+                link: link.clone(),
+                right_camera: cameras[1].clone(),
+                pub_right_tracks: node
+                    .create_publisher::<PointCloud2>(&topic(&names[1], "tracks"), out_qos.clone())
+                    .map_err(|e| format!("publisher: {e}"))?,
+            },
+            1 => StereoRole::Right { link: link.clone() },
+            _ => StereoRole::Mono,
+        };
+        let tracks = track_outputs(
+            &mut node,
+            name,
+            &out_qos,
+            &settings,
+            (cameras[index].clone(), stereo),
+        )?;
         let input = Input {
             name: name.clone(),
             slot: Arc::new(Slot::default()),

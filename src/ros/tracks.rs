@@ -6,8 +6,16 @@
 //!
 //! Without a usable `camera_info` the tracks are published in pixels (normalised fields
 //! NaN), `feature` carries no points, and /diagnostics says why at WARN level.
+//!
+//! Stereo ([`StereoLink`], `track.stereo` with two inputs or more, VINS-Fusion's mode): the
+//! second input's worker hands its frames over (decoded to gray, by stamp); the first
+//! input's worker tracks its frame, then finds its tracks in the second camera's frame of
+//! the same stamp (within 3 ms; it waits up to 30 ms for it while the second camera is
+//! alive), publishes them on the second input's `tracks`, and both cameras in `feature`.
 
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use r2r::geometry_msgs::msg::Point32;
 use r2r::sensor_msgs::msg::{CameraInfo, ChannelFloat32, PointCloud, PointCloud2};
@@ -16,7 +24,7 @@ use r2r::std_msgs::msg::{Bool, Header};
 use super::convert;
 use crate::camera::CameraModel;
 use crate::config::TrackConfig;
-use crate::image::ImageView;
+use crate::image::{GrayImage, ImageView};
 use crate::output::tracks::{vins_feature, VinsFormat};
 use crate::track::{TrackParams, Tracker};
 
@@ -45,6 +53,99 @@ pub(super) fn camera_from_info(info: &CameraInfo) -> CameraState {
     }
 }
 
+/// Waiting frames of the second camera (stamp ns, gray), and spare buffers.
+type StereoFrames = (VecDeque<(i64, GrayImage)>, Vec<GrayImage>);
+
+/// Stereo (`track.stereo` with two inputs, VINS-Fusion's mode): the second input's worker
+/// hands its frames (gray, by stamp) to the first input's, which tracks both cameras.
+#[derive(Default)]
+pub(super) struct StereoLink {
+    /// Frames of the second camera, oldest first (at most STEREO_KEPT), with their stamps
+    /// in ns; `free` keeps the buffers of used ones (no allocation per frame).
+    frames: Mutex<StereoFrames>,
+    ready: Condvar,
+    /// When the second camera last handed a frame over: the first waits for a pair only
+    /// while the second is alive (a frame within the last second).
+    last_put: Mutex<Option<Instant>>,
+}
+
+/// Frames of the second camera kept waiting for their pair.
+const STEREO_KEPT: usize = 4;
+/// Stamps closer than this make a pair (VINS-Fusion's sync takes 3 ms).
+const STEREO_TOLERANCE_NS: i64 = 3_000_000;
+/// How long the first camera's worker waits for the second camera's frame (while the second
+/// camera is alive).
+const STEREO_WAIT: Duration = Duration::from_millis(30);
+
+impl StereoLink {
+    /// The second camera's frame at `stamp_ns`, decoded to gray.
+    pub(super) fn put(&self, stamp_ns: i64, view: &ImageView) {
+        let mut g = self.frames.lock().unwrap();
+        let mut img = g.1.pop().unwrap_or_default();
+        crate::cpu::decode::decode(view, &mut img);
+        g.0.push_back((stamp_ns, img));
+        while g.0.len() > STEREO_KEPT {
+            let (_, old) = g.0.pop_front().expect("not empty");
+            g.1.push(old);
+        }
+        drop(g);
+        *self.last_put.lock().unwrap() = Some(Instant::now());
+        self.ready.notify_all();
+    }
+
+    /// Runs `f` on the second camera's frame taken within 3 ms of `stamp_ns`, waiting up to
+    /// STEREO_WAIT for it; frames older than it are dropped. None when none came.
+    fn take<R>(&self, stamp_ns: i64, f: impl FnOnce(&GrayImage) -> R) -> Option<R> {
+        let alive = self
+            .last_put
+            .lock()
+            .unwrap()
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(1));
+        let deadline = Instant::now() + if alive { STEREO_WAIT } else { Duration::ZERO };
+        let mut g = self.frames.lock().unwrap();
+        loop {
+            while g
+                .0
+                .front()
+                .is_some_and(|(t, _)| *t < stamp_ns - STEREO_TOLERANCE_NS)
+            {
+                let (_, old) = g.0.pop_front().expect("not empty");
+                g.1.push(old);
+            }
+            if let Some(i) =
+                g.0.iter()
+                    .position(|(t, _)| (t - stamp_ns).abs() <= STEREO_TOLERANCE_NS)
+            {
+                let (_, img) = g.0.remove(i).expect("found");
+                drop(g);
+                let r = f(&img);
+                self.frames.lock().unwrap().1.push(img);
+                return Some(r);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            g = self.ready.wait_timeout(g, deadline - now).unwrap().0;
+        }
+    }
+}
+
+/// An input's part in stereo tracking.
+pub(super) enum StereoRole {
+    Mono,
+    /// The first input: tracks both cameras, publishes the second's tracks on its topic.
+    Left {
+        link: Arc<StereoLink>,
+        right_camera: CameraSlot,
+        pub_right_tracks: r2r::Publisher<PointCloud2>,
+    },
+    /// The second input: hands its frames to the first (its own tracker idles).
+    Right {
+        link: Arc<StereoLink>,
+    },
+}
+
 pub(super) struct TrackOutputs {
     pub(super) tracker: Tracker,
     pub(super) camera: CameraSlot,
@@ -58,6 +159,38 @@ pub(super) struct TrackOutputs {
     /// tracked frame.
     pub(super) cuda: bool,
     pub(super) started: bool,
+    pub(super) stereo: StereoRole,
+    /// Stereo frames of the first camera whose pair did not come (diagnostics).
+    pub(super) stereo_missed: u64,
+}
+
+/// The camera model of a slot when it fits a `width x height` image, else why not.
+fn usable_camera(
+    slot: &CameraSlot,
+    width: usize,
+    height: usize,
+) -> (Option<CameraModel>, Option<String>) {
+    let state = slot.lock().unwrap().clone();
+    match state {
+        CameraState::Ready(m) if (m.width as usize, m.height as usize) == (width, height) => {
+            (Some(m), None)
+        }
+        CameraState::Ready(m) => (
+            None,
+            Some(format!(
+                "camera_info is {}x{}, the images {width}x{height}: tracks in pixels only",
+                m.width, m.height
+            )),
+        ),
+        CameraState::Missing => (
+            None,
+            Some("no camera_info received: tracks in pixels only".into()),
+        ),
+        CameraState::Invalid(e) => (
+            None,
+            Some(format!("camera_info rejected ({e}): tracks in pixels only")),
+        ),
+    }
 }
 
 impl TrackOutputs {
@@ -82,38 +215,64 @@ impl TrackOutputs {
         if *self.tracker.params() != params {
             self.tracker.set_params(params);
         }
-        let state = self.camera.lock().unwrap().clone();
-        let (camera, problem) = match state {
-            CameraState::Ready(m)
-                if (m.width as usize, m.height as usize) == (view.width(), view.height()) =>
-            {
-                (Some(m), None)
-            }
-            CameraState::Ready(m) => (
-                None,
-                Some(format!(
-                    "camera_info is {}x{}, the images {}x{}: tracks in pixels only",
-                    m.width,
-                    m.height,
-                    view.width(),
-                    view.height()
-                )),
-            ),
-            CameraState::Missing => (
-                None,
-                Some("no camera_info received: tracks in pixels only".into()),
-            ),
-            CameraState::Invalid(e) => (
-                None,
-                Some(format!("camera_info rejected ({e}): tracks in pixels only")),
-            ),
-        };
+        let stamp_ns = header.stamp.sec as i64 * 1_000_000_000 + header.stamp.nanosec as i64;
+        if let (StereoRole::Right { link }, true) = (&self.stereo, cfg.stereo) {
+            link.put(stamp_ns, view);
+            return None;
+        }
+        let (camera, mut problem) = usable_camera(&self.camera, view.width(), view.height());
         let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
         let tracks = self.tracker.track_view(view, stamp, camera.as_ref());
         let cloud = convert::tracks_cloud(header, tracks, std::mem::take(&mut self.buf));
         let _ = self.pub_tracks.publish(&cloud);
         self.buf = cloud.data;
-        let f = vins_feature(&[tracks], self.format);
+        let mut stereo = false;
+        if let (
+            StereoRole::Left {
+                link,
+                right_camera,
+                pub_right_tracks,
+            },
+            true,
+        ) = (&self.stereo, cfg.stereo)
+        {
+            let tracker = &mut self.tracker;
+            let got = link.take(stamp_ns, |right| {
+                let (cam, why) = usable_camera(right_camera, right.width, right.height);
+                let r = tracker.track_right(right, cam.as_ref());
+                (r, why)
+            });
+            match got {
+                Some((r, why)) => {
+                    stereo = true;
+                    let cloud = convert::tracks_cloud(
+                        header,
+                        self.tracker.right_tracks(),
+                        std::mem::take(&mut self.buf),
+                    );
+                    let _ = pub_right_tracks.publish(&cloud);
+                    self.buf = cloud.data;
+                    if let Err(e) = r {
+                        problem = Some(format!("stereo: {e}"));
+                    } else if let Some(w) = why {
+                        problem = problem.or(Some(format!("second camera: {w}")));
+                    }
+                }
+                None => {
+                    self.stereo_missed += 1;
+                    problem = problem.or(Some(format!(
+                        "stereo: {} frames without a second-camera frame within 3 ms of their stamp",
+                        self.stereo_missed
+                    )));
+                }
+            }
+        }
+        let tracks = self.tracker.tracks();
+        let f = if stereo {
+            vins_feature(&[tracks, self.tracker.right_tracks()], self.format)
+        } else {
+            vins_feature(&[tracks], self.format)
+        };
         let msg = PointCloud {
             header: header.clone(),
             points: f

@@ -74,6 +74,8 @@ pub struct Tracker {
     gray_right: GrayImage,
     /// The last `track` call's time step (for the right tracks' velocities).
     stereo_dt: Option<f64>,
+    /// `track_right` ran on the last frame (else the previous right positions are stale).
+    right_fresh: bool,
 }
 
 impl Tracker {
@@ -191,7 +193,7 @@ impl Tracker {
         let mut gray = std::mem::take(&mut self.gray_right);
         crate::cpu::decode::decode(right, &mut gray);
         self.track_view(left, stamp, cameras.0);
-        let r = self.stereo_step(&gray, cameras.1);
+        let r = self.track_right(&gray, cameras.1);
         self.gray_right = gray;
         r
     }
@@ -211,10 +213,12 @@ impl Tracker {
         cameras: (Option<&CameraModel>, Option<&CameraModel>),
     ) -> std::result::Result<(), String> {
         self.track(left, stamp, cameras.0);
-        self.stereo_step(right, cameras.1)
+        self.track_right(right, cameras.1)
     }
 
-    fn stereo_step(
+    /// The stereo step alone, after [`Tracker::track`] (or `track_view`) on the first
+    /// camera's frame: `right` is the second camera's frame of the same instant.
+    pub fn track_right(
         &mut self,
         right: &GrayImage,
         camera: Option<&CameraModel>,
@@ -288,6 +292,7 @@ impl Tracker {
             self.right_tracks.push(t);
         }
         self.prev_right = cur;
+        self.right_fresh = true;
         Ok(())
     }
 
@@ -323,6 +328,10 @@ impl Tracker {
         self.size = size;
         self.camera = camera.cloned();
         self.stats = FrameStats::default();
+        if !std::mem::take(&mut self.right_fresh) {
+            self.prev_right.clear();
+        }
+        self.right_tracks.clear();
         let t0 = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
 

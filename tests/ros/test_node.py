@@ -332,10 +332,12 @@ def check_header(msg, stamp, frame_id):
 
 
 class Runner:
-    def __init__(self):
-        self.passed, self.failed = 0, 0
+    def __init__(self, only=''):
+        self.passed, self.failed, self.only = 0, 0, only
 
     def case(self, name, fn):
+        if self.only and self.only not in name:
+            return
         t0 = time.monotonic()
         try:
             fn()
@@ -376,6 +378,7 @@ def main():
     ap.add_argument('--node', required=True)
     ap.add_argument('--backend', default=os.environ.get('GF_ROS_TEST_BACKEND', 'cpu'))
     ap.add_argument('--load-seconds', type=float, default=20.0)
+    ap.add_argument('--only', default='', help='run only the cases whose name contains this')
     ap.add_argument('--load-rate', type=float, default=30.0)
     ap.add_argument('--load-encoding', default='bgr8')
     # Fast DDS drops large best-effort samples on loopback (UDP fragments overflow the
@@ -387,7 +390,7 @@ def main():
     node_bin = os.path.abspath(args.node)
     tmp = tempfile.mkdtemp(prefix='gf-ros-test-')
     ref = Reference(node_bin, tmp)
-    R = Runner()
+    R = Runner(args.only)
     base_params = {'backend': args.backend}
     NODE_ARGS.extend(['-p', f'image_qos.reliability:={args.image_reliability}'])
 
@@ -713,6 +716,54 @@ def main():
         assert rc == 0, f'exit status {rc} after SIGINT'
     R.case('tracks: IDs persist, camera_info WARN, VINS feature layout, restart on a time jump',
            t_tracks)
+
+    # ---- stereo tracks (VINS-Fusion's mode): two inputs, track.stereo
+    def t_stereo_tracks():
+        ns = '/gf_stereo_track'
+        items = [{'image': os.path.join(DATA, 'seq', f'cockatoo_{k:02d}.png'),
+                  'out': os.path.join(tmp, f'sseq_{k}')} for k in range(3)]
+        ref._run({'images': items})
+        pairs = []
+        for k, it in enumerate(items):
+            w, h, enc = open(it['out'] + '.meta').read().split()
+            raw = np.frombuffer(open(it['out'] + '.raw', 'rb').read(), np.uint8).reshape(int(h), int(w))
+            d = 8  # the right camera sees the scene 8 px to the left (real pixels)
+            pairs.append((to_encoding(f'left_{k}', np.ascontiguousarray(raw[:, :-d]), 'mono8'),
+                          to_encoding(f'right_{k}', np.ascontiguousarray(raw[:, d:]), 'mono8')))
+        for side in ('left', 'right'):
+            H.listen(f'{ns}/{side}/tracks', PointCloud2)
+        H.listen(f'{ns}/left/feature', PointCloud)
+        p6, f6 = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                       '-p', 'inputs:=[left, right]',
+                                       '-p', 'track.enabled:=true', '-p', 'track.stereo:=true',
+                                       '-p', 'detector.method:=none', '-p', 'canny.enabled:=false',
+                                       '-p', 'describe.enabled:=false'],
+                            os.path.join(tmp, 'stereo_track.log'))
+        try:
+            for side in ('left', 'right'):
+                assert H.wait_subscribers(f'{ns}/{side}/image'), f'no {side}/image subscription'
+            right_pub = H.publisher(f'{ns}/right/image')
+            for k, (left, right) in enumerate(pairs):
+                stamp = (600 + k, 0)
+                right_pub.publish(H.image_msg(right, stamp, 'right'))
+                time.sleep(0.1)
+                got = H.send_and_wait(f'{ns}/left/image', left, stamp, 'left',
+                                      [(f'{ns}/left/tracks', PointCloud2),
+                                       (f'{ns}/right/tracks', PointCloud2)])
+                lt = decode_tracks(got[f'{ns}/left/tracks'])
+                rt = decode_tracks(got[f'{ns}/right/tracks'])
+                lx = {int(i): (x, y, a) for i, x, y, a in zip(lt['id'], lt['x'], lt['y'], lt['age'])}
+                assert len(rt) * 10 >= len(lt) * 7, (len(rt), len(lt))
+                for i, x, y, a in zip(rt['id'], rt['x'], rt['y'], rt['age']):
+                    l = lx[int(i)]
+                    assert abs(l[0] - 8 - x) < 0.5 and abs(l[1] - y) < 0.5 and l[2] == a, (i, l, x, y)
+                log(f'  pair {k}: {len(lt)} left, {len(rt)} right tracks at the 8 px disparity')
+        finally:
+            rc = stop_node(p6, signal.SIGINT)
+            f6.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('stereo tracks: the left tracks found in the right camera (track.stereo, two inputs)',
+           t_stereo_tracks)
 
     # ---- the default input QoS: sensor data (best effort, keep last 1)
     def t_default_qos():
