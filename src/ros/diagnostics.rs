@@ -23,6 +23,8 @@ pub(super) struct Stats {
     pub(super) w_processed: u64,
     pub(super) w_decode_errors: u64,
     pub(super) w_latency_ms: Vec<f64>,
+    /// The latency's parts per frame of the window, in the order of [`PARTS`].
+    pub(super) w_parts_ms: [Vec<f64>; 4],
     pub(super) w_stage_ms: BTreeMap<&'static str, (f64, u64)>,
     pub(super) w_start: Option<Instant>,
     // whole run
@@ -119,6 +121,16 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
             format!("{:.3}", lat.last().copied().unwrap_or(f64::NAN)),
         ),
     ];
+    for (name, part) in PARTS.iter().zip(s.w_parts_ms.iter_mut()) {
+        part.sort_by(|a, b| a.total_cmp(b));
+        for (q, label) in [(0.5, "p50"), (0.99, "p99")] {
+            values.push(kv(
+                &format!("latency_parts_ms.{name}_{label}"),
+                format!("{:.3}", percentile(part, q)),
+            ));
+        }
+        part.clear();
+    }
     for (stage, (sum, n)) in std::mem::take(&mut s.w_stage_ms) {
         values.push(kv(
             &format!("stage_ms.{stage}"),
@@ -192,5 +204,32 @@ mod tests {
             .iter()
             .any(|kv| kv.key == "gpu_failures" && kv.value == "1"));
         assert_eq!(d.name, "gpu_features: left");
+    }
+
+    #[test]
+    fn the_latency_parts_of_the_window_are_in_diagnostics() {
+        let mut s = Stats {
+            processed: 100,
+            ..Default::default()
+        };
+        for i in 0..100 {
+            s.w_parts_ms[1].push(0.2 + i as f64 * 0.001);
+            s.w_parts_ms[0].push(0.03);
+        }
+        s.w_parts_ms[1].push(5.0);
+        let d = diagnostic_status("/gpu_features", "", &mut s);
+        let get = |k: &str| {
+            d.values
+                .iter()
+                .find(|kv| kv.key == k)
+                .map(|kv| kv.value.clone())
+                .unwrap_or_else(|| panic!("no {k}"))
+        };
+        assert_eq!(get("latency_parts_ms.handover_p50"), "0.030");
+        assert_eq!(get("latency_parts_ms.pipeline_p50"), "0.250");
+        assert_eq!(get("latency_parts_ms.pipeline_p99"), "0.299");
+        assert_eq!(get("latency_parts_ms.rest_p50"), "NaN");
+        // The window starts over.
+        assert!(s.w_parts_ms.iter().all(|p| p.is_empty()));
     }
 }

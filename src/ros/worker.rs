@@ -278,6 +278,9 @@ impl Worker {
             s.processed += 1;
             s.w_processed += 1;
             s.w_latency_ms.push(latency);
+            for (w, v) in s.w_parts_ms.iter_mut().zip(parts) {
+                w.push(v);
+            }
             if s.all_latency_ms.len() < MAX_KEPT_LATENCIES {
                 s.all_latency_ms.push(latency);
                 for (all, v) in s.all_parts_ms.iter_mut().zip(parts) {
