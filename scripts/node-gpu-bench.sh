@@ -21,8 +21,17 @@
 #       logs and JSON to OUT/node-bench-logs.tar.gz.
 #       IMAGES: photos to crop the frames from (default bench-data).
 #
+#   scripts/node-gpu-bench.sh soak BUNDLE OUT [IMAGES]   on the GPU machine: the node's GPU
+#       soak (docs/reliability.md): backend cuda, four inputs, 1920x1080 bgr8 at 30 Hz each
+#       over reliable QoS (depth 100) with 1 % malformed frames, for GF_NODE_SOAK_DURATION
+#       (default 9m); the load generator judges the node (RSS growth <= 64 MiB over its
+#       warm-up maximum, every frame accounted for, every valid one answered) and the GPU's
+#       used memory is sampled every 10 s (nvidia-smi) and must stay within 64 MiB of its
+#       value after the first minute. Report in OUT/node-soak.md, samples in OUT.
+#
 # Env: GF_NO_BUILD=1 (pack: no cargo build), GF_NODE_BENCH_SECONDS (60), GF_NODE_BENCH_CASES ("mono8:30:1 mono8:60:1 ..." subset),
-#      GF_NODE_BENCH_BACKEND (cuda), GF_NODE_BENCH_FLOORS ("image header"), ROS_DOMAIN_ID (default 42).
+#      GF_NODE_BENCH_BACKEND (cuda), GF_NODE_BENCH_FLOORS ("image header"), GF_NODE_SOAK_DURATION (9m),
+#      ROS_DOMAIN_ID (default 42).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -77,17 +86,57 @@ pack() {
   echo "[node-gpu-bench] wrote $bundle ($(du -h "$bundle" | cut -f1))"
 }
 
-run() {
-  local bundle=$1 out=$2 images=${3:-bench-data}
-  local dir
+# Unpacks BUNDLE into a new directory (printed) and sets the environment to run from it.
+unpack() {
   dir=$(mktemp -d)
-  tar -C "$dir" -xJf "$bundle"
-  mkdir -p "$out/logs"
+  tar -C "$dir" -xJf "$1"
   export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export AMENT_PREFIX_PATH=$dir RMW_IMPLEMENTATION=rmw_fastrtps_cpp
   export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-42} ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
   export FASTDDS_DEFAULT_PROFILES_FILE=$dir/config/fastdds_large_frames.xml
   export RCUTILS_COLORIZED_OUTPUT=0
+}
+
+soak() {
+  local bundle=$1 out=$2 images=${3:-bench-data}
+  local dir
+  unpack "$bundle"
+  mkdir -p "$out"
+  local dur=${GF_NODE_SOAK_DURATION:-9m}
+  local inputs=cam1,cam2,cam3,cam4
+  ( while true; do
+      echo "$(date +%s) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)"
+      sleep 10
+    done ) >"$out/gpu-memory.txt" 2>/dev/null &
+  local sampler=$!
+  "$dir/bin/gpu_features_node" --ros-args -p backend:=cuda -p diagnostics_period:=1.0 \
+    -p image_qos.reliability:=reliable -p image_qos.depth:=100 -p "inputs:=[$inputs]" \
+    >"$out/node.log" 2>&1 &
+  local node=$!
+  local rc=0
+  "$dir/bin/gpu_features_load" --inputs "$inputs" --sizes 1920x1080 --encodings bgr8 \
+    --rate 30 --duration "$dur" --malformed-percent 1 --images "$images" \
+    --node-pid "$node" --node-log "$out/node.log" --sample-every 10s \
+    --soak-rss-growth-mib 64 --label "GPU node soak, 4 x 1080p bgr8 30 Hz" \
+    --json "$out/soak.json" >"$out/node-soak.md" 2>"$out/load.log" || rc=$?
+  kill "$node" 2>/dev/null || true; wait "$node" 2>/dev/null || true
+  kill "$sampler" 2>/dev/null || true
+  grep "summary" "$out/node.log" >>"$out/node-soak.md" || true
+  # GPU memory: flat after the first minute (the pipelines allocate per resolution once).
+  awk 'NR == 1 {t0 = $1} $1 - t0 >= 60 {n++; if (n == 1) base = $2; if ($2 > max) max = $2;
+       if (n == 1 || $2 < min) min = $2}
+       END {printf "GPU memory after the first minute: %d samples, first %d MiB, min %d, max %d (growth %d MiB)\n",
+            n, base, min, max, max - base; exit (n < 2 || max - base > 64)}' "$out/gpu-memory.txt" \
+    >>"$out/node-soak.md" || rc=1
+  cat "$out/node-soak.md"
+  return $rc
+}
+
+run() {
+  local bundle=$1 out=$2 images=${3:-bench-data}
+  local dir
+  unpack "$bundle"
+  mkdir -p "$out/logs"
   local secs=${GF_NODE_BENCH_SECONDS:-60} backend=${GF_NODE_BENCH_BACKEND:-cuda}
   local cases=${GF_NODE_BENCH_CASES:-"mono8:30:1 mono8:60:1 bgr8:30:1 bgr8:60:1 mono8:30:4 mono8:60:4 bgr8:30:4 bgr8:60:4"}
   local md=$out/node-bench.md
@@ -145,6 +194,7 @@ run() {
 
 case "${1:-}" in
   pack) shift; pack "$@" ;;
-  run) shift; [ $# -ge 2 ] || { sed -n '2,25p' "$0"; exit 2; }; run "$@" ;;
-  *) sed -n '2,25p' "$0"; exit 2 ;;
+  run) shift; [ $# -ge 2 ] || { sed -n '2,35p' "$0"; exit 2; }; run "$@" ;;
+  soak) shift; [ $# -ge 2 ] || { sed -n '2,35p' "$0"; exit 2; }; soak "$@" ;;
+  *) sed -n '2,35p' "$0"; exit 2 ;;
 esac
