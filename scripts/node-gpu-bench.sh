@@ -31,6 +31,8 @@
 #
 # Env: GF_NO_BUILD=1 (pack: no cargo build), GF_NODE_BENCH_SECONDS (60), GF_NODE_BENCH_CASES ("mono8:30:1 mono8:60:1 ..." subset),
 #      GF_NODE_BENCH_BACKEND (cuda), GF_NODE_BENCH_FLOORS ("image header"), GF_NODE_SOAK_DURATION (9m),
+#      GF_NODE_BENCH_QOS (default: the node's image QoS, best effort depth 1; reliable:DEPTH
+#      for the node and the relays, docs/ros.md "Frames lost between processes"),
 #      ROS_DOMAIN_ID (default 42).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -140,7 +142,14 @@ run() {
   local secs=${GF_NODE_BENCH_SECONDS:-60} backend=${GF_NODE_BENCH_BACKEND:-cuda}
   local cases=${GF_NODE_BENCH_CASES:-"mono8:30:1 mono8:60:1 bgr8:30:1 bgr8:60:1 mono8:30:4 mono8:60:4 bgr8:30:4 bgr8:60:4"}
   local md=$out/node-bench.md
+  local qos=${GF_NODE_BENCH_QOS:-default} node_qos=() relay_qos=()
+  if [ "$qos" != default ]; then
+    local depth=${qos#reliable:}
+    node_qos=(-p image_qos.reliability:=reliable -p "image_qos.depth:=$depth")
+    relay_qos=(--reliability reliable --depth "$depth")
+  fi
   {
+    echo "image QoS of the node and the relays: $qos"
     echo "node benchmark: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'), $(nproc) CPUs, backend $backend, $secs s per case, /dev/shm $(df -h /dev/shm | awk 'NR==2 {print $2}')"
     echo
     "$dir/bin/gpu_features_load" --help >/dev/null
@@ -163,7 +172,7 @@ run() {
     for mode in ${GF_NODE_BENCH_FLOORS:-image header}; do
       local answer=keypoints
       [ "$mode" = image ] && answer=relayed
-      "$dir/bin/gpu_features_relay" --mode "$mode" ${inputs:+--inputs "$inputs"} \
+      "$dir/bin/gpu_features_relay" --mode "$mode" ${inputs:+--inputs "$inputs"} "${relay_qos[@]}" \
         >"$out/logs/relay-$mode-$tag.log" 2>&1 &
       local relay=$!
       "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
@@ -177,7 +186,7 @@ run() {
     local floor=()
     [ -s "$out/logs/relay-header-load-$tag.json" ] && floor=(--floor "$out/logs/relay-header-load-$tag.json")
     "$dir/bin/gpu_features_node" --ros-args -p backend:="$backend" -p diagnostics_period:=1.0 \
-      "${params[@]}" >"$out/logs/node-$tag.log" 2>&1 &
+      "${params[@]}" "${node_qos[@]}" >"$out/logs/node-$tag.log" 2>&1 &
     local node=$!
     "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
       --encodings "$enc" --rate "$rate" --duration "${secs}s" --images "$images" \
