@@ -29,17 +29,72 @@ pub fn matches_cloud(header: &Header, matches: &[Match], mut buf: Vec<u8>) -> Po
     unorganized_cloud(header, &output_matches::FIELDS, step, matches.len(), buf)
 }
 
-/// The `keypoints` cloud (layout: [`crate::output::pointcloud`]). `buf` is reused.
-pub fn keypoints_cloud(
-    header: &Header,
-    keypoints: &[Keypoint],
-    descriptors: Option<&[Descriptor]>,
-    mut buf: Vec<u8>,
-) -> PointCloud2 {
-    pointcloud::encode(keypoints, descriptors, &mut buf);
-    let fields = pointcloud::fields(descriptors.is_some());
-    let step = pointcloud::point_step(descriptors.is_some());
-    unorganized_cloud(header, fields, step, keypoints.len(), buf)
+/// The `keypoints` cloud serialized (CDR, as `PublisherUntyped::publish_raw` takes it), with
+/// the message and its bytes kept from frame to frame: after the first frame of a layout
+/// nothing is allocated, and the points are copied once (into the message's data, then by
+/// the serializer into the bytes) instead of being converted into r2r's C message.
+pub struct KeypointsCdr {
+    msg: crate::bag::cdr::PointCloud2<'static>,
+    bytes: Vec<u8>,
+    with_descriptors: Option<bool>,
+}
+
+impl Default for KeypointsCdr {
+    fn default() -> Self {
+        use crate::bag::cdr;
+        KeypointsCdr {
+            msg: cdr::PointCloud2 {
+                header: cdr::Header {
+                    stamp: cdr::Time { sec: 0, nanosec: 0 },
+                    frame_id: String::new(),
+                },
+                height: 1,
+                width: 0,
+                fields: Vec::new(),
+                is_bigendian: false,
+                point_step: 0,
+                row_step: 0,
+                data: std::borrow::Cow::Owned(Vec::new()),
+                is_dense: true,
+            },
+            bytes: Vec::new(),
+            with_descriptors: None,
+        }
+    }
+}
+
+impl KeypointsCdr {
+    /// The serialized cloud of `keypoints` (layout: [`crate::output::pointcloud`]).
+    pub fn encode(
+        &mut self,
+        header: &Header,
+        keypoints: &[Keypoint],
+        descriptors: Option<&[Descriptor]>,
+    ) -> &[u8] {
+        let d = descriptors.is_some();
+        let m = &mut self.msg;
+        if self.with_descriptors != Some(d) {
+            m.fields = pointcloud::fields(d)
+                .iter()
+                .map(|f| crate::bag::cdr::PointField {
+                    name: f.name.to_string(),
+                    offset: f.offset,
+                    datatype: f.datatype,
+                    count: f.count,
+                })
+                .collect();
+            m.point_step = pointcloud::point_step(d) as u32;
+            self.with_descriptors = Some(d);
+        }
+        m.header.stamp.sec = header.stamp.sec;
+        m.header.stamp.nanosec = header.stamp.nanosec;
+        m.header.frame_id.clone_from(&header.frame_id);
+        pointcloud::encode(keypoints, descriptors, m.data.to_mut());
+        m.width = keypoints.len() as u32;
+        m.row_step = m.point_step * m.width;
+        crate::bag::cdr::encode_into(&*m, &mut self.bytes);
+        &self.bytes
+    }
 }
 
 /// The `tracks` cloud (`output::tracks` layout); not dense (NaN without a camera model).
@@ -177,11 +232,24 @@ mod tests {
             angle: 90.0,
             octave: 1,
         }];
-        let c = keypoints_cloud(&header(), &kps, None, Vec::new());
-        assert_eq!(c.header, header());
+        let mut w = KeypointsCdr::default();
+        let bytes = w.encode(&header(), &kps, None).to_vec();
+        let c = crate::bag::cdr::PointCloud2::decode(&bytes).unwrap();
         assert_eq!(
-            (c.width, c.height, c.point_step, c.row_step),
-            (1, 1, 24, 24)
+            (
+                c.header.stamp.sec,
+                c.header.stamp.nanosec,
+                c.header.frame_id.as_str()
+            ),
+            (
+                header().stamp.sec,
+                header().stamp.nanosec,
+                header().frame_id.as_str()
+            )
+        );
+        assert_eq!(
+            (c.width, c.height, c.point_step, c.row_step, c.is_dense),
+            (1, 1, 24, 24, true)
         );
         assert_eq!(c.fields.len(), 6);
         assert_eq!(c.fields[5].name, "octave");
@@ -189,8 +257,10 @@ mod tests {
             pointcloud::decode(&c.data, 24).unwrap(),
             (kps.to_vec(), vec![])
         );
+        // The same writer, now with descriptors (the layout changes), then without again.
         let d = [[0x5au8; 32]];
-        let c = keypoints_cloud(&header(), &kps, Some(&d), Vec::new());
+        let bytes = w.encode(&header(), &kps, Some(&d)).to_vec();
+        let c = crate::bag::cdr::PointCloud2::decode(&bytes).unwrap();
         assert_eq!(
             (c.width, c.point_step, c.row_step, c.data.len()),
             (1, 56, 56, 56)
@@ -204,6 +274,10 @@ mod tests {
             pointcloud::decode(&c.data, 56).unwrap(),
             (kps.to_vec(), d.to_vec())
         );
+        let two = [kps[0], kps[0]];
+        let c2 = w.encode(&header(), &two, None).to_vec();
+        let c2 = crate::bag::cdr::PointCloud2::decode(&c2).unwrap();
+        assert_eq!((c2.width, c2.point_step, c2.fields.len()), (2, 24, 6));
         let g = GrayImage::new(8, 8);
         let features = Features {
             keypoints: kps.to_vec(),

@@ -155,7 +155,11 @@ async fn run_async() -> Result<(), String> {
             .map_err(|e| format!("subscribe {}: {e}", topic(name, "image")))?;
         let out_qos = QosProfile::default().keep_last(5);
         let pub_kp = node
-            .create_publisher::<PointCloud2>(&topic(name, "keypoints"), out_qos.clone())
+            .create_publisher_untyped(
+                &topic(name, "keypoints"),
+                "sensor_msgs/msg/PointCloud2",
+                out_qos.clone(),
+            )
             .map_err(|e| format!("publisher: {e}"))?;
         let pub_edges = node
             .create_publisher::<Image>(&topic(name, "edges"), out_qos.clone())

@@ -37,7 +37,8 @@ pub(super) struct Worker {
     pub(super) params: Arc<Mutex<NodeParams>>,
     pub(super) shutdown: Arc<AtomicBool>,
     pub(super) logger: String,
-    pub(super) pub_kp: r2r::Publisher<PointCloud2>,
+    /// `keypoints`, published as serialized bytes ([`convert::KeypointsCdr`]).
+    pub(super) pub_kp: r2r::PublisherUntyped,
     pub(super) pub_edges: r2r::Publisher<Image>,
     pub(super) pub_debug: r2r::Publisher<Image>,
     pub(super) pub_matches: r2r::Publisher<PointCloud2>,
@@ -79,7 +80,7 @@ impl Worker {
 
         let mut bad_input_log = RateLimit::new(Duration::from_secs(2));
         let mut error_log = RateLimit::new(Duration::from_secs(2));
-        let mut cloud_buf = Vec::new();
+        let mut kp_cdr = convert::KeypointsCdr::default();
         let mut gray = GrayImage::default();
         let mut features = Features::default();
         let mut gpu_failure_logged = false;
@@ -209,15 +210,15 @@ impl Worker {
 
             let computed = Instant::now();
             let header = &msg.header;
-            let cloud = convert::keypoints_cloud(
+            // Serialized by us into reused buffers and published as bytes (docs/performance.md,
+            // change 55).
+            let bytes = kp_cdr.encode(
                 header,
                 &features.keypoints,
                 features.descriptors_for(pipeline.config()),
-                std::mem::take(&mut cloud_buf),
             );
-            let _ = self.pub_kp.publish(&cloud);
+            let _ = self.pub_kp.publish_raw(bytes);
             let keypoints_out = Instant::now();
-            cloud_buf = cloud.data;
             // The edge image (2 MB at 1080p) costs ~1 ms to convert and publish (the relay's
             // `image` mode, docs/benchmarks.md): only while someone subscribes, as the debug
             // image below. A subscriber not yet matched would miss it either way.

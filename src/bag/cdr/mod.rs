@@ -116,6 +116,15 @@ pub fn encode<T: Serialize + ?Sized>(msg: &T) -> Vec<u8> {
     le(msg, 64)
 }
 
+/// [`encode`] into `out` (cleared first; its capacity kept from message to message: the
+/// node serializes its keypoints cloud this way with no allocation per frame).
+pub fn encode_into<T: Serialize + ?Sized>(msg: &T, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&ENCAPSULATION_LE);
+    cdr_encoding::to_writer::<&T, LittleEndian, _>(&mut *out, &msg)
+        .expect("the messages here serialize into a Vec without error");
+}
+
 /// Serializes `msg` in byte order `BO` after `header` (which must name `BO`), into a buffer
 /// with room for `capacity` more bytes.
 fn encode_with<BO: ByteOrder, T: Serialize + ?Sized>(
