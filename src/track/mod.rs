@@ -76,6 +76,14 @@ pub struct Tracker {
     stereo_dt: Option<f64>,
     /// `track_right` ran on the last frame (else the previous right positions are stale).
     right_fresh: bool,
+    // Per-frame work buffers, kept so that a frame allocates nothing once they have grown.
+    kept: Vec<(Track, (f32, f32))>,
+    ok: Vec<bool>,
+    spare_tracks: Vec<Track>,
+    stereo_pts: Vec<(f32, f32)>,
+    stereo_fwd: Vec<Flow>,
+    stereo_rev: Vec<Flow>,
+    cur_right: HashMap<u64, (f32, f32, f64, f64)>,
 }
 
 impl Tracker {
@@ -239,8 +247,15 @@ impl Tracker {
             ..Default::default()
         };
         let back = p.flow_back.then_some(&lk);
-        let pts: Vec<(f32, f32)> = self.tracks.iter().map(|t| (t.x, t.y)).collect();
-        let (mut fwd, mut rev) = (Vec::new(), Vec::new());
+        let mut pts = std::mem::take(&mut self.stereo_pts);
+        pts.clear();
+        pts.extend(self.tracks.iter().map(|t| (t.x, t.y)));
+        let (mut fwd, mut rev) = (
+            std::mem::take(&mut self.stereo_fwd),
+            std::mem::take(&mut self.stereo_rev),
+        );
+        fwd.clear();
+        rev.clear();
         if !pts.is_empty() {
             if let Err(e) = self
                 .engine
@@ -251,7 +266,8 @@ impl Tracker {
             }
         }
         let (w, h) = (right.width as i32, right.height as i32);
-        let mut cur = HashMap::with_capacity(pts.len());
+        let mut cur = std::mem::take(&mut self.cur_right);
+        cur.clear();
         for (i, f) in fwd.iter().enumerate() {
             let keep = if p.flow_back {
                 let b = &rev[i];
@@ -291,7 +307,8 @@ impl Tracker {
             cur.insert(t.id, (t.x, t.y, t.x_n, t.y_n));
             self.right_tracks.push(t);
         }
-        self.prev_right = cur;
+        self.cur_right = std::mem::replace(&mut self.prev_right, cur);
+        (self.stereo_pts, self.stereo_fwd, self.stereo_rev) = (pts, fwd, rev);
         self.right_fresh = true;
         Ok(())
     }
@@ -354,7 +371,8 @@ impl Tracker {
         let t1 = std::time::Instant::now();
 
         // 1-2. Flow forward, flow back, border.
-        let mut kept: Vec<(Track, (f32, f32))> = Vec::with_capacity(p.max_features);
+        let mut kept = std::mem::take(&mut self.kept);
+        kept.clear();
         if !self.prev_pts.is_empty() {
             let lk = LkParams {
                 window: p.window,
@@ -363,17 +381,19 @@ impl Tracker {
             };
             let back = LkParams { max_level: 1, ..lk };
             let back = p.flow_back.then_some(&back);
-            let mut ok =
-                match self
-                    .engine
-                    .flow(&self.prev_pts, &lk, back, &mut self.fwd, &mut self.back)
-                {
-                    Ok(()) => self.fwd.iter().map(|f| f.status).collect::<Vec<bool>>(),
-                    Err(e) => {
-                        self.fall_back(e);
-                        vec![false; self.prev_pts.len()]
-                    }
-                };
+            let mut ok = std::mem::take(&mut self.ok);
+            ok.clear();
+            let n = self.prev_pts.len();
+            match self
+                .engine
+                .flow(&self.prev_pts, &lk, back, &mut self.fwd, &mut self.back)
+            {
+                Ok(()) => ok.extend(self.fwd.iter().map(|f| f.status)),
+                Err(e) => {
+                    self.fall_back(e);
+                    ok.resize(n, false);
+                }
+            }
             if p.flow_back && ok.iter().any(|&k| k) {
                 let (mut sum, mut n) = (0.0, 0);
                 for (i, k) in ok.iter_mut().enumerate() {
@@ -406,6 +426,7 @@ impl Tracker {
                 }
             }
             self.stats.flow_ok = kept.len() + self.stats.flow_back_rejected;
+            self.ok = ok;
         }
         self.stats.flow_ms = ms(t1);
         self.stats.lk_kernel_ms = if self.prev_pts.is_empty() {
@@ -431,8 +452,11 @@ impl Tracker {
             self.stats.ransac_rejected = before - kept.len();
         }
 
-        // 4. Mask: oldest first (stable), each claims its disc.
-        kept.sort_by_key(|t| std::cmp::Reverse(t.0.age));
+        // 4. Mask: oldest first (stable), each claims its disc. Tracks of one age were born
+        // in one frame, in the order of their IDs, and every step since kept their order:
+        // so the ID breaks the ties as a stable sort would, and the unstable sort needs no
+        // scratch memory (the stable one allocates beyond a few dozen tracks).
+        kept.sort_unstable_by_key(|(t, _)| (std::cmp::Reverse(t.age), t.id));
         self.mask.reshape(img.width, img.height);
         self.mask.data.fill(255);
         let before = kept.len();
@@ -467,8 +491,9 @@ impl Tracker {
                 .and_then(|c| c.undistort(Point2::new(x as f64, y as f64)))
                 .map_or((f64::NAN, f64::NAN), |q| (q.x, q.y))
         };
-        let mut out = Vec::with_capacity(kept.len() + self.corners.len());
-        for (mut t, prev) in kept {
+        let mut out = std::mem::take(&mut self.spare_tracks);
+        out.clear();
+        for &(mut t, prev) in &kept {
             let prev_n = (t.x_n, t.y_n);
             (t.x_n, t.y_n) = norm(t.x, t.y);
             match dt {
@@ -502,9 +527,10 @@ impl Tracker {
             });
             self.next_id += 1;
         }
+        self.kept = kept;
         self.prev_pts.clear();
         self.prev_pts.extend(out.iter().map(|t| (t.x, t.y)));
-        self.tracks = out;
+        self.spare_tracks = std::mem::replace(&mut self.tracks, out);
         self.prev_time = Some(stamp);
         self.stats.total_ms = ms(t0);
         &self.tracks
