@@ -3,6 +3,8 @@
 //! goodFeaturesToTrack with and without VINS's mask, calcOpticalFlowPyrLK forward and the
 //! VINS-Fusion reverse check, bit for bit.
 
+mod shared;
+
 use std::path::Path;
 
 use gpu_features::cpu::gftt::{good_features_to_track, min_eigen_map, GfttParams, GfttScratch};
@@ -11,6 +13,31 @@ use gpu_features::image::load_gray;
 use gpu_features::track::mask::{fill_circle, round_px};
 use gpu_features::GrayImage;
 use serde_json::Value;
+
+use shared::stereo_pair;
+
+/// A track as the goldens store it: (id, x bits, y bits, age).
+type TrackKey = (u64, u32, u32, u32);
+
+fn key(t: &gpu_features::track::Track) -> TrackKey {
+    (t.id, t.x.to_bits(), t.y.to_bits(), t.age)
+}
+
+/// A golden frame's list of [id, x bits, y bits, age].
+fn tracks_of(v: &Value) -> Vec<TrackKey> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v[0].as_u64().unwrap(),
+                v[1].as_u64().unwrap() as u32,
+                v[2].as_u64().unwrap() as u32,
+                v[3].as_u64().unwrap() as u32,
+            )
+        })
+        .collect()
+}
 
 fn golden(name: &str) -> Value {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -270,68 +297,27 @@ fn the_tracker_is_vins_on_opencv_end_to_end() {
     let mut total = 0;
     for (k, case) in g["cases"].as_array().unwrap().iter().enumerate() {
         let img = frame(case["frame"].as_str().unwrap());
-        let got: Vec<(u64, u32, u32, u32)> = t
+        let got: Vec<TrackKey> = t
             .track(&img, k as f64 / 30.0, None)
             .iter()
-            .map(|t| (t.id, t.x.to_bits(), t.y.to_bits(), t.age))
+            .map(key)
             .collect();
-        let want: Vec<(u64, u32, u32, u32)> = case["tracks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| {
-                (
-                    v[0].as_u64().unwrap(),
-                    v[1].as_u64().unwrap() as u32,
-                    v[2].as_u64().unwrap() as u32,
-                    v[3].as_u64().unwrap() as u32,
-                )
-            })
-            .collect();
-        assert_eq!(got, want, "frame {k}");
+        assert_eq!(got, tracks_of(&case["tracks"]), "frame {k}");
         total += got.len();
     }
     assert!(total > 500, "{total}");
-}
-
-/// The frame's stereo pair as scripts/gen_track_golden.py cuts it: left = columns
-/// [0, w - 8), right = columns [8, w) (a disparity of 8 px, real pixels).
-pub fn stereo_pair(img: &GrayImage) -> (GrayImage, GrayImage) {
-    const D: usize = 8;
-    let w = img.width - D;
-    let (mut l, mut r) = (GrayImage::new(w, img.height), GrayImage::new(w, img.height));
-    for y in 0..img.height {
-        l.row_mut(y).copy_from_slice(&img.row(y)[..w]);
-        r.row_mut(y).copy_from_slice(&img.row(y)[D..]);
-    }
-    (l, r)
 }
 
 /// VINS-Fusion's stereo mode against its logic written with cv2 (`vins_stereo_reference`):
 /// every frame's left and right tracks, IDs, ages and position bits.
 #[test]
 fn stereo_tracks_are_vins_fusion_on_opencv() {
-    use gpu_features::track::{Track, TrackParams, Tracker};
+    use gpu_features::track::{TrackParams, Tracker};
     let g = golden("stereo.json");
     let mut t = Tracker::new(TrackParams {
         ransac_threshold: 0.0,
         ..Default::default()
     });
-    let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
-    let want = |v: &Value| -> Vec<(u64, u32, u32, u32)> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|v| {
-                (
-                    v[0].as_u64().unwrap(),
-                    v[1].as_u64().unwrap() as u32,
-                    v[2].as_u64().unwrap() as u32,
-                    v[3].as_u64().unwrap() as u32,
-                )
-            })
-            .collect()
-    };
     let (mut left_total, mut right_total) = (0, 0);
     for (k, case) in g["cases"].as_array().unwrap().iter().enumerate() {
         let (l, r) = stereo_pair(&frame(case["frame"].as_str().unwrap()));
@@ -339,8 +325,8 @@ fn stereo_tracks_are_vins_fusion_on_opencv() {
             .unwrap();
         let got_l: Vec<_> = t.tracks().iter().map(key).collect();
         let got_r: Vec<_> = t.right_tracks().iter().map(key).collect();
-        assert_eq!(got_l, want(&case["left"]), "frame {k} left");
-        assert_eq!(got_r, want(&case["right"]), "frame {k} right");
+        assert_eq!(got_l, tracks_of(&case["left"]), "frame {k} left");
+        assert_eq!(got_r, tracks_of(&case["right"]), "frame {k} right");
         left_total += got_l.len();
         right_total += got_r.len();
     }

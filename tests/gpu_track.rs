@@ -229,17 +229,7 @@ fn gpu_stereo_equals_cpu_stereo() {
     let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
     let mut right = 0;
     for k in 0..8 {
-        let img = frame(k);
-        let d = 8;
-        let w = img.width - d;
-        let (mut l, mut r) = (
-            gpu_features::GrayImage::new(w, img.height),
-            gpu_features::GrayImage::new(w, img.height),
-        );
-        for y in 0..img.height {
-            l.row_mut(y).copy_from_slice(&img.row(y)[..w]);
-            r.row_mut(y).copy_from_slice(&img.row(y)[d..]);
-        }
+        let (l, r) = shared::stereo_pair(&frame(k));
         c.track_stereo(&l, &r, k as f64 / 30.0, (None, None))
             .unwrap();
         g.track_stereo(&l, &r, k as f64 / 30.0, (None, None))

@@ -378,11 +378,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if let Some(m) = &matching {
         md.push_str(&m.markdown);
     }
-    print!("{md}");
-    if let Some(p) = &args.markdown {
-        std::fs::write(p, &md).map_err(|e| Error::io(p, e))?;
-    }
-    if let Some(p) = &args.json {
+    emit(args, &md, || {
         let sizes: Vec<Value> = args
             .sizes
             .iter()
@@ -400,7 +396,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 })
             })
             .collect();
-        let doc = json!({
+        json!({
             "date": utc_date(),
             "command": command_line(),
             "backend": if gpu { "cuda" } else { "cpu" },
@@ -414,11 +410,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             "notes": notes,
             "sizes": sizes,
             "matching": matching.as_ref().map(|m| m.json.clone()),
-        });
-        let text = serde_json::to_string_pretty(&doc).expect("json");
-        std::fs::write(p, text).map_err(|e| Error::io(p, e))?;
-    }
-    Ok(())
+        })
+    })
 }
 
 /// How the markdown links the `--plots` directory: relative to the markdown file's folder

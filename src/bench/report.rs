@@ -455,3 +455,17 @@ pub(super) fn report(r: ReportInput) -> String {
 /// Label of the rows timed by [`super::measure_input_buffer`].
 const INPUT_BUFFER_ROW: &str =
     "whole `process_input_into` (wall; the frame already in the pipeline's pinned input buffer)";
+
+/// Prints the markdown report and writes it to `--markdown`, and the JSON document (built
+/// only when asked) to `--json`.
+pub(super) fn emit(args: &BenchArgs, md: &str, doc: impl FnOnce() -> Value) -> Result<()> {
+    print!("{md}");
+    if let Some(p) = &args.markdown {
+        std::fs::write(p, md).map_err(|e| Error::io(p, e))?;
+    }
+    if let Some(p) = &args.json {
+        let text = serde_json::to_string_pretty(&doc()).expect("json");
+        std::fs::write(p, text).map_err(|e| Error::io(p, e))?;
+    }
+    Ok(())
+}

@@ -243,12 +243,8 @@ pub(super) fn run(
          latency: wall time of each call over every frame of every thread (nearest rank).\n\n",
     );
     md.push_str(&table(&rows));
-    print!("{md}");
-    if let Some(p) = &args.markdown {
-        std::fs::write(p, &md).map_err(|e| Error::io(p, e))?;
-    }
-    if let Some(p) = &args.json {
-        let doc = json!({
+    emit(args, &md, || {
+        json!({
             "date": utc_date(),
             "command": command_line(),
             "backend": kind.name(),
@@ -259,11 +255,8 @@ pub(super) fn run(
             "warmup": args.warmup,
             "notes": notes,
             "streams": rows,
-        });
-        let text = serde_json::to_string_pretty(&doc).expect("json");
-        std::fs::write(p, text).map_err(|e| Error::io(p, e))?;
-    }
-    Ok(())
+        })
+    })
 }
 
 #[cfg(test)]

@@ -382,12 +382,8 @@ pub(super) fn run(
          so the GPU work queued in one stage can be counted in the next):\n\n",
     );
     md.push_str(&stage_table(&rows));
-    print!("{md}");
-    if let Some(p) = &args.markdown {
-        std::fs::write(p, &md).map_err(|e| Error::io(p, e))?;
-    }
-    if let Some(p) = &args.json {
-        let doc = json!({
+    emit(args, &md, || {
+        json!({
             "date": utc_date(),
             "command": command_line(),
             "gpu": gpu_desc,
@@ -396,11 +392,8 @@ pub(super) fn run(
             "warmup": args.warmup,
             "notes": notes,
             "tracks": rows,
-        });
-        let text = serde_json::to_string_pretty(&doc).expect("json");
-        std::fs::write(p, text).map_err(|e| Error::io(p, e))?;
-    }
-    Ok(())
+        })
+    })
 }
 
 #[cfg(test)]

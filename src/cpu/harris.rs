@@ -11,26 +11,9 @@
 //!   vector width only the tail columns change, by at most a few ulp; the tests also check
 //!   the map against a 1e-6 * max|R| bound, which holds on any host.
 
+use crate::cpu::blur::reflect101;
 use crate::image::GrayImage;
 use crate::select::Corner;
-
-/// Index into `0..n` with OpenCV's `BORDER_REFLECT_101` (`gfedcb|abcdefgh|gfedcba`).
-#[inline]
-fn reflect101(mut i: isize, n: usize) -> usize {
-    let n = n as isize;
-    if n == 1 {
-        return 0;
-    }
-    loop {
-        if i < 0 {
-            i = -i;
-        } else if i >= n {
-            i = 2 * n - 2 - i;
-        } else {
-            return i as usize;
-        }
-    }
-}
 
 /// ORB's Harris score at (x, y) (`HarrisResponses` in OpenCV's orb.cpp): a `block_size`
 /// square centred on the point, 3x3 Sobel-like integer gradients, integer sums, then

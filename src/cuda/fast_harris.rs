@@ -23,18 +23,19 @@ const TILE_H: usize = 8;
 /// Tiles stacked per block of `fast_harris` (`FAST_GROUP` in kernels/fast_harris.cu).
 const FAST_GROUP: usize = 8;
 
-/// Mirrors `struct LevelDesc` in kernels/common.cuh.
+/// Mirrors `struct LevelDesc` in kernels/common.cuh (also goodFeaturesToTrack's one level,
+/// `cuda::gftt`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-struct LevelDesc {
-    w: i32,
-    h: i32,
-    img_off: i32,
-    tiles_x: i32,
-    tiles_y: i32,
-    tile_start: i32,
-    tr_start: i32,
-    rc_start: i32,
+pub(super) struct LevelDesc {
+    pub(super) w: i32,
+    pub(super) h: i32,
+    pub(super) img_off: i32,
+    pub(super) tiles_x: i32,
+    pub(super) tiles_y: i32,
+    pub(super) tile_start: i32,
+    pub(super) tr_start: i32,
+    pub(super) rc_start: i32,
 }
 
 /// One compacted candidate as downloaded: `xy = x | y << 16`, FAST score, response bits,

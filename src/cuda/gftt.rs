@@ -11,24 +11,11 @@ use cudarc::driver::{result, sys, CudaEvent, CudaStream};
 
 use super::buffers::{download, upload, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
+use super::fast_harris::LevelDesc;
 use super::harris::{sobel_kernels, DenseParams};
 use crate::cpu::gftt::{take_best, GfttParams};
 use crate::error::Result;
 use crate::image::GrayImage;
-
-/// Mirrors `struct LevelDesc` in kernels/common.cuh.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct LevelDesc {
-    w: i32,
-    h: i32,
-    img_off: i32,
-    tiles_x: i32,
-    tiles_y: i32,
-    tile_start: i32,
-    tr_start: i32,
-    rc_start: i32,
-}
 
 /// The image goodFeaturesToTrack runs on: in host memory (uploaded), or already on the GPU
 /// (`ptr` at pixel (0, 0), rows `pitch` bytes apart: the LK pyramid's level 0, copied on

@@ -16,6 +16,8 @@ pub(super) enum FlowEngine {
         /// The second camera's frame (stereo; boxed: most trackers are mono).
         right: Box<FlowPyramid>,
         scratch: LkScratch,
+        /// The forward positions the back pass starts from (kept from frame to frame).
+        from: Vec<(f32, f32)>,
     },
     #[cfg(feature = "cuda")]
     Gpu(Box<GpuFlow>),
@@ -41,6 +43,7 @@ impl Default for FlowEngine {
             cur: FlowPyramid::default(),
             right: Box::default(),
             scratch: LkScratch::default(),
+            from: Vec::new(),
         }
     }
 }
@@ -104,16 +107,14 @@ impl FlowEngine {
     ) -> crate::error::Result<()> {
         match self {
             FlowEngine::Cpu {
-                prev, cur, scratch, ..
+                prev,
+                cur,
+                scratch,
+                from,
+                ..
             } => {
-                prev.ensure_derivatives();
-                track(prev, cur, pts, None, p, scratch, fwd);
-                back_out.clear();
-                if let Some(b) = back.filter(|_| fwd.iter().any(|f| f.status)) {
-                    let from: Vec<(f32, f32)> = fwd.iter().map(|f| (f.x, f.y)).collect();
-                    cur.ensure_derivatives();
-                    track(cur, prev, &from, Some(pts), b, scratch, back_out);
-                }
+                let back = back.map(|b| (b, true));
+                cpu_there_and_back(prev, cur, pts, p, back, scratch, from, (fwd, back_out));
                 Ok(())
             }
             #[cfg(feature = "cuda")]
@@ -121,12 +122,8 @@ impl FlowEngine {
                 let GpuFlow {
                     gpu, prev, cur, lk, ..
                 } = &mut **g;
-                prev.ensure_derivatives(gpu)?;
-                if back.is_some() {
-                    cur.ensure_derivatives(gpu)?;
-                }
                 let back = back.map(|b| (b, true));
-                lk.track(gpu, prev, cur, pts, None, p, back, fwd, back_out)
+                gpu_there_and_back(gpu, lk, prev, cur, pts, p, back, (fwd, back_out))
             }
         }
     }
@@ -149,17 +146,12 @@ impl FlowEngine {
                 cur,
                 right,
                 scratch,
+                from,
                 ..
             } => {
                 right.build(img, p.window, p.max_level);
-                cur.ensure_derivatives();
-                track(cur, right, pts, None, p, scratch, fwd);
-                back_out.clear();
-                if let Some(b) = back.filter(|_| fwd.iter().any(|f| f.status)) {
-                    let from: Vec<(f32, f32)> = fwd.iter().map(|f| (f.x, f.y)).collect();
-                    right.ensure_derivatives();
-                    track(right, cur, &from, None, b, scratch, back_out);
-                }
+                let back = back.map(|b| (b, false));
+                cpu_there_and_back(cur, right, pts, p, back, scratch, from, (fwd, back_out));
                 Ok(())
             }
             #[cfg(feature = "cuda")]
@@ -172,15 +164,57 @@ impl FlowEngine {
                     ..
                 } = &mut **g;
                 right.build(gpu, img, p.window, p.max_level)?;
-                cur.ensure_derivatives(gpu)?;
-                if back.is_some() {
-                    right.ensure_derivatives(gpu)?;
-                }
                 let back = back.map(|b| (b, false));
-                lk.track(gpu, cur, right, pts, None, p, back, fwd, back_out)
+                gpu_there_and_back(gpu, lk, cur, right, pts, p, back, (fwd, back_out))
             }
         }
     }
+}
+
+/// `pts` tracked from `a` into `b` (`p`, no initial flow) into `out.0`; with `back`, the
+/// points whose forward status holds tracked from there back into `a` (`back.0`; with
+/// `back.1` the initial flow is their `pts` position) into `out.1`, as the GPU's one launch
+/// does (`cuda::lk::GpuLk::track`; the CPU skips the back pass when nothing survived).
+#[allow(clippy::too_many_arguments)]
+fn cpu_there_and_back(
+    a: &mut FlowPyramid,
+    b: &mut FlowPyramid,
+    pts: &[(f32, f32)],
+    p: &LkParams,
+    back: Option<(&LkParams, bool)>,
+    scratch: &mut LkScratch,
+    from: &mut Vec<(f32, f32)>,
+    (fwd, back_out): (&mut Vec<Flow>, &mut Vec<Flow>),
+) {
+    a.ensure_derivatives();
+    track(a, b, pts, None, p, scratch, fwd);
+    back_out.clear();
+    if let Some((bp, initial)) = back.filter(|_| fwd.iter().any(|f| f.status)) {
+        from.clear();
+        from.extend(fwd.iter().map(|f| (f.x, f.y)));
+        b.ensure_derivatives();
+        track(b, a, from, initial.then_some(pts), bp, scratch, back_out);
+    }
+}
+
+/// [`cpu_there_and_back`] on the GPU: both passes in one `lk_track` launch.
+#[cfg(feature = "cuda")]
+#[allow(clippy::too_many_arguments)]
+fn gpu_there_and_back(
+    gpu: &crate::cuda::Gpu,
+    lk: &mut crate::cuda::lk::GpuLk,
+    a: &mut crate::cuda::lk::GpuFlowPyramid,
+    b: &mut crate::cuda::lk::GpuFlowPyramid,
+    pts: &[(f32, f32)],
+    p: &LkParams,
+    back: Option<(&LkParams, bool)>,
+    (fwd, back_out): (&mut Vec<Flow>, &mut Vec<Flow>),
+) -> crate::error::Result<()> {
+    a.ensure_derivatives(gpu)?;
+    if back.is_some() {
+        b.ensure_derivatives(gpu)?;
+    }
+    lk.track(gpu, a, b, pts, None, p, back, fwd, back_out)
 }
 
 #[cfg(feature = "cuda")]

@@ -16,6 +16,8 @@
 //! 6. normalised coordinates through the camera model (none without `camera_info`) and
 //!    velocities against the previous frame's positions of the same IDs.
 //!
+//! Stereo (VINS-Fusion's second camera): `Tracker::track_stereo` (track/stereo.rs).
+//!
 //! IDs are `u64`, never reused within a tracker; the state resets (all tracks dropped, IDs
 //! continuing) when the time goes backwards (a looping bag), the resolution changes or the
 //! camera model changes.
@@ -27,6 +29,7 @@
 mod engine;
 pub mod fundamental;
 pub mod mask;
+mod stereo;
 mod types;
 
 use std::collections::HashMap;
@@ -71,7 +74,6 @@ pub struct Tracker {
     /// (pixel and normalised positions, for the velocities).
     right_tracks: Vec<Track>,
     prev_right: HashMap<u64, (f32, f32, f64, f64)>,
-    gray_right: GrayImage,
     /// The last `track` call's time step (for the right tracks' velocities).
     stereo_dt: Option<f64>,
     /// `track_right` ran on the last frame (else the previous right positions are stale).
@@ -182,135 +184,6 @@ impl Tracker {
         self.right_tracks.clear();
         self.prev_right.clear();
         self.prev_time = None;
-    }
-
-    /// Stereo: the second camera's tracks of the last [`Tracker::track_stereo`] frame (the
-    /// first camera's IDs and ages, the second camera's positions).
-    pub fn right_tracks(&self) -> &[Track] {
-        &self.right_tracks
-    }
-
-    /// [`Tracker::track_stereo`] on frames in any supported encoding.
-    pub fn track_stereo_view(
-        &mut self,
-        left: &crate::image::ImageView,
-        right: &crate::image::ImageView,
-        stamp: f64,
-        cameras: (Option<&CameraModel>, Option<&CameraModel>),
-    ) -> std::result::Result<(), String> {
-        let mut gray = std::mem::take(&mut self.gray_right);
-        crate::cpu::decode::decode(right, &mut gray);
-        self.track_view(left, stamp, cameras.0);
-        let r = self.track_right(&gray, cameras.1);
-        self.gray_right = gray;
-        r
-    }
-
-    /// VINS-Fusion's stereo mode: the frame pair taken at `stamp`; the first camera is
-    /// tracked as by [`Tracker::track`], then its tracks are found in the second camera's
-    /// frame by LK (from their left positions, no initial flow) and, with `flow_back`,
-    /// tracked back into the left frame and kept when they return within 0.5 px and land
-    /// inside the right frame's one-pixel border ([`Tracker::right_tracks`]). Velocities
-    /// of the right tracks are against the previous right positions of the same IDs. An
-    /// error (a right frame of another size) leaves no right tracks for this frame.
-    pub fn track_stereo(
-        &mut self,
-        left: &GrayImage,
-        right: &GrayImage,
-        stamp: f64,
-        cameras: (Option<&CameraModel>, Option<&CameraModel>),
-    ) -> std::result::Result<(), String> {
-        self.track(left, stamp, cameras.0);
-        self.track_right(right, cameras.1)
-    }
-
-    /// The stereo step alone, after [`Tracker::track`] (or `track_view`) on the first
-    /// camera's frame: `right` is the second camera's frame of the same instant.
-    pub fn track_right(
-        &mut self,
-        right: &GrayImage,
-        camera: Option<&CameraModel>,
-    ) -> std::result::Result<(), String> {
-        self.right_tracks.clear();
-        let dt = self.stereo_dt.take();
-        if (right.width, right.height) != self.size {
-            self.prev_right.clear();
-            return Err(format!(
-                "the second camera's frame is {}x{}, the first's {}x{}: no stereo tracks",
-                right.width, right.height, self.size.0, self.size.1
-            ));
-        }
-        let p = self.params;
-        let lk = LkParams {
-            window: p.window,
-            max_level: p.levels,
-            ..Default::default()
-        };
-        let back = p.flow_back.then_some(&lk);
-        let mut pts = std::mem::take(&mut self.stereo_pts);
-        pts.clear();
-        pts.extend(self.tracks.iter().map(|t| (t.x, t.y)));
-        let (mut fwd, mut rev) = (
-            std::mem::take(&mut self.stereo_fwd),
-            std::mem::take(&mut self.stereo_rev),
-        );
-        fwd.clear();
-        rev.clear();
-        if !pts.is_empty() {
-            if let Err(e) = self
-                .engine
-                .stereo(right, &pts, &lk, back, &mut fwd, &mut rev)
-            {
-                self.fall_back(e);
-                return Err("the GPU failed: the tracks start over on the CPU".into());
-            }
-        }
-        let (w, h) = (right.width as i32, right.height as i32);
-        let mut cur = std::mem::take(&mut self.cur_right);
-        cur.clear();
-        for (i, f) in fwd.iter().enumerate() {
-            let keep = if p.flow_back {
-                let b = &rev[i];
-                let (dx, dy) = (pts[i].0 - b.x, pts[i].1 - b.y);
-                let d = ((dx * dx + dy * dy) as f64).sqrt();
-                let (rx, ry) = (round_px(f.x), round_px(f.y));
-                let inside = 1 <= rx && rx < w - 1 && 1 <= ry && ry < h - 1;
-                f.status && b.status && inside && d <= 0.5
-            } else {
-                f.status
-            };
-            if !keep {
-                continue;
-            }
-            let left = &self.tracks[i];
-            let (x_n, y_n) = camera
-                .and_then(|c| c.undistort(Point2::new(f.x as f64, f.y as f64)))
-                .map_or((f64::NAN, f64::NAN), |q| (q.x, q.y));
-            let mut t = Track {
-                x: f.x,
-                y: f.y,
-                x_n,
-                y_n,
-                vx: 0.0,
-                vy: 0.0,
-                px_vx: 0.0,
-                px_vy: 0.0,
-                ..*left
-            };
-            if let (Some(dt), Some(&(px, py, pxn, pyn))) = (dt, self.prev_right.get(&t.id)) {
-                (t.vx, t.vy) = ((t.x_n - pxn) / dt, (t.y_n - pyn) / dt);
-                (t.px_vx, t.px_vy) = ((t.x - px) as f64 / dt, (t.y - py) as f64 / dt);
-            }
-            if camera.is_none() {
-                (t.vx, t.vy) = (f64::NAN, f64::NAN);
-            }
-            cur.insert(t.id, (t.x, t.y, t.x_n, t.y_n));
-            self.right_tracks.push(t);
-        }
-        self.cur_right = std::mem::replace(&mut self.prev_right, cur);
-        (self.stereo_pts, self.stereo_fwd, self.stereo_rev) = (pts, fwd, rev);
-        self.right_fresh = true;
-        Ok(())
     }
 
     /// [`Tracker::track`] on a frame in any supported encoding (converted to gray as the
@@ -628,128 +501,4 @@ impl Tracker {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Random 6x6-pixel blocks of gray (a fixed generator), smoothed by a 3x3 box so that
-    /// sub-pixel shifts are trackable, shifted right by `dx` pixels (bilinear).
-    fn scene(w: usize, h: usize, dx: f32) -> GrayImage {
-        let mut s = 0x1234_5678u32;
-        let (bw, bh) = (w / 6 + 2, h / 6 + 2);
-        let blocks: Vec<f32> = (0..bw * bh)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                40.0 + (s >> 24) as f32 * 0.7
-            })
-            .collect();
-        let at = |x: f32, y: usize| blocks[(y / 6) * bw + ((x.max(0.0) as usize) / 6).min(bw - 1)];
-        let mut img = GrayImage::new(w, h);
-        for y in 0..h {
-            for x in 0..w {
-                let fx = x as f32 - dx;
-                let (x0, t) = (fx.floor(), fx - fx.floor());
-                let mut v = 0.0;
-                for yy in y.saturating_sub(1)..=(y + 1).min(h - 1) {
-                    for k in -1..=1 {
-                        let xs = x0 + k as f32;
-                        v += at(xs, yy) * (1.0 - t) + at(xs + 1.0, yy) * t;
-                    }
-                }
-                img.data[y * w + x] = (v / 9.0) as u8;
-            }
-        }
-        img
-    }
-
-    #[test]
-    fn ids_persist_age_grows_and_a_time_jump_resets() {
-        let mut t = Tracker::new(TrackParams::default());
-        let first: Vec<u64> = t
-            .track(&scene(320, 240, 0.0), 0.0, None)
-            .iter()
-            .map(|t| t.id)
-            .collect();
-        assert!(first.len() > 20, "{}", first.len());
-        let second = t.track(&scene(320, 240, 1.5), 0.05, None).to_vec();
-        let kept: Vec<&Track> = second.iter().filter(|t| first.contains(&t.id)).collect();
-        assert!(
-            kept.len() * 10 >= first.len() * 7,
-            "{} of {}",
-            kept.len(),
-            first.len()
-        );
-        assert!(kept.iter().all(|t| t.age == 2));
-        let near = kept
-            .iter()
-            .filter(|t| (t.px_vx - 30.0).abs() < 3.0 && t.px_vy.abs() < 3.0)
-            .count();
-        assert!(
-            near * 10 >= kept.len() * 9,
-            "{near} of {} move at 30 px/s",
-            kept.len()
-        );
-        assert!(
-            second.iter().all(|t| t.x_n.is_nan()),
-            "no camera, no normalised coordinates"
-        );
-        let max_id = second.iter().map(|t| t.id).max().unwrap();
-        let third = t.track(&scene(320, 240, 3.0), 0.01, None).to_vec();
-        assert_eq!(t.resets(), &[Reset::TimeWentBack]);
-        assert!(
-            third.iter().all(|t| t.age == 1 && t.id > max_id),
-            "new IDs after a reset"
-        );
-    }
-
-    #[test]
-    fn a_resolution_change_resets_and_the_budget_holds() {
-        let p = TrackParams {
-            max_features: 40,
-            ..Default::default()
-        };
-        let mut t = Tracker::new(p);
-        assert!(t.track(&scene(320, 240, 0.0), 0.0, None).len() <= 40);
-        t.track(&scene(300, 200, 0.0), 0.1, None);
-        assert_eq!(t.resets(), &[Reset::Resolution]);
-        let fast = TrackParams {
-            top_up: TopUp::Fast(20),
-            ..p
-        };
-        let mut t = Tracker::new(fast);
-        let n = t.track(&scene(320, 240, 0.0), 0.0, None).len();
-        assert!(n > 10 && n <= 40, "{n}");
-    }
-
-    #[test]
-    fn stereo_finds_the_left_tracks_at_the_disparity_and_checks_the_size() {
-        let mut t = Tracker::new(TrackParams::default());
-        let (l0, r0) = (scene(320, 240, 0.0), scene(320, 240, -4.0));
-        t.track_stereo(&l0, &r0, 0.0, (None, None)).unwrap();
-        let n = t.tracks().len();
-        let right = t.right_tracks().to_vec();
-        assert!(right.len() * 10 >= n * 7, "{} of {n}", right.len());
-        for r in &right {
-            let l = t.tracks().iter().find(|l| l.id == r.id).unwrap();
-            assert!(
-                (l.x - r.x - 4.0).abs() < 0.5 && (l.y - r.y).abs() < 0.5,
-                "{l:?} {r:?}"
-            );
-            assert_eq!(l.age, r.age);
-        }
-        // The pair moves 1.5 px right: the right tracks' pixel velocity follows.
-        let (l1, r1) = (scene(320, 240, 1.5), scene(320, 240, -2.5));
-        t.track_stereo(&l1, &r1, 0.05, (None, None)).unwrap();
-        let moved = t
-            .right_tracks()
-            .iter()
-            .filter(|r| right.iter().any(|p| p.id == r.id));
-        let v: Vec<f64> = moved.map(|r| r.px_vx).collect();
-        assert!(!v.is_empty());
-        let near = v.iter().filter(|&&vx| (vx - 30.0).abs() < 3.0).count();
-        assert!(near * 10 >= v.len() * 9, "{near} of {} at 30 px/s", v.len());
-        // A right frame of another size: an error, no right tracks, the left goes on.
-        let e = t.track_stereo(&l1, &scene(300, 240, 0.0), 0.1, (None, None));
-        assert!(e.unwrap_err().contains("300x240"));
-        assert!(t.right_tracks().is_empty() && !t.tracks().is_empty());
-    }
-}
+mod tests;

@@ -44,18 +44,10 @@ impl TrackParams {
 }
 
 impl Default for TrackParams {
-    /// VINS-Fusion's EuRoC settings: 150 features 30 px apart, flow back on, F test 1 px.
+    /// The config's defaults (`TrackConfig::default`): VINS-Fusion's EuRoC settings, 150
+    /// features 30 px apart, flow back on, F test 1 px, goodFeaturesToTrack.
     fn default() -> Self {
-        TrackParams {
-            max_features: 150,
-            min_distance: 30.0,
-            window: 21,
-            levels: 3,
-            flow_back: true,
-            ransac_threshold: 1.0,
-            top_up: TopUp::Gftt,
-            quality: 0.01,
-        }
+        TrackParams::from_config(&crate::config::TrackConfig::default())
     }
 }
 

@@ -627,6 +627,18 @@ def main():
     R.case('two inputs (stereo) each with its own pipeline; SIGINT exits 0', t_stereo)
 
     # ---- feature tracks for VINS: tracks + feature + restart, camera_info, a time jump
+    def seq_gray(n):
+        """The first n frames of tests/data/seq as the library loads them (HxW uint8)."""
+        items = [{'image': os.path.join(DATA, 'seq', f'cockatoo_{k:02d}.png'),
+                  'out': os.path.join(tmp, f'seq_{k}')} for k in range(n)]
+        ref._run({'images': items})
+        out = []
+        for it in items:
+            w, h, _ = open(it['out'] + '.meta').read().split()
+            raw = np.frombuffer(open(it['out'] + '.raw', 'rb').read(), np.uint8)
+            out.append(raw.reshape(int(h), int(w)))
+        return out
+
     def decode_tracks(msg):
         names = [f.name for f in msg.fields]
         assert names == ['id', 'x', 'y', 'x_n', 'y_n', 'vx', 'vy', 'age'], names
@@ -637,14 +649,7 @@ def main():
 
     def t_tracks():
         ns = '/gf_track'
-        items = [{'image': os.path.join(DATA, 'seq', f'cockatoo_{k:02d}.png'),
-                  'out': os.path.join(tmp, f'seq_{k}')} for k in range(6)]
-        ref._run({'images': items})
-        seq = []
-        for k, it in enumerate(items):
-            w, h, enc = open(it['out'] + '.meta').read().split()
-            raw = np.frombuffer(open(it['out'] + '.raw', 'rb').read(), np.uint8)
-            seq.append(to_encoding(f'cockatoo_{k}', raw.reshape(int(h), int(w)), 'mono8'))
+        seq = [to_encoding(f'cockatoo_{k}', raw, 'mono8') for k, raw in enumerate(seq_gray(6))]
         for t, kind in (('tracks', PointCloud2), ('feature', PointCloud)):
             H.listen(f'{ns}/{t}', kind)
         restarts = []
@@ -720,16 +725,10 @@ def main():
     # ---- stereo tracks (VINS-Fusion's mode): two inputs, track.stereo
     def t_stereo_tracks():
         ns = '/gf_stereo_track'
-        items = [{'image': os.path.join(DATA, 'seq', f'cockatoo_{k:02d}.png'),
-                  'out': os.path.join(tmp, f'sseq_{k}')} for k in range(3)]
-        ref._run({'images': items})
-        pairs = []
-        for k, it in enumerate(items):
-            w, h, enc = open(it['out'] + '.meta').read().split()
-            raw = np.frombuffer(open(it['out'] + '.raw', 'rb').read(), np.uint8).reshape(int(h), int(w))
-            d = 8  # the right camera sees the scene 8 px to the left (real pixels)
-            pairs.append((to_encoding(f'left_{k}', np.ascontiguousarray(raw[:, :-d]), 'mono8'),
-                          to_encoding(f'right_{k}', np.ascontiguousarray(raw[:, d:]), 'mono8')))
+        d = 8  # the right camera sees the scene 8 px to the left (real pixels)
+        pairs = [(to_encoding(f'left_{k}', np.ascontiguousarray(raw[:, :-d]), 'mono8'),
+                  to_encoding(f'right_{k}', np.ascontiguousarray(raw[:, d:]), 'mono8'))
+                 for k, raw in enumerate(seq_gray(3))]
         for side in ('left', 'right'):
             H.listen(f'{ns}/{side}/tracks', PointCloud2)
         H.listen(f'{ns}/left/feature', PointCloud)

@@ -59,3 +59,16 @@ pub fn png_chunk(out: &mut Vec<u8>, kind: &[u8; 4], body: &[u8]) {
     let crc = crc32fast::hash(&out[start..]);
     out.extend(crc.to_be_bytes());
 }
+
+/// A stereo pair cut from one frame as scripts/gen_track_golden.py cuts it: left = columns
+/// [0, w - 8), right = columns [8, w) (a disparity of 8 px, real pixels).
+pub fn stereo_pair(img: &GrayImage) -> (GrayImage, GrayImage) {
+    const D: usize = 8;
+    let w = img.width - D;
+    let (mut l, mut r) = (GrayImage::new(w, img.height), GrayImage::new(w, img.height));
+    for y in 0..img.height {
+        l.row_mut(y).copy_from_slice(&img.row(y)[..w]);
+        r.row_mut(y).copy_from_slice(&img.row(y)[D..]);
+    }
+    (l, r)
+}

@@ -2,6 +2,7 @@
 //! reflected borders (`cv::pyrDown`, `BORDER_REFLECT_101`) and, on demand, their Scharr
 //! derivatives (`calcScharrDeriv`) with a zero border. See the parent module for the rules.
 
+use crate::cpu::blur::reflect101;
 use crate::image::GrayImage;
 
 /// An 8-bit image with a border of `pad` pixels on every side.
@@ -43,24 +44,6 @@ impl<T: Copy + Default> Padded<T> {
         let px = (x + self.pad as isize) as usize;
         let py = (y + self.pad as isize) as usize;
         py * self.stride + px * elems
-    }
-}
-
-/// OpenCV's `BORDER_REFLECT_101` index into `0..n` (n >= 1).
-#[inline]
-fn reflect101(mut i: isize, n: usize) -> usize {
-    let n = n as isize;
-    if n == 1 {
-        return 0;
-    }
-    loop {
-        if i < 0 {
-            i = -i;
-        } else if i >= n {
-            i = 2 * n - 2 - i;
-        } else {
-            return i as usize;
-        }
     }
 }
 

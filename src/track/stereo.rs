@@ -1,0 +1,129 @@
+//! VINS-Fusion's stereo mode on top of the mono [`Tracker`]: after the first camera's frame,
+//! its tracks are found in the second camera's frame of the same instant (LK left -> right,
+//! no initial flow; with `flow_back` the same check right -> left, within 0.5 px and inside
+//! the right frame's one-pixel border), with the left's IDs and ages, the second camera's
+//! normalised coordinates and velocities against the previous right positions of the same
+//! IDs.
+
+use nalgebra::Point2;
+
+use super::mask::round_px;
+use super::{Track, Tracker};
+use crate::camera::CameraModel;
+use crate::cpu::lk::LkParams;
+use crate::image::GrayImage;
+
+impl Tracker {
+    /// Stereo: the second camera's tracks of the last [`Tracker::track_stereo`] frame (the
+    /// first camera's IDs and ages, the second camera's positions).
+    pub fn right_tracks(&self) -> &[Track] {
+        &self.right_tracks
+    }
+
+    /// VINS-Fusion's stereo mode: the frame pair taken at `stamp`; the first camera is
+    /// tracked as by [`Tracker::track`], then its tracks are found in the second camera's
+    /// frame by LK (from their left positions, no initial flow) and, with `flow_back`,
+    /// tracked back into the left frame and kept when they return within 0.5 px and land
+    /// inside the right frame's one-pixel border ([`Tracker::right_tracks`]). Velocities
+    /// of the right tracks are against the previous right positions of the same IDs. An
+    /// error (a right frame of another size) leaves no right tracks for this frame.
+    pub fn track_stereo(
+        &mut self,
+        left: &GrayImage,
+        right: &GrayImage,
+        stamp: f64,
+        cameras: (Option<&CameraModel>, Option<&CameraModel>),
+    ) -> std::result::Result<(), String> {
+        self.track(left, stamp, cameras.0);
+        self.track_right(right, cameras.1)
+    }
+
+    /// The stereo step alone, after [`Tracker::track`] (or `track_view`) on the first
+    /// camera's frame: `right` is the second camera's frame of the same instant.
+    pub fn track_right(
+        &mut self,
+        right: &GrayImage,
+        camera: Option<&CameraModel>,
+    ) -> std::result::Result<(), String> {
+        self.right_tracks.clear();
+        let dt = self.stereo_dt.take();
+        if (right.width, right.height) != self.size {
+            self.prev_right.clear();
+            return Err(format!(
+                "the second camera's frame is {}x{}, the first's {}x{}: no stereo tracks",
+                right.width, right.height, self.size.0, self.size.1
+            ));
+        }
+        let p = self.params;
+        let lk = LkParams {
+            window: p.window,
+            max_level: p.levels,
+            ..Default::default()
+        };
+        let back = p.flow_back.then_some(&lk);
+        let mut pts = std::mem::take(&mut self.stereo_pts);
+        pts.clear();
+        pts.extend(self.tracks.iter().map(|t| (t.x, t.y)));
+        let (mut fwd, mut rev) = (
+            std::mem::take(&mut self.stereo_fwd),
+            std::mem::take(&mut self.stereo_rev),
+        );
+        fwd.clear();
+        rev.clear();
+        if !pts.is_empty() {
+            if let Err(e) = self
+                .engine
+                .stereo(right, &pts, &lk, back, &mut fwd, &mut rev)
+            {
+                self.fall_back(e);
+                return Err("the GPU failed: the tracks start over on the CPU".into());
+            }
+        }
+        let (w, h) = (right.width as i32, right.height as i32);
+        let mut cur = std::mem::take(&mut self.cur_right);
+        cur.clear();
+        for (i, f) in fwd.iter().enumerate() {
+            let keep = if p.flow_back {
+                let b = &rev[i];
+                let (dx, dy) = (pts[i].0 - b.x, pts[i].1 - b.y);
+                let d = ((dx * dx + dy * dy) as f64).sqrt();
+                let (rx, ry) = (round_px(f.x), round_px(f.y));
+                let inside = 1 <= rx && rx < w - 1 && 1 <= ry && ry < h - 1;
+                f.status && b.status && inside && d <= 0.5
+            } else {
+                f.status
+            };
+            if !keep {
+                continue;
+            }
+            let left = &self.tracks[i];
+            let (x_n, y_n) = camera
+                .and_then(|c| c.undistort(Point2::new(f.x as f64, f.y as f64)))
+                .map_or((f64::NAN, f64::NAN), |q| (q.x, q.y));
+            let mut t = Track {
+                x: f.x,
+                y: f.y,
+                x_n,
+                y_n,
+                vx: 0.0,
+                vy: 0.0,
+                px_vx: 0.0,
+                px_vy: 0.0,
+                ..*left
+            };
+            if let (Some(dt), Some(&(px, py, pxn, pyn))) = (dt, self.prev_right.get(&t.id)) {
+                (t.vx, t.vy) = ((t.x_n - pxn) / dt, (t.y_n - pyn) / dt);
+                (t.px_vx, t.px_vy) = ((t.x - px) as f64 / dt, (t.y - py) as f64 / dt);
+            }
+            if camera.is_none() {
+                (t.vx, t.vy) = (f64::NAN, f64::NAN);
+            }
+            cur.insert(t.id, (t.x, t.y, t.x_n, t.y_n));
+            self.right_tracks.push(t);
+        }
+        self.cur_right = std::mem::replace(&mut self.prev_right, cur);
+        (self.stereo_pts, self.stereo_fwd, self.stereo_rev) = (pts, fwd, rev);
+        self.right_fresh = true;
+        Ok(())
+    }
+}
