@@ -53,8 +53,17 @@ pub(super) fn camera_from_info(info: &CameraInfo) -> CameraState {
     }
 }
 
-/// Waiting frames of the second camera (stamp ns, gray), and spare buffers.
-type StereoFrames = (VecDeque<(i64, GrayImage)>, Vec<GrayImage>);
+/// One frame of the second camera: its stamp in ns, its header (the right tracks are
+/// published with it) and its pixels in gray.
+#[derive(Default)]
+struct StereoFrame {
+    stamp_ns: i64,
+    header: Header,
+    img: GrayImage,
+}
+
+/// Waiting frames of the second camera, and spare ones to reuse.
+type StereoFrames = (VecDeque<StereoFrame>, Vec<StereoFrame>);
 
 /// Stereo (`track.stereo` with two inputs, VINS-Fusion's mode): the second input's worker
 /// hands its frames (gray, by stamp) to the first input's, which tracks both cameras.
@@ -78,14 +87,16 @@ const STEREO_TOLERANCE_NS: i64 = 3_000_000;
 const STEREO_WAIT: Duration = Duration::from_millis(30);
 
 impl StereoLink {
-    /// The second camera's frame at `stamp_ns`, decoded to gray.
-    pub(super) fn put(&self, stamp_ns: i64, view: &ImageView) {
+    /// The second camera's frame (`header`, stamp `stamp_ns`), decoded to gray.
+    pub(super) fn put(&self, header: &Header, stamp_ns: i64, view: &ImageView) {
         let mut g = self.frames.lock().unwrap();
-        let mut img = g.1.pop().unwrap_or_default();
-        crate::cpu::decode::decode(view, &mut img);
-        g.0.push_back((stamp_ns, img));
+        let mut f = g.1.pop().unwrap_or_default();
+        crate::cpu::decode::decode(view, &mut f.img);
+        f.header.clone_from(header);
+        f.stamp_ns = stamp_ns;
+        g.0.push_back(f);
         while g.0.len() > STEREO_KEPT {
-            let (_, old) = g.0.pop_front().expect("not empty");
+            let old = g.0.pop_front().expect("not empty");
             g.1.push(old);
         }
         drop(g);
@@ -95,7 +106,7 @@ impl StereoLink {
 
     /// Runs `f` on the second camera's frame taken within 3 ms of `stamp_ns`, waiting up to
     /// STEREO_WAIT for it; frames older than it are dropped. None when none came.
-    fn take<R>(&self, stamp_ns: i64, f: impl FnOnce(&GrayImage) -> R) -> Option<R> {
+    fn take<R>(&self, stamp_ns: i64, f: impl FnOnce(&StereoFrame) -> R) -> Option<R> {
         let alive = self
             .last_put
             .lock()
@@ -107,19 +118,19 @@ impl StereoLink {
             while g
                 .0
                 .front()
-                .is_some_and(|(t, _)| *t < stamp_ns - STEREO_TOLERANCE_NS)
+                .is_some_and(|f| f.stamp_ns < stamp_ns - STEREO_TOLERANCE_NS)
             {
-                let (_, old) = g.0.pop_front().expect("not empty");
+                let old = g.0.pop_front().expect("not empty");
                 g.1.push(old);
             }
             if let Some(i) =
                 g.0.iter()
-                    .position(|(t, _)| (t - stamp_ns).abs() <= STEREO_TOLERANCE_NS)
+                    .position(|f| (f.stamp_ns - stamp_ns).abs() <= STEREO_TOLERANCE_NS)
             {
-                let (_, img) = g.0.remove(i).expect("found");
+                let frame = g.0.remove(i).expect("found");
                 drop(g);
-                let r = f(&img);
-                self.frames.lock().unwrap().1.push(img);
+                let r = f(&frame);
+                self.frames.lock().unwrap().1.push(frame);
                 return Some(r);
             }
             let now = Instant::now();
@@ -217,7 +228,7 @@ impl TrackOutputs {
         }
         let stamp_ns = header.stamp.sec as i64 * 1_000_000_000 + header.stamp.nanosec as i64;
         if let (StereoRole::Right { link }, true) = (&self.stereo, cfg.stereo) {
-            link.put(stamp_ns, view);
+            link.put(header, stamp_ns, view);
             return None;
         }
         let (camera, mut problem) = usable_camera(&self.camera, view.width(), view.height());
@@ -238,15 +249,17 @@ impl TrackOutputs {
         {
             let tracker = &mut self.tracker;
             let got = link.take(stamp_ns, |right| {
-                let (cam, why) = usable_camera(right_camera, right.width, right.height);
-                let r = tracker.track_right(right, cam.as_ref());
-                (r, why)
+                let (w, h) = (right.img.width, right.img.height);
+                let (cam, why) = usable_camera(right_camera, w, h);
+                let r = tracker.track_right(&right.img, cam.as_ref());
+                (r, why, right.header.clone())
             });
             match got {
-                Some((r, why)) => {
+                Some((r, why, right_header)) => {
                     stereo = true;
+                    // The right tracks carry the second camera's own header.
                     let cloud = convert::tracks_cloud(
-                        header,
+                        &right_header,
                         self.tracker.right_tracks(),
                         std::mem::take(&mut self.buf),
                     );

@@ -749,6 +749,8 @@ def main():
                 got = H.send_and_wait(f'{ns}/left/image', left, stamp, 'left',
                                       [(f'{ns}/left/tracks', PointCloud2),
                                        (f'{ns}/right/tracks', PointCloud2)])
+                check_header(got[f'{ns}/left/tracks'], stamp, 'left')
+                check_header(got[f'{ns}/right/tracks'], stamp, 'right')
                 lt = decode_tracks(got[f'{ns}/left/tracks'])
                 rt = decode_tracks(got[f'{ns}/right/tracks'])
                 lx = {int(i): (x, y, a) for i, x, y, a in zip(lt['id'], lt['x'], lt['y'], lt['age'])}
