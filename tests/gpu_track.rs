@@ -7,6 +7,9 @@
 
 mod shared;
 
+#[path = "shared/counting_alloc.rs"]
+mod counting_alloc;
+
 use std::path::Path;
 
 use gpu_features::cpu::gftt::{good_features_to_track, GfttParams, GfttScratch};
@@ -249,4 +252,43 @@ fn gpu_stereo_equals_cpu_stereo() {
     assert_eq!(g.backend(), "cuda", "no fallback: {:?}", g.gpu_failure());
     assert!(right > 400, "{right}");
     eprintln!("gpu_stereo_equals_cpu_stereo: 8 pairs, {right} right tracks, identical");
+}
+
+/// The GPU tracker allocates nothing on the host per frame after the first two frames of a
+/// size (mono with the fundamental-matrix test, and stereo), as the CPU one
+/// (tests/robustness.rs): the real sequence three times.
+#[test]
+fn gpu_tracker_allocates_nothing_per_frame_after_the_first_two() {
+    use gpu_features::track::{TrackParams, Tracker};
+    let (mut mono, why) = Tracker::with_cuda(TrackParams {
+        ransac_threshold: 1.0,
+        ..Default::default()
+    });
+    if mono.backend() != "cuda" {
+        assert_eq!(gpu_features::cuda::device_count(), 0, "{why:?}");
+        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_tracker_allocates_nothing...)");
+        return;
+    }
+    let (mut stereo, _) = Tracker::with_cuda(TrackParams::default());
+    let frames: Vec<_> = (0..8).map(frame).collect();
+    let pairs: Vec<_> = frames.iter().map(shared::stereo_pair).collect();
+    let mut stamp = 0.0;
+    let mut worst = (0, 0);
+    for pass in 0..3 {
+        for (k, (img, (l, r))) in frames.iter().zip(&pairs).enumerate() {
+            stamp += 1.0 / 30.0;
+            let (_, a) = counting_alloc::count_allocs(|| mono.track(img, stamp, None).len());
+            let (_, b) = counting_alloc::count_allocs(|| {
+                stereo.track_stereo(l, r, stamp, (None, None)).unwrap();
+            });
+            if pass > 0 || k > 1 {
+                worst = (worst.0.max(a), worst.1.max(b));
+                assert_eq!(a, 0, "mono, pass {pass} frame {k}: {a} allocations");
+                assert_eq!(b, 0, "stereo, pass {pass} frame {k}: {b} allocations");
+            }
+        }
+    }
+    assert_eq!(mono.backend(), "cuda", "{:?}", mono.gpu_failure());
+    assert_eq!(stereo.backend(), "cuda", "{:?}", stereo.gpu_failure());
+    eprintln!("gpu tracker: 22 mono and 22 stereo frames counted, {worst:?} allocations at most");
 }

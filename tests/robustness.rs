@@ -8,8 +8,6 @@ mod bag_common;
 
 mod shared;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -29,52 +27,9 @@ use gpu_features::{BackendChoice, Config, Encoding, Features, ImageView, Pipelin
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, FileFailurePersistence};
 
-// ---------------------------------------------------------------------------------------------
-// Peak single allocation of the current thread, to catch corrupt length fields that make a
-// decoder reserve wildly.
-
-struct PeakAlloc;
-
-thread_local! {
-    static PEAK: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note(size: usize) {
-    let _ = PEAK.try_with(|p| {
-        if size > p.get() {
-            p.set(size)
-        }
-    });
-}
-
-// SAFETY: forwards to the system allocator; only records sizes in a const thread-local.
-unsafe impl GlobalAlloc for PeakAlloc {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        System.alloc(l)
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        System.alloc_zeroed(l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        note(new);
-        System.realloc(p, l, new)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-}
-
-#[global_allocator]
-static ALLOC: PeakAlloc = PeakAlloc;
-
-/// Runs `f` and returns its result with the largest single allocation it made.
-fn peak_alloc<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    PEAK.with(|p| p.set(0));
-    let r = f();
-    (r, PEAK.with(|p| p.get()))
-}
+#[path = "shared/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{count_allocs, peak_alloc};
 
 fn cases(n: u32) -> PtConfig {
     PtConfig {
@@ -1505,4 +1460,54 @@ fn regression_mcap_attachment_without_crc() {
         .expect_err("a corrupt attachment is an error")
         .to_string();
     assert!(e.contains("corrupt"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tracker allocates nothing per frame after the first two frames of a size (issue 27): its
+// per-track buffers are reserved for `max_features`, the image-sized ones (two pyramids) grow
+// on the first two. The real sequence three times (every later frame counted), mono with the
+// fundamental-matrix test on (config/default.yaml's `track.ransac_threshold: 1.0`) and
+// stereo.
+
+fn sequence() -> Vec<gpu_features::GrayImage> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/seq");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 8, "{dir:?}");
+    names
+        .iter()
+        .map(|p| gpu_features::image::load_gray(p).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_tracker_allocates_nothing_per_frame_after_the_first_two() {
+    use gpu_features::track::{TrackParams, Tracker};
+    let frames = sequence();
+    let mut mono = Tracker::new(TrackParams {
+        ransac_threshold: 1.0,
+        ..Default::default()
+    });
+    let mut stereo = Tracker::new(TrackParams::default());
+    let pairs: Vec<_> = frames.iter().map(shared::stereo_pair).collect();
+    let mut stamp = 0.0;
+    for pass in 0..3 {
+        for (k, (img, (l, r))) in frames.iter().zip(&pairs).enumerate() {
+            stamp += 1.0 / 30.0;
+            let (n, allocs) = count_allocs(|| mono.track(img, stamp, None).len());
+            let ((), stereo_allocs) = count_allocs(|| {
+                stereo.track_stereo(l, r, stamp, (None, None)).unwrap();
+            });
+            assert!(n > 0 && !stereo.right_tracks().is_empty());
+            // The two pyramids (previous, current) and their derivatives: frames 0 and 1.
+            if pass > 0 || k > 1 {
+                assert_eq!(allocs, 0, "mono, pass {pass} frame {k}: {allocs} allocations");
+                assert_eq!(stereo_allocs, 0, "stereo, pass {pass} frame {k}");
+            }
+        }
+    }
 }

@@ -15,7 +15,7 @@
 //!   comparator of OpenCV's gftt.cpp compares addresses), then the greedy minimum-distance
 //!   filter over a grid of `round(min_distance)` cells, up to `max_corners`.
 
-use super::harris::covariance_map;
+use super::harris::{covariance_map, DenseScratch};
 use crate::image::GrayImage;
 
 /// `cv::goodFeaturesToTrack` parameters (`useHarrisDetector = false`).
@@ -45,6 +45,17 @@ impl Default for GfttParams {
 
 /// `cv::cornerMinEigenVal(img, block_size, ksize)` into `out` (row-major).
 pub fn min_eigen_map(img: &GrayImage, block_size: u32, ksize: u32, out: &mut Vec<f32>) {
+    min_eigen_map_with(img, block_size, ksize, &mut DenseScratch::default(), out)
+}
+
+/// [`min_eigen_map`] with its row buffers kept in `scratch`.
+fn min_eigen_map_with(
+    img: &GrayImage,
+    block_size: u32,
+    ksize: u32,
+    scratch: &mut DenseScratch,
+    out: &mut Vec<f32>,
+) {
     let mut finish = |a: &[f32], b: &[f32], c: &[f32], _i0: usize, row: &mut [f32]| {
         for (x, o) in row.iter_mut().enumerate() {
             let (a, b, c) = (a[x] * 0.5, b[x], c[x] * 0.5);
@@ -52,7 +63,7 @@ pub fn min_eigen_map(img: &GrayImage, block_size: u32, ksize: u32, out: &mut Vec
             *o = (a + c) - (t * t + b * b).sqrt();
         }
     };
-    covariance_map(img, block_size, ksize, &mut finish, out);
+    covariance_map(img, block_size, ksize, &mut finish, scratch, out);
 }
 
 /// Reusable buffers of [`good_features_to_track`].
@@ -60,6 +71,8 @@ pub fn min_eigen_map(img: &GrayImage, block_size: u32, ksize: u32, out: &mut Vec
 pub struct GfttScratch {
     eig: Vec<f32>,
     dil: Vec<f32>,
+    rowmax: Vec<f32>,
+    dense: DenseScratch,
     cand: Vec<u32>,
     grid: Vec<Vec<(f32, f32)>>,
 }
@@ -82,7 +95,7 @@ pub fn good_features_to_track(
     if let Some(m) = mask {
         assert_eq!((m.width, m.height), (w, h), "mask size");
     }
-    min_eigen_map(img, p.block_size, p.ksize, &mut s.eig);
+    min_eigen_map_with(img, p.block_size, p.ksize, &mut s.dense, &mut s.eig);
     let masked = |i: usize| mask.map_or(true, |m| m.data[i] != 0);
     let mut max = f32::NEG_INFINITY;
     for (i, &v) in s.eig.iter().enumerate() {
@@ -101,8 +114,10 @@ pub fn good_features_to_track(
             *v = 0.0;
         }
     }
-    dilate3(&s.eig, w, h, &mut s.dil);
+    dilate3(&s.eig, w, h, &mut s.rowmax, &mut s.dil);
     s.cand.clear();
+    // Room for every interior pixel: the candidates of any later frame of this size fit.
+    s.cand.reserve(w.saturating_sub(2) * h.saturating_sub(2));
     for y in 1..h.saturating_sub(1) {
         for x in 1..w - 1 {
             let i = y * w + x;
@@ -163,7 +178,9 @@ pub fn keep_spaced(
     }
     let cell = (min_distance.round_ties_even() as usize).max(1);
     let (gw, gh) = (w.div_ceil(cell), h.div_ceil(cell));
-    grid.resize_with(gw * gh, Vec::new);
+    // Points of one cell are `min_distance` apart inside a square of side `cell - 1`: at
+    // most 3 fit, so a cell's first capacity (4) is its last and a frame allocates nothing.
+    grid.resize_with(gw * gh, || Vec::with_capacity(4));
     grid.truncate(gw * gh);
     for g in grid.iter_mut() {
         g.clear();
@@ -193,10 +210,11 @@ pub fn keep_spaced(
 }
 
 /// 3x3 maximum (`cv::dilate` with the default kernel; pixels outside the image ignored).
-fn dilate3(src: &[f32], w: usize, h: usize, dst: &mut Vec<f32>) {
+fn dilate3(src: &[f32], w: usize, h: usize, rowmax: &mut Vec<f32>, dst: &mut Vec<f32>) {
     dst.clear();
     dst.resize(w * h, 0.0);
-    let mut rowmax = vec![0f32; w * h];
+    rowmax.clear();
+    rowmax.resize(w * h, 0.0);
     for y in 0..h {
         let r = &src[y * w..(y + 1) * w];
         for x in 0..w {

@@ -145,10 +145,10 @@ struct Sobel<'a, const K: usize> {
     img: &'a GrayImage,
     sm: &'a [f32; K],
     de: &'a [f32; K],
-    padded: Vec<f32>,
+    padded: &'a mut [f32],
     /// Slot `py % K` holds the row-filtered padded row py (image row py - K/2, reflected).
-    ring_d: Vec<f32>,
-    ring_s: Vec<f32>,
+    ring_d: &'a mut [f32],
+    ring_s: &'a mut [f32],
     filled: usize,
     /// The next output row.
     y: usize,
@@ -156,15 +156,20 @@ struct Sobel<'a, const K: usize> {
 
 impl<'a, const K: usize> Sobel<'a, K> {
     #[inline(always)]
-    fn new(img: &'a GrayImage, sm: &'a [f32; K], de: &'a [f32; K]) -> Self {
+    fn new(
+        img: &'a GrayImage,
+        sm: &'a [f32; K],
+        de: &'a [f32; K],
+        [padded, ring_d, ring_s]: &'a mut [Vec<f32>; 3],
+    ) -> Self {
         let w = img.width;
         Sobel {
             img,
             sm,
             de,
-            padded: vec![0f32; w + K - 1],
-            ring_d: vec![0f32; K * w],
-            ring_s: vec![0f32; K * w],
+            padded: zeroed(padded, w + K - 1),
+            ring_d: zeroed(ring_d, K * w),
+            ring_s: zeroed(ring_s, K * w),
             filled: 0,
             y: 0,
         }
@@ -177,7 +182,7 @@ impl<'a, const K: usize> Sobel<'a, K> {
         while self.filled <= y + 2 * r {
             let py = self.filled;
             let src = self.img.row(reflect101(py as isize - r as isize, h));
-            pad_row(src, r, &mut self.padded, |v| v as f32);
+            pad_row(src, r, self.padded, |v| v as f32);
             let slot = py % K;
             row_filter(
                 &self.padded,
@@ -191,10 +196,30 @@ impl<'a, const K: usize> Sobel<'a, K> {
             );
             self.filled += 1;
         }
-        col_filter(rows_of(&self.ring_d, y, w), self.sm, false, dx);
-        col_filter(rows_of(&self.ring_s, y, w), self.de, true, dy);
+        col_filter(rows_of(self.ring_d, y, w), self.sm, false, dx);
+        col_filter(rows_of(self.ring_s, y, w), self.de, true, dy);
         self.y += 1;
     }
+}
+
+/// `v` cleared and refilled with `n` zeros (its capacity kept).
+fn zeroed<T: Copy + Default>(v: &mut Vec<T>, n: usize) -> &mut [T] {
+    v.clear();
+    v.resize(n, T::default());
+    v
+}
+
+/// The row buffers of the dense maps ([`covariance_map`]), kept between calls so that a
+/// map of a size seen before allocates nothing.
+#[derive(Debug, Default)]
+pub struct DenseScratch {
+    sobel: [Vec<f32>; 3],
+    grad: [Vec<f32>; 2],
+    pads: [Vec<f32>; 3],
+    ring: [Vec<f64>; 3],
+    sum: [Vec<f64>; 3],
+    row: [Vec<f32>; 3],
+    resp: Vec<f32>,
 }
 
 /// The `K` ring rows `y .. y + K` (slots taken modulo `K`).
@@ -269,28 +294,34 @@ fn dense_core<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32]
     de: &[f32; K],
     block: usize,
     finish: &mut F,
+    scratch: &mut DenseScratch,
     out: &mut Vec<f32>,
 ) {
     let (w, h) = (img.width, img.height);
     let anchor = block / 2;
-    let mut sobel = Sobel::new(img, sm, de);
+    let DenseScratch {
+        sobel,
+        grad: [gx_ring, gy_ring],
+        pads,
+        ring,
+        sum,
+        row,
+        resp,
+    } = scratch;
+    let mut sobel = Sobel::new(img, sm, de, sobel);
     // Sobel rows, slot `sy % grad_n`: the box rows ask for them in order except for
     // reflections at most `block` rows back.
     let grad_n = block + 1;
-    let mut gx_ring = vec![0f32; grad_n * w];
-    let mut gy_ring = vec![0f32; grad_n * w];
+    let gx_ring = zeroed(gx_ring, grad_n * w);
+    let gy_ring = zeroed(gy_ring, grad_n * w);
     let mut grad_done = 0;
     let pw = w + block - 1;
-    let mut pads = [vec![0f32; pw], vec![0f32; pw], vec![0f32; pw]];
+    let mut pads = pads.each_mut().map(|v| zeroed(v, pw));
     // Slot `py % block` holds the row sums of padded row py, per product.
-    let mut ring = [
-        vec![0f64; block * w],
-        vec![0f64; block * w],
-        vec![0f64; block * w],
-    ];
-    let mut sum = [vec![0f64; w], vec![0f64; w], vec![0f64; w]];
-    let mut row = [vec![0f32; w], vec![0f32; w], vec![0f32; w]];
-    let mut resp = vec![0f32; w];
+    let mut ring = ring.each_mut().map(|v| zeroed(v, block * w));
+    let mut sum = sum.each_mut().map(|v| zeroed(v, w));
+    let mut row = row.each_mut().map(|v| zeroed(v, w));
+    let resp = zeroed(resp, w);
     for py in 0..h + block - 1 {
         // Row sums of padded row py (image row sy).
         let sy = reflect101(py as isize - anchor as isize, h);
@@ -353,8 +384,8 @@ fn dense_core<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32]
             }
         }
         let [a, b, c] = &row;
-        finish(a, b, c, y * w, &mut resp);
-        out.extend_from_slice(&resp);
+        finish(a, b, c, y * w, resp);
+        out.extend_from_slice(resp);
     }
 }
 
@@ -368,9 +399,10 @@ unsafe fn dense_core_fma<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize,
     de: &[f32; K],
     block: usize,
     finish: &mut F,
+    scratch: &mut DenseScratch,
     out: &mut Vec<f32>,
 ) {
-    dense_core(img, sm, de, block, finish, out)
+    dense_core(img, sm, de, block, finish, scratch, out)
 }
 
 /// Dispatches to the FMA build where the CPU has it.
@@ -380,6 +412,7 @@ fn dense_dispatch<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [
     de: &[f32],
     block: usize,
     finish: &mut F,
+    scratch: &mut DenseScratch,
     out: &mut Vec<f32>,
 ) {
     let sm: &[f32; K] = sm.try_into().unwrap();
@@ -387,10 +420,10 @@ fn dense_dispatch<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-        unsafe { dense_core_fma(img, sm, de, block, finish, out) };
+        unsafe { dense_core_fma(img, sm, de, block, finish, scratch, out) };
         return;
     }
-    dense_core(img, sm, de, block, finish, out)
+    dense_core(img, sm, de, block, finish, scratch, out)
 }
 
 /// `cv::cornerHarris(img, block_size, ksize, k)` (default border, `BORDER_REFLECT_101`) into
@@ -409,7 +442,14 @@ pub fn dense_response(img: &GrayImage, block_size: u32, ksize: u32, k: f32, out:
     let mut finish = |a: &[f32], b: &[f32], c: &[f32], i0: usize, resp: &mut [f32]| {
         response_row(a, b, c, k, kd, i0, ends, resp)
     };
-    covariance_map(img, block_size, ksize, &mut finish, out);
+    covariance_map(
+        img,
+        block_size,
+        ksize,
+        &mut finish,
+        &mut DenseScratch::default(),
+        out,
+    );
 }
 
 /// The common part of `cv::cornerHarris` and `cv::cornerMinEigenVal`
@@ -421,6 +461,7 @@ pub(crate) fn covariance_map<F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])
     block_size: u32,
     ksize: u32,
     finish: &mut F,
+    scratch: &mut DenseScratch,
     out: &mut Vec<f32>,
 ) {
     let (w, h) = (img.width, img.height);
@@ -438,13 +479,17 @@ pub(crate) fn covariance_map<F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])
     let (smooth, deriv) = sobel_kernels(ksize);
     let scale = 1.0 / ((1u32 << (ksize - 1)) as f64 * block_size as f64 * 255.0);
     // OpenCV scales the f32 kernel Mat by a float factor.
-    let sm: Vec<f32> = smooth.iter().map(|&v| v as f32 * scale as f32).collect();
-    let de: Vec<f32> = deriv.iter().map(|&v| v as f32).collect();
+    let (mut sm, mut de) = ([0f32; 7], [0f32; 7]);
+    for (i, (&s, &d)) in smooth.iter().zip(deriv.iter()).enumerate() {
+        (sm[i], de[i]) = (s as f32 * scale as f32, d as f32);
+    }
+    let k = smooth.len();
+    let (sm, de) = (&sm[..k], &de[..k]);
     let bs = block_size as usize;
     match ksize {
-        3 => dense_dispatch::<3, F>(img, &sm, &de, bs, finish, out),
-        5 => dense_dispatch::<5, F>(img, &sm, &de, bs, finish, out),
-        _ => dense_dispatch::<7, F>(img, &sm, &de, bs, finish, out),
+        3 => dense_dispatch::<3, F>(img, sm, de, bs, finish, scratch, out),
+        5 => dense_dispatch::<5, F>(img, sm, de, bs, finish, scratch, out),
+        _ => dense_dispatch::<7, F>(img, sm, de, bs, finish, scratch, out),
     }
 }
 

@@ -49,6 +49,14 @@ impl Default for FlowEngine {
 }
 
 impl FlowEngine {
+    /// Room for `n` points in the CPU engine's point buffers (the GPU's are sized at start).
+    pub(super) fn reserve(&mut self, n: usize) {
+        if let FlowEngine::Cpu { scratch, from, .. } = self {
+            from.reserve(n);
+            scratch.reserve(n);
+        }
+    }
+
     /// The last LK launch's GPU time (ms), NaN on the CPU.
     pub(super) fn lk_kernel_ms(&self) -> f64 {
         match self {

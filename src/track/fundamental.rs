@@ -11,7 +11,7 @@
 //! on the real sequence and bounds it. (OpenCV switches to LMeDS below 15 pairs; this runs
 //! RANSAC from 8.)
 
-use nalgebra::{DMatrix, Matrix3, SVD};
+use nalgebra::{Matrix3, SMatrix, SVD};
 
 /// RANSAC settings (VINS: 1 px, confidence 0.99; OpenCV's 1000 iterations at most).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,16 +68,43 @@ fn collinear(p: &[(f32, f32)]) -> bool {
     false
 }
 
+/// Up to three values on the stack (the cubic's roots, the 7-point candidates).
+#[derive(Clone, Copy, Debug)]
+struct Up3<T: Copy> {
+    items: [T; 3],
+    len: usize,
+}
+
+impl<T: Copy> Up3<T> {
+    fn of(fill: T, values: &[T]) -> Self {
+        let mut items = [fill; 3];
+        items[..values.len()].copy_from_slice(values);
+        Up3 {
+            items,
+            len: values.len(),
+        }
+    }
+
+    fn as_slice(&self) -> &[T] {
+        &self.items[..self.len]
+    }
+}
+
 /// The real roots of `c0 x^3 + c1 x^2 + c2 x + c3` in OpenCV's `solveCubic` order.
-fn solve_cubic(c: [f64; 4]) -> Vec<f64> {
+fn solve_cubic(c: [f64; 4]) -> Up3<f64> {
+    let roots = |r: &[f64]| Up3::of(0.0, r);
     let [a0, a1, a2, a3] = c;
     if a0 == 0.0 {
         if a1 == 0.0 {
-            return if a2 == 0.0 { vec![] } else { vec![-a3 / a2] };
+            return if a2 == 0.0 {
+                roots(&[])
+            } else {
+                roots(&[-a3 / a2])
+            };
         }
         let d = a2 * a2 - 4.0 * a1 * a3;
         if d < 0.0 {
-            return vec![];
+            return roots(&[]);
         }
         let d = d.sqrt();
         let (q1, q2) = ((-a2 + d) * 0.5, (a2 + d) * -0.5);
@@ -86,7 +113,11 @@ fn solve_cubic(c: [f64; 4]) -> Vec<f64> {
         } else {
             (q2 / a1, a3 / q2)
         };
-        return if d > 0.0 { vec![x0, x1] } else { vec![x0] };
+        return if d > 0.0 {
+            roots(&[x0, x1])
+        } else {
+            roots(&[x0])
+        };
     }
     let inv = 1.0 / a0;
     let (a1, a2, a3) = (a1 * inv, a2 * inv, a3 * inv);
@@ -101,11 +132,11 @@ fn solve_cubic(c: [f64; 4]) -> Vec<f64> {
         let t0 = -2.0 * q.sqrt();
         let (t1, t2) = (theta * (1.0 / 3.0), a1 * (1.0 / 3.0));
         let pi = std::f64::consts::PI;
-        vec![
+        roots(&[
             t0 * t1.cos() - t2,
             t0 * (t1 + 2.0 * pi / 3.0).cos() - t2,
             t0 * (t1 + 4.0 * pi / 3.0).cos() - t2,
-        ]
+        ])
     } else if d == 0.0 {
         let (x0, x1) = if r >= 0.0 {
             (
@@ -119,9 +150,9 @@ fn solve_cubic(c: [f64; 4]) -> Vec<f64> {
             )
         };
         if x0 == x1 {
-            vec![x0]
+            roots(&[x0])
         } else {
-            vec![x0, x1]
+            roots(&[x0, x1])
         }
     } else {
         let d = (-d).sqrt();
@@ -129,14 +160,15 @@ fn solve_cubic(c: [f64; 4]) -> Vec<f64> {
         if r > 0.0 {
             e = -e;
         }
-        vec![(e + q / e) - a1 * (1.0 / 3.0)]
+        roots(&[(e + q / e) - a1 * (1.0 / 3.0)])
     }
 }
 
 /// OpenCV's 7-point algorithm (`run7Point`): Hartley-normalised, the two-dimensional null
 /// space of the 7x9 system, the cubic `det(l F1 + (1 - l) F2) = 0`, each root a model with
 /// `F33 = 1`.
-fn seven_point(a: &[(f32, f32)], b: &[(f32, f32)]) -> Vec<Matrix3<f64>> {
+fn seven_point(a: &[(f32, f32)], b: &[(f32, f32)]) -> Up3<Matrix3<f64>> {
+    let none = Up3::of(Matrix3::zeros(), &[]);
     let norm = |p: &[(f32, f32)]| -> Option<((f64, f64), f64)> {
         let t = 1.0 / 7.0;
         let c = p
@@ -151,9 +183,10 @@ fn seven_point(a: &[(f32, f32)], b: &[(f32, f32)]) -> Vec<Matrix3<f64>> {
         (s >= f32::EPSILON as f64).then(|| (c, std::f64::consts::SQRT_2 / s))
     };
     let (Some((c1, s1)), Some((c2, s2))) = (norm(a), norm(b)) else {
-        return vec![];
+        return none;
     };
-    let mut m = DMatrix::<f64>::zeros(9, 9);
+    // 9x9 on the stack (rows 7 and 8 zero): no allocation per sample.
+    let mut m = SMatrix::<f64, 9, 9>::zeros();
     for i in 0..7 {
         let x0 = (a[i].0 as f64 - c1.0) * s1;
         let y0 = (a[i].1 as f64 - c1.1) * s1;
@@ -167,13 +200,12 @@ fn seven_point(a: &[(f32, f32)], b: &[(f32, f32)]) -> Vec<Matrix3<f64>> {
     // The null space: the right singular vectors of the two smallest singular values.
     let svd = SVD::new(m, false, true);
     let Some(vt) = svd.v_t else {
-        return vec![];
+        return none;
     };
-    let mut order: Vec<usize> = (0..9).collect();
+    let mut order: [usize; 9] = std::array::from_fn(|i| i);
     order.sort_by(|&x, &y| svd.singular_values[y].total_cmp(&svd.singular_values[x]));
-    let f1v: Vec<f64> = vt.row(order[7]).iter().copied().collect();
-    let f2: Vec<f64> = vt.row(order[8]).iter().copied().collect();
-    let f1: Vec<f64> = f1v.iter().zip(&f2).map(|(x, y)| x - y).collect();
+    let f2: [f64; 9] = std::array::from_fn(|j| vt[(order[8], j)]);
+    let f1: [f64; 9] = std::array::from_fn(|j| vt[(order[7], j)] - f2[j]);
     let det3 = |p: &[f64], q: &[f64]| -> f64 {
         // sum over the cofactors of q times p's entries
         p[0] * (q[4] * q[8] - q[5] * q[7]) - p[1] * (q[3] * q[8] - q[5] * q[6])
@@ -192,9 +224,9 @@ fn seven_point(a: &[(f32, f32)], b: &[(f32, f32)]) -> Vec<Matrix3<f64>> {
     let c = [det(&f1), det3(&f2, &f1), det3(&f1, &f2), det(&f2)];
     let t1 = Matrix3::new(s1, 0.0, -s1 * c1.0, 0.0, s1, -s1 * c1.1, 0.0, 0.0, 1.0);
     let t2 = Matrix3::new(s2, 0.0, -s2 * c2.0, 0.0, s2, -s2 * c2.1, 0.0, 0.0, 1.0);
-    solve_cubic(c)
-        .into_iter()
-        .map(|root| {
+    let mut out = none;
+    for &root in solve_cubic(c).as_slice() {
+        out.items[out.len] = {
             let (mut lambda, mut mu) = (root, 1.0);
             let s = f1[8] * root + f2[8];
             let mut f = [0.0; 9];
@@ -211,8 +243,10 @@ fn seven_point(a: &[(f32, f32)], b: &[(f32, f32)]) -> Vec<Matrix3<f64>> {
                 f *= 1.0 / f[(2, 2)];
             }
             f
-        })
-        .collect()
+        };
+        out.len += 1;
+    }
+    out
 }
 
 /// OpenCV's `findFundamentalMat` error of one pair: the larger squared distance of each
@@ -252,58 +286,82 @@ fn update_iters(p: f64, ep: f64, model_points: i32, max_iters: usize) -> usize {
 /// generator and seed, 7-point samples rejected when collinear, every root a candidate, a
 /// model kept when it has more inliers than the best so far, the iteration bound updated
 /// from the inlier share. Fewer than 8 pairs: every pair kept (VINS skips the test).
+/// (Allocates the mask; the tracker keeps a [`Ransac`] instead.)
 pub fn ransac_mask(a: &[(f32, f32)], b: &[(f32, f32)], p: &RansacParams) -> Vec<bool> {
-    let n = a.len();
-    if n < 8 {
-        return vec![true; n];
+    Ransac::default().mask(a, b, p).to_vec()
+}
+
+/// [`ransac_mask`] with its two mask buffers kept between calls: once they have grown to
+/// the number of pairs, a call allocates nothing (the samples, the 9x9 system and the
+/// candidates live on the stack).
+#[derive(Debug, Default)]
+pub struct Ransac {
+    best: Vec<bool>,
+    candidate: Vec<bool>,
+}
+
+impl Ransac {
+    /// Room for `n` pairs (no growth below that).
+    pub fn reserve(&mut self, n: usize) {
+        self.best.reserve(n);
+        self.candidate.reserve(n);
     }
-    let thr = (p.threshold * p.threshold) as f32;
-    let mut rng = CvRng(u64::MAX);
-    let mut best = vec![true; n];
-    let mut best_count = 0usize;
-    let mut niters = p.max_iters.max(1);
-    let (mut sa, mut sb) = (Vec::with_capacity(7), Vec::with_capacity(7));
-    let mut idx = [0usize; 7];
-    let mut iter = 0;
-    while iter < niters {
-        iter += 1;
-        let mut found = false;
-        for _ in 0..10_000 {
-            for i in 0..7 {
-                idx[i] = loop {
-                    let c = rng.below(n);
-                    if !idx[..i].contains(&c) {
-                        break c;
-                    }
-                };
+
+    /// The inlier mask of `a[i] -> b[i]`, as [`ransac_mask`] computes it.
+    pub fn mask(&mut self, a: &[(f32, f32)], b: &[(f32, f32)], p: &RansacParams) -> &[bool] {
+        let n = a.len().min(b.len());
+        self.best.clear();
+        self.best.resize(n, true);
+        if n < 8 {
+            return &self.best;
+        }
+        let thr = (p.threshold * p.threshold) as f32;
+        let mut rng = CvRng(u64::MAX);
+        let mut best_count = 0usize;
+        let mut niters = p.max_iters.max(1);
+        let (mut sa, mut sb) = ([(0f32, 0f32); 7], [(0f32, 0f32); 7]);
+        let mut idx = [0usize; 7];
+        let mut iter = 0;
+        while iter < niters {
+            iter += 1;
+            let mut found = false;
+            for _ in 0..10_000 {
+                for i in 0..7 {
+                    idx[i] = loop {
+                        let c = rng.below(n);
+                        if !idx[..i].contains(&c) {
+                            break c;
+                        }
+                    };
+                }
+                for (k, &i) in idx.iter().enumerate() {
+                    (sa[k], sb[k]) = (a[i], b[i]);
+                }
+                if !collinear(&sa) && !collinear(&sb) {
+                    found = true;
+                    break;
+                }
             }
-            sa.clear();
-            sb.clear();
-            sa.extend(idx.iter().map(|&i| a[i]));
-            sb.extend(idx.iter().map(|&i| b[i]));
-            if !collinear(&sa) && !collinear(&sb) {
-                found = true;
+            if !found {
                 break;
             }
-        }
-        if !found {
-            break;
-        }
-        for f in seven_point(&sa, &sb) {
-            let mask: Vec<bool> = a
-                .iter()
-                .zip(b)
-                .map(|(&p, &q)| epipolar_error(&f, p, q) <= thr)
-                .collect();
-            let good = mask.iter().filter(|&&m| m).count();
-            if good > best_count.max(6) {
-                best = mask;
-                best_count = good;
-                niters = update_iters(p.confidence, (n - good) as f64 / n as f64, 7, niters);
+            for f in seven_point(&sa, &sb).as_slice() {
+                self.candidate.clear();
+                self.candidate.extend(
+                    a.iter()
+                        .zip(b)
+                        .map(|(&p, &q)| epipolar_error(f, p, q) <= thr),
+                );
+                let good = self.candidate.iter().filter(|&&m| m).count();
+                if good > best_count.max(6) {
+                    std::mem::swap(&mut self.best, &mut self.candidate);
+                    best_count = good;
+                    niters = update_iters(p.confidence, (n - good) as f64 / n as f64, 7, niters);
+                }
             }
         }
+        &self.best
     }
-    best
 }
 
 #[cfg(test)]
@@ -338,9 +396,10 @@ mod tests {
     fn seven_points_fit_and_outliers_are_found() {
         let (a, mut b) = views(60);
         let fs = seven_point(&a[..7], &b[..7]);
-        assert!(!fs.is_empty());
+        assert!(fs.len > 0);
         // One of the candidates explains all 60 pairs (to f32 rounding of the points).
         let best = fs
+            .as_slice()
             .iter()
             .map(|f| {
                 a.iter()
@@ -367,11 +426,18 @@ mod tests {
             ransac_mask(&a[..5], &b[..5], &RansacParams::default()),
             vec![true; 5]
         );
+        // Reused buffers: a kept Ransac gives each call the mask of a fresh one.
+        let (a2, b2) = views(40);
+        let mut kept = Ransac::default();
+        for (x, y) in [(&a, &b), (&a2, &b2), (&a, &b)] {
+            let fresh = ransac_mask(x, y, &RansacParams::default());
+            assert_eq!(kept.mask(x, y, &RansacParams::default()), &fresh[..]);
+        }
     }
 
     #[test]
     fn cubic_roots_and_iteration_bound() {
-        let mut r = solve_cubic([1.0, -6.0, 11.0, -6.0]);
+        let mut r = solve_cubic([1.0, -6.0, 11.0, -6.0]).as_slice().to_vec();
         r.sort_by(f64::total_cmp);
         assert!(
             r.iter()
@@ -379,7 +445,7 @@ mod tests {
                 .all(|(x, y)| (x - y).abs() < 1e-9),
             "{r:?}"
         );
-        assert_eq!(solve_cubic([0.0, 0.0, 2.0, -4.0]), vec![2.0]);
+        assert_eq!(solve_cubic([0.0, 0.0, 2.0, -4.0]).as_slice(), &[2.0]);
         assert_eq!(update_iters(0.99, 0.0, 7, 1000), 0, "no outliers: stop now");
         assert_eq!(update_iters(0.99, 0.5, 7, 1000), 587);
     }

@@ -39,7 +39,7 @@ use nalgebra::Point2;
 use self::engine::FlowEngine;
 #[cfg(feature = "cuda")]
 use self::engine::GpuFlow;
-use self::fundamental::{ransac_mask, RansacParams};
+use self::fundamental::{Ransac, RansacParams};
 use self::mask::{fill_circle, round_px};
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;
@@ -86,14 +86,49 @@ pub struct Tracker {
     stereo_fwd: Vec<Flow>,
     stereo_rev: Vec<Flow>,
     cur_right: HashMap<u64, (f32, f32, f64, f64)>,
+    ransac: Ransac,
+    ransac_a: Vec<(f32, f32)>,
+    ransac_b: Vec<(f32, f32)>,
 }
 
 impl Tracker {
     pub fn new(params: TrackParams) -> Tracker {
-        Tracker {
+        let mut t = Tracker {
             params,
             ..Default::default()
+        };
+        t.reserve();
+        t
+    }
+
+    /// Room for `max_features` in every per-track buffer, so that no frame grows one
+    /// (the image-sized buffers grow on the first two frames of a size; tests/robustness.rs
+    /// counts the allocations of a frame).
+    fn reserve(&mut self) {
+        let m = self.params.max_features;
+        for v in [&mut self.prev_pts, &mut self.corners, &mut self.stereo_pts] {
+            v.reserve(m);
         }
+        for v in [&mut self.ransac_a, &mut self.ransac_b] {
+            v.reserve(m);
+        }
+        for v in [&mut self.tracks, &mut self.spare_tracks, &mut self.right_tracks] {
+            v.reserve(m);
+        }
+        for v in [
+            &mut self.fwd,
+            &mut self.back,
+            &mut self.stereo_fwd,
+            &mut self.stereo_rev,
+        ] {
+            v.reserve(m);
+        }
+        self.kept.reserve(m);
+        self.ok.reserve(m);
+        self.prev_right.reserve(m);
+        self.cur_right.reserve(m);
+        self.ransac.reserve(m);
+        self.engine.reserve(m);
     }
 
     /// A tracker whose LK stage runs on the GPU (window up to 31); the CPU's when CUDA
@@ -161,6 +196,7 @@ impl Tracker {
             self.clear();
         }
         self.params = params;
+        self.reserve();
     }
 
     /// The tracks of the last frame (oldest first, then the new ones).
@@ -311,18 +347,27 @@ impl Tracker {
         // 3. Fundamental-matrix test (OpenCV's RANSAC from 15 pairs; below, where OpenCV
         // would switch to LMeDS, the tracks are kept).
         if p.ransac_threshold > 0.0 && kept.len() >= 15 {
-            let project = |pt: (f32, f32)| self.ransac_point(pt);
-            let a: Vec<(f32, f32)> = kept.iter().map(|(_, prev)| project(*prev)).collect();
-            let b: Vec<(f32, f32)> = kept.iter().map(|(t, _)| project((t.x, t.y))).collect();
+            // The kept point buffers taken out for the calls on `self`, put back below.
+            let (mut a, mut b) = (
+                std::mem::take(&mut self.ransac_a),
+                std::mem::take(&mut self.ransac_b),
+            );
+            a.clear();
+            b.clear();
+            for (t, prev) in kept.iter() {
+                a.push(self.ransac_point(*prev));
+                b.push(self.ransac_point((t.x, t.y)));
+            }
             let rp = RansacParams {
                 threshold: p.ransac_threshold,
                 ..Default::default()
             };
-            let m = ransac_mask(&a, &b, &rp);
+            let m = self.ransac.mask(&a, &b, &rp);
             let before = kept.len();
             let mut it = m.iter();
             kept.retain(|_| *it.next().unwrap_or(&true));
             self.stats.ransac_rejected = before - kept.len();
+            (self.ransac_a, self.ransac_b) = (a, b);
         }
 
         // 4. Mask: oldest first (stable), each claims its disc. Tracks of one age were born

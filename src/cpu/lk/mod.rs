@@ -97,6 +97,15 @@ pub struct LkScratch {
     /// The interpolated window of the previous image (x32) and its gradients.
     iwin: Vec<i32>,
     dwin: Vec<(i32, i32)>,
+    /// The points' positions while the levels refine them.
+    next_pts: Vec<(f32, f32)>,
+}
+
+impl LkScratch {
+    /// Room for `n` points (no growth below that).
+    pub fn reserve(&mut self, n: usize) {
+        self.next_pts.reserve(n);
+    }
 }
 
 /// `cv::calcOpticalFlowPyrLK(prev, next, prev_pts, next_pts, status, err, ...)` with both
@@ -130,10 +139,13 @@ pub fn track(
         return;
     }
     let max_level = p.max_level.min(prev.max_level()).min(next.max_level());
-    let mut next_pts: Vec<(f32, f32)> = match initial {
-        Some(i) => i.to_vec(),
-        None => vec![(0.0, 0.0); prev_pts.len()],
-    };
+    // The scratch's point buffer taken out while the points use the rest, put back below.
+    let mut next_pts = std::mem::take(&mut scratch.next_pts);
+    next_pts.clear();
+    match initial {
+        Some(i) => next_pts.extend_from_slice(i),
+        None => next_pts.resize(prev_pts.len(), (0.0, 0.0)),
+    }
     let eps = {
         let e = p.epsilon.clamp(0.0, 10.0);
         e * e
@@ -158,6 +170,7 @@ pub fn track(
     for (o, &(x, y)) in out.iter_mut().zip(&next_pts) {
         (o.x, o.y) = (x, y);
     }
+    scratch.next_pts = next_pts;
 }
 
 struct Level<'a> {

@@ -56,6 +56,8 @@ pub struct FlowPyramid {
     pub(super) derivs: Vec<Padded<i16>>,
     pub(super) derivs_ready: bool,
     pub(super) window: usize,
+    /// Row sums of `pyr_down` and `scharr`, kept so that a rebuild allocates nothing.
+    rows: Vec<i32>,
 }
 
 impl FlowPyramid {
@@ -80,7 +82,7 @@ impl FlowPyramid {
                 }
             } else {
                 let (prev, rest) = self.levels.split_at_mut(level);
-                pyr_down(&prev[level - 1], &mut rest[0], w, h, pad);
+                pyr_down(&prev[level - 1], &mut rest[0], w, h, pad, &mut self.rows);
             }
             fill_reflect_border(&mut self.levels[level]);
             n = level + 1;
@@ -105,17 +107,33 @@ impl FlowPyramid {
         }
         self.derivs.resize_with(self.levels.len(), Padded::default);
         for (lvl, d) in self.levels.iter().zip(self.derivs.iter_mut()) {
-            scharr(lvl, d, self.window);
+            scharr(lvl, d, self.window, &mut self.rows);
         }
         self.derivs_ready = true;
     }
 }
 
-/// `cv::pyrDown` of `src`'s interior into `dst` (`w x h`, the halved size), border `pad`.
-fn pyr_down(src: &Padded<u8>, dst: &mut Padded<u8>, w: usize, h: usize, pad: usize) {
+/// `cv::pyrDown` of `src`'s interior into `dst` (`w x h`, the halved size), border `pad`;
+/// `scratch` holds the five horizontal row sums.
+fn pyr_down(
+    src: &Padded<u8>,
+    dst: &mut Padded<u8>,
+    w: usize,
+    h: usize,
+    pad: usize,
+    scratch: &mut Vec<i32>,
+) {
     dst.resize(w, h, pad, 1);
     let (sw, sh) = (src.width, src.height);
-    let mut rows: Vec<Vec<i32>> = vec![vec![0; w]; 5];
+    scratch.clear();
+    scratch.resize(5 * w, 0);
+    let mut rows: [&mut [i32]; 5] = {
+        let (r0, rest) = scratch.split_at_mut(w);
+        let (r1, rest) = rest.split_at_mut(w);
+        let (r2, rest) = rest.split_at_mut(w);
+        let (r3, r4) = rest.split_at_mut(w);
+        [r0, r1, r2, r3, r4]
+    };
     let src_px = |x: isize, y: usize| src.data[src.at(reflect101(x, sw) as isize, y as isize, 1)];
     let hrow = |sy: usize, out: &mut [i32]| {
         for (x, o) in out.iter_mut().enumerate() {
@@ -156,12 +174,14 @@ fn fill_reflect_border(img: &mut Padded<u8>) {
     }
 }
 
-/// `calcScharrDeriv` of `lvl`'s interior into `d` (interleaved x, y), border of zeros.
-fn scharr(lvl: &Padded<u8>, d: &mut Padded<i16>, pad: usize) {
+/// `calcScharrDeriv` of `lvl`'s interior into `d` (interleaved x, y), border of zeros;
+/// `scratch` holds the two vertical sums.
+fn scharr(lvl: &Padded<u8>, d: &mut Padded<i16>, pad: usize, scratch: &mut Vec<i32>) {
     let (w, h) = (lvl.width, lvl.height);
     d.resize(w, h, pad, 2);
-    let mut t0 = vec![0i32; w + 2];
-    let mut t1 = vec![0i32; w + 2];
+    scratch.clear();
+    scratch.resize(2 * (w + 2), 0);
+    let (t0, t1) = scratch.split_at_mut(w + 2);
     let px = |x: usize, y: usize| lvl.data[lvl.at(x as isize, y as isize, 1)] as i32;
     for y in 0..h {
         let y0 = if y > 0 {
