@@ -86,6 +86,7 @@ mod report;
 mod streams;
 mod system;
 mod tracks;
+mod tracks_stereo;
 
 pub use self::args::{BenchArgs, Size, Stat};
 use self::frames::*;

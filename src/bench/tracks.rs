@@ -12,6 +12,7 @@ use super::*;
 
 use serde::Serialize;
 
+use super::tracks_stereo::{self as stereo, StereoRow, DISPARITY};
 use crate::report::Dist;
 use crate::track::{FrameStats, TrackParams, Tracker};
 
@@ -41,25 +42,41 @@ pub(super) struct TrackRow {
     stages: Option<[Dist; 4]>,
 }
 
-/// Pan sequences of `size` over the photos large enough (names kept for the report).
-fn pan_sequences(photos: &[Photo], size: Size) -> (Vec<Vec<GrayImage>>, Vec<String>) {
+/// Pan sequences of `size` over the photos large enough (names kept for the report), and
+/// for the stereo rows each one's right camera where the photo has room: the crops
+/// [`DISPARITY`] px further right (a point at x on the left is at x - DISPARITY on the right).
+pub(super) struct Pans {
+    pub(super) left: Vec<Vec<GrayImage>>,
+    pub(super) right: Vec<Option<Vec<GrayImage>>>,
+    pub(super) names: Vec<String>,
+}
+
+fn pan_sequences(photos: &[Photo], size: Size) -> Pans {
     let (w, h) = (size.width, size.height);
     let (need_w, need_h) = (w + PAN_STEP.0 * SEQ_LEN, h + PAN_STEP.1 * SEQ_LEN);
-    let mut seqs = Vec::new();
-    let mut names = Vec::new();
+    let mut pans = Pans {
+        left: Vec::new(),
+        right: Vec::new(),
+        names: Vec::new(),
+    };
     for p in photos
         .iter()
         .filter(|p| p.img.width >= need_w && p.img.height >= need_h)
         .take(SEQUENCES)
     {
         let (x0, y0) = ((p.img.width - need_w) / 2, (p.img.height - need_h) / 2);
-        let seq = (0..SEQ_LEN)
-            .map(|k| crop(&p.img, x0 + k * PAN_STEP.0, y0 + k * PAN_STEP.1, w, h))
-            .collect();
-        seqs.push(seq);
-        names.push(p.name.clone());
+        let seq = |dx: usize| -> Vec<GrayImage> {
+            (0..SEQ_LEN)
+                .map(|k| crop(&p.img, x0 + dx + k * PAN_STEP.0, y0 + k * PAN_STEP.1, w, h))
+                .collect()
+        };
+        pans.left.push(seq(0));
+        // The last crop ends at x0 + need_w - PAN_STEP.0.
+        let room = x0 + need_w - PAN_STEP.0 + DISPARITY <= p.img.width;
+        pans.right.push(room.then(|| seq(DISPARITY)));
+        pans.names.push(p.name.clone());
     }
-    (seqs, names)
+    pans
 }
 
 /// What [`time_tracker`] measured per timed frame: wall ms, tracks, the tracker's stats.
@@ -104,28 +121,44 @@ fn mean(v: &[usize]) -> f64 {
 }
 
 /// OpenCV's pipeline on the sequences (written as PNG under `dir`): the script's JSON.
-fn run_opencv_tracks(
+/// With `right` (one sequence per left one), VINS-Fusion's stereo mode on the pairs.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_opencv_tracks(
     python: &str,
     script: &Path,
     dir: &Path,
     size: Size,
     seqs: &[Vec<GrayImage>],
+    right: Option<&[&Vec<GrayImage>]>,
     (max_features, min_distance): (usize, f64),
     threads: usize,
 ) -> std::result::Result<Value, String> {
     let mut files = Vec::new();
+    let mut save = |f: &GrayImage, path: PathBuf| -> std::result::Result<(), String> {
+        if !path.exists() {
+            save_gray_png(f, &path).map_err(|e| e.to_string())?;
+        }
+        files.push(path);
+        Ok(())
+    };
     for (s, seq) in seqs.iter().enumerate() {
         for (k, f) in seq.iter().enumerate() {
-            let path = dir.join(format!("track_{size}_{s}_{k:02}.png"));
-            if !path.exists() {
-                save_gray_png(f, &path).map_err(|e| e.to_string())?;
+            match right {
+                None => save(f, dir.join(format!("track_{size}_{s}_{k:02}.png")))?,
+                Some(r) => {
+                    save(f, dir.join(format!("stereo_{size}_{s}_{k:02}_l.png")))?;
+                    save(&r[s][k], dir.join(format!("stereo_{size}_{s}_{k:02}_r.png")))?;
+                }
             }
-            files.push(path);
         }
     }
     let mut cmd = Command::new(python);
-    cmd.arg(script)
-        .args(["--json", "--rounds", "1"])
+    if right.is_some() {
+        cmd.arg(script).arg("--stereo");
+    } else {
+        cmd.arg(script);
+    }
+    cmd.args(["--json", "--rounds", "1"])
         .args(["--threads", &threads.to_string()])
         .args(["--max-cnt", &max_features.to_string()])
         .args(["--min-dist", &(min_distance.round() as i64).to_string()])
@@ -259,10 +292,15 @@ pub(super) fn run(
     let want_gpu = args.backend != BackendChoice::Cpu;
     let cpu_frames = args.cpu_frames.unwrap_or(args.frames.min(20)).max(1);
     let mut rows = Vec::new();
+    let mut stereo_rows: Vec<StereoRow> = Vec::new();
     let mut inputs = Vec::new();
     let mut opencv_failed: Option<String> = None;
     for &size in sizes {
-        let (seqs, names) = pan_sequences(photos, size);
+        let pans = pan_sequences(photos, size);
+        let (seqs, names) = (&pans.left, &pans.names);
+        let pairs: Vec<(&Vec<GrayImage>, &Vec<GrayImage>)> = (pans.left.iter().zip(&pans.right))
+            .filter_map(|(l, r)| r.as_ref().map(|r| (l, r)))
+            .collect();
         if seqs.is_empty() {
             notes.push(format!(
                 "{size}: no photo of at least {}x{} for a pan: size left out",
@@ -309,7 +347,7 @@ pub(super) fn run(
                 let (mut t, why) = Tracker::with_cuda(params);
                 match why {
                     None => {
-                        let r = time_tracker(&mut t, &seqs, args.warmup, args.frames);
+                        let r = time_tracker(&mut t, seqs, args.warmup, args.frames);
                         if let Some(f) = t.gpu_failure() {
                             notes.push(format!("the GPU tracker fell back to the CPU: {f}"));
                         }
@@ -324,22 +362,47 @@ pub(super) fn run(
             }
             if !args.no_cpu || !want_gpu {
                 let mut t = Tracker::new(params);
-                let r = time_tracker(&mut t, &seqs, 0, cpu_frames);
+                let r = time_tracker(&mut t, seqs, 0, cpu_frames);
                 push(&mut rows, "cpu", r);
+            }
+            // Stereo (VINS-Fusion's mode), on the pans with room for the right camera.
+            let mut stereo_push = |tracker: &str, r: std::result::Result<_, String>| match r {
+                Ok(m) => stereo_rows.push(stereo::our_row(size.to_string(), setting.0, tracker, m)),
+                Err(why) => notes.push(format!("{size} stereo, {tracker}: {why}")),
+            };
+            if want_gpu && !pairs.is_empty() {
+                if let (mut t, None) = Tracker::with_cuda(params) {
+                    stereo_push("cuda", stereo::time_stereo(&mut t, &pairs, args.warmup, args.frames));
+                }
+            }
+            if (!args.no_cpu || !want_gpu) && !pairs.is_empty() {
+                let mut t = Tracker::new(params);
+                stereo_push("cpu", stereo::time_stereo(&mut t, &pairs, 0, cpu_frames));
             }
             if let (Some(py), Some(sc), None) = (python, &script, &opencv_failed) {
                 let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let lefts: Vec<Vec<GrayImage>> = pairs.iter().map(|p| p.0.clone()).collect();
+                let rights: Vec<&Vec<GrayImage>> = pairs.iter().map(|p| p.1).collect();
                 for (threads, label) in [
                     (1, "opencv-1".to_string()),
                     (0, format!("opencv-N ({all})")),
                 ] {
-                    match run_opencv_tracks(py, sc, &tmp, size, &seqs, setting, threads) {
-                        Ok(v) => rows.extend(opencv_row(&v, size, setting, label)),
-                        Err(why) => {
-                            eprintln!("  opencv: {why}");
-                            opencv_failed = Some(why);
-                            break;
-                        }
+                    let r = run_opencv_tracks(py, sc, &tmp, size, seqs, None, setting, threads)
+                        .map(|v| rows.extend(opencv_row(&v, size, setting, label.clone())))
+                        .and_then(|()| match pairs.is_empty() {
+                            true => Ok(()),
+                            false => run_opencv_tracks(
+                                py, sc, &tmp, size, &lefts, Some(&rights), setting, threads,
+                            )
+                            .map(|v| {
+                                let r = stereo::opencv_row(&v, size.to_string(), setting.0, label);
+                                stereo_rows.extend(r)
+                            }),
+                        });
+                    if let Err(why) = r {
+                        eprintln!("  opencv: {why}");
+                        opencv_failed = Some(why);
+                        break;
                     }
                 }
             }
@@ -382,6 +445,15 @@ pub(super) fn run(
          so the GPU work queued in one stage can be counted in the next):\n\n",
     );
     md.push_str(&stage_table(&rows));
+    if !stereo_rows.is_empty() {
+        md.push_str(&format!(
+            "\nStereo (VINS-Fusion's mode): the same pans with a right camera {DISPARITY} px to the \
+             right; ours per pair: `Tracker::track` on the left frame, then \
+             `Tracker::track_right` (the right step); OpenCV: scripts/bench_vins_opencv.py \
+             --stereo:\n\n"
+        ));
+        md.push_str(&stereo::table(&stereo_rows, fmt_ms));
+    }
     emit(args, &md, || {
         json!({
             "date": utc_date(),
@@ -392,6 +464,7 @@ pub(super) fn run(
             "warmup": args.warmup,
             "notes": notes,
             "tracks": rows,
+            "stereo": stereo_rows,
         })
     })
 }
@@ -418,13 +491,19 @@ mod tests {
             width: 160,
             height: 120,
         };
-        let (seqs, names) = pan_sequences(&photos, size);
-        assert_eq!(names, ["300x200"]);
-        assert_eq!(seqs[0].len(), SEQ_LEN);
-        let (a, b) = (&seqs[0][0], &seqs[0][1]);
+        let pans = pan_sequences(&photos, size);
+        assert_eq!(pans.names, ["300x200"]);
+        assert_eq!(pans.left[0].len(), SEQ_LEN);
+        let (a, b) = (&pans.left[0][0], &pans.left[0][1]);
         // Frame 1 at (x, y) is frame 0 at (x + step).
         assert_eq!(b.get(10, 10), a.get(10 + PAN_STEP.0, 10 + PAN_STEP.1));
         assert_ne!(a.data, b.data);
+        // The right camera: the left's pixel x at x - DISPARITY.
+        let r = &pans.right[0].as_ref().expect("room for the right camera")[5];
+        assert_eq!(r.get(10, 10), pans.left[0][5].get(10 + DISPARITY, 10));
+        // No room to the right: no right camera.
+        let tight = [photo(160 + PAN_STEP.0 * SEQ_LEN, 200)];
+        assert!(pan_sequences(&tight, size).right[0].is_none());
     }
 
     #[test]

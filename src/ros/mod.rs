@@ -23,6 +23,7 @@ pub mod node;
 pub mod params;
 pub mod params_file;
 mod settings;
+pub mod take;
 mod tracks;
 mod worker;
 

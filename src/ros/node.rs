@@ -2,8 +2,8 @@
 //! its own [`Pipeline`] per input; a diagnostics timer; clean shutdown on SIGINT/SIGTERM.
 //!
 //! ```text
-//! rcl (spin thread) --> receiver task --slot (newest only)--> worker thread --> publishers
-//!                         counts drops          ^ config generation checked per frame
+//! rcl (spin thread: takes the C message) --slot (newest only)--> worker thread --> publishers
+//!             counts drops                  ^ config generation checked per frame
 //! ```
 //!
 //! The slot holds at most one pending frame: a frame that arrives while another one waits
@@ -24,6 +24,7 @@ use super::params::NodeParams;
 use super::tracks::{
     camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs,
 };
+use super::take::{ImageTaker, NativeImage};
 use super::worker::{Pending, Slot, Worker};
 use crate::output::tracks::VinsFormat;
 use crate::pipeline::BackendChoice;
@@ -149,9 +150,9 @@ async fn run_async() -> Result<(), String> {
         .map(|_| Arc::new(Mutex::new(CameraState::Missing)))
         .collect();
     let link = Arc::new(StereoLink::default());
+    let mut takers = Vec::new();
     for (index, name) in names.iter().enumerate() {
-        let sub = node
-            .subscribe::<Image>(&topic(name, "image"), qos.clone())
+        let taker = ImageTaker::subscribe(&mut node, &topic(name, "image"), qos.clone())
             .map_err(|e| format!("subscribe {}: {e}", topic(name, "image")))?;
         let out_qos = QosProfile::default().keep_last(5);
         let pub_kp = node
@@ -197,29 +198,8 @@ async fn run_async() -> Result<(), String> {
             })),
         };
 
-        // receiver: newest frame wins
-        {
-            let slot = input.slot.clone();
-            let stats = input.stats.clone();
-            let mut sub = sub;
-            tokio::spawn(async move {
-                while let Some(msg) = sub.next().await {
-                    let received = Instant::now();
-                    let replaced = slot
-                        .frame
-                        .lock()
-                        .unwrap()
-                        .replace(Pending { msg, received })
-                        .is_some();
-                    slot.ready.notify_one();
-                    let mut s = stats.lock().unwrap();
-                    s.received += 1;
-                    if replaced {
-                        s.dropped += 1;
-                    }
-                }
-            });
-        }
+        // receiver: the spinning thread hands each frame to the slot (newest wins)
+        takers.push((taker, input.slot.clone(), input.stats.clone()));
 
         // worker: owns its pipeline (created on its own thread; a start error stops the node)
         let (init_tx, init_rx) = std::sync::mpsc::channel::<Result<String, String>>();
@@ -302,10 +282,17 @@ async fn run_async() -> Result<(), String> {
 
     // rcl is synchronous: spin it on a blocking thread until shutdown.
     let spin_stop = shutdown.clone();
+    // The images are taken here, right after `spin_once` (ros::take).
     let spinner = tokio::task::spawn_blocking(move || {
         while !spin_stop.load(Ordering::SeqCst) {
             node.spin_once(Duration::from_millis(10));
+            for (taker, slot, stats) in &mut takers {
+                while let Some(msg) = taker.try_take() {
+                    deliver(slot, stats, msg);
+                }
+            }
         }
+        drop(takers);
         node // dropped on the runtime thread after the workers are joined
     });
 
@@ -352,6 +339,23 @@ async fn run_async() -> Result<(), String> {
     }
     drop(node);
     Ok(())
+}
+
+/// A frame into its input's slot, replacing (and counting as dropped) one not yet taken.
+fn deliver(slot: &Slot, stats: &Mutex<Stats>, msg: NativeImage) {
+    let received = Instant::now();
+    let replaced = slot
+        .frame
+        .lock()
+        .unwrap()
+        .replace(Pending { msg, received })
+        .is_some();
+    slot.ready.notify_one();
+    let mut s = stats.lock().unwrap();
+    s.received += 1;
+    if replaced {
+        s.dropped += 1;
+    }
 }
 
 async fn wait_for_signal() {

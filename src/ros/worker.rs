@@ -7,11 +7,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use r2r::sensor_msgs::msg::{Image, PointCloud2};
+use r2r::std_msgs::msg::Header;
 
 use super::convert;
 use super::diagnostics::{RateLimit, Stats};
 use super::matches::PreviousFrame;
 use super::params::NodeParams;
+use super::take::NativeImage;
 use super::tracks::TrackOutputs;
 use crate::image::GrayImage;
 use crate::pipeline::{BackendChoice, Features, Pipeline};
@@ -20,7 +22,7 @@ use crate::pipeline::{BackendChoice, Features, Pipeline};
 const MAX_KEPT_LATENCIES: usize = 1 << 20;
 
 pub(super) struct Pending {
-    pub(super) msg: Image,
+    pub(super) msg: NativeImage,
     pub(super) received: Instant,
 }
 
@@ -83,6 +85,7 @@ impl Worker {
         let mut kp_cdr = convert::KeypointsCdr::default();
         let mut gray = GrayImage::default();
         let mut features = Features::default();
+        let mut header = Header::default();
         let mut gpu_failure_logged = false;
         let mut previous = PreviousFrame::new(choice);
         let mut match_previous = self.params.lock().unwrap().live.match_previous;
@@ -120,17 +123,10 @@ impl Worker {
             }
 
             let msg = &pending.msg;
-            let view = match convert::image_view(msg) {
+            let view = match msg.view() {
                 Ok(v) => v,
                 Err(e) => {
-                    let text = format!(
-                        "{}x{} {:?} step {} data {} B: {e}",
-                        msg.width,
-                        msg.height,
-                        msg.encoding,
-                        msg.step,
-                        msg.data.len()
-                    );
+                    let text = format!("{}: {e}", msg.describe());
                     if let Some(skipped) = bad_input_log.allow() {
                         r2r::log_warn!(
                             &self.logger,
@@ -209,7 +205,8 @@ impl Worker {
             };
 
             let computed = Instant::now();
-            let header = &msg.header;
+            msg.header_into(&mut header);
+            let header = &header;
             // Serialized by us into reused buffers and published as bytes (docs/performance.md,
             // change 55).
             let bytes = kp_cdr.encode(

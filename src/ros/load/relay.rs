@@ -10,8 +10,9 @@
 //!   a small keypoint cloud comes back, which is what the node's own round trip consists of
 //!   and so the floor its rows are compared with.
 //!
-//! Threads as in the node up to the hand-over: rcl spin thread -> receiver task; the
-//! receiver publishes at once (no slot, no worker). On SIGINT it prints
+//! The frame is taken as in the node ([`crate::ros::take`]: the C message read in place, on
+//! the spinning thread right after `spin_once`), and answered there at once (no slot, no
+//! worker; `image` republishes the C message itself). On SIGINT it prints
 //! `gpu_features_relay summary input=".." received=N latency_ms p50=.. p95=.. p99=.. max=..`
 //! (receive -> republished), the line the load generator reads as "node latency".
 
@@ -20,11 +21,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use futures::StreamExt;
 use r2r::sensor_msgs::msg::{Image, PointCloud2};
 use r2r::QosProfile;
 
 use super::run::topic;
+use crate::ros::take::ImageTaker;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -105,10 +106,10 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
         args.inputs.clone()
     };
     let mut counts = Vec::new();
+    let mut inputs = Vec::new();
     for name in &names {
         let t_in = topic(&args.namespace, name, "image");
-        let mut sub = node
-            .subscribe::<Image>(&t_in, qos.clone())
+        let taker = ImageTaker::subscribe(&mut node, &t_in, qos.clone())
             .map_err(|e| format!("subscribe {t_in}: {e}"))?;
         let out_qos = QosProfile::default().keep_last(5);
         let answer = if args.mode == "image" {
@@ -130,24 +131,7 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
             latency_ms: Vec::with_capacity(1 << 16),
         }));
         counts.push(c.clone());
-        tokio::spawn(async move {
-            let mut answer = answer;
-            while let Some(msg) = sub.next().await {
-                let t0 = Instant::now();
-                let ok = match &mut answer {
-                    Answer::Image(p) => p.publish(&msg).is_ok(),
-                    Answer::Header(p, cloud) => {
-                        cloud.header = msg.header;
-                        p.publish(cloud).is_ok()
-                    }
-                };
-                let mut c = c.lock().unwrap();
-                c.received += 1;
-                if ok {
-                    c.latency_ms.push(t0.elapsed().as_secs_f64() * 1e3);
-                }
-            }
-        });
+        inputs.push((taker, answer, c));
     }
     let stop = Arc::new(AtomicBool::new(false));
     let spinner = {
@@ -155,7 +139,25 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
         tokio::task::spawn_blocking(move || {
             while !stop.load(Ordering::SeqCst) {
                 node.spin_once(Duration::from_millis(10));
+                for (taker, answer, c) in &mut inputs {
+                    while let Some(mut msg) = taker.try_take() {
+                        let t0 = Instant::now();
+                        let ok = match answer {
+                            Answer::Image(p) => p.publish_native(msg.native_mut()).is_ok(),
+                            Answer::Header(p, cloud) => {
+                                msg.header_into(&mut cloud.header);
+                                p.publish(cloud).is_ok()
+                            }
+                        };
+                        let mut c = c.lock().unwrap();
+                        c.received += 1;
+                        if ok {
+                            c.latency_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+                        }
+                    }
+                }
             }
+            drop(inputs);
             node
         })
     };
