@@ -273,7 +273,7 @@ fn gpu_tracker_allocates_nothing_per_frame_after_the_first_two() {
     let frames: Vec<_> = (0..8).map(frame).collect();
     let pairs: Vec<_> = frames.iter().map(shared::stereo_pair).collect();
     let mut stamp = 0.0;
-    let mut worst = (0, 0);
+    let mut found = Vec::new();
     for pass in 0..3 {
         for (k, (img, (l, r))) in frames.iter().zip(&pairs).enumerate() {
             stamp += 1.0 / 30.0;
@@ -281,14 +281,14 @@ fn gpu_tracker_allocates_nothing_per_frame_after_the_first_two() {
             let (_, b) = counting_alloc::count_allocs(|| {
                 stereo.track_stereo(l, r, stamp, (None, None)).unwrap();
             });
-            if pass > 0 || k > 1 {
-                worst = (worst.0.max(a), worst.1.max(b));
-                assert_eq!(a, 0, "mono, pass {pass} frame {k}: {a} allocations");
-                assert_eq!(b, 0, "stereo, pass {pass} frame {k}: {b} allocations");
+            if (pass > 0 || k > 1) && (a, b) != (0, 0) {
+                found.push((pass, k, a, b));
             }
         }
     }
     assert_eq!(mono.backend(), "cuda", "{:?}", mono.gpu_failure());
     assert_eq!(stereo.backend(), "cuda", "{:?}", stereo.gpu_failure());
-    eprintln!("gpu tracker: 22 mono and 22 stereo frames counted, {worst:?} allocations at most");
+    // (pass, frame, mono allocations, stereo allocations) of every frame that allocated
+    assert!(found.is_empty(), "{found:?}");
+    eprintln!("gpu tracker: 22 mono and 22 stereo frames counted, no allocation");
 }

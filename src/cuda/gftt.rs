@@ -99,7 +99,8 @@ impl GpuGftt {
             host_in: HostBuf::new(c, 2 * n, true)?,
             host_out: HostBuf::new(c, cap * 8 + 16, false)?,
             grid: Vec::new(),
-            cands: Vec::new(),
+            // Room for every candidate the device may report (`cap`): no frame grows it.
+            cands: Vec::with_capacity(cap),
             map_stream: c
                 .new_stream()
                 .map_err(|e| cuda_err("creating the GFTT map's stream", e))?,

@@ -98,19 +98,28 @@ impl GpuFlowPyramid {
         self.levels.len().saturating_sub(1)
     }
 
-    /// The level sizes OpenCV builds for an image of `w x h`.
-    fn sizes(w: usize, h: usize, window: usize, max_level: usize) -> Vec<(usize, usize)> {
-        let mut v = vec![(w, h)];
+    /// The level sizes OpenCV builds for an image of `w x h` (the first `.1` entries; on
+    /// the stack: a frame allocates nothing).
+    fn sizes(
+        w: usize,
+        h: usize,
+        window: usize,
+        max_level: usize,
+    ) -> ([(usize, usize); MAX_LEVELS], usize) {
+        let mut v = [(0, 0); MAX_LEVELS];
+        v[0] = (w, h);
+        let mut n = 1;
         let (mut cw, mut ch) = (w, h);
-        for _ in 0..max_level {
+        for _ in 0..max_level.min(MAX_LEVELS - 1) {
             let (nw, nh) = (cw.div_ceil(2), ch.div_ceil(2));
             if nw <= window || nh <= window {
                 break;
             }
-            v.push((nw, nh));
+            v[n] = (nw, nh);
+            n += 1;
             (cw, ch) = (nw, nh);
         }
-        v
+        (v, n)
     }
 
     /// Uploads `img` and builds its levels on `gpu`'s stream (no sync).
@@ -127,13 +136,15 @@ impl GpuFlowPyramid {
             )));
         }
         let pad = window;
-        let sizes = Self::sizes(img.width, img.height, window, max_level.min(MAX_LEVELS - 1));
+        let (all_sizes, n_sizes) =
+            Self::sizes(img.width, img.height, window, max_level.min(MAX_LEVELS - 1));
+        let sizes = &all_sizes[..n_sizes];
         if (img.width, img.height) != self.size
             || window != self.window
             || sizes.len() != self.levels.len()
         {
             self.levels.clear();
-            for &(w, h) in &sizes {
+            for &(w, h) in sizes {
                 let bytes = (w + 2 * pad) * (h + 2 * pad);
                 let der = DevBuf::new(&gpu.ctx, bytes * 4)?;
                 // The derivatives' border is zero for good (BORDER_CONSTANT).
