@@ -115,6 +115,11 @@ pub struct BenchArgs {
     /// 720p and 1080p mono8, 1080p bgr8 and 4K mono8; `--frames` calls per row. Needs a GPU.
     #[arg(long)]
     pub input_path: bool,
+    /// Pace the GPU rows: each frame starts 1/HZ s after the previous one (e.g. 60, a
+    /// camera's rate), so that the GPU and the CPU idle between frames as they do in the
+    /// node; without it frames run back to back
+    #[arg(long, value_name = "HZ")]
+    pub pace: Option<f64>,
     /// Feature-tracker mode (VINS-Fusion's front-end, `track.*`): at each size (default
     /// 752x480,1280x720,1920x1080), 150 and 1000 features, the tracker per frame on camera
     /// pans over the photos: ours on the GPU (`--frames` timed after `--warmup`) and the CPU

@@ -47,16 +47,45 @@ pub(super) fn views_of(frames: &[GrayImage]) -> Result<Vec<ImageView<'_>>> {
         .collect::<std::result::Result<_, _>>()?)
 }
 
-/// Runs `warmup` untimed then `n` timed frames, rotating through `frames`.
+/// `--pace`: each frame starts one period after the previous one (at once when late).
+pub(super) struct Pacer {
+    period: Option<std::time::Duration>,
+    next: Option<Instant>,
+}
+
+impl Pacer {
+    pub(super) fn new(hz: Option<f64>) -> Pacer {
+        Pacer {
+            period: hz
+                .filter(|h| h.is_finite() && *h > 0.0)
+                .map(|h| std::time::Duration::from_secs_f64(1.0 / h)),
+            next: None,
+        }
+    }
+
+    /// Sleeps until the next frame's start.
+    pub(super) fn wait(&mut self) {
+        let Some(period) = self.period else { return };
+        let now = Instant::now();
+        if let Some(next) = self.next.filter(|&n| n > now) {
+            std::thread::sleep(next - now);
+        }
+        self.next = Some(Instant::now() + period);
+    }
+}
+
+/// Runs `warmup` untimed then `n` timed frames, rotating through `frames`, each started by
+/// `pace`.
 pub(super) fn measure(
     p: &mut Pipeline,
     frames: &[GrayImage],
-    warmup: usize,
-    n: usize,
+    (warmup, n): (usize, usize),
+    pace: &mut Pacer,
 ) -> Result<RunStats> {
     let views = views_of(frames)?;
     let mut out = Features::default();
     for i in 0..warmup {
+        pace.wait();
         p.process_into(&views[i % views.len()], &mut out)?;
     }
     let mut names: Vec<&'static str> = Vec::new();
@@ -66,6 +95,7 @@ pub(super) fn measure(
     let mut counts: Vec<Option<(usize, Option<usize>)>> = vec![None; views.len()];
     for i in 0..n {
         let j = (warmup + i) % views.len();
+        pace.wait();
         let t = Instant::now();
         p.process_into(&views[j], &mut out)?;
         walls.push(t.elapsed().as_secs_f64() * 1e3);
@@ -143,14 +173,15 @@ pub(super) fn measure(
 pub(super) fn measure_input_buffer(
     p: &mut Pipeline,
     frames: &[GrayImage],
-    warmup: usize,
-    n: usize,
+    (warmup, n): (usize, usize),
+    pace: &mut Pacer,
 ) -> Result<Stat> {
     let mut out = Features::default();
     let mut walls = Vec::with_capacity(n);
     for i in 0..warmup + n {
         let f = &frames[i % frames.len()];
         let layout = crate::image::FrameLayout::mono8(f.width, f.height);
+        pace.wait();
         p.input_buffer(layout)?.copy_from_slice(&f.data);
         let t = Instant::now();
         p.process_input_into(&mut out)?;
@@ -159,4 +190,23 @@ pub(super) fn measure_input_buffer(
         }
     }
     Stat::of(&walls).ok_or_else(|| Error::Config("bench: --frames must be at least 1".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pacer_spaces_frames_by_its_period_and_none_does_not_wait() {
+        let mut p = Pacer::new(Some(200.0));
+        let t = Instant::now();
+        for _ in 0..4 {
+            p.wait();
+        }
+        // The first frame starts at once, each later one at least 5 ms after the last.
+        assert!(t.elapsed() >= std::time::Duration::from_millis(15));
+        for hz in [None, Some(0.0), Some(f64::NAN), Some(-5.0)] {
+            assert!(Pacer::new(hz).period.is_none(), "{hz:?}");
+        }
+    }
 }

@@ -175,6 +175,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let (cfg, cfg_name) = load_config(args)?;
     let mut notes: Vec<String> = Vec::new();
     let (photos, from_bench_data) = load_inputs(args, &mut notes)?;
+    if let Some(hz) = args.pace {
+        notes.push(format!(
+            "--pace {hz}: each GPU frame starts 1/{hz} s after the previous one, so the GPU and \
+             the CPU idle between frames as in the node (without it, back to back)"
+        ));
+    }
     if !args.streams.is_empty() {
         return streams::run(args, &cfg, &cfg_name, &photos, from_bench_data, notes);
     }
@@ -258,7 +264,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             for (key, c) in &jobs {
                 p.set_config((*c).clone())?;
                 let t = Instant::now();
-                let r = measure(p, &set.frames, args.warmup, args.frames)?;
+                let mut pace = Pacer::new(args.pace);
+                let r = measure(p, &set.frames, (args.warmup, args.frames), &mut pace)?;
                 eprintln!(
                     "  gpu {key}: {} frames, wall median {:.3} ms ({:.1} s)",
                     r.frames,
@@ -266,7 +273,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                     t.elapsed().as_secs_f64()
                 );
                 res.add_run(&format!("gpu.{key}"), r);
-                let wall = measure_input_buffer(p, &set.frames, args.warmup, args.frames)?;
+                let wall =
+                    measure_input_buffer(p, &set.frames, (args.warmup, args.frames), &mut pace)?;
                 res.add_input_buffer_run(&format!("gpu.{key}"), wall);
             }
         }
@@ -274,7 +282,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             for (key, c) in &jobs {
                 p.set_config((*c).clone())?;
                 let t = Instant::now();
-                let r = measure(p, &set.frames, cpu_warmup, cpu_frames)?;
+                let r = measure(p, &set.frames, (cpu_warmup, cpu_frames), &mut Pacer::new(None))?;
                 eprintln!(
                     "  cpu {key}: {} frames, wall median {:.2} ms ({:.1} s)",
                     r.frames,
