@@ -1505,7 +1505,10 @@ fn the_tracker_allocates_nothing_per_frame_after_the_first_two() {
             assert!(n > 0 && !stereo.right_tracks().is_empty());
             // The two pyramids (previous, current) and their derivatives: frames 0 and 1.
             if pass > 0 || k > 1 {
-                assert_eq!(allocs, 0, "mono, pass {pass} frame {k}: {allocs} allocations");
+                assert_eq!(
+                    allocs, 0,
+                    "mono, pass {pass} frame {k}: {allocs} allocations"
+                );
                 assert_eq!(stereo_allocs, 0, "stereo, pass {pass} frame {k}");
             }
         }

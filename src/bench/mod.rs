@@ -282,7 +282,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             for (key, c) in &jobs {
                 p.set_config((*c).clone())?;
                 let t = Instant::now();
-                let r = measure(p, &set.frames, (cpu_warmup, cpu_frames), &mut Pacer::new(None))?;
+                let r = measure(
+                    p,
+                    &set.frames,
+                    (cpu_warmup, cpu_frames),
+                    &mut Pacer::new(None),
+                )?;
                 eprintln!(
                     "  cpu {key}: {} frames, wall median {:.2} ms ({:.1} s)",
                     r.frames,

@@ -147,7 +147,10 @@ pub(super) fn run_opencv_tracks(
                 None => save(f, dir.join(format!("track_{size}_{s}_{k:02}.png")))?,
                 Some(r) => {
                     save(f, dir.join(format!("stereo_{size}_{s}_{k:02}_l.png")))?;
-                    save(&r[s][k], dir.join(format!("stereo_{size}_{s}_{k:02}_r.png")))?;
+                    save(
+                        &r[s][k],
+                        dir.join(format!("stereo_{size}_{s}_{k:02}_r.png")),
+                    )?;
                 }
             }
         }
@@ -372,7 +375,10 @@ pub(super) fn run(
             };
             if want_gpu && !pairs.is_empty() {
                 if let (mut t, None) = Tracker::with_cuda(params) {
-                    stereo_push("cuda", stereo::time_stereo(&mut t, &pairs, args.warmup, args.frames));
+                    stereo_push(
+                        "cuda",
+                        stereo::time_stereo(&mut t, &pairs, args.warmup, args.frames),
+                    );
                 }
             }
             if (!args.no_cpu || !want_gpu) && !pairs.is_empty() {
@@ -392,7 +398,14 @@ pub(super) fn run(
                         .and_then(|()| match pairs.is_empty() {
                             true => Ok(()),
                             false => run_opencv_tracks(
-                                py, sc, &tmp, size, &lefts, Some(&rights), setting, threads,
+                                py,
+                                sc,
+                                &tmp,
+                                size,
+                                &lefts,
+                                Some(&rights),
+                                setting,
+                                threads,
                             )
                             .map(|v| {
                                 let r = stereo::opencv_row(&v, size.to_string(), setting.0, label);

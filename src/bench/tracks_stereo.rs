@@ -101,7 +101,12 @@ pub(super) fn our_row(
 }
 
 /// OpenCV's row from bench_vins_opencv.py `--stereo --json`.
-pub(super) fn opencv_row(v: &Value, size: String, max_features: usize, label: String) -> Option<StereoRow> {
+pub(super) fn opencv_row(
+    v: &Value,
+    size: String,
+    max_features: usize,
+    label: String,
+) -> Option<StereoRow> {
     Some(StereoRow {
         size,
         max_features,
@@ -177,7 +182,9 @@ mod tests {
         for y in 0..h {
             for x in 0..w {
                 let (u, v) = ((x + dx) as f64, y as f64);
-                let val = 128.0 + 60.0 * (u * 0.21).sin() * (v * 0.17).cos() + 40.0 * (u * 0.05 + v * 0.09).sin();
+                let val = 128.0
+                    + 60.0 * (u * 0.21).sin() * (v * 0.17).cos()
+                    + 40.0 * (u * 0.05 + v * 0.09).sin();
                 img.data[y * w + x] = val.clamp(0.0, 255.0) as u8;
             }
         }

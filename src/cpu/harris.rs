@@ -185,12 +185,12 @@ impl<'a, const K: usize> Sobel<'a, K> {
             pad_row(src, r, self.padded, |v| v as f32);
             let slot = py % K;
             row_filter(
-                &self.padded,
+                self.padded,
                 self.de,
                 &mut self.ring_d[slot * w..(slot + 1) * w],
             );
             row_filter(
-                &self.padded,
+                self.padded,
                 self.sm,
                 &mut self.ring_s[slot * w..(slot + 1) * w],
             );

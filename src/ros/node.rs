@@ -21,10 +21,10 @@ use r2r::QosProfile;
 
 use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
 use super::params::NodeParams;
+use super::take::{ImageTaker, NativeImage};
 use super::tracks::{
     camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs,
 };
-use super::take::{ImageTaker, NativeImage};
 use super::worker::{Pending, Slot, Worker};
 use crate::output::tracks::VinsFormat;
 use crate::pipeline::BackendChoice;

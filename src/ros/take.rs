@@ -169,7 +169,10 @@ mod tests {
         assert_eq!((n.width(), n.height(), n.step()), (5, 3, 16));
         assert_eq!(n.encoding(), "bgr8");
         assert_eq!(n.data(), &msg.data[..]);
-        let (a, b) = (n.view().unwrap(), super::super::convert::image_view(&msg).unwrap());
+        let (a, b) = (
+            n.view().unwrap(),
+            super::super::convert::image_view(&msg).unwrap(),
+        );
         assert_eq!(a.layout(), b.layout());
         assert_eq!(a.data(), b.data());
         let mut h = Header {
@@ -184,10 +187,10 @@ mod tests {
     #[test]
     fn bad_native_images_are_errors() {
         for msg in [
-            image("bgr8", 5, 3, 16, 47),  // short data
-            image("bgr8", 5, 3, 14, 48),  // step below the row
-            image("yuv9", 5, 3, 16, 48),  // unknown encoding
-            image("mono8", 0, 0, 0, 0),   // empty
+            image("bgr8", 5, 3, 16, 47), // short data
+            image("bgr8", 5, 3, 14, 48), // step below the row
+            image("yuv9", 5, 3, 16, 48), // unknown encoding
+            image("mono8", 0, 0, 0, 0),  // empty
         ] {
             let n = NativeImage::from_image(&msg);
             assert!(n.view().is_err(), "{}", n.describe());

@@ -9,6 +9,9 @@ use crate::image::GrayImage;
 
 /// Where the LK stage runs: the CPU reference, or the GPU (`cuda::lk`, equal bit for bit;
 /// a GPU failure moves the tracker to the CPU and starts its tracks over).
+// The CPU variant holds its buffers inline (~280 bytes): one engine per tracker, made once
+// and never moved per frame, so the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum FlowEngine {
     Cpu {
         prev: FlowPyramid,
@@ -51,9 +54,13 @@ impl Default for FlowEngine {
 impl FlowEngine {
     /// Room for `n` points in the CPU engine's point buffers (the GPU's are sized at start).
     pub(super) fn reserve(&mut self, n: usize) {
-        if let FlowEngine::Cpu { scratch, from, .. } = self {
-            from.reserve(n);
-            scratch.reserve(n);
+        match self {
+            FlowEngine::Cpu { scratch, from, .. } => {
+                from.reserve(n);
+                scratch.reserve(n);
+            }
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(_) => {}
         }
     }
 

@@ -112,7 +112,11 @@ impl Tracker {
         for v in [&mut self.ransac_a, &mut self.ransac_b] {
             v.reserve(m);
         }
-        for v in [&mut self.tracks, &mut self.spare_tracks, &mut self.right_tracks] {
+        for v in [
+            &mut self.tracks,
+            &mut self.spare_tracks,
+            &mut self.right_tracks,
+        ] {
             v.reserve(m);
         }
         for v in [
