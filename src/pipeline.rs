@@ -184,6 +184,17 @@ impl Pipeline {
         r
     }
 
+    /// The last frame's gray image on the GPU, after a frame that ran to its end on the
+    /// CUDA backend; valid until the next frame (`CudaPipeline::gray_on_device`). None on
+    /// the CPU backend.
+    #[cfg(feature = "cuda")]
+    pub fn gray_on_device(&self) -> Option<crate::cuda::DeviceGray> {
+        match &self.backend {
+            Backend::Cuda(p) => p.gray_on_device(),
+            Backend::Cpu(_) => None,
+        }
+    }
+
     /// A buffer for the next frame, of `layout.bytes()` bytes: write the frame's bytes here
     /// (an image decoder, a message reader), then call [`Pipeline::process_input_into`]. On
     /// the CUDA backend this is the pinned memory that the upload reads, so the frame is

@@ -292,3 +292,58 @@ fn gpu_tracker_allocates_nothing_per_frame_after_the_first_two() {
     assert!(found.is_empty(), "{found:?}");
     eprintln!("gpu tracker: 22 mono and 22 stereo frames counted, no allocation");
 }
+
+/// The GPU tracker fed the pipeline's gray image on the GPU (`TrackInput::Device`: its
+/// pyramid built from a device copy, nothing converted on the host or uploaded again)
+/// equals the CPU tracker on the same messages, mono8 and bgr8 (the pipeline's GPU decode
+/// converts the bgr8 one).
+#[test]
+fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
+    use gpu_features::track::{Track, TrackInput, TrackParams, Tracker};
+    use gpu_features::{BackendChoice, Config, Features, ImageView, Pipeline};
+    let (probe, why) = Tracker::with_cuda(TrackParams::default());
+    if probe.backend() != "cuda" {
+        assert_eq!(gpu_features::cuda::device_count(), 0, "{why:?}");
+        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_tracker_on_the_pipelines_gray...)");
+        return;
+    }
+    let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
+    let mut pipe = Pipeline::new(Config::default(), BackendChoice::Cuda).unwrap();
+    let mut features = Features::default();
+    let mut total = 0;
+    for enc in ["mono8", "bgr8"] {
+        let (mut g, _) = Tracker::with_cuda(TrackParams::default());
+        let mut c = Tracker::new(TrackParams::default());
+        for k in 0..8 {
+            let img = frame(k);
+            let (data, bpp) = match enc {
+                "mono8" => (img.data.clone(), 1),
+                _ => (
+                    img.data
+                        .iter()
+                        .flat_map(|&v| [v, v / 3 + 40, 255 - v])
+                        .collect::<Vec<u8>>(),
+                    3,
+                ),
+            };
+            let view =
+                ImageView::new(&data, img.width, img.height, img.width * bpp, enc, false).unwrap();
+            pipe.process_into(&view, &mut features).unwrap();
+            let gray = pipe
+                .gray_on_device()
+                .expect("the frame's gray image on the GPU");
+            let stamp = k as f64 / 30.0;
+            let a: Vec<_> = c.track_view(&view, stamp, None).iter().map(key).collect();
+            let b: Vec<_> = g
+                .track_input(TrackInput::Device(gray, &view), stamp, None)
+                .iter()
+                .map(key)
+                .collect();
+            assert_eq!(a, b, "{enc} frame {k}");
+            total += a.len();
+        }
+        assert_eq!(g.backend(), "cuda", "no fallback: {:?}", g.gpu_failure());
+    }
+    assert!(total > 1000, "{total}");
+    eprintln!("gpu_tracker_on_the_pipelines_gray: 16 frames, {total} tracks, identical");
+}

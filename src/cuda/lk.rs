@@ -122,11 +122,11 @@ impl GpuFlowPyramid {
         (v, n)
     }
 
-    /// Uploads `img` and builds its levels on `gpu`'s stream (no sync).
-    pub fn build(
+    /// The buffers for a `width x height` frame's pyramid (kept while the shape repeats).
+    fn prepare(
         &mut self,
         gpu: &Gpu,
-        img: &GrayImage,
+        (width, height): (usize, usize),
         window: usize,
         max_level: usize,
     ) -> Result<()> {
@@ -137,11 +137,9 @@ impl GpuFlowPyramid {
         }
         let pad = window;
         let (all_sizes, n_sizes) =
-            Self::sizes(img.width, img.height, window, max_level.min(MAX_LEVELS - 1));
+            Self::sizes(width, height, window, max_level.min(MAX_LEVELS - 1));
         let sizes = &all_sizes[..n_sizes];
-        if (img.width, img.height) != self.size
-            || window != self.window
-            || sizes.len() != self.levels.len()
+        if (width, height) != self.size || window != self.window || sizes.len() != self.levels.len()
         {
             self.levels.clear();
             for &(w, h) in sizes {
@@ -159,10 +157,23 @@ impl GpuFlowPyramid {
             }
             let (w, h) = sizes[0];
             self.staging = Some(HostBuf::new(&gpu.ctx, (w + 2 * pad) * (h + 2 * pad), true)?);
-            self.size = (img.width, img.height);
+            self.size = (width, height);
             self.window = window;
         }
         self.derivs_ready = false;
+        Ok(())
+    }
+
+    /// Uploads `img` and builds its levels on `gpu`'s stream (no sync).
+    pub fn build(
+        &mut self,
+        gpu: &Gpu,
+        img: &GrayImage,
+        window: usize,
+        max_level: usize,
+    ) -> Result<()> {
+        self.prepare(gpu, (img.width, img.height), window, max_level)?;
+        let pad = window;
         let stride = img.width + 2 * pad;
         let st = self.staging.as_mut().expect("allocated above");
         {
@@ -174,6 +185,54 @@ impl GpuFlowPyramid {
         }
         let bytes = stride * (img.height + 2 * pad);
         upload(&gpu.stream, st, self.levels[0].img.ptr(), bytes)?;
+        self.build_levels(gpu)
+    }
+
+    /// [`GpuFlowPyramid::build`] from a gray image already on the device (the pipeline's,
+    /// `crate::cuda::CudaPipeline::gray_on_device`): copied into level 0 on the device,
+    /// no upload. Waits for the copy: the source is overwritten by the pipeline's next frame.
+    pub fn build_from_device(
+        &mut self,
+        gpu: &Gpu,
+        src: super::DeviceGray,
+        window: usize,
+        max_level: usize,
+    ) -> Result<()> {
+        self.prepare(gpu, (src.width, src.height), window, max_level)?;
+        let (pad, stride) = (window, src.width + 2 * window);
+        let dev = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        let c = sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: dev,
+            srcHost: std::ptr::null(),
+            srcDevice: src.ptr,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: src.pitch,
+            dstXInBytes: pad,
+            dstY: pad,
+            dstMemoryType: dev,
+            dstHost: std::ptr::null_mut(),
+            dstDevice: self.levels[0].img.ptr(),
+            dstArray: std::ptr::null_mut(),
+            dstPitch: stride,
+            WidthInBytes: src.width,
+            Height: src.height,
+        };
+        // SAFETY: `c` describes two device buffers: the source's `height` rows of `width`
+        // bytes at `pitch` (the caller's, alive until its next frame, which comes after the
+        // wait below), and level 0's interior (`prepare` sized it for this frame: `height +
+        // 2 pad` rows of `stride` bytes).
+        unsafe { sys::cuMemcpy2DAsync_v2(&c, gpu.stream.cu_stream()) }
+            .result()
+            .map_err(|e| cuda_err("copying the pipeline's gray frame", e))?;
+        self.build_levels(gpu)?;
+        gpu.sync()
+    }
+
+    /// Level 0's border, then levels 1.. and their borders, from level 0's interior.
+    fn build_levels(&mut self, gpu: &Gpu) -> Result<()> {
+        let pad = self.window;
         for l in 0..self.levels.len() {
             if l > 0 {
                 let (src, dst) = (&self.levels[l - 1], &self.levels[l]);

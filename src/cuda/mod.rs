@@ -113,6 +113,17 @@ pub struct CudaPipeline {
     side_pending: bool,
     /// Frames run so far (which of them time their stages: `cuda.stage_timings`).
     frames: u64,
+    /// The last frame ran to its end: its gray image is on the device ([`CudaPipeline::gray_on_device`]).
+    gray_ready: bool,
+}
+
+/// A gray image on the device: `height` rows of `width` bytes, `pitch` bytes apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceGray {
+    pub ptr: u64,
+    pub width: usize,
+    pub height: usize,
+    pub pitch: usize,
 }
 
 impl CudaPipeline {
@@ -135,6 +146,7 @@ impl CudaPipeline {
             events,
             side_pending: false,
             frames: 0,
+            gray_ready: false,
         })
     }
 
@@ -265,8 +277,36 @@ impl CudaPipeline {
         self.run(cfg, decode::Source::Staged, out)
     }
 
-    /// Every stage on the frame from `source`; the decoder exists for its layout.
+    /// The last frame's gray image on the device (the pyramid's level 0, what the decode
+    /// wrote), after a frame that ran to its end; valid until the next frame, which
+    /// overwrites it. The feature tracker builds its pyramid from it instead of uploading
+    /// the frame again (`Tracker::track_input`).
+    pub fn gray_on_device(&self) -> Option<DeviceGray> {
+        let st = self.state.as_ref().filter(|_| self.gray_ready)?;
+        let l = st.pyr.levels.first()?;
+        Some(DeviceGray {
+            ptr: st.pyr.level_ptr(0),
+            width: l.w,
+            height: l.h,
+            pitch: l.w,
+        })
+    }
+
+    /// [`CudaPipeline::run_frame`], noting whether its gray image is on the device after.
     fn run(&mut self, cfg: &Config, source: decode::Source, out: &mut Features) -> Result<()> {
+        self.gray_ready = false;
+        let r = self.run_frame(cfg, source, out);
+        self.gray_ready = r.is_ok();
+        r
+    }
+
+    /// Every stage on the frame from `source`; the decoder exists for its layout.
+    fn run_frame(
+        &mut self,
+        cfg: &Config,
+        source: decode::Source,
+        out: &mut Features,
+    ) -> Result<()> {
         let in_flight = InFlight::enter();
         let layout = match &self.decoder {
             Some(d) => d.layout(),

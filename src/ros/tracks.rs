@@ -26,7 +26,7 @@ use crate::camera::CameraModel;
 use crate::config::TrackConfig;
 use crate::image::{GrayImage, ImageView};
 use crate::output::tracks::{vins_feature, VinsFormat};
-use crate::track::{TrackParams, Tracker};
+use crate::track::{TrackInput, TrackParams, Tracker};
 
 /// What the input's `camera_info` subscription last saw.
 #[derive(Clone, Debug, Default)]
@@ -206,10 +206,13 @@ fn usable_camera(
 
 impl TrackOutputs {
     /// Tracks one frame and publishes; returns the camera problem for diagnostics, if any.
+    /// `input` is the frame as the tracker takes it: `view` itself, or with its gray image
+    /// already on the GPU (the pipeline's).
     pub(super) fn step(
         &mut self,
         header: &Header,
         view: &ImageView,
+        input: TrackInput,
         cfg: &TrackConfig,
     ) -> Option<String> {
         let params = TrackParams::from_config(cfg);
@@ -233,7 +236,7 @@ impl TrackOutputs {
         }
         let (camera, mut problem) = usable_camera(&self.camera, view.width(), view.height());
         let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
-        let tracks = self.tracker.track_view(view, stamp, camera.as_ref());
+        let tracks = self.tracker.track_input(input, stamp, camera.as_ref());
         let cloud = convert::tracks_cloud(header, tracks, std::mem::take(&mut self.buf));
         let _ = self.pub_tracks.publish(&cloud);
         self.buf = cloud.data;

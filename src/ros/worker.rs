@@ -15,8 +15,9 @@ use super::matches::PreviousFrame;
 use super::params::NodeParams;
 use super::take::NativeImage;
 use super::tracks::TrackOutputs;
-use crate::image::GrayImage;
+use crate::image::{GrayImage, ImageView};
 use crate::pipeline::{BackendChoice, Features, Pipeline};
+use crate::track::TrackInput;
 
 /// Node-side latencies kept for the shutdown summary (bounded).
 const MAX_KEPT_LATENCIES: usize = 1 << 20;
@@ -244,7 +245,8 @@ impl Worker {
             let mut camera_problem = None;
             if tracking {
                 let cfg = pipeline.config().track.clone();
-                camera_problem = self.tracks.step(header, &view, &cfg);
+                let input = track_input(&pipeline, &view);
+                camera_problem = self.tracks.step(header, &view, input, &cfg);
             }
             if debug
                 && self
@@ -293,4 +295,20 @@ impl Worker {
             s.backend = pipeline.backend().name().to_string();
         }
     }
+}
+
+/// The frame for the tracker: with the pipeline's gray image on the GPU when it has one (the
+/// GPU tracker then builds its pyramid from it: no second conversion, no second upload).
+#[cfg(feature = "cuda")]
+fn track_input<'a>(pipeline: &Pipeline, view: &'a ImageView<'a>) -> TrackInput<'a> {
+    match pipeline.gray_on_device() {
+        Some(gray) => TrackInput::Device(gray, view),
+        None => TrackInput::View(view),
+    }
+}
+
+/// (No GPU in this build: the frame as it came.)
+#[cfg(not(feature = "cuda"))]
+fn track_input<'a>(_: &Pipeline, view: &'a ImageView<'a>) -> TrackInput<'a> {
+    TrackInput::View(view)
 }

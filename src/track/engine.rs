@@ -81,6 +81,36 @@ impl FlowEngine {
         }
     }
 
+    /// [`FlowEngine::next_frame`] from the frame's gray image on the GPU (the pipeline's);
+    /// the CPU engine cannot read it (its caller passes host pixels instead).
+    #[cfg(feature = "cuda")]
+    pub(super) fn next_frame_on_device(
+        &mut self,
+        gray: crate::cuda::DeviceGray,
+        window: usize,
+        levels: usize,
+    ) -> crate::error::Result<()> {
+        match self {
+            FlowEngine::Cpu { .. } => Err(crate::Error::Cuda(
+                "the CPU tracker needs the frame on the host".into(),
+            )),
+            FlowEngine::Gpu(g) => {
+                if let Some(m) = g.gftt.as_mut() {
+                    m.settle(&g.gpu)?;
+                }
+                g.map_started = false;
+                std::mem::swap(&mut g.prev, &mut g.cur);
+                g.cur.build_from_device(&g.gpu, gray, window, levels)
+            }
+        }
+    }
+
+    /// Whether LK runs on the GPU.
+    #[cfg(feature = "cuda")]
+    pub(super) fn on_gpu(&self) -> bool {
+        self.name() == "cuda"
+    }
+
     /// The new frame's pyramid; the last one becomes the previous.
     pub(super) fn next_frame(
         &mut self,
@@ -236,21 +266,24 @@ fn gpu_there_and_back(
 impl GpuFlow {
     /// Queues goodFeaturesToTrack's eigenvalue map of the frame just built (its pyramid's
     /// level 0, on the GPU already) on the map's own stream: it runs beside LK.
-    pub(super) fn start_corner_map(&mut self, img: &GrayImage) -> crate::error::Result<()> {
+    pub(super) fn start_corner_map(
+        &mut self,
+        (width, height): (usize, usize),
+    ) -> crate::error::Result<()> {
         use crate::cuda::gftt::{GfttInput, GpuGftt};
         let src = self
             .cur
             .level0()
             .filter(|l| {
-                matches!(l, GfttInput::Device { width, height, .. }
-                    if (*width, *height) == (img.width, img.height))
+                matches!(l, GfttInput::Device { width: w, height: h, .. }
+                    if (*w, *h) == (width, height))
             })
-            .unwrap_or(GfttInput::Host(img));
+            .ok_or_else(|| {
+                crate::Error::Cuda("the corner map needs the frame's pyramid first".into())
+            })?;
         let m = match self.gftt.as_mut() {
             Some(m) => m,
-            None => self
-                .gftt
-                .insert(GpuGftt::new(&self.gpu, img.width, img.height)?),
+            None => self.gftt.insert(GpuGftt::new(&self.gpu, width, height)?),
         };
         m.start_map(&self.gpu, src, &GfttParams::default())?;
         self.map_started = true;
@@ -260,13 +293,13 @@ impl GpuFlow {
     /// The corners of the frame's map (started now if it was not) where `mask` allows.
     pub(super) fn corners(
         &mut self,
-        img: &GrayImage,
+        size: (usize, usize),
         g: &GfttParams,
         mask: &GrayImage,
         out: &mut Vec<(f32, f32)>,
     ) -> crate::error::Result<()> {
         if !self.map_started {
-            self.start_corner_map(img)?;
+            self.start_corner_map(size)?;
         }
         let m = self.gftt.as_mut().expect("started above");
         m.finish(&self.gpu, g, Some(mask), out)

@@ -28,6 +28,7 @@
 
 mod engine;
 pub mod fundamental;
+mod input;
 pub mod mask;
 mod stereo;
 mod types;
@@ -40,6 +41,8 @@ use self::engine::FlowEngine;
 #[cfg(feature = "cuda")]
 use self::engine::GpuFlow;
 use self::fundamental::{Ransac, RansacParams};
+use self::input::HostFrame;
+pub use self::input::TrackInput;
 use self::mask::{fill_circle, round_px};
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;
@@ -234,18 +237,33 @@ impl Tracker {
         stamp: f64,
         camera: Option<&CameraModel>,
     ) -> &[Track] {
-        let mut gray = std::mem::take(&mut self.gray);
-        crate::cpu::decode::decode(view, &mut gray);
-        self.track(&gray, stamp, camera);
-        self.gray = gray;
-        &self.tracks
+        self.track_input(TrackInput::View(view), stamp, camera)
     }
 
     /// One frame taken at `stamp` seconds, with the camera model if known. Returns the
     /// frame's tracks.
     pub fn track(&mut self, img: &GrayImage, stamp: f64, camera: Option<&CameraModel>) -> &[Track] {
+        self.track_input(TrackInput::Gray(img), stamp, camera)
+    }
+
+    /// [`Tracker::track`] on a frame given as [`TrackInput`]: with the frame's gray image
+    /// already on the GPU, the GPU tracker builds its pyramid from it (the same pixels: the
+    /// GPU decode equals the CPU's), and the host converts nothing.
+    pub fn track_input(
+        &mut self,
+        input: TrackInput,
+        stamp: f64,
+        camera: Option<&CameraModel>,
+    ) -> &[Track] {
+        let mut frame = HostFrame::new(input, std::mem::take(&mut self.gray));
+        self.track_frame(&mut frame, stamp, camera);
+        self.gray = frame.buf;
+        &self.tracks
+    }
+
+    fn track_frame(&mut self, frame: &mut HostFrame, stamp: f64, camera: Option<&CameraModel>) {
         let p = self.params;
-        let size = (img.width, img.height);
+        let size = frame.input.size();
         if self.prev_time.is_some_and(|t| stamp < t) {
             self.reset(Reset::TimeWentBack);
         }
@@ -265,9 +283,14 @@ impl Tracker {
         let t0 = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
 
-        if let Err(e) = self.engine.next_frame(img, p.window, p.levels) {
+        let built = match frame_on_device(frame, &self.engine) {
+            #[cfg(feature = "cuda")]
+            Some(gray) => self.engine.next_frame_on_device(gray, p.window, p.levels),
+            _ => self.engine.next_frame(frame.pixels(), p.window, p.levels),
+        };
+        if let Err(e) = built {
             self.fall_back(e);
-            let _ = self.engine.next_frame(img, p.window, p.levels);
+            let _ = self.engine.next_frame(frame.pixels(), p.window, p.levels);
         }
         // goodFeaturesToTrack's map needs no mask: on the GPU it starts now, beside LK,
         // when new corners are likely to be wanted (fewer tracks than the budget; else it
@@ -275,7 +298,7 @@ impl Tracker {
         #[cfg(feature = "cuda")]
         if let (FlowEngine::Gpu(gf), TopUp::Gftt) = (&mut self.engine, p.top_up) {
             if self.prev_pts.len() < p.max_features {
-                if let Err(e) = gf.start_corner_map(img) {
+                if let Err(e) = gf.start_corner_map(size) {
                     self.fall_back(e);
                 }
             }
@@ -327,7 +350,7 @@ impl Tracker {
                 self.stats.flow_back_error = if n > 0 { sum / n as f64 } else { 0.0 };
             }
             self.stats.tried = self.prev_pts.len();
-            let (w, h) = (img.width as i32, img.height as i32);
+            let (w, h) = (size.0 as i32, size.1 as i32);
             for (i, f) in self.fwd.iter().enumerate() {
                 let (rx, ry) = (round_px(f.x), round_px(f.y));
                 let inside = 1 <= rx && rx < w - 1 && 1 <= ry && ry < h - 1;
@@ -379,7 +402,7 @@ impl Tracker {
         // so the ID breaks the ties as a stable sort would, and the unstable sort needs no
         // scratch memory (the stable one allocates beyond a few dozen tracks).
         kept.sort_unstable_by_key(|(t, _)| (std::cmp::Reverse(t.age), t.id));
-        self.mask.reshape(img.width, img.height);
+        self.mask.reshape(size.0, size.1);
         self.mask.data.fill(255);
         let before = kept.len();
         let r = p.min_distance.round() as i32;
@@ -399,7 +422,7 @@ impl Tracker {
         self.corners.clear();
         let t2 = std::time::Instant::now();
         if want > 0 {
-            self.detect(img, want);
+            self.detect(frame, want);
         }
         self.stats.detect_ms = ms(t2);
         self.stats.added = self.corners.len();
@@ -455,7 +478,6 @@ impl Tracker {
         self.spare_tracks = std::mem::replace(&mut self.tracks, out);
         self.prev_time = Some(stamp);
         self.stats.total_ms = ms(t0);
-        &self.tracks
     }
 
     /// A GPU failure: the CPU engine from now on; the tracks start over (their previous
@@ -495,7 +517,7 @@ impl Tracker {
     }
 
     /// New corners where the mask allows, into `self.corners`.
-    fn detect(&mut self, img: &GrayImage, want: usize) {
+    fn detect(&mut self, frame: &mut HostFrame, want: usize) {
         let p = self.params;
         match p.top_up {
             TopUp::Gftt => {
@@ -507,13 +529,13 @@ impl Tracker {
                 };
                 #[cfg(feature = "cuda")]
                 if let FlowEngine::Gpu(gf) = &mut self.engine {
-                    match gf.corners(img, &g, &self.mask, &mut self.corners) {
+                    match gf.corners(frame.input.size(), &g, &self.mask, &mut self.corners) {
                         Ok(()) => return,
                         Err(e) => self.fall_back(e),
                     }
                 }
                 good_features_to_track(
-                    img,
+                    frame.pixels(),
                     &g,
                     Some(&self.mask),
                     &mut self.gftt,
@@ -521,6 +543,7 @@ impl Tracker {
                 );
             }
             TopUp::Fast(threshold) => {
+                let img = frame.pixels();
                 let mut c = crate::cpu::fast::detect(img, threshold, true);
                 let (w, h) = (img.width, img.height);
                 c.retain(|c| {
@@ -547,6 +570,18 @@ impl Tracker {
             }
         }
     }
+}
+
+/// The frame's gray image on the GPU when the engine can build from it.
+#[cfg(feature = "cuda")]
+fn frame_on_device(frame: &HostFrame, engine: &FlowEngine) -> Option<crate::cuda::DeviceGray> {
+    frame.device().filter(|_| engine.on_gpu())
+}
+
+/// (No GPU in this build: never.)
+#[cfg(not(feature = "cuda"))]
+fn frame_on_device(_: &HostFrame, _: &FlowEngine) -> Option<std::convert::Infallible> {
+    None
 }
 
 #[cfg(test)]

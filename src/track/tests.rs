@@ -124,3 +124,40 @@ fn stereo_finds_the_left_tracks_at_the_disparity_and_checks_the_size() {
     assert!(e.unwrap_err().contains("300x240"));
     assert!(t.right_tracks().is_empty() && !t.tracks().is_empty());
 }
+
+/// A frame given with a gray image "on the device" to a CPU tracker: the engine cannot read
+/// it, so the view is decoded on the host, and the tracks are those of `track_view` (the
+/// device pointer is never touched). A device image of another size is not used either.
+#[cfg(feature = "cuda")]
+#[test]
+fn a_device_frame_on_the_cpu_engine_is_decoded_from_its_view() {
+    use crate::cuda::DeviceGray;
+    use crate::image::ImageView;
+    let (mut a, mut b) = (
+        Tracker::new(TrackParams::default()),
+        Tracker::new(TrackParams::default()),
+    );
+    for k in 0..4 {
+        let img = scene(160, 120, 1.5 * k as f32);
+        // bgr8: the decode's conversion, not a copy
+        let bgr: Vec<u8> = img.data.iter().flat_map(|&v| [v, v / 2, 255 - v]).collect();
+        let view = ImageView::new(&bgr, 160, 120, 480, "bgr8", false).unwrap();
+        let size = if k == 2 { 80 } else { 160 };
+        let fake = DeviceGray {
+            ptr: 0xdead_0000,
+            width: size,
+            height: 120,
+            pitch: size,
+        };
+        let stamp = k as f64 / 30.0;
+        let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
+        let want: Vec<_> = a.track_view(&view, stamp, None).iter().map(key).collect();
+        let got: Vec<_> = b
+            .track_input(TrackInput::Device(fake, &view), stamp, None)
+            .iter()
+            .map(key)
+            .collect();
+        assert_eq!(got, want, "frame {k}");
+        assert!(!got.is_empty());
+    }
+}
