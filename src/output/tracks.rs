@@ -174,11 +174,22 @@ pub struct VinsFeature {
 /// left and right in stereo). A track without normalised coordinates (no camera model) is
 /// left out: the estimator cannot use it.
 pub fn vins_feature(cameras: &[&[Track]], format: VinsFormat) -> VinsFeature {
-    let ncam = cameras.len().max(1) as u64;
     let mut out = VinsFeature {
         points: Vec::new(),
-        channels: vec![Vec::new(); format.channels().len()],
+        channels: Vec::new(),
     };
+    vins_feature_into(cameras, format, &mut out);
+    out
+}
+
+/// [`vins_feature`] into `out`, its buffers reused (nothing allocated once they have grown).
+pub fn vins_feature_into(cameras: &[&[Track]], format: VinsFormat, out: &mut VinsFeature) {
+    let ncam = cameras.len().max(1) as u64;
+    out.points.clear();
+    out.channels.resize_with(format.channels().len(), Vec::new);
+    for ch in &mut out.channels {
+        ch.clear();
+    }
     for (c, tracks) in cameras.iter().enumerate() {
         for t in tracks
             .iter()
@@ -195,7 +206,6 @@ pub fn vins_feature(cameras: &[&[Track]], format: VinsFormat) -> VinsFeature {
             }
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -97,23 +97,112 @@ impl KeypointsCdr {
     }
 }
 
-/// The `tracks` cloud (`output::tracks` layout); not dense (NaN without a camera model).
-pub fn tracks_cloud(
-    header: &Header,
-    tracks: &[crate::track::Track],
-    mut buf: Vec<u8>,
-) -> PointCloud2 {
-    use crate::output::tracks;
-    tracks::encode(tracks, &mut buf);
-    let mut c = unorganized_cloud(
-        header,
-        &tracks::FIELDS,
-        tracks::POINT_STEP,
-        tracks.len(),
-        buf,
-    );
-    c.is_dense = false;
-    c
+/// `header` into a CDR header (its `frame_id` string reused).
+fn cdr_header(header: &Header, out: &mut crate::bag::cdr::Header) {
+    out.stamp.sec = header.stamp.sec;
+    out.stamp.nanosec = header.stamp.nanosec;
+    out.frame_id.clone_from(&header.frame_id);
+}
+
+/// The `tracks` cloud serialized (CDR, for `publish_raw`; layout [`crate::output::tracks`],
+/// not dense: NaN without a camera model), the message and its bytes kept from frame to
+/// frame as [`KeypointsCdr`]'s: nothing allocated once they have grown.
+pub struct TracksCdr {
+    msg: crate::bag::cdr::PointCloud2<'static>,
+    bytes: Vec<u8>,
+}
+
+impl Default for TracksCdr {
+    fn default() -> Self {
+        use crate::bag::cdr;
+        use crate::output::tracks;
+        TracksCdr {
+            msg: cdr::PointCloud2 {
+                header: cdr::Header::default(),
+                height: 1,
+                width: 0,
+                fields: tracks::FIELDS
+                    .iter()
+                    .map(|f| cdr::PointField {
+                        name: f.name.to_string(),
+                        offset: f.offset,
+                        datatype: f.datatype,
+                        count: f.count,
+                    })
+                    .collect(),
+                is_bigendian: false,
+                point_step: tracks::POINT_STEP as u32,
+                row_step: 0,
+                data: std::borrow::Cow::Owned(Vec::new()),
+                is_dense: false,
+            },
+            bytes: Vec::new(),
+        }
+    }
+}
+
+impl TracksCdr {
+    pub fn encode(&mut self, header: &Header, tracks: &[crate::track::Track]) -> &[u8] {
+        let m = &mut self.msg;
+        cdr_header(header, &mut m.header);
+        crate::output::tracks::encode(tracks, m.data.to_mut());
+        m.width = tracks.len() as u32;
+        m.row_step = m.point_step * m.width;
+        crate::bag::cdr::encode_into(&*m, &mut self.bytes);
+        &self.bytes
+    }
+}
+
+/// VINS's `feature` message (`sensor_msgs/PointCloud`, [`crate::output::tracks::vins_feature`])
+/// serialized, the message, its channels and bytes kept from frame to frame.
+#[derive(Default)]
+pub struct FeatureCdr {
+    feature: crate::output::tracks::VinsFeature,
+    msg: crate::bag::cdr::PointCloud,
+    bytes: Vec<u8>,
+}
+
+impl FeatureCdr {
+    /// `cameras[c]`: camera c's tracks (one camera, or left and right).
+    pub fn encode(
+        &mut self,
+        header: &Header,
+        cameras: &[&[crate::track::Track]],
+        format: crate::output::tracks::VinsFormat,
+    ) -> &[u8] {
+        use crate::bag::cdr;
+        crate::output::tracks::vins_feature_into(cameras, format, &mut self.feature);
+        let m = &mut self.msg;
+        cdr_header(header, &mut m.header);
+        m.points.clear();
+        m.points
+            .extend(self.feature.points.iter().map(|p| cdr::Point32 {
+                x: p[0],
+                y: p[1],
+                z: p[2],
+            }));
+        let names = format.channels();
+        if !m
+            .channels
+            .iter()
+            .map(|c| c.name.as_str())
+            .eq(names.iter().copied())
+        {
+            m.channels = names
+                .iter()
+                .map(|n| cdr::ChannelFloat32 {
+                    name: n.to_string(),
+                    values: Vec::new(),
+                })
+                .collect();
+        }
+        for (ch, values) in m.channels.iter_mut().zip(&self.feature.channels) {
+            ch.values.clear();
+            ch.values.extend_from_slice(values);
+        }
+        cdr::encode_into(&*m, &mut self.bytes);
+        &self.bytes
+    }
 }
 
 /// A `height = 1`, little-endian, dense cloud of `n` points of `point_step` bytes in `data`.
@@ -220,6 +309,64 @@ mod tests {
         m.width = 0;
         m.height = 0;
         assert!(matches!(image_view(&m), Err(DecodeError::ZeroSize { .. })));
+    }
+
+    fn track(id: u64, x: f32, camera: bool) -> crate::track::Track {
+        crate::track::Track {
+            id,
+            x,
+            y: x + 1.0,
+            x_n: if camera { x as f64 * 0.01 } else { f64::NAN },
+            y_n: 0.25,
+            vx: 0.5,
+            vy: -0.5,
+            px_vx: 1.0,
+            px_vy: 2.0,
+            age: 3,
+        }
+    }
+
+    /// The `feature` and `tracks` bytes decode to what `vins_feature` and `output::tracks`
+    /// say, frame after frame with the buffers reused (mono, then stereo, then the other
+    /// format).
+    #[test]
+    fn feature_and_tracks_bytes_decode_to_their_messages() {
+        use crate::bag::cdr;
+        use crate::output::tracks::{self as out, VinsFormat};
+        let (mut f, mut t) = (FeatureCdr::default(), TracksCdr::default());
+        let left = [
+            track(7, 10.0, true),
+            track(8, 20.0, false),
+            track(9, 30.0, true),
+        ];
+        let right = [track(7, 12.0, true)];
+        for (cams, format) in [
+            (&[&left[..]][..], VinsFormat::Fusion),
+            (&[&left[..], &right[..]][..], VinsFormat::Fusion),
+            (&[&left[..2]][..], VinsFormat::Mono),
+        ] {
+            let bytes = f.encode(&header(), cams, format).to_vec();
+            let m: cdr::PointCloud = cdr::decode(&bytes, "sensor_msgs/PointCloud").unwrap();
+            let want = out::vins_feature(cams, format);
+            assert_eq!(m.header.frame_id, "cam");
+            assert_eq!((m.header.stamp.sec, m.header.stamp.nanosec), (12, 34));
+            let pts: Vec<[f32; 3]> = m.points.iter().map(|p| [p.x, p.y, p.z]).collect();
+            assert_eq!(pts, want.points);
+            let names: Vec<&str> = m.channels.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(names, format.channels());
+            let values: Vec<Vec<f32>> = m.channels.into_iter().map(|c| c.values).collect();
+            assert_eq!(values, want.channels);
+            let bytes = t.encode(&header(), cams[0]).to_vec();
+            let c = cdr::PointCloud2::decode(&bytes).unwrap();
+            let mut data = Vec::new();
+            out::encode(cams[0], &mut data);
+            assert_eq!((c.width as usize, &c.data[..]), (cams[0].len(), &data[..]));
+            assert_eq!(
+                (c.point_step as usize, c.is_dense),
+                (out::POINT_STEP, false)
+            );
+            assert_eq!(c.fields.len(), out::FIELDS.len());
+        }
     }
 
     #[test]

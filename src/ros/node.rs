@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use r2r::diagnostic_msgs::msg::DiagnosticArray;
-use r2r::sensor_msgs::msg::{CameraInfo, Image, PointCloud, PointCloud2};
+use r2r::sensor_msgs::msg::{CameraInfo, Image, PointCloud2};
 use r2r::std_msgs::msg::Bool;
 use r2r::QosProfile;
 
@@ -72,16 +72,25 @@ fn track_outputs(
         tracker: Tracker::default(),
         camera,
         pub_tracks: node
-            .create_publisher::<PointCloud2>(&topic(name, "tracks"), out_qos.clone())
+            .create_publisher_untyped(
+                &topic(name, "tracks"),
+                "sensor_msgs/msg/PointCloud2",
+                out_qos.clone(),
+            )
             .map_err(err)?,
         pub_feature: node
-            .create_publisher::<PointCloud>(&topic(name, "feature"), out_qos.clone())
+            .create_publisher_untyped(
+                &topic(name, "feature"),
+                "sensor_msgs/msg/PointCloud",
+                out_qos.clone(),
+            )
             .map_err(err)?,
         pub_restart: node
             .create_publisher::<Bool>(&topic(name, "restart"), out_qos.clone())
             .map_err(err)?,
         format: VinsFormat::parse(&settings.feature_format).unwrap_or(VinsFormat::Fusion),
-        buf: Vec::new(),
+        tracks_cdr: Default::default(),
+        feature_cdr: Default::default(),
         resets: 0,
         cuda: false,
         started: false,
@@ -176,7 +185,11 @@ async fn run_async() -> Result<(), String> {
                 link: link.clone(),
                 right_camera: cameras[1].clone(),
                 pub_right_tracks: node
-                    .create_publisher::<PointCloud2>(&topic(&names[1], "tracks"), out_qos.clone())
+                    .create_publisher_untyped(
+                        &topic(&names[1], "tracks"),
+                        "sensor_msgs/msg/PointCloud2",
+                        out_qos.clone(),
+                    )
                     .map_err(|e| format!("publisher: {e}"))?,
             },
             1 => StereoRole::Right { link: link.clone() },

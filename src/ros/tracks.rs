@@ -17,16 +17,15 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use r2r::geometry_msgs::msg::Point32;
-use r2r::sensor_msgs::msg::{CameraInfo, ChannelFloat32, PointCloud, PointCloud2};
+use r2r::sensor_msgs::msg::CameraInfo;
 use r2r::std_msgs::msg::{Bool, Header};
 
 use super::convert;
 use crate::camera::CameraModel;
 use crate::config::TrackConfig;
 use crate::image::{GrayImage, ImageView};
-use crate::output::tracks::{vins_feature, VinsFormat};
-use crate::track::{TrackInput, TrackParams, Tracker};
+use crate::output::tracks::VinsFormat;
+use crate::track::{Track, TrackInput, TrackParams, Tracker};
 
 /// What the input's `camera_info` subscription last saw.
 #[derive(Clone, Debug, Default)]
@@ -149,7 +148,8 @@ pub(super) enum StereoRole {
     Left {
         link: Arc<StereoLink>,
         right_camera: CameraSlot,
-        pub_right_tracks: r2r::Publisher<PointCloud2>,
+        /// The second camera's `tracks` (serialized by [`convert::TracksCdr`]).
+        pub_right_tracks: r2r::PublisherUntyped,
     },
     /// The second input: hands its frames to the first (its own tracker idles).
     Right {
@@ -160,11 +160,14 @@ pub(super) enum StereoRole {
 pub(super) struct TrackOutputs {
     pub(super) tracker: Tracker,
     pub(super) camera: CameraSlot,
-    pub(super) pub_tracks: r2r::Publisher<PointCloud2>,
-    pub(super) pub_feature: r2r::Publisher<PointCloud>,
+    /// `tracks` and `feature`, published as bytes serialized into reused buffers (nothing
+    /// allocated per frame once they have grown).
+    pub(super) pub_tracks: r2r::PublisherUntyped,
+    pub(super) pub_feature: r2r::PublisherUntyped,
     pub(super) pub_restart: r2r::Publisher<Bool>,
     pub(super) format: VinsFormat,
-    pub(super) buf: Vec<u8>,
+    pub(super) tracks_cdr: convert::TracksCdr,
+    pub(super) feature_cdr: convert::FeatureCdr,
     pub(super) resets: usize,
     /// Run the LK stage on the GPU (the input's pipeline is on CUDA); decided on the first
     /// tracked frame.
@@ -237,9 +240,9 @@ impl TrackOutputs {
         let (camera, mut problem) = usable_camera(&self.camera, view.width(), view.height());
         let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
         let tracks = self.tracker.track_input(input, stamp, camera.as_ref());
-        let cloud = convert::tracks_cloud(header, tracks, std::mem::take(&mut self.buf));
-        let _ = self.pub_tracks.publish(&cloud);
-        self.buf = cloud.data;
+        let _ = self
+            .pub_tracks
+            .publish_raw(self.tracks_cdr.encode(header, tracks));
         let mut stereo = false;
         if let (
             StereoRole::Left {
@@ -261,13 +264,10 @@ impl TrackOutputs {
                 Some((r, why, right_header)) => {
                     stereo = true;
                     // The right tracks carry the second camera's own header.
-                    let cloud = convert::tracks_cloud(
-                        &right_header,
-                        self.tracker.right_tracks(),
-                        std::mem::take(&mut self.buf),
-                    );
-                    let _ = pub_right_tracks.publish(&cloud);
-                    self.buf = cloud.data;
+                    let bytes = self
+                        .tracks_cdr
+                        .encode(&right_header, self.tracker.right_tracks());
+                    let _ = pub_right_tracks.publish_raw(bytes);
                     if let Err(e) = r {
                         problem = Some(format!("stereo: {e}"));
                     } else if let Some(w) = why {
@@ -284,34 +284,10 @@ impl TrackOutputs {
             }
         }
         let tracks = self.tracker.tracks();
-        let f = if stereo {
-            vins_feature(&[tracks, self.tracker.right_tracks()], self.format)
-        } else {
-            vins_feature(&[tracks], self.format)
-        };
-        let msg = PointCloud {
-            header: header.clone(),
-            points: f
-                .points
-                .iter()
-                .map(|p| Point32 {
-                    x: p[0],
-                    y: p[1],
-                    z: p[2],
-                })
-                .collect(),
-            channels: self
-                .format
-                .channels()
-                .iter()
-                .zip(f.channels)
-                .map(|(name, values)| ChannelFloat32 {
-                    name: name.to_string(),
-                    values,
-                })
-                .collect(),
-        };
-        let _ = self.pub_feature.publish(&msg);
+        let cameras: [&[Track]; 2] = [tracks, self.tracker.right_tracks()];
+        let cameras = if stereo { &cameras[..] } else { &cameras[..1] };
+        let bytes = self.feature_cdr.encode(header, cameras, self.format);
+        let _ = self.pub_feature.publish_raw(bytes);
         let resets = self.tracker.resets().len();
         if resets > self.resets {
             self.resets = resets;

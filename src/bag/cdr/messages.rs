@@ -85,6 +85,30 @@ pub struct PointCloud2<'a> {
     pub is_dense: bool,
 }
 
+/// `geometry_msgs/msg/Point32`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Point32 {
+    pub x: f32,
+    pub y: f32,
+    pub z: f32,
+}
+
+/// `sensor_msgs/msg/ChannelFloat32`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelFloat32 {
+    #[serde(deserialize_with = "string::deserialize")]
+    pub name: String,
+    pub values: Vec<f32>,
+}
+
+/// `sensor_msgs/msg/PointCloud` (VINS's `feature` message).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PointCloud {
+    pub header: Header,
+    pub points: Vec<Point32>,
+    pub channels: Vec<ChannelFloat32>,
+}
+
 /// `foxglove_msgs/msg/Point2`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Point2 {

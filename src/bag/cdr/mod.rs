@@ -72,8 +72,9 @@ pub mod string;
 mod tests;
 
 pub use self::messages::{
-    CircleAnnotation, Color, CompressedImage, Header, Image, ImageAnnotations, Point2, PointCloud2,
-    PointField, PointsAnnotation, TextAnnotation, Time, LINE_LIST, POINTS,
+    ChannelFloat32, CircleAnnotation, Color, CompressedImage, Header, Image, ImageAnnotations,
+    Point2, Point32, PointCloud, PointCloud2, PointField, PointsAnnotation, TextAnnotation, Time,
+    LINE_LIST, POINTS,
 };
 pub use self::schema::{schema_text, COMPRESSED_IMAGE, IMAGE, IMAGE_ANNOTATIONS, POINT_CLOUD2};
 
