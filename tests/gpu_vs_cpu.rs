@@ -50,13 +50,7 @@ fn fixtures() -> Vec<(String, OwnedFrame)> {
     } else {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
     };
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "png"))
-        .collect();
-    names.sort();
-    names
+    shared::png_files(&dir)
         .into_iter()
         .map(|p| {
             let stem = p.file_stem().unwrap().to_string_lossy().into_owned();

@@ -1471,12 +1471,7 @@ fn regression_mcap_attachment_without_crc() {
 
 fn sequence() -> Vec<gpu_features::GrayImage> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/seq");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "png"))
-        .collect();
-    names.sort();
+    let names = shared::png_files(&dir);
     assert!(names.len() >= 8, "{dir:?}");
     names
         .iter()

@@ -91,6 +91,29 @@ pub(super) enum Row {
     Ratio(String, String, String),
 }
 
+/// The mean of per-frame counts (0 for none).
+pub(super) fn mean_count(v: &[usize]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<usize>() as f64 / v.len() as f64
+    }
+}
+
+/// The distinct (size, max_features) of the tracker rows, in the order they first appear:
+/// a table's lines.
+pub(super) fn size_settings<'a>(
+    rows: impl Iterator<Item = (&'a str, usize)>,
+) -> Vec<(String, usize)> {
+    let mut keys: Vec<(String, usize)> = Vec::new();
+    for (size, feats) in rows {
+        if !keys.iter().any(|(s, f)| s == size && *f == feats) {
+            keys.push((size.to_string(), feats));
+        }
+    }
+    keys
+}
+
 pub(super) fn fmt_ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")

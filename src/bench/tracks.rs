@@ -112,14 +112,6 @@ fn time_tracker(t: &mut Tracker, seqs: &[Vec<GrayImage>], warmup: usize, frames:
     (ms, tracks, stats)
 }
 
-fn mean(v: &[usize]) -> f64 {
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<usize>() as f64 / v.len() as f64
-    }
-}
-
 /// OpenCV's pipeline on the sequences (written as PNG under `dir`): the script's JSON.
 /// With `right` (one sequence per left one), VINS-Fusion's stereo mode on the pairs.
 #[allow(clippy::too_many_arguments)]
@@ -128,7 +120,7 @@ pub(super) fn run_opencv_tracks(
     script: &Path,
     dir: &Path,
     size: Size,
-    seqs: &[Vec<GrayImage>],
+    seqs: &[&Vec<GrayImage>],
     right: Option<&[&Vec<GrayImage>]>,
     (max_features, min_distance): (usize, f64),
     threads: usize,
@@ -229,14 +221,7 @@ pub(super) fn table(rows: &[TrackRow]) -> String {
         "| size | features (min distance) | tracks / frame | ours, GPU: p50 / p90 ms | ours, CPU 1 thread | OpenCV 1 thread | OpenCV all threads | OpenCV all threads / ours GPU |\n\
          |---|---|---:|---:|---:|---:|---:|---:|\n",
     );
-    let mut keys: Vec<(String, usize)> = Vec::new();
-    for r in rows {
-        let k = (r.size.clone(), r.max_features);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    for (size, feats) in keys {
+    for (size, feats) in size_settings(rows.iter().map(|r| (r.size.as_str(), r.max_features))) {
         let find = |t: &str| {
             rows.iter()
                 .find(|r| r.size == size && r.max_features == feats && r.tracker.starts_with(t))
@@ -336,7 +321,7 @@ pub(super) fn run(
                     max_features: setting.0,
                     min_distance: setting.1,
                     tracker: tracker.into(),
-                    tracks_mean: mean(&n),
+                    tracks_mean: mean_count(&n),
                     ms: Dist::of(ms),
                     stages: Some([
                         d(|s| s.pyramid_ms),
@@ -387,13 +372,14 @@ pub(super) fn run(
             }
             if let (Some(py), Some(sc), None) = (python, &script, &opencv_failed) {
                 let all = std::thread::available_parallelism().map_or(1, |n| n.get());
-                let lefts: Vec<Vec<GrayImage>> = pairs.iter().map(|p| p.0.clone()).collect();
+                let mono: Vec<&Vec<GrayImage>> = seqs.iter().collect();
+                let lefts: Vec<&Vec<GrayImage>> = pairs.iter().map(|p| p.0).collect();
                 let rights: Vec<&Vec<GrayImage>> = pairs.iter().map(|p| p.1).collect();
                 for (threads, label) in [
                     (1, "opencv-1".to_string()),
                     (0, format!("opencv-N ({all})")),
                 ] {
-                    let r = run_opencv_tracks(py, sc, &tmp, size, seqs, None, setting, threads)
+                    let r = run_opencv_tracks(py, sc, &tmp, size, &mono, None, setting, threads)
                         .map(|v| rows.extend(opencv_row(&v, size, setting, label.clone())))
                         .and_then(|()| match pairs.is_empty() {
                             true => Ok(()),
@@ -465,7 +451,7 @@ pub(super) fn run(
              `Tracker::track_right` (the right step); OpenCV: scripts/bench_vins_opencv.py \
              --stereo:\n\n"
         ));
-        md.push_str(&stereo::table(&stereo_rows, fmt_ms));
+        md.push_str(&stereo::table(&stereo_rows));
     }
     emit(args, &md, || {
         json!({

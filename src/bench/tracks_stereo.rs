@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::report::{fmt_ms, mean_count, size_settings};
 use crate::image::GrayImage;
 use crate::report::Dist;
 use crate::track::Tracker;
@@ -78,10 +79,6 @@ pub(super) fn time_stereo(
     Ok((ms, right_ms, nl, nr))
 }
 
-fn mean(v: &[usize]) -> f64 {
-    v.iter().sum::<usize>() as f64 / v.len().max(1) as f64
-}
-
 /// Our row from [`time_stereo`]'s measures.
 pub(super) fn our_row(
     size: String,
@@ -93,8 +90,8 @@ pub(super) fn our_row(
         size,
         max_features,
         tracker: tracker.into(),
-        left_mean: mean(&nl),
-        right_mean: mean(&nr),
+        left_mean: mean_count(&nl),
+        right_mean: mean_count(&nr),
         ms: Dist::of(ms),
         right_ms: Some(Dist::of(right_ms)),
     }
@@ -124,19 +121,12 @@ pub(super) fn opencv_row(
 }
 
 /// The markdown table: one line per size and setting, the trackers side by side.
-pub(super) fn table(rows: &[StereoRow], fmt_ms: fn(f64) -> String) -> String {
+pub(super) fn table(rows: &[StereoRow]) -> String {
     let mut s = String::from(
         "| size | features | tracks left / right | ours, GPU: pair p50 / p90 ms | of which the right step | ours, CPU 1 thread | OpenCV 1 thread | OpenCV all threads | OpenCV all threads / ours GPU |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    let mut keys: Vec<(String, usize)> = Vec::new();
-    for r in rows {
-        let k = (r.size.clone(), r.max_features);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    for (size, feats) in keys {
+    for (size, feats) in size_settings(rows.iter().map(|r| (r.size.as_str(), r.max_features))) {
         let find = |t: &str| {
             rows.iter()
                 .find(|r| r.size == size && r.max_features == feats && r.tracker.starts_with(t))
@@ -211,7 +201,7 @@ mod tests {
             },
             ..our_row("160x120".into(), 150, "x", (vec![], vec![], vec![], vec![]))
         });
-        let table = table(&rows, |v| format!("{v:.4}"));
+        let table = table(&rows);
         let line = table.lines().nth(2).unwrap();
         assert!(line.starts_with("| 160x120 | 150 | "), "{line}");
         assert!(line.ends_with("| 20.0x |"), "{line}");

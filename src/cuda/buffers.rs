@@ -198,6 +198,42 @@ pub fn upload_range(
         .map_err(|e| cuda_err("host-to-device copy", e))
 }
 
+/// Async device -> device copy of `height` rows of `width` bytes, from `src` (rows `pitch`
+/// bytes apart) to `dst` (likewise), on `stream`; `what` names it in the error.
+pub fn copy_rows_on_device(
+    stream: &CudaStream,
+    (src, src_pitch): (u64, usize),
+    (dst, dst_pitch): (u64, usize),
+    (width, height): (usize, usize),
+    what: &str,
+) -> Result<()> {
+    let dev = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    let c = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: dev,
+        srcHost: std::ptr::null(),
+        srcDevice: src,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: src_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: dev,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: dst_pitch,
+        WidthInBytes: width,
+        Height: height,
+    };
+    // SAFETY: `c` names two device regions of `height` rows of `width` bytes at their
+    // pitches, which the callers own for as long as the stream uses them (as `upload`'s
+    // `dst`); no host memory is involved.
+    unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) }
+        .result()
+        .map_err(|e| cuda_err(what, e))
+}
+
 /// Async device -> host copy of `bytes` into pinned `dst` at `dst_off`.
 pub fn download(
     stream: &CudaStream,

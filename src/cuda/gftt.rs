@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{result, sys, CudaEvent, CudaStream};
+use cudarc::driver::{result, CudaEvent, CudaStream};
 
-use super::buffers::{download, upload, DevBuf, HostBuf};
+use super::buffers::{copy_rows_on_device, download, upload, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
 use super::fast_harris::LevelDesc;
 use super::harris::{sobel_kernels, DenseParams};
@@ -163,32 +163,16 @@ impl GpuGftt {
                 upload(ms, &self.host_in, self.gray.ptr(), n)?;
             }
             GfttInput::Device { ptr, pitch, .. } => {
-                let dev = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-                let c = sys::CUDA_MEMCPY2D {
-                    srcXInBytes: 0,
-                    srcY: 0,
-                    srcMemoryType: dev,
-                    srcHost: std::ptr::null(),
-                    srcDevice: ptr,
-                    srcArray: std::ptr::null_mut(),
-                    srcPitch: pitch,
-                    dstXInBytes: 0,
-                    dstY: 0,
-                    dstMemoryType: dev,
-                    dstHost: std::ptr::null_mut(),
-                    dstDevice: self.gray.ptr(),
-                    dstArray: std::ptr::null_mut(),
-                    dstPitch: w,
-                    WidthInBytes: w,
-                    Height: h,
-                };
-                // SAFETY: `c` describes two device buffers of at least h rows of w bytes
-                // (the pyramid's level at `pitch`, ours packed). The pyramid's buffer is not
-                // written again before the pipeline's stream waits for `map_done`
-                // (`settle`, called by the tracker before it builds its next pyramid).
-                unsafe { sys::cuMemcpy2DAsync_v2(&c, ms.cu_stream()) }
-                    .result()
-                    .map_err(|e| cuda_err("copying the LK pyramid's level 0", e))?;
+                // The pyramid's buffer is not written again before the pipeline's stream
+                // waits for `map_done` (`settle`, called by the tracker before it builds its
+                // next pyramid).
+                copy_rows_on_device(
+                    ms,
+                    (ptr, pitch),
+                    (self.gray.ptr(), w),
+                    (w, h),
+                    "copying the LK pyramid's level 0",
+                )?;
             }
         }
         let (smooth, deriv) = sobel_kernels(p.ksize);

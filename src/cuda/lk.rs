@@ -6,7 +6,7 @@
 
 use cudarc::driver::{result, sys, CudaEvent};
 
-use super::buffers::{download, upload, DevBuf, HostBuf};
+use super::buffers::{copy_rows_on_device, download, upload, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
 use crate::cpu::lk::{Flow, LkParams};
 use crate::error::{Error, Result};
@@ -199,33 +199,17 @@ impl GpuFlowPyramid {
         max_level: usize,
     ) -> Result<()> {
         self.prepare(gpu, (src.width, src.height), window, max_level)?;
+        // Into level 0's interior (`prepare` sized it for this frame); the source lives
+        // until the caller's next frame, which comes after the wait below.
         let (pad, stride) = (window, src.width + 2 * window);
-        let dev = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-        let c = sys::CUDA_MEMCPY2D {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcMemoryType: dev,
-            srcHost: std::ptr::null(),
-            srcDevice: src.ptr,
-            srcArray: std::ptr::null_mut(),
-            srcPitch: src.pitch,
-            dstXInBytes: pad,
-            dstY: pad,
-            dstMemoryType: dev,
-            dstHost: std::ptr::null_mut(),
-            dstDevice: self.levels[0].img.ptr(),
-            dstArray: std::ptr::null_mut(),
-            dstPitch: stride,
-            WidthInBytes: src.width,
-            Height: src.height,
-        };
-        // SAFETY: `c` describes two device buffers: the source's `height` rows of `width`
-        // bytes at `pitch` (the caller's, alive until its next frame, which comes after the
-        // wait below), and level 0's interior (`prepare` sized it for this frame: `height +
-        // 2 pad` rows of `stride` bytes).
-        unsafe { sys::cuMemcpy2DAsync_v2(&c, gpu.stream.cu_stream()) }
-            .result()
-            .map_err(|e| cuda_err("copying the pipeline's gray frame", e))?;
+        let interior = self.levels[0].img.ptr() + (pad * stride + pad) as u64;
+        copy_rows_on_device(
+            &gpu.stream,
+            (src.ptr, src.pitch),
+            (interior, stride),
+            (src.width, src.height),
+            "copying the pipeline's gray frame",
+        )?;
         self.build_levels(gpu)?;
         gpu.sync()
     }

@@ -71,15 +71,7 @@ fn cloud_message(
         header: header.clone(),
         height: 1,
         width: n,
-        fields: fields
-            .iter()
-            .map(|f| cdr::PointField {
-                name: f.name.to_string(),
-                offset: f.offset,
-                datatype: f.datatype,
-                count: f.count,
-            })
-            .collect(),
+        fields: pointcloud::cdr_fields(fields),
         is_bigendian: false,
         point_step: step,
         row_step: step * n,

@@ -74,15 +74,7 @@ impl KeypointsCdr {
         let d = descriptors.is_some();
         let m = &mut self.msg;
         if self.with_descriptors != Some(d) {
-            m.fields = pointcloud::fields(d)
-                .iter()
-                .map(|f| crate::bag::cdr::PointField {
-                    name: f.name.to_string(),
-                    offset: f.offset,
-                    datatype: f.datatype,
-                    count: f.count,
-                })
-                .collect();
+            m.fields = pointcloud::cdr_fields(pointcloud::fields(d));
             m.point_step = pointcloud::point_step(d) as u32;
             self.with_descriptors = Some(d);
         }
@@ -121,15 +113,7 @@ impl Default for TracksCdr {
                 header: cdr::Header::default(),
                 height: 1,
                 width: 0,
-                fields: tracks::FIELDS
-                    .iter()
-                    .map(|f| cdr::PointField {
-                        name: f.name.to_string(),
-                        offset: f.offset,
-                        datatype: f.datatype,
-                        count: f.count,
-                    })
-                    .collect(),
+                fields: pointcloud::cdr_fields(&tracks::FIELDS),
                 is_bigendian: false,
                 point_step: tracks::POINT_STEP as u32,
                 row_step: 0,

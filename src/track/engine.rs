@@ -2,6 +2,7 @@
 //! frames' pyramids on the CPU (`cpu::lk`) or on the GPU (`cuda::lk`, `cuda::gftt`, equal
 //! bit for bit) and tracks points between them.
 
+use super::input::HostFrame;
 #[cfg(feature = "cuda")]
 use crate::cpu::gftt::GfttParams;
 use crate::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
@@ -81,47 +82,19 @@ impl FlowEngine {
         }
     }
 
-    /// [`FlowEngine::next_frame`] from the frame's gray image on the GPU (the pipeline's);
-    /// the CPU engine cannot read it (its caller passes host pixels instead).
-    #[cfg(feature = "cuda")]
-    pub(super) fn next_frame_on_device(
-        &mut self,
-        gray: crate::cuda::DeviceGray,
-        window: usize,
-        levels: usize,
-    ) -> crate::error::Result<()> {
-        match self {
-            FlowEngine::Cpu { .. } => Err(crate::Error::Cuda(
-                "the CPU tracker needs the frame on the host".into(),
-            )),
-            FlowEngine::Gpu(g) => {
-                if let Some(m) = g.gftt.as_mut() {
-                    m.settle(&g.gpu)?;
-                }
-                g.map_started = false;
-                std::mem::swap(&mut g.prev, &mut g.cur);
-                g.cur.build_from_device(&g.gpu, gray, window, levels)
-            }
-        }
-    }
-
-    /// Whether LK runs on the GPU.
-    #[cfg(feature = "cuda")]
-    pub(super) fn on_gpu(&self) -> bool {
-        self.name() == "cuda"
-    }
-
-    /// The new frame's pyramid; the last one becomes the previous.
+    /// The new frame's pyramid; the last one becomes the previous. The GPU builds it from
+    /// the frame's gray image on the device when the frame came with one (the pipeline's),
+    /// else from the host pixels, which the CPU always reads.
     pub(super) fn next_frame(
         &mut self,
-        img: &GrayImage,
+        frame: &mut HostFrame,
         window: usize,
         levels: usize,
     ) -> crate::error::Result<()> {
         match self {
             FlowEngine::Cpu { prev, cur, .. } => {
                 std::mem::swap(prev, cur);
-                cur.build(img, window, levels);
+                cur.build(frame.pixels(), window, levels);
                 Ok(())
             }
             #[cfg(feature = "cuda")]
@@ -132,7 +105,10 @@ impl FlowEngine {
                 }
                 g.map_started = false;
                 std::mem::swap(&mut g.prev, &mut g.cur);
-                g.cur.build(&g.gpu, img, window, levels)
+                match frame.device() {
+                    Some(gray) => g.cur.build_from_device(&g.gpu, gray, window, levels),
+                    None => g.cur.build(&g.gpu, frame.pixels(), window, levels),
+                }
             }
         }
     }

@@ -283,14 +283,9 @@ impl Tracker {
         let t0 = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
 
-        let built = match frame_on_device(frame, &self.engine) {
-            #[cfg(feature = "cuda")]
-            Some(gray) => self.engine.next_frame_on_device(gray, p.window, p.levels),
-            _ => self.engine.next_frame(frame.pixels(), p.window, p.levels),
-        };
-        if let Err(e) = built {
+        if let Err(e) = self.engine.next_frame(frame, p.window, p.levels) {
             self.fall_back(e);
-            let _ = self.engine.next_frame(frame.pixels(), p.window, p.levels);
+            let _ = self.engine.next_frame(frame, p.window, p.levels);
         }
         // goodFeaturesToTrack's map needs no mask: on the GPU it starts now, beside LK,
         // when new corners are likely to be wanted (fewer tracks than the budget; else it
@@ -570,18 +565,6 @@ impl Tracker {
             }
         }
     }
-}
-
-/// The frame's gray image on the GPU when the engine can build from it.
-#[cfg(feature = "cuda")]
-fn frame_on_device(frame: &HostFrame, engine: &FlowEngine) -> Option<crate::cuda::DeviceGray> {
-    frame.device().filter(|_| engine.on_gpu())
-}
-
-/// (No GPU in this build: never.)
-#[cfg(not(feature = "cuda"))]
-fn frame_on_device(_: &HostFrame, _: &FlowEngine) -> Option<std::convert::Infallible> {
-    None
 }
 
 #[cfg(test)]

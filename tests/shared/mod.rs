@@ -29,6 +29,17 @@ pub fn golden(stem: &str, file: &str) -> PathBuf {
         .join(file)
 }
 
+/// The `.png` files of `dir`, sorted by name.
+pub fn png_files(dir: &Path) -> Vec<PathBuf> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{dir:?}: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .collect();
+    names.sort();
+    names
+}
+
 /// The fixture's gray image as OpenCV converted it.
 pub fn gray(stem: &str) -> GrayImage {
     load_gray(&golden(stem, "gray.png")).unwrap()
