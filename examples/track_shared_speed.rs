@@ -4,11 +4,16 @@
 //! again (`Tracker::track_view`), (b) the pipeline's gray image on the GPU
 //! (`TrackInput::Device`). Camera pans over the real sequence's frames, mono8 and bgr8,
 //! 752x480 and 1920x1080 (crops / tiles of tests/data/seq). Prints the median and p90 ms
-//! per frame of each, same process. `cargo run --release --example track_shared_speed`.
+//! per frame of each, same process. Then stereo (the node's `track.stereo`): the second
+//! camera's frame handed over (a) decoded to gray on the host, the tracker uploading it
+//! (`Tracker::track_right`), (b) kept on the GPU from that camera's pipeline
+//! (`Pipeline::keep_gray`, `RightInput::Device`): the hand-over (the second camera's
+//! worker) and the right step (the first's) apart.
+//! `cargo run --release --example track_shared_speed`.
 use std::time::Instant;
 
 use gpu_features::image::load_gray;
-use gpu_features::track::{TrackInput, TrackParams, Tracker};
+use gpu_features::track::{RightInput, TrackInput, TrackParams, Tracker};
 use gpu_features::{BackendChoice, Config, Features, GrayImage, ImageView, Pipeline};
 
 fn tile(src: &GrayImage, w: usize, h: usize, dx: usize) -> GrayImage {
@@ -19,6 +24,78 @@ fn tile(src: &GrayImage, w: usize, h: usize, dx: usize) -> GrayImage {
         }
     }
     out
+}
+
+/// Median and p90 of `ms`.
+fn p50_p90(ms: &mut [f64]) -> (f64, f64) {
+    ms.sort_by(f64::total_cmp);
+    (ms[ms.len() / 2], ms[ms.len() * 9 / 10])
+}
+
+/// The frames of a pan, `w x h`, in `enc` (`bpp` bytes per pixel), starting `dx0` pixels in.
+fn pan(seq: &[GrayImage], (w, h): (usize, usize), bpp: usize, dx0: usize) -> Vec<Vec<u8>> {
+    (0..64)
+        .map(|k| {
+            let g = tile(&seq[k % 8], w, h, dx0 + 2 * k);
+            match bpp {
+                1 => g.data,
+                _ => g
+                    .data
+                    .iter()
+                    .flat_map(|&v| [v, v / 3 + 40, 255 - v])
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Stereo: the pair's right frame 8 px to the right; hand-over and right step per frame.
+fn stereo(seq: &[GrayImage], cfg: &Config, params: TrackParams) {
+    for (w, h) in [(752, 480), (1920, 1080)] {
+        for (enc, bpp) in [("mono8", 1), ("bgr8", 3)] {
+            let (left, right) = (pan(seq, (w, h), bpp, 0), pan(seq, (w, h), bpp, 8));
+            let mut row = format!("stereo {w}x{h} {enc}, hand-over / right step p50 (p90):");
+            for on_device in [false, true] {
+                let mut lp = Pipeline::new(cfg.clone(), BackendChoice::Cuda).unwrap();
+                let mut rp = Pipeline::new(cfg.clone(), BackendChoice::Cuda).unwrap();
+                let (mut t, _) = Tracker::with_cuda(params);
+                let (mut out, mut gray, mut kept) =
+                    (Features::default(), GrayImage::default(), None);
+                let (mut hand, mut step) = (Vec::new(), Vec::new());
+                for round in 0..4 {
+                    for (k, (l, r)) in left.iter().zip(&right).enumerate() {
+                        let lv = ImageView::new(l, w, h, w * bpp, enc, false).unwrap();
+                        let rv = ImageView::new(r, w, h, w * bpp, enc, false).unwrap();
+                        let stamp = (round * left.len() + k) as f64 / 30.0;
+                        rp.process_into(&rv, &mut out).unwrap();
+                        let t0 = Instant::now();
+                        let input = if on_device {
+                            assert!(rp.keep_gray(&mut kept).unwrap());
+                            RightInput::Device(kept.as_ref().unwrap().gray())
+                        } else {
+                            gpu_features::cpu::decode::decode(&rv, &mut gray);
+                            RightInput::Gray(&gray)
+                        };
+                        let handed = t0.elapsed().as_secs_f64() * 1e3;
+                        lp.process_into(&lv, &mut out).unwrap();
+                        let g = lp.gray_on_device().unwrap();
+                        t.track_input(TrackInput::Device(g, &lv), stamp, None);
+                        let t1 = Instant::now();
+                        t.track_right_input(input, None).unwrap();
+                        if round > 0 {
+                            hand.push(handed);
+                            step.push(t1.elapsed().as_secs_f64() * 1e3);
+                        }
+                    }
+                }
+                assert_eq!(t.backend(), "cuda");
+                let ((h50, h90), (s50, s90)) = (p50_p90(&mut hand), p50_p90(&mut step));
+                let what = if on_device { "kept on the GPU" } else { "host" };
+                row += &format!(" {what} {h50:.3} ({h90:.3}) / {s50:.3} ({s90:.3}) ms;");
+            }
+            println!("{row}");
+        }
+    }
 }
 
 fn main() {
@@ -33,19 +110,7 @@ fn main() {
     let params = TrackParams::from_config(&cfg.track);
     for (w, h) in [(752, 480), (1920, 1080)] {
         for (enc, bpp) in [("mono8", 1), ("bgr8", 3)] {
-            let frames: Vec<Vec<u8>> = (0..64)
-                .map(|k| {
-                    let g = tile(&seq[k % 8], w, h, 2 * k);
-                    match bpp {
-                        1 => g.data,
-                        _ => g
-                            .data
-                            .iter()
-                            .flat_map(|&v| [v, v / 3 + 40, 255 - v])
-                            .collect(),
-                    }
-                })
-                .collect();
+            let frames = pan(&seq, (w, h), bpp, 0);
             let mut row = format!("{w}x{h} {enc}:");
             for shared in [false, true] {
                 let mut pipe = Pipeline::new(cfg.clone(), BackendChoice::Cuda).unwrap();
@@ -72,12 +137,12 @@ fn main() {
                         }
                     }
                 }
-                ms.sort_by(f64::total_cmp);
-                let (p50, p90) = (ms[ms.len() / 2], ms[ms.len() * 9 / 10]);
+                let (p50, p90) = p50_p90(&mut ms);
                 let what = if shared { "shared" } else { "own upload" };
                 row += &format!(" {what} {p50:.3} / {p90:.3} ms;");
             }
             println!("{row}");
         }
     }
+    stereo(&seq, &cfg, params);
 }

@@ -27,6 +27,9 @@ export CARGO_TARGET_DIR=${GF_ROS_TARGET:-$ROOT/target/ros}
 T1=$SECONDS
 cargo build --release --features ros --bin gpu_features_node
 echo "[test-ros] build done in $((SECONDS - T1)) s"
+# The node's code under the lints the default build gets (scripts/test.sh): the MSRV
+# included, which only this feature's code could break unseen.
+cargo clippy --release --features ros --lib --bins -- -D warnings
 NODE=$CARGO_TARGET_DIR/release/gpu_features_node
 
 if [ "${GF_ROS_UNIT:-1}" = 1 ]; then   # the node's own unit tests (src/ros/*); ~1-2 min of build

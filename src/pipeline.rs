@@ -195,6 +195,16 @@ impl Pipeline {
         }
     }
 
+    /// [`Pipeline::gray_on_device`] copied into `dst` to outlive the next frame
+    /// (`CudaPipeline::keep_gray`); Ok(false) on the CPU backend or without a gray image.
+    #[cfg(feature = "cuda")]
+    pub fn keep_gray(&self, dst: &mut Option<crate::cuda::KeptGray>) -> Result<bool> {
+        match &self.backend {
+            Backend::Cuda(p) => p.keep_gray(dst),
+            Backend::Cpu(_) => Ok(false),
+        }
+    }
+
     /// A buffer for the next frame, of `layout.bytes()` bytes: write the frame's bytes here
     /// (an image decoder, a message reader), then call [`Pipeline::process_input_into`]. On
     /// the CUDA backend this is the pinned memory that the upload reads, so the frame is

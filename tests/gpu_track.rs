@@ -347,3 +347,66 @@ fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
     assert!(total > 1000, "{total}");
     eprintln!("gpu_tracker_on_the_pipelines_gray: 16 frames, {total} tracks, identical");
 }
+
+/// Stereo with the second camera's frame kept on the GPU (`Pipeline::keep_gray` after that
+/// camera's pipeline ran, `RightInput::Device`: what the node does while its tracker is on
+/// the GPU): the same left and right tracks as the CPU tracker on the host frames. The
+/// kept copy outlives the right pipeline's next frame (it is used after that frame ran).
+#[test]
+fn gpu_stereo_from_the_kept_device_frame_equals_cpu_stereo() {
+    use gpu_features::track::{RightInput, Track, TrackParams, Tracker};
+    use gpu_features::{BackendChoice, Config, Features, ImageView, Pipeline};
+    let p = TrackParams::default();
+    let (mut g, why) = Tracker::with_cuda(p);
+    if g.backend() != "cuda" {
+        assert_eq!(gpu_features::cuda::device_count(), 0, "{why:?}");
+        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_stereo_from_the_kept_device_frame...)");
+        return;
+    }
+    let mut c = Tracker::new(p);
+    let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
+    let mut right_pipe = Pipeline::new(Config::default(), BackendChoice::Cuda).unwrap();
+    let mut features = Features::default();
+    let pairs: Vec<_> = (0..8).map(|k| shared::stereo_pair(&frame(k))).collect();
+    let mut kept = None;
+    let mut right = 0;
+    fn view(img: &gpu_features::GrayImage) -> ImageView<'_> {
+        ImageView::new(&img.data, img.width, img.height, img.width, "mono8", false).unwrap()
+    }
+    for (k, (l, r)) in pairs.iter().enumerate() {
+        right_pipe.process_into(&view(r), &mut features).unwrap();
+        assert!(
+            right_pipe.keep_gray(&mut kept).unwrap(),
+            "frame {k}: nothing kept"
+        );
+        // The right pipeline's next frame overwrites its own gray image, not the kept copy.
+        let next = &pairs[(k + 1) % pairs.len()].1;
+        right_pipe.process_into(&view(next), &mut features).unwrap();
+        let stamp = k as f64 / 30.0;
+        c.track_stereo(l, r, stamp, (None, None)).unwrap();
+        g.track(l, stamp, None);
+        let dev = kept.as_ref().expect("kept").gray();
+        g.track_right_input(RightInput::Device(dev), None).unwrap();
+        for (what, a, b) in [
+            ("left", c.tracks(), g.tracks()),
+            ("right", c.right_tracks(), g.right_tracks()),
+        ] {
+            let (a, b): (Vec<_>, Vec<_>) =
+                (a.iter().map(key).collect(), b.iter().map(key).collect());
+            assert_eq!(a, b, "frame {k} {what}");
+        }
+        right += c.right_tracks().len();
+    }
+    assert_eq!(g.backend(), "cuda", "no fallback: {:?}", g.gpu_failure());
+    assert!(right > 400, "{right}");
+    // A CPU tracker given a frame on the GPU: an error for that frame, no right tracks.
+    let (l, _) = &pairs[0];
+    c.track(l, 1.0, None);
+    let dev = kept.as_ref().unwrap().gray();
+    let e = c
+        .track_right_input(RightInput::Device(dev), None)
+        .unwrap_err();
+    assert!(e.contains("on the GPU"), "{e}");
+    assert!(c.right_tracks().is_empty());
+    eprintln!("gpu_stereo_from_the_kept_device_frame: 8 pairs, {right} right tracks, identical");
+}

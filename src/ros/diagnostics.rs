@@ -34,7 +34,14 @@ pub(super) struct Stats {
     // tracking (track.enabled)
     pub(super) tracking: bool,
     pub(super) tracks: usize,
-    /// Why the last frame's tracks have no normalised coordinates (camera_info).
+    /// Stereo (the first input): the last pair's tracks in the second camera, and the
+    /// frames tracked in both cameras so far.
+    pub(super) right_tracks: usize,
+    pub(super) stereo_pairs: u64,
+    /// The tracking step's parts per frame, whole run (`tracks::TRACK_PARTS`).
+    pub(super) all_track_ms: [Vec<f64>; 3],
+    /// Why the last frame's tracks have no normalised coordinates (camera_info), or a
+    /// stereo problem.
     pub(super) camera_problem: Option<String>,
 }
 
@@ -139,6 +146,10 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
     }
     if s.tracking {
         values.push(kv("tracks", s.tracks.to_string()));
+        if s.stereo_pairs > 0 {
+            values.push(kv("right_tracks", s.right_tracks.to_string()));
+            values.push(kv("stereo_pairs", s.stereo_pairs.to_string()));
+        }
         values.push(kv(
             "camera_info",
             s.camera_problem.clone().unwrap_or_else(|| "ok".into()),

@@ -23,7 +23,7 @@ use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
 use super::params::NodeParams;
 use super::take::{ImageTaker, NativeImage};
 use super::tracks::{
-    camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs,
+    camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs, TRACK_PARTS,
 };
 use super::worker::{Pending, Slot, Worker};
 use crate::output::tracks::VinsFormat;
@@ -96,6 +96,8 @@ fn track_outputs(
         started: false,
         stereo,
         stereo_missed: 0,
+        stereo_pairs: 0,
+        times: [f64::NAN; 3],
     })
 }
 
@@ -349,6 +351,29 @@ async fn run_async() -> Result<(), String> {
             percentile(&l, 0.99),
             l.last().copied().unwrap_or(f64::NAN)
         );
+        if s.tracking {
+            let parts: String = TRACK_PARTS
+                .iter()
+                .zip(&s.all_track_ms)
+                .map(|(name, v)| {
+                    let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+                    v.sort_by(|a, b| a.total_cmp(b));
+                    format!(
+                        " {name}_p50={:.3} {name}_p99={:.3}",
+                        percentile(&v, 0.5),
+                        percentile(&v, 0.99)
+                    )
+                })
+                .collect();
+            println!(
+                "gpu_features_node tracking input={:?} tracks={} right_tracks={} stereo_pairs={} problem={:?} ms{parts}",
+                i.name,
+                s.tracks,
+                s.right_tracks,
+                s.stereo_pairs,
+                s.camera_problem.as_deref().unwrap_or("none")
+            );
+        }
     }
     drop(node);
     Ok(())

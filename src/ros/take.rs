@@ -5,7 +5,7 @@
 //! `spin_once` (no hop through the async runtime). Used by the node and by the relay that
 //! measures the transport floor, so that both take a frame the same way.
 
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use futures::{Stream, StreamExt};
 use r2r::sensor_msgs::msg::Image;
@@ -132,7 +132,7 @@ impl ImageTaker {
 
     /// The next image already received, if any (call after `spin_once`).
     pub fn try_take(&mut self) -> Option<NativeImage> {
-        let mut cx = Context::from_waker(Waker::noop());
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         match self.stream.poll_next_unpin(&mut cx) {
             Poll::Ready(Some(m)) => Some(NativeImage(m)),
             _ => None,

@@ -8,12 +8,15 @@
 //! NaN), `feature` carries no points, and /diagnostics says why at WARN level.
 //!
 //! Stereo ([`StereoLink`], `track.stereo` with two inputs or more, VINS-Fusion's mode): the
-//! second input's worker hands its frames over (decoded to gray, by stamp); the first
-//! input's worker tracks its frame, then finds its tracks in the second camera's frame of
-//! the same stamp (within 3 ms; it waits up to 30 ms for it while the second camera is
-//! alive), publishes them on the second input's `tracks`, and both cameras in `feature`.
+//! second input's worker hands its frames over by stamp, as a device copy of its pipeline's
+//! gray image while the first input's tracker runs on the GPU (no host conversion, no
+//! upload), else decoded to gray on the host; the first input's worker tracks its frame,
+//! then finds its tracks in the second camera's frame of the same stamp (within 3 ms; it
+//! waits up to 30 ms for it while the second camera is alive), publishes them on the second
+//! input's `tracks`, and both cameras in `feature`.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,7 +28,8 @@ use crate::camera::CameraModel;
 use crate::config::TrackConfig;
 use crate::image::{GrayImage, ImageView};
 use crate::output::tracks::VinsFormat;
-use crate::track::{Track, TrackInput, TrackParams, Tracker};
+use crate::pipeline::Pipeline;
+use crate::track::{RightInput, Track, TrackInput, TrackParams, Tracker};
 
 /// What the input's `camera_info` subscription last saw.
 #[derive(Clone, Debug, Default)]
@@ -53,12 +57,42 @@ pub(super) fn camera_from_info(info: &CameraInfo) -> CameraState {
 }
 
 /// One frame of the second camera: its stamp in ns, its header (the right tracks are
-/// published with it) and its pixels in gray.
+/// published with it) and its pixels in gray, on the GPU (`dev`, when `on_device`) or on
+/// the host (`img`).
 #[derive(Default)]
 struct StereoFrame {
     stamp_ns: i64,
     header: Header,
     img: GrayImage,
+    #[cfg(feature = "cuda")]
+    dev: Option<crate::cuda::KeptGray>,
+    on_device: bool,
+}
+
+impl StereoFrame {
+    /// The frame as the tracker takes it.
+    fn input(&self) -> RightInput<'_> {
+        #[cfg(feature = "cuda")]
+        if let (true, Some(k)) = (self.on_device, &self.dev) {
+            return RightInput::Device(k.gray());
+        }
+        RightInput::Gray(&self.img)
+    }
+
+    /// `view` (the frame the second camera's `pipeline` just processed) into this frame:
+    /// the pipeline's gray image copied on the device unless `want_host`, else decoded on
+    /// the host.
+    fn fill(&mut self, view: &ImageView, pipeline: &Pipeline, want_host: bool) {
+        #[cfg(feature = "cuda")]
+        {
+            self.on_device = !want_host && pipeline.keep_gray(&mut self.dev).unwrap_or(false);
+        }
+        #[cfg(not(feature = "cuda"))]
+        let _ = (pipeline, want_host);
+        if !self.on_device {
+            crate::cpu::decode::decode(view, &mut self.img);
+        }
+    }
 }
 
 /// Waiting frames of the second camera, and spare ones to reuse.
@@ -66,7 +100,6 @@ type StereoFrames = (VecDeque<StereoFrame>, Vec<StereoFrame>);
 
 /// Stereo (`track.stereo` with two inputs, VINS-Fusion's mode): the second input's worker
 /// hands its frames (gray, by stamp) to the first input's, which tracks both cameras.
-#[derive(Default)]
 pub(super) struct StereoLink {
     /// Frames of the second camera, oldest first (at most STEREO_KEPT), with their stamps
     /// in ns; `free` keeps the buffers of used ones (no allocation per frame).
@@ -75,6 +108,20 @@ pub(super) struct StereoLink {
     /// When the second camera last handed a frame over: the first waits for a pair only
     /// while the second is alive (a frame within the last second).
     last_put: Mutex<Option<Instant>>,
+    /// The first camera's tracker is not on the GPU (or has not said yet): the frames are
+    /// handed over on the host.
+    host_only: AtomicBool,
+}
+
+impl Default for StereoLink {
+    fn default() -> Self {
+        StereoLink {
+            frames: Mutex::default(),
+            ready: Condvar::new(),
+            last_put: Mutex::new(None),
+            host_only: AtomicBool::new(true),
+        }
+    }
 }
 
 /// Frames of the second camera kept waiting for their pair.
@@ -86,13 +133,22 @@ const STEREO_TOLERANCE_NS: i64 = 3_000_000;
 const STEREO_WAIT: Duration = Duration::from_millis(30);
 
 impl StereoLink {
-    /// The second camera's frame (`header`, stamp `stamp_ns`), decoded to gray.
-    pub(super) fn put(&self, header: &Header, stamp_ns: i64, view: &ImageView) {
-        let mut g = self.frames.lock().unwrap();
-        let mut f = g.1.pop().unwrap_or_default();
-        crate::cpu::decode::decode(view, &mut f.img);
+    /// The second camera's frame (`header`, stamp `stamp_ns`, `view` as its `pipeline` just
+    /// processed it): kept on the GPU while the first camera's tracker is there, else
+    /// decoded to gray on the host.
+    pub(super) fn put(
+        &self,
+        header: &Header,
+        stamp_ns: i64,
+        view: &ImageView,
+        pipeline: &Pipeline,
+    ) {
+        let spare = self.frames.lock().unwrap().1.pop();
+        let mut f = spare.unwrap_or_default();
+        f.fill(view, pipeline, self.host_only.load(Ordering::Relaxed));
         f.header.clone_from(header);
         f.stamp_ns = stamp_ns;
+        let mut g = self.frames.lock().unwrap();
         g.0.push_back(f);
         while g.0.len() > STEREO_KEPT {
             let old = g.0.pop_front().expect("not empty");
@@ -174,9 +230,18 @@ pub(super) struct TrackOutputs {
     pub(super) cuda: bool,
     pub(super) started: bool,
     pub(super) stereo: StereoRole,
-    /// Stereo frames of the first camera whose pair did not come (diagnostics).
+    /// Stereo frames of the first camera whose pair did not come, and those tracked in
+    /// both cameras (diagnostics).
     pub(super) stereo_missed: u64,
+    pub(super) stereo_pairs: u64,
+    /// The last frame's times, ms ([`TRACK_PARTS`]; NaN where a part did not run).
+    pub(super) times: [f64; 3],
 }
+
+/// The parts of a frame's tracking step in the node: the first camera's frame tracked
+/// (`track`), the wait for the second camera's frame of the same stamp (`stereo_wait`),
+/// the stereo step on it (`right`).
+pub(super) const TRACK_PARTS: [&str; 3] = ["track", "stereo_wait", "right"];
 
 /// The camera model of a slot when it fits a `width x height` image, else why not.
 fn usable_camera(
@@ -208,14 +273,14 @@ fn usable_camera(
 }
 
 impl TrackOutputs {
-    /// Tracks one frame and publishes; returns the camera problem for diagnostics, if any.
-    /// `input` is the frame as the tracker takes it: `view` itself, or with its gray image
-    /// already on the GPU (the pipeline's).
+    /// Tracks one frame (`view`, which `pipeline` just processed: the tracker takes its gray
+    /// image on the GPU when it has one) and publishes; returns the camera problem for
+    /// diagnostics, if any.
     pub(super) fn step(
         &mut self,
         header: &Header,
         view: &ImageView,
-        input: TrackInput,
+        pipeline: &Pipeline,
         cfg: &TrackConfig,
     ) -> Option<String> {
         let params = TrackParams::from_config(cfg);
@@ -234,15 +299,17 @@ impl TrackOutputs {
         }
         let stamp_ns = header.stamp.sec as i64 * 1_000_000_000 + header.stamp.nanosec as i64;
         if let (StereoRole::Right { link }, true) = (&self.stereo, cfg.stereo) {
-            link.put(header, stamp_ns, view);
+            link.put(header, stamp_ns, view, pipeline);
             return None;
         }
         let (camera, mut problem) = usable_camera(&self.camera, view.width(), view.height());
         let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
-        let tracks = self.tracker.track_input(input, stamp, camera.as_ref());
+        let input = track_input(pipeline, view);
+        self.tracker.track_input(input, stamp, camera.as_ref());
+        self.times = [self.tracker.stats().total_ms, f64::NAN, f64::NAN];
         let _ = self
             .pub_tracks
-            .publish_raw(self.tracks_cdr.encode(header, tracks));
+            .publish_raw(self.tracks_cdr.encode(header, self.tracker.tracks()));
         let mut stereo = false;
         if let (
             StereoRole::Left {
@@ -254,15 +321,25 @@ impl TrackOutputs {
         ) = (&self.stereo, cfg.stereo)
         {
             let tracker = &mut self.tracker;
+            // The next frames of the second camera come on the GPU while this tracker is.
+            let on_gpu = tracker.backend() == "cuda";
+            link.host_only.store(!on_gpu, Ordering::Relaxed);
+            let t0 = Instant::now();
+            let times = &mut self.times;
             let got = link.take(stamp_ns, |right| {
-                let (w, h) = (right.img.width, right.img.height);
+                let t1 = Instant::now();
+                let input = right.input();
+                let (w, h) = input.size();
                 let (cam, why) = usable_camera(right_camera, w, h);
-                let r = tracker.track_right(&right.img, cam.as_ref());
+                let r = tracker.track_right_input(input, cam.as_ref());
+                times[1] = (t1 - t0).as_secs_f64() * 1e3;
+                times[2] = t1.elapsed().as_secs_f64() * 1e3;
                 (r, why, right.header.clone())
             });
             match got {
                 Some((r, why, right_header)) => {
                     stereo = true;
+                    self.stereo_pairs += 1;
                     // The right tracks carry the second camera's own header.
                     let bytes = self
                         .tracks_cdr
@@ -294,5 +371,74 @@ impl TrackOutputs {
             let _ = self.pub_restart.publish(&Bool { data: true });
         }
         problem
+    }
+}
+
+/// The frame for the tracker: with the pipeline's gray image on the GPU when it has one (the
+/// GPU tracker then builds its pyramid from it: no second conversion, no second upload).
+#[cfg(feature = "cuda")]
+fn track_input<'a>(pipeline: &Pipeline, view: &'a ImageView<'a>) -> TrackInput<'a> {
+    match pipeline.gray_on_device() {
+        Some(gray) => TrackInput::Device(gray, view),
+        None => TrackInput::View(view),
+    }
+}
+
+/// (No GPU in this build: the frame as it came.)
+#[cfg(not(feature = "cuda"))]
+fn track_input<'a>(_: &Pipeline, view: &'a ImageView<'a>) -> TrackInput<'a> {
+    TrackInput::View(view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::pipeline::BackendChoice;
+
+    fn header(ns: i64) -> Header {
+        let mut h = Header::default();
+        h.stamp.sec = (ns / 1_000_000_000) as i32;
+        h.stamp.nanosec = (ns % 1_000_000_000) as u32;
+        h.frame_id = format!("right {ns}");
+        h
+    }
+
+    /// The link pairs by stamp (within 3 ms), drops the second camera's frames older than
+    /// the first's, hands the pixels over on the host when the pipeline is on the CPU, and
+    /// does not wait for a camera that never sent anything.
+    #[test]
+    fn the_stereo_link_pairs_frames_by_stamp() {
+        let pipeline = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();
+        let link = StereoLink::default();
+        let (w, h) = (16usize, 8usize);
+        // Nothing sent yet: no wait, no pair.
+        let t = Instant::now();
+        assert!(link.take(0, |_| ()).is_none());
+        assert!(t.elapsed() < STEREO_WAIT);
+        let frames: Vec<Vec<u8>> = (0..3u8).map(|k| vec![k * 50; w * h]).collect();
+        for (k, px) in frames.iter().enumerate() {
+            let view = ImageView::new(px, w, h, w, "mono8", false).unwrap();
+            let ns = 1_000_000_000 + k as i64 * 33_000_000;
+            link.put(&header(ns), ns, &view, &pipeline);
+        }
+        // 2 ms after the second frame: the second (the first, older, is dropped).
+        let got = link.take(1_035_000_000, |f| {
+            let RightInput::Gray(g) = f.input() else {
+                panic!("a CPU pipeline's frame is on the host")
+            };
+            (f.header.frame_id.clone(), g.data[0], (g.width, g.height))
+        });
+        assert_eq!(got, Some(("right 1033000000".into(), 50, (w, h))));
+        assert_eq!(link.frames.lock().unwrap().0.len(), 1, "the third stays");
+        // No frame within 3 ms of this stamp: after waiting, none (the third is newer).
+        let t = Instant::now();
+        assert!(link.take(1_050_000_000, |_| ()).is_none());
+        assert!(
+            t.elapsed() >= STEREO_WAIT,
+            "the second camera is alive: it waited"
+        );
+        let got = link.take(1_066_000_000, |f| f.header.frame_id.clone());
+        assert_eq!(got.as_deref(), Some("right 1066000000"));
     }
 }

@@ -15,9 +15,8 @@ use super::matches::PreviousFrame;
 use super::params::NodeParams;
 use super::take::NativeImage;
 use super::tracks::TrackOutputs;
-use crate::image::{GrayImage, ImageView};
+use crate::image::GrayImage;
 use crate::pipeline::{BackendChoice, Features, Pipeline};
-use crate::track::TrackInput;
 
 /// Node-side latencies kept for the shutdown summary (bounded).
 const MAX_KEPT_LATENCIES: usize = 1 << 20;
@@ -245,8 +244,7 @@ impl Worker {
             let mut camera_problem = None;
             if tracking {
                 let cfg = pipeline.config().track.clone();
-                let input = track_input(&pipeline, &view);
-                camera_problem = self.tracks.step(header, &view, input, &cfg);
+                camera_problem = self.tracks.step(header, &view, &pipeline, &cfg);
             }
             if debug
                 && self
@@ -274,6 +272,13 @@ impl Worker {
             s.camera_problem = camera_problem;
             if tracking {
                 s.tracks = self.tracks.tracker.tracks().len();
+                s.right_tracks = self.tracks.tracker.right_tracks().len();
+                s.stereo_pairs = self.tracks.stereo_pairs;
+                if s.all_track_ms[0].len() < MAX_KEPT_LATENCIES {
+                    for (all, v) in s.all_track_ms.iter_mut().zip(self.tracks.times) {
+                        all.push(v);
+                    }
+                }
             }
             s.processed += 1;
             s.w_processed += 1;
@@ -295,20 +300,4 @@ impl Worker {
             s.backend = pipeline.backend().name().to_string();
         }
     }
-}
-
-/// The frame for the tracker: with the pipeline's gray image on the GPU when it has one (the
-/// GPU tracker then builds its pyramid from it: no second conversion, no second upload).
-#[cfg(feature = "cuda")]
-fn track_input<'a>(pipeline: &Pipeline, view: &'a ImageView<'a>) -> TrackInput<'a> {
-    match pipeline.gray_on_device() {
-        Some(gray) => TrackInput::Device(gray, view),
-        None => TrackInput::View(view),
-    }
-}
-
-/// (No GPU in this build: the frame as it came.)
-#[cfg(not(feature = "cuda"))]
-fn track_input<'a>(_: &Pipeline, view: &'a ImageView<'a>) -> TrackInput<'a> {
-    TrackInput::View(view)
 }

@@ -2,10 +2,11 @@
 //! frames' pyramids on the CPU (`cpu::lk`) or on the GPU (`cuda::lk`, `cuda::gftt`, equal
 //! bit for bit) and tracks points between them.
 
-use super::input::HostFrame;
+use super::input::{HostFrame, RightInput};
 #[cfg(feature = "cuda")]
 use crate::cpu::gftt::GfttParams;
 use crate::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
+#[cfg(feature = "cuda")]
 use crate::image::GrayImage;
 
 /// Where the LK stage runs: the CPU reference, or the GPU (`cuda::lk`, equal bit for bit;
@@ -149,13 +150,14 @@ impl FlowEngine {
         }
     }
 
-    /// Stereo (VINS-Fusion): the second camera's frame `img` becomes the right pyramid; the
+    /// Stereo (VINS-Fusion): the second camera's frame `img` becomes the right pyramid (on
+    /// the GPU from its device copy when it is on the device); the
     /// current frame's points `pts` are tracked into it (`p`, no initial flow) into `fwd`,
     /// and with `back` tracked back from there into the current frame (no initial flow
     /// either, as VINS-Fusion's check) into `back_out`.
     pub(super) fn stereo(
         &mut self,
-        img: &GrayImage,
+        img: RightInput,
         pts: &[(f32, f32)],
         p: &LkParams,
         back: Option<&LkParams>,
@@ -170,6 +172,11 @@ impl FlowEngine {
                 from,
                 ..
             } => {
+                let Some(img) = img.host() else {
+                    return Err(crate::Error::Cuda(
+                        "the CPU tracker cannot read a frame on the GPU".into(),
+                    ));
+                };
                 right.build(img, p.window, p.max_level);
                 let back = back.map(|b| (b, false));
                 cpu_there_and_back(cur, right, pts, p, back, scratch, from, (fwd, back_out));
@@ -184,7 +191,12 @@ impl FlowEngine {
                     lk,
                     ..
                 } = &mut **g;
-                right.build(gpu, img, p.window, p.max_level)?;
+                match img {
+                    RightInput::Gray(img) => right.build(gpu, img, p.window, p.max_level)?,
+                    RightInput::Device(g) => {
+                        right.build_from_device(gpu, g, p.window, p.max_level)?
+                    }
+                }
                 let back = back.map(|b| (b, false));
                 gpu_there_and_back(gpu, lk, cur, right, pts, p, back, (fwd, back_out))
             }

@@ -1,6 +1,7 @@
 //! What the tracker takes a frame as ([`TrackInput`]): gray pixels on the host, a message's
 //! frame in any encoding, or (GPU) the gray image the pipeline already has on the device,
-//! and [`HostFrame`], which turns any of them into host pixels only when the CPU needs them.
+//! and [`HostFrame`], which turns any of them into host pixels only when the CPU needs them;
+//! the second stereo camera's frame as [`RightInput`].
 
 use crate::image::{GrayImage, ImageView};
 
@@ -27,6 +28,37 @@ impl TrackInput<'_> {
             TrackInput::View(v) => (v.width(), v.height()),
             #[cfg(feature = "cuda")]
             TrackInput::Device(_, v) => (v.width(), v.height()),
+        }
+    }
+}
+
+/// The second camera's frame for [`super::Tracker::track_right_input`] (stereo).
+#[derive(Clone, Copy)]
+pub enum RightInput<'a> {
+    /// Gray pixels on the host.
+    Gray(&'a GrayImage),
+    /// Gray pixels on the GPU (a copy kept from that camera's pipeline:
+    /// `crate::cuda::KeptGray`): the GPU tracker builds the right pyramid from it with a
+    /// device copy; a tracker on the CPU cannot read it (an error for that frame).
+    #[cfg(feature = "cuda")]
+    Device(crate::cuda::DeviceGray),
+}
+
+impl<'a> RightInput<'a> {
+    /// The pixels when they are on the host.
+    pub(super) fn host(self) -> Option<&'a GrayImage> {
+        match self {
+            RightInput::Gray(g) => Some(g),
+            #[cfg(feature = "cuda")]
+            RightInput::Device(_) => None,
+        }
+    }
+
+    pub fn size(&self) -> (usize, usize) {
+        match self {
+            RightInput::Gray(g) => (g.width, g.height),
+            #[cfg(feature = "cuda")]
+            RightInput::Device(g) => (g.width, g.height),
         }
     }
 }

@@ -42,7 +42,7 @@ use self::engine::FlowEngine;
 use self::engine::GpuFlow;
 use self::fundamental::{Ransac, RansacParams};
 use self::input::HostFrame;
-pub use self::input::TrackInput;
+pub use self::input::{RightInput, TrackInput};
 use self::mask::{fill_circle, round_px};
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;

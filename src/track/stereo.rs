@@ -7,6 +7,7 @@
 
 use nalgebra::Point2;
 
+use super::input::RightInput;
 use super::mask::round_px;
 use super::{Track, Tracker};
 use crate::camera::CameraModel;
@@ -45,14 +46,36 @@ impl Tracker {
         right: &GrayImage,
         camera: Option<&CameraModel>,
     ) -> std::result::Result<(), String> {
+        self.track_right_input(RightInput::Gray(right), camera)
+    }
+
+    /// [`Tracker::track_right`] on the second camera's frame as [`RightInput`]: on the GPU
+    /// too, where the GPU tracker builds the right pyramid from a device copy (no upload).
+    /// A frame on the GPU for a tracker on the CPU (after a GPU failure) is an error for
+    /// that frame: no right tracks.
+    pub fn track_right_input(
+        &mut self,
+        right: RightInput,
+        camera: Option<&CameraModel>,
+    ) -> std::result::Result<(), String> {
         self.right_tracks.clear();
         let dt = self.stereo_dt.take();
-        if (right.width, right.height) != self.size {
+        let (rw, rh) = right.size();
+        if (rw, rh) != self.size {
             self.prev_right.clear();
             return Err(format!(
-                "the second camera's frame is {}x{}, the first's {}x{}: no stereo tracks",
-                right.width, right.height, self.size.0, self.size.1
+                "the second camera's frame is {rw}x{rh}, the first's {}x{}: no stereo tracks",
+                self.size.0, self.size.1
             ));
+        }
+        #[cfg(feature = "cuda")]
+        if let (RightInput::Device(_), "cpu") = (right, self.engine.name()) {
+            self.prev_right.clear();
+            return Err(
+                "the second camera's frame is on the GPU, the tracker on the CPU: no stereo \
+                 tracks for this frame"
+                    .into(),
+            );
         }
         let p = self.params;
         let lk = LkParams {
@@ -79,7 +102,7 @@ impl Tracker {
                 return Err("the GPU failed: the tracks start over on the CPU".into());
             }
         }
-        let (w, h) = (right.width as i32, right.height as i32);
+        let (w, h) = (rw as i32, rh as i32);
         let mut cur = std::mem::take(&mut self.cur_right);
         cur.clear();
         for (i, f) in fwd.iter().enumerate() {

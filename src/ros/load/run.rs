@@ -270,13 +270,23 @@ async fn run_async(
     let t_start = Instant::now();
     shared.measuring.store(true, Ordering::SeqCst);
     let mut threads = Vec::new();
+    // Every input's frame n is due at the same instant (cameras triggered together, as a
+    // stereo pair): the threads share the start.
+    let start = Instant::now() + Duration::from_millis(5);
     for (k, p) in publishers.into_iter().enumerate() {
         let shared = shared.clone();
         let templates = templates.clone();
         let (rate, malformed) = (args.rate, args.malformed_percent / 100.0);
         threads.push(std::thread::spawn(move || {
             publish_paced(
-                k, &p, templates, rate, malformed, duration, capacity, &shared,
+                k,
+                &p,
+                templates,
+                (rate, start),
+                malformed,
+                duration,
+                capacity,
+                &shared,
             )
         }));
     }
@@ -405,13 +415,15 @@ impl LoadReport {
     }
 }
 
-/// Publishes `templates` in turn at `rate` for `duration`; returns (sent, malformed, late).
+/// Publishes `templates` in turn at `rate` from `start` for `duration` (frame n due at
+/// start + n / rate; a frame more than a period late moves the schedule: no burst);
+/// returns (sent, malformed, late).
 #[allow(clippy::too_many_arguments)]
 fn publish_paced(
     k: usize,
     p: &r2r::Publisher<Image>,
     mut templates: Vec<Image>,
-    rate: f64,
+    (rate, start): (f64, Instant),
     malformed: f64,
     duration: Duration,
     capacity: usize,
@@ -419,7 +431,6 @@ fn publish_paced(
 ) -> (u64, u64, u64) {
     let period = Duration::from_secs_f64(1.0 / rate);
     let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (k as u64 + 1);
-    let start = Instant::now();
     let mut next = start;
     let (mut sent, mut bad, mut late) = (0u64, 0u64, 0u64);
     while start.elapsed() < duration && (sent as usize) < capacity {
