@@ -127,34 +127,14 @@ impl FlowEngine {
         fwd: &mut Vec<Flow>,
         back_out: &mut Vec<Flow>,
     ) -> crate::error::Result<()> {
-        match self {
-            FlowEngine::Cpu {
-                prev,
-                cur,
-                scratch,
-                from,
-                ..
-            } => {
-                let back = back.map(|b| (b, true));
-                cpu_there_and_back(prev, cur, pts, p, back, scratch, from, (fwd, back_out));
-                Ok(())
-            }
-            #[cfg(feature = "cuda")]
-            FlowEngine::Gpu(g) => {
-                let GpuFlow {
-                    gpu, prev, cur, lk, ..
-                } = &mut **g;
-                let back = back.map(|b| (b, true));
-                gpu_there_and_back(gpu, lk, prev, cur, pts, p, back, (fwd, back_out))
-            }
-        }
+        self.there_and_back(Pair::Frames, pts, p, back, (fwd, back_out))
     }
 
     /// Stereo (VINS-Fusion): the second camera's frame `img` becomes the right pyramid (on
-    /// the GPU from its device copy when it is on the device); the
-    /// current frame's points `pts` are tracked into it (`p`, no initial flow) into `fwd`,
-    /// and with `back` tracked back from there into the current frame (no initial flow
-    /// either, as VINS-Fusion's check) into `back_out`.
+    /// the GPU from its device copy when it is on the device); the current frame's points
+    /// `pts` are tracked into it (`p`, no initial flow) into `fwd`, and with `back` tracked
+    /// back from there into the current frame (no initial flow either, as VINS-Fusion's
+    /// check) into `back_out`.
     pub(super) fn stereo(
         &mut self,
         img: RightInput,
@@ -165,43 +145,80 @@ impl FlowEngine {
         back_out: &mut Vec<Flow>,
     ) -> crate::error::Result<()> {
         match self {
-            FlowEngine::Cpu {
-                cur,
-                right,
-                scratch,
-                from,
-                ..
-            } => {
+            FlowEngine::Cpu { right, .. } => {
                 let Some(img) = img.host() else {
                     return Err(crate::Error::Cuda(
                         "the CPU tracker cannot read a frame on the GPU".into(),
                     ));
                 };
                 right.build(img, p.window, p.max_level);
-                let back = back.map(|b| (b, false));
-                cpu_there_and_back(cur, right, pts, p, back, scratch, from, (fwd, back_out));
+            }
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(g) => {
+                let GpuFlow { gpu, right, .. } = &mut **g;
+                match img {
+                    RightInput::Gray(img) => right.build(gpu, img, p.window, p.max_level)?,
+                    RightInput::Device(d) => {
+                        right.build_from_device(gpu, d, p.window, p.max_level)?
+                    }
+                }
+            }
+        }
+        self.there_and_back(Pair::Stereo, pts, p, back, (fwd, back_out))
+    }
+
+    /// `pts` tracked between the two pyramids of `pair`, forward then (with `back`) back,
+    /// the back pass starting from the first pyramid's positions for `Pair::Frames` only.
+    fn there_and_back(
+        &mut self,
+        pair: Pair,
+        pts: &[(f32, f32)],
+        p: &LkParams,
+        back: Option<&LkParams>,
+        out: (&mut Vec<Flow>, &mut Vec<Flow>),
+    ) -> crate::error::Result<()> {
+        let back = back.map(|b| (b, pair == Pair::Frames));
+        match self {
+            FlowEngine::Cpu {
+                prev,
+                cur,
+                right,
+                scratch,
+                from,
+            } => {
+                let (a, b) = match pair {
+                    Pair::Frames => (prev, cur),
+                    Pair::Stereo => (cur, &mut **right),
+                };
+                cpu_there_and_back(a, b, pts, p, back, scratch, from, out);
                 Ok(())
             }
             #[cfg(feature = "cuda")]
             FlowEngine::Gpu(g) => {
                 let GpuFlow {
                     gpu,
+                    prev,
                     cur,
                     right,
                     lk,
                     ..
                 } = &mut **g;
-                match img {
-                    RightInput::Gray(img) => right.build(gpu, img, p.window, p.max_level)?,
-                    RightInput::Device(g) => {
-                        right.build_from_device(gpu, g, p.window, p.max_level)?
-                    }
-                }
-                let back = back.map(|b| (b, false));
-                gpu_there_and_back(gpu, lk, cur, right, pts, p, back, (fwd, back_out))
+                let (a, b) = match pair {
+                    Pair::Frames => (prev, cur),
+                    Pair::Stereo => (cur, right),
+                };
+                gpu_there_and_back(gpu, lk, a, b, pts, p, back, out)
             }
         }
     }
+}
+
+/// Which two pyramids LK tracks between: the previous and the current frame, or the current
+/// frame and the second camera's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pair {
+    Frames,
+    Stereo,
 }
 
 /// `pts` tracked from `a` into `b` (`p`, no initial flow) into `out.0`; with `back`, the
