@@ -177,8 +177,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let (photos, from_bench_data) = load_inputs(args, &mut notes)?;
     if let Some(hz) = args.pace {
         notes.push(format!(
-            "--pace {hz}: each GPU frame starts 1/{hz} s after the previous one, so the GPU and \
-             the CPU idle between frames as in the node (without it, back to back)"
+            "--pace {hz}: each GPU frame (with --tracks: each tracked frame, ours) starts 1/{hz} s \
+             after the previous one, so the GPU and the CPU idle between frames as in the node \
+             (without it, back to back)"
         ));
     }
     if !args.streams.is_empty() {

@@ -83,14 +83,20 @@ fn pan_sequences(photos: &[Photo], size: Size) -> Pans {
 type Timed = (Vec<f64>, Vec<usize>, Vec<FrameStats>);
 
 /// Tracks every sequence (a fresh start for each) until `frames` frames are timed, after
-/// `warmup` untimed frames.
-fn time_tracker(t: &mut Tracker, seqs: &[Vec<GrayImage>], warmup: usize, frames: usize) -> Timed {
+/// `warmup` untimed frames, each frame started by `pace`.
+fn time_tracker(
+    t: &mut Tracker,
+    seqs: &[Vec<GrayImage>],
+    (warmup, frames): (usize, usize),
+    pace: &mut Pacer,
+) -> Timed {
     let (mut ms, mut tracks, mut stats) = (Vec::new(), Vec::new(), Vec::new());
     let mut seen = 0;
     'outer: loop {
         for seq in seqs {
             t.clear();
             for (k, img) in seq.iter().enumerate() {
+                pace.wait();
                 let t0 = Instant::now();
                 let n = t.track(img, k as f64 / 30.0, None).len();
                 let dt = t0.elapsed().as_secs_f64() * 1e3;
@@ -335,7 +341,12 @@ pub(super) fn run(
                 let (mut t, why) = Tracker::with_cuda(params);
                 match why {
                     None => {
-                        let r = time_tracker(&mut t, seqs, args.warmup, args.frames);
+                        let r = time_tracker(
+                            &mut t,
+                            seqs,
+                            (args.warmup, args.frames),
+                            &mut Pacer::new(args.pace),
+                        );
                         if let Some(f) = t.gpu_failure() {
                             notes.push(format!("the GPU tracker fell back to the CPU: {f}"));
                         }
@@ -350,7 +361,7 @@ pub(super) fn run(
             }
             if !args.no_cpu || !want_gpu {
                 let mut t = Tracker::new(params);
-                let r = time_tracker(&mut t, seqs, 0, cpu_frames);
+                let r = time_tracker(&mut t, seqs, (0, cpu_frames), &mut Pacer::new(args.pace));
                 push(&mut rows, "cpu", r);
             }
             // Stereo (VINS-Fusion's mode), on the pans with room for the right camera.
@@ -362,13 +373,26 @@ pub(super) fn run(
                 if let (mut t, None) = Tracker::with_cuda(params) {
                     stereo_push(
                         "cuda",
-                        stereo::time_stereo(&mut t, &pairs, args.warmup, args.frames),
+                        stereo::time_stereo(
+                            &mut t,
+                            &pairs,
+                            (args.warmup, args.frames),
+                            &mut Pacer::new(args.pace),
+                        ),
                     );
                 }
             }
             if (!args.no_cpu || !want_gpu) && !pairs.is_empty() {
                 let mut t = Tracker::new(params);
-                stereo_push("cpu", stereo::time_stereo(&mut t, &pairs, 0, cpu_frames));
+                stereo_push(
+                    "cpu",
+                    stereo::time_stereo(
+                        &mut t,
+                        &pairs,
+                        (0, cpu_frames),
+                        &mut Pacer::new(args.pace),
+                    ),
+                );
             }
             if let (Some(py), Some(sc), None) = (python, &script, &opencv_failed) {
                 let all = std::thread::available_parallelism().map_or(1, |n| n.get());

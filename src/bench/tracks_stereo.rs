@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::measure::Pacer;
 use super::report::{fmt_ms, mean_count, size_settings};
 use crate::image::GrayImage;
 use crate::report::Dist;
@@ -39,12 +40,13 @@ pub(super) struct StereoRow {
 pub(super) type TimedStereo = (Vec<f64>, Vec<f64>, Vec<usize>, Vec<usize>);
 
 /// Tracks every pair sequence (a fresh start for each) until `frames` pairs are timed,
-/// after `warmup` untimed ones; the first pair of each sequence is not timed.
+/// after `warmup` untimed ones, each pair started by `pace`; the first pair of each sequence
+/// is not timed.
 pub(super) fn time_stereo(
     t: &mut Tracker,
     pairs: &[(&Vec<GrayImage>, &Vec<GrayImage>)],
-    warmup: usize,
-    frames: usize,
+    (warmup, frames): (usize, usize),
+    pace: &mut Pacer,
 ) -> Result<TimedStereo, String> {
     let (mut ms, mut right_ms, mut nl, mut nr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     if pairs.is_empty() {
@@ -55,6 +57,7 @@ pub(super) fn time_stereo(
         for (left, right) in pairs {
             t.clear();
             for (k, (l, r)) in left.iter().zip(right.iter()).enumerate() {
+                pace.wait();
                 let t0 = Instant::now();
                 let n = t.track(l, k as f64 / 30.0, None).len();
                 let t1 = Instant::now();
@@ -186,7 +189,7 @@ mod tests {
         let left: Vec<_> = (0..4).map(frame).collect();
         let right: Vec<_> = (0..4).map(|k| frame(k + DISPARITY)).collect();
         let mut t = Tracker::new(TrackParams::default());
-        let m = time_stereo(&mut t, &[(&left, &right)], 1, 2).unwrap();
+        let m = time_stereo(&mut t, &[(&left, &right)], (1, 2), &mut Pacer::new(None)).unwrap();
         assert_eq!(m.0.len(), 2, "pairs 1 and 2 are timed after one untimed");
         assert!(m.0.iter().zip(&m.1).all(|(whole, step)| step <= whole));
         assert!(m.3.iter().all(|&n| n > 0), "right tracks found: {:?}", m.3);
@@ -207,6 +210,6 @@ mod tests {
         assert!(line.ends_with("| 20.0x |"), "{line}");
         // A right frame of another size is an error, not a panic.
         let small = vec![GrayImage::new(80, 60); 2];
-        assert!(time_stereo(&mut t, &[(&left, &small)], 0, 1).is_err());
+        assert!(time_stereo(&mut t, &[(&left, &small)], (0, 1), &mut Pacer::new(None)).is_err());
     }
 }
