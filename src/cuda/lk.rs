@@ -8,6 +8,7 @@ use cudarc::driver::{result, sys, CudaEvent};
 
 use super::buffers::{copy_rows_on_device, download, upload, DevBuf, HostBuf};
 use super::context::{cuda_err, Gpu};
+use super::graph::Graph;
 use crate::cpu::lk::{Flow, LkParams};
 use crate::error::{Error, Result};
 use crate::image::GrayImage;
@@ -67,6 +68,10 @@ pub struct GpuFlowPyramid {
     window: usize,
     size: (usize, usize),
     derivs_ready: bool,
+    /// The launches after level 0's interior (its border, the other levels and their
+    /// borders, every level's derivatives) as one CUDA graph, recorded on the first frame
+    /// of these buffers.
+    graph: Option<Graph>,
 }
 
 impl GpuFlowPyramid {
@@ -77,6 +82,7 @@ impl GpuFlowPyramid {
             window: 0,
             size: (0, 0),
             derivs_ready: false,
+            graph: None,
         }
     }
 
@@ -159,6 +165,7 @@ impl GpuFlowPyramid {
             self.staging = Some(HostBuf::new(&gpu.ctx, (w + 2 * pad) * (h + 2 * pad), true)?);
             self.size = (width, height);
             self.window = window;
+            self.graph = None;
         }
         self.derivs_ready = false;
         Ok(())
@@ -214,8 +221,28 @@ impl GpuFlowPyramid {
         gpu.sync()
     }
 
-    /// Level 0's border, then levels 1.. and their borders, from level 0's interior.
+    /// Level 0's border, then levels 1.. and their borders, from level 0's interior, and
+    /// every level's derivatives (LK reads them from every frame it tracks from or back
+    /// into: with the flow-back check, every frame as soon as it is built): one graph
+    /// replay (12 launches one by one at 3 levels before it, performance.md change 60).
     fn build_levels(&mut self, gpu: &Gpu) -> Result<()> {
+        let graph = match &mut self.graph {
+            Some(g) => g,
+            None => {
+                let g = Graph::record(gpu, &gpu.stream, || {
+                    self.queue_levels(gpu)?;
+                    self.queue_derivatives(gpu)
+                })?;
+                self.graph.insert(g)
+            }
+        };
+        graph.launch(gpu, "the LK pyramid's graph")?;
+        self.derivs_ready = true;
+        Ok(())
+    }
+
+    /// [`GpuFlowPyramid::build_levels`]'s pyramid launches, one by one.
+    fn queue_levels(&self, gpu: &Gpu) -> Result<()> {
         let pad = self.window;
         for l in 0..self.levels.len() {
             if l > 0 {
@@ -259,6 +286,13 @@ impl GpuFlowPyramid {
         if self.derivs_ready {
             return Ok(());
         }
+        self.queue_derivatives(gpu)?;
+        self.derivs_ready = true;
+        Ok(())
+    }
+
+    /// Every level's Scharr derivatives, one launch per level.
+    fn queue_derivatives(&self, gpu: &Gpu) -> Result<()> {
         let pad = self.window;
         for lv in &self.levels {
             let (img, w, h, padi) = (lv.img.ptr(), lv.w as i32, lv.h as i32, pad as i32);
@@ -274,7 +308,6 @@ impl GpuFlowPyramid {
                 &mut kargs![img, w, h, padi, stride, der, dstride],
             )?;
         }
-        self.derivs_ready = true;
         Ok(())
     }
 
