@@ -9,7 +9,8 @@
 //! (`Tracker::track_right`), (b) kept on the GPU from that camera's pipeline
 //! (`Pipeline::keep_gray`, `RightInput::Device`): the hand-over (the second camera's
 //! worker) and the right step (the first's) apart.
-//! `cargo run --release --example track_shared_speed`.
+//! `cargo run --release --example track_shared_speed [-- --pace HZ]` (with `--pace`, frames
+//! start 1/HZ s apart, as a camera's come to the node: the GPU and the CPU idle between).
 use std::time::Instant;
 
 use gpu_features::image::load_gray;
@@ -24,6 +25,30 @@ fn tile(src: &GrayImage, w: usize, h: usize, dx: usize) -> GrayImage {
         }
     }
     out
+}
+
+/// `--pace HZ`: sleeps until 1/HZ s after the last frame's start.
+struct Pace(Option<std::time::Duration>, Option<Instant>);
+
+impl Pace {
+    fn from_args() -> Pace {
+        let a: Vec<String> = std::env::args().collect();
+        let hz = a
+            .iter()
+            .position(|x| x == "--pace")
+            .and_then(|i| a.get(i + 1))
+            .map(|v| v.parse::<f64>().expect("--pace HZ"));
+        Pace(hz.map(|h| std::time::Duration::from_secs_f64(1.0 / h)), None)
+    }
+
+    fn wait(&mut self) {
+        if let (Some(p), Some(last)) = (self.0, self.1) {
+            if let Some(left) = (last + p).checked_duration_since(Instant::now()) {
+                std::thread::sleep(left);
+            }
+        }
+        self.1 = Some(Instant::now());
+    }
 }
 
 /// Median and p90 of `ms`.
@@ -50,7 +75,7 @@ fn pan(seq: &[GrayImage], (w, h): (usize, usize), bpp: usize, dx0: usize) -> Vec
 }
 
 /// Stereo: the pair's right frame 8 px to the right; hand-over and right step per frame.
-fn stereo(seq: &[GrayImage], cfg: &Config, params: TrackParams) {
+fn stereo(seq: &[GrayImage], cfg: &Config, params: TrackParams, pace: &mut Pace) {
     for (w, h) in [(752, 480), (1920, 1080)] {
         for (enc, bpp) in [("mono8", 1), ("bgr8", 3)] {
             let (left, right) = (pan(seq, (w, h), bpp, 0), pan(seq, (w, h), bpp, 8));
@@ -67,6 +92,7 @@ fn stereo(seq: &[GrayImage], cfg: &Config, params: TrackParams) {
                         let lv = ImageView::new(l, w, h, w * bpp, enc, false).unwrap();
                         let rv = ImageView::new(r, w, h, w * bpp, enc, false).unwrap();
                         let stamp = (round * left.len() + k) as f64 / 30.0;
+                        pace.wait();
                         rp.process_into(&rv, &mut out).unwrap();
                         let t0 = Instant::now();
                         let input = if on_device {
@@ -99,6 +125,7 @@ fn stereo(seq: &[GrayImage], cfg: &Config, params: TrackParams) {
 }
 
 fn main() {
+    let mut pace = Pace::from_args();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/seq");
     let seq: Vec<GrayImage> = (0..8)
         .map(|k| load_gray(&dir.join(format!("cockatoo_{k:02}.png"))).unwrap())
@@ -125,6 +152,7 @@ fn main() {
                     for (k, f) in frames.iter().enumerate() {
                         let view = ImageView::new(f, w, h, w * bpp, enc, false).unwrap();
                         let stamp = (round * frames.len() + k) as f64 / 30.0;
+                        pace.wait();
                         let t0 = Instant::now();
                         pipe.process_into(&view, &mut out).unwrap();
                         let input = match (shared, pipe.gray_on_device()) {
@@ -144,5 +172,5 @@ fn main() {
             println!("{row}");
         }
     }
-    stereo(&seq, &cfg, params);
+    stereo(&seq, &cfg, params, &mut pace);
 }

@@ -72,6 +72,9 @@ pub struct GpuFlowPyramid {
     /// borders, every level's derivatives) as one CUDA graph, recorded on the first frame
     /// of these buffers.
     graph: Option<Graph>,
+    /// Recorded after [`GpuFlowPyramid::build_from_device`]'s copy: the source may be
+    /// reused once it has passed ([`GpuFlowPyramid::wait_source`]).
+    copied: Option<CudaEvent>,
 }
 
 impl GpuFlowPyramid {
@@ -83,6 +86,7 @@ impl GpuFlowPyramid {
             size: (0, 0),
             derivs_ready: false,
             graph: None,
+            copied: None,
         }
     }
 
@@ -197,7 +201,8 @@ impl GpuFlowPyramid {
 
     /// [`GpuFlowPyramid::build`] from a gray image already on the device (the pipeline's,
     /// `crate::cuda::CudaPipeline::gray_on_device`): copied into level 0 on the device,
-    /// no upload. Waits for the copy: the source is overwritten by the pipeline's next frame.
+    /// no upload, no sync. The source must stay as it is until [`GpuFlowPyramid::wait_source`]
+    /// returns (the pipeline's next frame overwrites it).
     pub fn build_from_device(
         &mut self,
         gpu: &Gpu,
@@ -217,8 +222,29 @@ impl GpuFlowPyramid {
             (src.width, src.height),
             "copying the pipeline's gray frame",
         )?;
-        self.build_levels(gpu)?;
-        gpu.sync()
+        let copied = match &mut self.copied {
+            Some(e) => e,
+            None => self.copied.insert(
+                gpu.ctx
+                    .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                    .map_err(|e| cuda_err("creating an event", e))?,
+            ),
+        };
+        copied
+            .record(&gpu.stream)
+            .map_err(|e| cuda_err("recording an event", e))?;
+        self.build_levels(gpu)
+    }
+
+    /// Waits until the source of the last [`GpuFlowPyramid::build_from_device`] has been
+    /// copied (at once when a later wait on the stream covered it, as LK's download does).
+    pub fn wait_source(&self) -> Result<()> {
+        match &self.copied {
+            Some(e) => e
+                .synchronize()
+                .map_err(|e| cuda_err("waiting for the frame's copy", e)),
+            None => Ok(()),
+        }
     }
 
     /// Level 0's border, then levels 1.. and their borders, from level 0's interior, and

@@ -325,19 +325,7 @@ async fn run_async() -> Result<(), String> {
         let s = i.stats.lock().unwrap();
         let mut l = s.all_latency_ms.clone();
         l.sort_by(|a, b| a.total_cmp(b));
-        let parts: String = PARTS
-            .iter()
-            .zip(&s.all_parts_ms)
-            .map(|(name, v)| {
-                let mut v = v.clone();
-                v.sort_by(|a, b| a.total_cmp(b));
-                format!(
-                    " {name}_p50={:.3} {name}_p99={:.3}",
-                    percentile(&v, 0.5),
-                    percentile(&v, 0.99)
-                )
-            })
-            .collect();
+        let parts = p50_p99_fields(&PARTS, &s.all_parts_ms);
         println!(
             "gpu_features_node summary input={:?} received={} processed={} dropped={} decode_errors={} process_errors={} latency_ms p50={:.2} p95={:.2} p99={:.2} max={:.2} parts_ms{parts}",
             i.name,
@@ -352,19 +340,7 @@ async fn run_async() -> Result<(), String> {
             l.last().copied().unwrap_or(f64::NAN)
         );
         if s.tracking {
-            let parts: String = TRACK_PARTS
-                .iter()
-                .zip(&s.all_track_ms)
-                .map(|(name, v)| {
-                    let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
-                    v.sort_by(|a, b| a.total_cmp(b));
-                    format!(
-                        " {name}_p50={:.3} {name}_p99={:.3}",
-                        percentile(&v, 0.5),
-                        percentile(&v, 0.99)
-                    )
-                })
-                .collect();
+            let parts = p50_p99_fields(&TRACK_PARTS, &s.all_track_ms);
             println!(
                 "gpu_features_node tracking input={:?} tracks={} right_tracks={} stereo_pairs={} problem={:?} ms{parts}",
                 i.name,
@@ -377,6 +353,24 @@ async fn run_async() -> Result<(), String> {
     }
     drop(node);
     Ok(())
+}
+
+/// ` NAME_p50=.. NAME_p99=..` for each part's values (ms; NaN entries, parts that did not
+/// run in a frame, left out).
+fn p50_p99_fields(names: &[&str], values: &[Vec<f64>]) -> String {
+    names
+        .iter()
+        .zip(values)
+        .map(|(name, v)| {
+            let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+            v.sort_by(|a, b| a.total_cmp(b));
+            format!(
+                " {name}_p50={:.3} {name}_p99={:.3}",
+                percentile(&v, 0.5),
+                percentile(&v, 0.99)
+            )
+        })
+        .collect()
 }
 
 /// A frame into its input's slot, replacing (and counting as dropped) one not yet taken.

@@ -114,6 +114,20 @@ impl FlowEngine {
         }
     }
 
+    /// Waits until the frames given on the device (this frame's, the second camera's) have
+    /// been copied into the pyramids, so that their owners may reuse them: at once when
+    /// LK's or the corners' download already waited.
+    pub(super) fn release_inputs(&self) -> crate::error::Result<()> {
+        match self {
+            FlowEngine::Cpu { .. } => Ok(()),
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(g) => {
+                g.cur.wait_source()?;
+                g.right.wait_source()
+            }
+        }
+    }
+
     /// The points tracked forward (previous -> current) into `fwd`; with `back`, every
     /// point whose forward status holds is then tracked back (current -> previous, from its
     /// forward position, initial flow = its previous position) into `back_out` (VINS's

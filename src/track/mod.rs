@@ -258,6 +258,7 @@ impl Tracker {
         let mut frame = HostFrame::new(input, std::mem::take(&mut self.gray));
         self.track_frame(&mut frame, stamp, camera);
         self.gray = frame.buf;
+        self.release_inputs();
         &self.tracks
     }
 
@@ -477,6 +478,15 @@ impl Tracker {
 
     /// A GPU failure: the CPU engine from now on; the tracks start over (their previous
     /// pyramid was on the GPU).
+    /// The device images of this call given back to their owners
+    /// ([`FlowEngine::release_inputs`]); a GPU that fails here moves the tracker to the
+    /// CPU, as any GPU failure.
+    fn release_inputs(&mut self) {
+        if let Err(e) = self.engine.release_inputs() {
+            self.fall_back(e);
+        }
+    }
+
     fn fall_back(&mut self, e: crate::error::Error) {
         if self.gpu_failure.is_none() {
             self.gpu_failure = Some(e.to_string());

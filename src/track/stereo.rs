@@ -147,6 +147,7 @@ impl Tracker {
         self.cur_right = std::mem::replace(&mut self.prev_right, cur);
         (self.stereo_pts, self.stereo_fwd, self.stereo_rev) = (pts, fwd, rev);
         self.right_fresh = true;
+        self.release_inputs();
         Ok(())
     }
 }
