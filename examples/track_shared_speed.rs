@@ -38,7 +38,10 @@ impl Pace {
             .position(|x| x == "--pace")
             .and_then(|i| a.get(i + 1))
             .map(|v| v.parse::<f64>().expect("--pace HZ"));
-        Pace(hz.map(|h| std::time::Duration::from_secs_f64(1.0 / h)), None)
+        Pace(
+            hz.map(|h| std::time::Duration::from_secs_f64(1.0 / h)),
+            None,
+        )
     }
 
     fn wait(&mut self) {
