@@ -5,13 +5,14 @@
 //! distance, in f32) against `threshold^2`, its rule for a better model and its iteration
 //! bound. Deterministic: the same pairs give the same mask.
 //!
-//! Not bit-exact: the null space of a 7-point system has no canonical basis, so nalgebra's
-//! SVD and OpenCV's give the same candidate matrices only to rounding, and a pair at the
-//! threshold can fall either way. `tests/exact_track.rs` measures the agreement of the masks
+//! Not bit-exact: the null space of a 7-point system has no canonical basis, so our
+//! elimination and OpenCV's SVD give the same candidate matrices only to rounding (and the
+//! roots, hence the candidates, may come in another order), and a pair at the threshold can
+//! fall either way. `tests/exact_track.rs` measures the agreement of the masks
 //! on the real sequence and bounds it. (OpenCV switches to LMeDS below 15 pairs; this runs
 //! RANSAC from 8.)
 
-use nalgebra::{Matrix3, SMatrix, SVD};
+use nalgebra::Matrix3;
 
 /// RANSAC settings (VINS: 1 px, confidence 0.99; OpenCV's 1000 iterations at most).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -164,6 +165,60 @@ fn solve_cubic(c: [f64; 4]) -> Up3<f64> {
     }
 }
 
+/// A basis of the two-dimensional null space of a 7x9 system of rank 7 (Gauss-Jordan
+/// elimination with complete pivoting, on the stack: a third of the F test's time of the 9x9
+/// SVD it replaced, which gave another basis of the same space; performance.md change 62).
+/// None when the rank is below 7 or an entry is not finite.
+fn null_space_7x9(mut m: [[f64; 9]; 7]) -> Option<[[f64; 9]; 2]> {
+    if m.iter().flatten().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mut col: [usize; 9] = std::array::from_fn(|j| j);
+    let scale = m.iter().flatten().fold(0.0f64, |s, v| s.max(v.abs()));
+    for r in 0..7 {
+        // The largest entry left (rows r.., columns col[r..]) becomes the pivot.
+        let (mut pi, mut pj, mut best) = (r, r, -1.0);
+        for (i, row) in m.iter().enumerate().skip(r) {
+            for (j, &c) in col.iter().enumerate().skip(r) {
+                if row[c].abs() > best {
+                    (pi, pj, best) = (i, j, row[c].abs());
+                }
+            }
+        }
+        // (A rank below 7 leaves no usable pivot.)
+        if best.partial_cmp(&(scale * 1e-12)) != Some(std::cmp::Ordering::Greater) {
+            return None;
+        }
+        m.swap(r, pi);
+        col.swap(r, pj);
+        let pc = col[r];
+        let inv = 1.0 / m[r][pc];
+        for v in m[r].iter_mut() {
+            *v *= inv;
+        }
+        let pivot_row = m[r];
+        for (i, row) in m.iter_mut().enumerate() {
+            let k = row[pc];
+            if i != r && k != 0.0 {
+                for (v, p) in row.iter_mut().zip(&pivot_row) {
+                    *v -= k * p;
+                }
+            }
+        }
+    }
+    // Each free column gives a null vector: 1 there, 0 at the other, minus its column
+    // at the pivots.
+    Some(std::array::from_fn(|k| {
+        let free = col[7 + k];
+        let mut n = [0.0; 9];
+        n[free] = 1.0;
+        for (r, row) in m.iter().enumerate() {
+            n[col[r]] = -row[free];
+        }
+        n
+    }))
+}
+
 /// OpenCV's 7-point algorithm (`run7Point`): Hartley-normalised, the two-dimensional null
 /// space of the 7x9 system, the cubic `det(l F1 + (1 - l) F2) = 0`, each root a model with
 /// `F33 = 1`.
@@ -185,27 +240,19 @@ fn seven_point(a: &[(f32, f32)], b: &[(f32, f32)]) -> Up3<Matrix3<f64>> {
     let (Some((c1, s1)), Some((c2, s2))) = (norm(a), norm(b)) else {
         return none;
     };
-    // 9x9 on the stack (rows 7 and 8 zero): no allocation per sample.
-    let mut m = SMatrix::<f64, 9, 9>::zeros();
-    for i in 0..7 {
+    let mut m = [[0.0f64; 9]; 7];
+    for (i, row) in m.iter_mut().enumerate() {
         let x0 = (a[i].0 as f64 - c1.0) * s1;
         let y0 = (a[i].1 as f64 - c1.1) * s1;
         let x1 = (b[i].0 as f64 - c2.0) * s2;
         let y1 = (b[i].1 as f64 - c2.1) * s2;
-        let row = [x1 * x0, x1 * y0, x1, y1 * x0, y1 * y0, y1, x0, y0, 1.0];
-        for (j, v) in row.iter().enumerate() {
-            m[(i, j)] = *v;
-        }
+        *row = [x1 * x0, x1 * y0, x1, y1 * x0, y1 * y0, y1, x0, y0, 1.0];
     }
-    // The null space: the right singular vectors of the two smallest singular values.
-    let svd = SVD::new(m, false, true);
-    let Some(vt) = svd.v_t else {
+    let Some([n1, n2]) = null_space_7x9(m) else {
         return none;
     };
-    let mut order: [usize; 9] = std::array::from_fn(|i| i);
-    order.sort_by(|&x, &y| svd.singular_values[y].total_cmp(&svd.singular_values[x]));
-    let f2: [f64; 9] = std::array::from_fn(|j| vt[(order[8], j)]);
-    let f1: [f64; 9] = std::array::from_fn(|j| vt[(order[7], j)] - f2[j]);
+    let f2 = n2;
+    let f1: [f64; 9] = std::array::from_fn(|j| n1[j] - f2[j]);
     let det3 = |p: &[f64], q: &[f64]| -> f64 {
         // sum over the cofactors of q times p's entries
         p[0] * (q[4] * q[8] - q[5] * q[7]) - p[1] * (q[3] * q[8] - q[5] * q[6])
@@ -433,6 +480,33 @@ mod tests {
             let fresh = ransac_mask(x, y, &RansacParams::default());
             assert_eq!(kept.mask(x, y, &RansacParams::default()), &fresh[..]);
         }
+    }
+
+    #[test]
+    fn the_null_space_is_two_independent_solutions_or_none() {
+        let mut rng = CvRng(3);
+        let mut m = [[0.0f64; 9]; 7];
+        for v in m.iter_mut().flatten() {
+            *v = rng.below(2001) as f64 / 1000.0 - 1.0;
+        }
+        let [n1, n2] = null_space_7x9(m).expect("rank 7");
+        for n in [n1, n2] {
+            for row in &m {
+                let r: f64 = row.iter().zip(&n).map(|(a, b)| a * b).sum();
+                assert!(r.abs() < 1e-12, "{r}");
+            }
+        }
+        // Independent: not parallel.
+        let dot: f64 = n1.iter().zip(&n2).map(|(a, b)| a * b).sum();
+        let norm = |v: &[f64; 9]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!(dot.abs() < 0.999 * norm(&n1) * norm(&n2));
+        // Rank 6 (a repeated row), and NaN: no basis.
+        let mut low = m;
+        low[6] = low[0];
+        assert!(null_space_7x9(low).is_none());
+        let mut bad = m;
+        bad[2][4] = f64::NAN;
+        assert!(null_space_7x9(bad).is_none());
     }
 
     #[test]
