@@ -6,6 +6,7 @@
 //! - `diagnostics`: counters per input, /diagnostics statuses, log rate limits;
 //! - `tracks`: the feature tracker's outputs (`tracks`, VINS's `feature` and `restart`) and
 //!   the `camera_info` it undistorts with;
+//! - `publish`: which outputs someone reads (the others are not built);
 //! - [`params`]: the ROS parameters (the config's dotted keys + node settings);
 //! - [`convert`]: `sensor_msgs` <-> library types;
 //! - [`load`]: `gpu_features_load`, the load generator and loopback soak driver, and
@@ -22,6 +23,7 @@ mod matches;
 pub mod node;
 pub mod params;
 pub mod params_file;
+mod publish;
 mod settings;
 pub mod take;
 mod tracks;

@@ -24,6 +24,7 @@ use r2r::sensor_msgs::msg::CameraInfo;
 use r2r::std_msgs::msg::{Bool, Header};
 
 use super::convert;
+use super::publish::listened;
 use crate::camera::CameraModel;
 use crate::config::TrackConfig;
 use crate::image::{GrayImage, ImageView};
@@ -307,9 +308,10 @@ impl TrackOutputs {
         let input = track_input(pipeline, view);
         self.tracker.track_input(input, stamp, camera.as_ref());
         self.times = [self.tracker.stats().total_ms, f64::NAN, f64::NAN];
-        let _ = self
-            .pub_tracks
-            .publish_raw(self.tracks_cdr.encode(header, self.tracker.tracks()));
+        if listened(&self.pub_tracks) {
+            let bytes = self.tracks_cdr.encode(header, self.tracker.tracks());
+            let _ = self.pub_tracks.publish_raw(bytes);
+        }
         let mut stereo = false;
         if let (
             StereoRole::Left {
@@ -341,10 +343,12 @@ impl TrackOutputs {
                     stereo = true;
                     self.stereo_pairs += 1;
                     // The right tracks carry the second camera's own header.
-                    let bytes = self
-                        .tracks_cdr
-                        .encode(&right_header, self.tracker.right_tracks());
-                    let _ = pub_right_tracks.publish_raw(bytes);
+                    if listened(pub_right_tracks) {
+                        let bytes = self
+                            .tracks_cdr
+                            .encode(&right_header, self.tracker.right_tracks());
+                        let _ = pub_right_tracks.publish_raw(bytes);
+                    }
                     if let Err(e) = r {
                         problem = Some(format!("stereo: {e}"));
                     } else if let Some(w) = why {
@@ -363,8 +367,10 @@ impl TrackOutputs {
         let tracks = self.tracker.tracks();
         let cameras: [&[Track]; 2] = [tracks, self.tracker.right_tracks()];
         let cameras = if stereo { &cameras[..] } else { &cameras[..1] };
-        let bytes = self.feature_cdr.encode(header, cameras, self.format);
-        let _ = self.pub_feature.publish_raw(bytes);
+        if listened(&self.pub_feature) {
+            let bytes = self.feature_cdr.encode(header, cameras, self.format);
+            let _ = self.pub_feature.publish_raw(bytes);
+        }
         let resets = self.tracker.resets().len();
         if resets > self.resets {
             self.resets = resets;

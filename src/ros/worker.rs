@@ -13,6 +13,7 @@ use super::convert;
 use super::diagnostics::{RateLimit, Stats};
 use super::matches::PreviousFrame;
 use super::params::NodeParams;
+use super::publish::listened;
 use super::take::NativeImage;
 use super::tracks::TrackOutputs;
 use crate::image::GrayImage;
@@ -208,13 +209,15 @@ impl Worker {
             msg.header_into(&mut header);
             let header = &header;
             // Serialized by us into reused buffers and published as bytes (docs/performance.md,
-            // change 55).
-            let bytes = kp_cdr.encode(
-                header,
-                &features.keypoints,
-                features.descriptors_for(pipeline.config()),
-            );
-            let _ = self.pub_kp.publish_raw(bytes);
+            // change 55); only while someone subscribes (change 63), as every output.
+            if listened(&self.pub_kp) {
+                let bytes = kp_cdr.encode(
+                    header,
+                    &features.keypoints,
+                    features.descriptors_for(pipeline.config()),
+                );
+                let _ = self.pub_kp.publish_raw(bytes);
+            }
             let keypoints_out = Instant::now();
             // The edge image (2 MB at 1080p) costs ~1 ms to convert and publish (the relay's
             // `image` mode, docs/benchmarks.md): only while someone subscribes, as the debug

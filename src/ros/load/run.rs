@@ -78,8 +78,11 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     if !(args.rate > 0.0 && args.rate <= 1000.0) {
         return Err(format!("rate {}: 0 < rate <= 1000", args.rate));
     }
-    if !["keypoints", "relayed"].contains(&args.answer.as_str()) {
-        return Err(format!("answer {:?}: keypoints or relayed", args.answer));
+    if !["keypoints", "tracks", "relayed"].contains(&args.answer.as_str()) {
+        return Err(format!(
+            "answer {:?}: keypoints, tracks or relayed",
+            args.answer
+        ));
     }
     let floor = match &args.floor {
         Some(p) => Some(super::report::read_floor(p)?),
