@@ -13,6 +13,7 @@
 //! start 1/HZ s apart, as a camera's come to the node: the GPU and the CPU idle between).
 use std::time::Instant;
 
+use gpu_features::bench::Pacer;
 use gpu_features::image::load_gray;
 use gpu_features::track::{RightInput, TrackInput, TrackParams, Tracker};
 use gpu_features::{BackendChoice, Config, Features, GrayImage, ImageView, Pipeline};
@@ -27,31 +28,15 @@ fn tile(src: &GrayImage, w: usize, h: usize, dx: usize) -> GrayImage {
     out
 }
 
-/// `--pace HZ`: sleeps until 1/HZ s after the last frame's start.
-struct Pace(Option<std::time::Duration>, Option<Instant>);
-
-impl Pace {
-    fn from_args() -> Pace {
-        let a: Vec<String> = std::env::args().collect();
-        let hz = a
-            .iter()
-            .position(|x| x == "--pace")
-            .and_then(|i| a.get(i + 1))
-            .map(|v| v.parse::<f64>().expect("--pace HZ"));
-        Pace(
-            hz.map(|h| std::time::Duration::from_secs_f64(1.0 / h)),
-            None,
-        )
-    }
-
-    fn wait(&mut self) {
-        if let (Some(p), Some(last)) = (self.0, self.1) {
-            if let Some(left) = (last + p).checked_duration_since(Instant::now()) {
-                std::thread::sleep(left);
-            }
-        }
-        self.1 = Some(Instant::now());
-    }
+/// `--pace HZ` from the command line (as `gpu_features bench --pace`).
+fn pace_from_args() -> Pacer {
+    let a: Vec<String> = std::env::args().collect();
+    let hz = a
+        .iter()
+        .position(|x| x == "--pace")
+        .and_then(|i| a.get(i + 1))
+        .map(|v| v.parse::<f64>().expect("--pace HZ"));
+    Pacer::new(hz)
 }
 
 /// Median and p90 of `ms`.
@@ -78,7 +63,7 @@ fn pan(seq: &[GrayImage], (w, h): (usize, usize), bpp: usize, dx0: usize) -> Vec
 }
 
 /// Stereo: the pair's right frame 8 px to the right; hand-over and right step per frame.
-fn stereo(seq: &[GrayImage], cfg: &Config, params: TrackParams, pace: &mut Pace) {
+fn stereo(seq: &[GrayImage], cfg: &Config, params: TrackParams, pace: &mut Pacer) {
     for (w, h) in [(752, 480), (1920, 1080)] {
         for (enc, bpp) in [("mono8", 1), ("bgr8", 3)] {
             let (left, right) = (pan(seq, (w, h), bpp, 0), pan(seq, (w, h), bpp, 8));
@@ -128,7 +113,7 @@ fn stereo(seq: &[GrayImage], cfg: &Config, params: TrackParams, pace: &mut Pace)
 }
 
 fn main() {
-    let mut pace = Pace::from_args();
+    let mut pace = pace_from_args();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/seq");
     let seq: Vec<GrayImage> = (0..8)
         .map(|k| load_gray(&dir.join(format!("cockatoo_{k:02}.png"))).unwrap())

@@ -48,13 +48,15 @@ pub(super) fn views_of(frames: &[GrayImage]) -> Result<Vec<ImageView<'_>>> {
 }
 
 /// `--pace`: each frame starts one period after the previous one (at once when late).
-pub(super) struct Pacer {
+/// Public for the examples that pace frames as the bench does.
+pub struct Pacer {
     period: Option<std::time::Duration>,
     next: Option<Instant>,
 }
 
 impl Pacer {
-    pub(super) fn new(hz: Option<f64>) -> Pacer {
+    /// Frames `1 / hz` s apart; `None` (or not a positive rate): no waiting.
+    pub fn new(hz: Option<f64>) -> Pacer {
         Pacer {
             period: hz
                 .filter(|h| h.is_finite() && *h > 0.0)
@@ -64,7 +66,7 @@ impl Pacer {
     }
 
     /// Sleeps until the next frame's start.
-    pub(super) fn wait(&mut self) {
+    pub fn wait(&mut self) {
         let Some(period) = self.period else { return };
         let now = Instant::now();
         if let Some(next) = self.next.filter(|&n| n > now) {

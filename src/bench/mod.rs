@@ -91,6 +91,7 @@ mod tracks_stereo;
 pub use self::args::{BenchArgs, Size, Stat};
 use self::frames::*;
 use self::matching::*;
+pub use self::measure::Pacer;
 use self::measure::*;
 use self::opencv::*;
 use self::peers::*;

@@ -3,7 +3,9 @@
 //! and VINS's `feature` since change 63). A subscriber that has not matched yet would miss
 //! the message either way (volatile topics).
 
-/// Whether another process subscribes to `p`'s topic; an unknown count counts as yes.
-pub(super) fn listened(p: &r2r::PublisherUntyped) -> bool {
-    p.get_inter_process_subscription_count().unwrap_or(1) > 0
+/// Whether another process subscribes, from a publisher's
+/// `get_inter_process_subscription_count()` (typed or untyped); an unknown count counts as
+/// yes.
+pub(super) fn listened(count: r2r::Result<usize>) -> bool {
+    count.unwrap_or(1) > 0
 }

@@ -308,7 +308,7 @@ impl TrackOutputs {
         let input = track_input(pipeline, view);
         self.tracker.track_input(input, stamp, camera.as_ref());
         self.times = [self.tracker.stats().total_ms, f64::NAN, f64::NAN];
-        if listened(&self.pub_tracks) {
+        if listened(self.pub_tracks.get_inter_process_subscription_count()) {
             let bytes = self.tracks_cdr.encode(header, self.tracker.tracks());
             let _ = self.pub_tracks.publish_raw(bytes);
         }
@@ -343,7 +343,7 @@ impl TrackOutputs {
                     stereo = true;
                     self.stereo_pairs += 1;
                     // The right tracks carry the second camera's own header.
-                    if listened(pub_right_tracks) {
+                    if listened(pub_right_tracks.get_inter_process_subscription_count()) {
                         let bytes = self
                             .tracks_cdr
                             .encode(&right_header, self.tracker.right_tracks());
@@ -367,7 +367,7 @@ impl TrackOutputs {
         let tracks = self.tracker.tracks();
         let cameras: [&[Track]; 2] = [tracks, self.tracker.right_tracks()];
         let cameras = if stereo { &cameras[..] } else { &cameras[..1] };
-        if listened(&self.pub_feature) {
+        if listened(self.pub_feature.get_inter_process_subscription_count()) {
             let bytes = self.feature_cdr.encode(header, cameras, self.format);
             let _ = self.pub_feature.publish_raw(bytes);
         }

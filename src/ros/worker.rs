@@ -210,7 +210,7 @@ impl Worker {
             let header = &header;
             // Serialized by us into reused buffers and published as bytes (docs/performance.md,
             // change 55); only while someone subscribes (change 63), as every output.
-            if listened(&self.pub_kp) {
+            if listened(self.pub_kp.get_inter_process_subscription_count()) {
                 let bytes = kp_cdr.encode(
                     header,
                     &features.keypoints,
@@ -223,12 +223,7 @@ impl Worker {
             // `image` mode, docs/benchmarks.md): only while someone subscribes, as the debug
             // image below. A subscriber not yet matched would miss it either way.
             if let Some(edges) = &features.edges {
-                if self
-                    .pub_edges
-                    .get_inter_process_subscription_count()
-                    .unwrap_or(1)
-                    > 0
-                {
+                if listened(self.pub_edges.get_inter_process_subscription_count()) {
                     let _ = self.pub_edges.publish(&convert::mono8_image(header, edges));
                 }
             }
