@@ -176,11 +176,11 @@ fn gpu_tracker_equals_cpu_tracker() {
 }
 
 /// goodFeaturesToTrack on the GPU equals the CPU reference on every frame, with and without
-/// a VINS mask.
+/// a VINS mask (uploaded as an image, or drawn on the GPU from its discs).
 #[test]
 fn gpu_gftt_matches_cpu() {
-    use gpu_features::cuda::gftt::GpuGftt;
-    use gpu_features::track::mask::fill_circle;
+    use gpu_features::cuda::gftt::{GfttInput, GfttMask, GpuGftt};
+    use gpu_features::track::mask::{fill_circle, Discs};
     let gpu = match Gpu::new() {
         Ok(g) => g,
         Err(e) => return shared::skip_without_gpu("gpu_gftt_matches_cpu", &e),
@@ -188,7 +188,7 @@ fn gpu_gftt_matches_cpu() {
     let mut s = GfttScratch::default();
     let mut g = GpuGftt::new(&gpu, 640, 360).unwrap();
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    let mut n = 0;
+    let (mut n, mut in_discs_mask) = (0, 0);
     for k in 0..8 {
         let img = frame(k);
         let p = GfttParams::default();
@@ -209,8 +209,37 @@ fn gpu_gftt_matches_cpu() {
         g.run(&gpu, &img, &p, Some(&mask), &mut b).unwrap();
         assert_eq!(a, b, "frame {k}, masked");
         n += a.len();
+        // VINS's mask drawn on the GPU from the claimed discs (the tracker's way), at the
+        // corners and the image's edges, equals the CPU on the mask painted on the host.
+        let mut discs = Discs::default();
+        discs.start((img.width, img.height), 10 + 3 * k as i32);
+        let edges = [(0, 0), (639, 359), (0, 200), (320, 359), (639, 5)];
+        for (x, y) in a.iter().map(|&(x, y)| (x as i32, y as i32)).chain(edges) {
+            discs.claim(x, y);
+        }
+        discs.paint(&mut mask);
+        good_features_to_track(&img, &p, Some(&mask), &mut s, &mut a);
+        g.start_map(&gpu, GfttInput::Host(&img), &p).unwrap();
+        let dm = GfttMask::Discs {
+            centers: discs.centers(),
+            spans: discs.spans(),
+        };
+        g.finish(&gpu, &p, dm, &mut b).unwrap();
+        assert_eq!(
+            a,
+            b,
+            "frame {k}, {} discs drawn on the GPU",
+            discs.centers().len()
+        );
+        assert!(discs.centers().len() > 5, "frame {k}: a test with discs");
+        n += a.len();
+        in_discs_mask += a.len();
     }
-    eprintln!("gpu_gftt_matches_cpu: 16 calls, {n} masked corners, identical");
+    assert!(in_discs_mask > 0, "corners outside the discs");
+    eprintln!(
+        "gpu_gftt_matches_cpu: 24 calls, {n} masked corners ({in_discs_mask} outside drawn \
+         discs), identical"
+    );
 }
 
 /// Stereo (VINS-Fusion): the GPU tracker's left and right tracks equal the CPU tracker's

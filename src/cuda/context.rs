@@ -57,6 +57,7 @@ pub struct Kernels {
     pub gftt_eig: CudaFunction,
     pub gftt_max: CudaFunction,
     pub gftt_candidates: CudaFunction,
+    pub gftt_discs: CudaFunction,
 }
 
 /// How the kernel module was obtained.
@@ -245,6 +246,7 @@ impl Gpu {
             gftt_eig: f("gftt_eig")?,
             gftt_max: f("gftt_max")?,
             gftt_candidates: f("gftt_candidates")?,
+            gftt_discs: f("gftt_discs")?,
         };
         Ok(Gpu {
             ctx,

@@ -31,8 +31,24 @@ pub enum GfttInput<'a> {
     },
 }
 
+/// Where goodFeaturesToTrack may put corners: everywhere, where a mask image is nonzero,
+/// or outside discs (VINS's mask: `centers` in pixels, the disc's half-width on each row
+/// offset in `spans`, as `track::mask::Discs` keeps them), drawn into the mask on the GPU.
+#[derive(Clone, Copy)]
+pub enum GfttMask<'a> {
+    Everywhere,
+    Image(&'a GrayImage),
+    Discs {
+        centers: &'a [(i32, i32)],
+        spans: &'a [i32],
+    },
+}
+
 /// Candidates downloaded with their count (32 KB); more take a second wait.
 const FIRST_CANDIDATES: usize = 4096;
+
+/// The discs' first buffer: 1,000 centres and the span table of a 1,000-pixel radius.
+const DISC_BYTES: usize = 1000 * 8 + 1001 * 4;
 
 pub struct GpuGftt {
     size: (usize, usize),
@@ -49,6 +65,10 @@ pub struct GpuGftt {
     words: DevBuf,
     cand: DevBuf,
     cap: usize,
+    /// The discs' centres then their span table (`GfttMask::Discs`), in host and device
+    /// memory; grown only when a frame has more than ever before.
+    discs_host: HostBuf,
+    discs_dev: DevBuf,
     host_in: HostBuf,
     host_out: HostBuf,
     grid: Vec<Vec<(f32, f32)>>,
@@ -96,6 +116,8 @@ impl GpuGftt {
             words: DevBuf::new(c, 16)?,
             cand: DevBuf::new(c, cap * 8)?,
             cap,
+            discs_host: HostBuf::new(c, DISC_BYTES, true)?,
+            discs_dev: DevBuf::new(c, DISC_BYTES)?,
             host_in: HostBuf::new(c, 2 * n, true)?,
             host_out: HostBuf::new(c, cap * 8 + 16, false)?,
             grid: Vec::new(),
@@ -125,6 +147,7 @@ impl GpuGftt {
         out: &mut Vec<(f32, f32)>,
     ) -> Result<()> {
         self.start_map(gpu, GfttInput::Host(img), p)?;
+        let mask = mask.map_or(GfttMask::Everywhere, GfttMask::Image);
         self.finish(gpu, p, mask, out)
     }
 
@@ -256,12 +279,12 @@ impl GpuGftt {
         &mut self,
         gpu: &Gpu,
         p: &GfttParams,
-        mask: Option<&GrayImage>,
+        mask: GfttMask,
         out: &mut Vec<(f32, f32)>,
     ) -> Result<()> {
         out.clear();
         let (w, h) = self.map_size;
-        if mask.is_some_and(|m| (m.width, m.height) != (w, h)) {
+        if matches!(mask, GfttMask::Image(m) if (m.width, m.height) != (w, h)) {
             return Err(crate::error::Error::Cuda(
                 "goodFeaturesToTrack: the mask's size differs from the image's".into(),
             ));
@@ -272,12 +295,16 @@ impl GpuGftt {
         }
         self.settle(gpu)?;
         let mask_ptr = match mask {
-            Some(m) => {
+            GfttMask::Image(m) => {
                 self.host_in.as_mut_slice()[n..2 * n].copy_from_slice(&m.data);
                 super::buffers::upload_range(&gpu.stream, &self.host_in, n, self.mask.ptr(), n)?;
                 self.mask.ptr()
             }
-            None => 0u64,
+            GfttMask::Discs { centers, spans } => {
+                self.draw_discs(gpu, centers, spans)?;
+                self.mask.ptr()
+            }
+            GfttMask::Everywhere => 0u64,
         };
         let (eig, words) = (self.eig.ptr(), self.words.ptr());
         let (wi, hi) = (w as i32, h as i32);
@@ -341,6 +368,54 @@ impl GpuGftt {
             out,
         );
         Ok(())
+    }
+}
+
+impl GpuGftt {
+    /// VINS's mask in `self.mask`: 255, then 0 on every disc (`GfttMask::Discs`); the
+    /// centres and the span table go up (a few KB) instead of the image-sized mask.
+    fn draw_discs(&mut self, gpu: &Gpu, centers: &[(i32, i32)], spans: &[i32]) -> Result<()> {
+        let (w, h) = self.map_size;
+        let bytes = (centers.len() * 2 + spans.len()) * 4;
+        if bytes > self.discs_host.bytes() {
+            // Before the buffers in use are dropped, the uploads from them are done.
+            gpu.sync()?;
+            let c = &gpu.ctx;
+            self.discs_host = HostBuf::new(c, bytes * 2, true)?;
+            self.discs_dev = DevBuf::new(c, bytes * 2)?;
+        }
+        let host = self.discs_host.as_mut_slice();
+        let words = centers
+            .iter()
+            .flat_map(|&(x, y)| [x, y])
+            .chain(spans.iter().copied());
+        for (dst, v) in host.chunks_exact_mut(4).zip(words) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
+        upload(&gpu.stream, &self.discs_host, self.discs_dev.ptr(), bytes)?;
+        let mask = self.mask.ptr();
+        unsafe { result::memset_d8_async(mask, 255, w * h, gpu.stream.cu_stream()) }
+            .map_err(|e| cuda_err("clearing the GFTT mask", e))?;
+        if centers.is_empty() || spans.is_empty() {
+            return Ok(());
+        }
+        let pts = self.discs_dev.ptr();
+        let sp = pts + (centers.len() * 8) as u64;
+        let (nc, radius, wi, hi) = (
+            centers.len() as i32,
+            spans.len() as i32 - 1,
+            w as i32,
+            h as i32,
+        );
+        let rows = 2 * spans.len() - 1;
+        gpu.launch(
+            "gftt_discs",
+            &gpu.k.gftt_discs,
+            (centers.len() as u32, rows.div_ceil(128) as u32, 1),
+            (128, 1, 1),
+            0,
+            &mut kargs![pts, nc, sp, radius, mask, wi, hi],
+        )
     }
 }
 

@@ -6,8 +6,6 @@ use super::input::{HostFrame, RightInput};
 #[cfg(feature = "cuda")]
 use crate::cpu::gftt::GfttParams;
 use crate::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
-#[cfg(feature = "cuda")]
-use crate::image::GrayImage;
 
 /// Where the LK stage runs: the CPU reference, or the GPU (`cuda::lk`, equal bit for bit;
 /// a GPU failure moves the tracker to the CPU and starts its tracks over).
@@ -309,18 +307,23 @@ impl GpuFlow {
         Ok(())
     }
 
-    /// The corners of the frame's map (started now if it was not) where `mask` allows.
+    /// The corners of the frame's map (started now if it was not) outside the claimed
+    /// `discs` (VINS's mask, drawn on the GPU from their centres).
     pub(super) fn corners(
         &mut self,
         size: (usize, usize),
         g: &GfttParams,
-        mask: &GrayImage,
+        discs: &super::mask::Discs,
         out: &mut Vec<(f32, f32)>,
     ) -> crate::error::Result<()> {
         if !self.map_started {
             self.start_corner_map(size)?;
         }
         let m = self.gftt.as_mut().expect("started above");
-        m.finish(&self.gpu, g, Some(mask), out)
+        let mask = crate::cuda::gftt::GfttMask::Discs {
+            centers: discs.centers(),
+            spans: discs.spans(),
+        };
+        m.finish(&self.gpu, g, mask, out)
     }
 }

@@ -43,7 +43,7 @@ use self::engine::GpuFlow;
 use self::fundamental::{Ransac, RansacParams};
 use self::input::HostFrame;
 pub use self::input::{RightInput, TrackInput};
-use self::mask::{fill_circle, round_px};
+use self::mask::{round_px, Discs};
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;
 use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams, GfttScratch};
@@ -69,6 +69,9 @@ pub struct Tracker {
     gftt: GfttScratch,
     fwd: Vec<Flow>,
     back: Vec<Flow>,
+    /// VINS's mask as the discs the kept tracks claimed; painted into `mask` only for a
+    /// detector on the host.
+    discs: Discs,
     mask: GrayImage,
     corners: Vec<(f32, f32)>,
     grid: Vec<Vec<(f32, f32)>>,
@@ -81,6 +84,9 @@ pub struct Tracker {
     stereo_dt: Option<f64>,
     /// `track_right` ran on the last frame (else the previous right positions are stale).
     right_fresh: bool,
+    /// The last frame wanted new corners (the GPU then starts the next frame's corner map
+    /// beside LK).
+    last_wanted: bool,
     // Per-frame work buffers, kept so that a frame allocates nothing once they have grown.
     kept: Vec<(Track, (f32, f32))>,
     ok: Vec<bool>,
@@ -131,6 +137,7 @@ impl Tracker {
             v.reserve(m);
         }
         self.kept.reserve(m);
+        self.discs.reserve(m);
         self.ok.reserve(m);
         self.prev_right.reserve(m);
         self.cur_right.reserve(m);
@@ -289,11 +296,12 @@ impl Tracker {
             let _ = self.engine.next_frame(frame, p.window, p.levels);
         }
         // goodFeaturesToTrack's map needs no mask: on the GPU it starts now, beside LK,
-        // when new corners are likely to be wanted (fewer tracks than the budget; else it
-        // starts only if the flow loses some, and LK has the GPU to itself).
+        // when new corners are likely to be wanted (fewer tracks than the budget, or the
+        // last frame wanted some: tracks lost on one frame are mostly lost on the next
+        // too); else it starts only if the flow loses some, and LK has the GPU to itself.
         #[cfg(feature = "cuda")]
         if let (FlowEngine::Gpu(gf), TopUp::Gftt) = (&mut self.engine, p.top_up) {
-            if self.prev_pts.len() < p.max_features {
+            if self.prev_pts.len() < p.max_features || self.last_wanted {
                 if let Err(e) = gf.start_corner_map(size) {
                     self.fall_back(e);
                 }
@@ -398,23 +406,15 @@ impl Tracker {
         // so the ID breaks the ties as a stable sort would, and the unstable sort needs no
         // scratch memory (the stable one allocates beyond a few dozen tracks).
         kept.sort_unstable_by_key(|(t, _)| (std::cmp::Reverse(t.age), t.id));
-        self.mask.reshape(size.0, size.1);
-        self.mask.data.fill(255);
         let before = kept.len();
-        let r = p.min_distance.round() as i32;
-        let mask = &mut self.mask;
-        kept.retain(|(t, _)| {
-            let (x, y) = (round_px(t.x), round_px(t.y));
-            let free = mask.get(x as usize, y as usize) == 255;
-            if free {
-                fill_circle(mask, x, y, r, 0);
-            }
-            free
-        });
+        self.discs.start(size, p.min_distance.round() as i32);
+        let discs = &mut self.discs;
+        kept.retain(|(t, _)| discs.claim(round_px(t.x), round_px(t.y)));
         self.stats.mask_dropped = before - kept.len();
 
         // 5. New corners.
         let want = p.max_features.saturating_sub(kept.len());
+        self.last_wanted = want > 0;
         self.corners.clear();
         let t2 = std::time::Instant::now();
         if want > 0 {
@@ -534,11 +534,12 @@ impl Tracker {
                 };
                 #[cfg(feature = "cuda")]
                 if let FlowEngine::Gpu(gf) = &mut self.engine {
-                    match gf.corners(frame.input.size(), &g, &self.mask, &mut self.corners) {
+                    match gf.corners(frame.input.size(), &g, &self.discs, &mut self.corners) {
                         Ok(()) => return,
                         Err(e) => self.fall_back(e),
                     }
                 }
+                self.discs.paint(&mut self.mask);
                 good_features_to_track(
                     frame.pixels(),
                     &g,
@@ -551,9 +552,14 @@ impl Tracker {
                 let img = frame.pixels();
                 let mut c = crate::cpu::fast::detect(img, threshold, true);
                 let (w, h) = (img.width, img.height);
+                let discs = &self.discs;
                 c.retain(|c| {
                     let (x, y) = (c.x as usize, c.y as usize);
-                    x >= 3 && y >= 3 && x + 4 <= w && y + 4 <= h && self.mask.get(x, y) != 0
+                    x >= 3
+                        && y >= 3
+                        && x + 4 <= w
+                        && y + 4 <= h
+                        && !discs.covers(x as i32, y as i32)
                 });
                 for k in c.iter_mut() {
                     k.response = crate::cpu::harris::orb_score(img, k.x, k.y, 7, 0.04);
