@@ -100,7 +100,7 @@ pub struct FrameStats {
     pub flow_back_error: f64,
     /// Wall time of the frame's stages, ms: the new pyramid (built, or queued on the GPU),
     /// LK forward and back (with the wait for it), the new corners (goodFeaturesToTrack or
-    /// FAST, with the mask's upload and the wait), and the whole `track` call.
+    /// FAST, with the mask drawn and the wait), and the whole `track` call.
     pub pyramid_ms: f64,
     pub flow_ms: f64,
     /// On the GPU: the LK launch's own time (CUDA events), ms; NaN on the CPU.
