@@ -5,16 +5,18 @@
 # gpu_features_load at 30 Hz for 20 s per case: mono 752x480 mono8, mono 1080p bgr8, mono
 # 752x480 mono8 with the F test (VINS-Mono's 1 px), stereo 752x480 mono8 (two inputs
 # published together). The frames cycle through tests/data's photos, so every frame is a
-# new scene for the tracker (its tracks lost and replaced: a worst case). Prints the node's
-# shutdown summaries (the latency's parts, the tracking step's parts) and the load's rows;
-# logs in OUT. docs/tracking.md, "In the node".
+# new scene for the tracker (its tracks lost and replaced: a worst case). Then, when the
+# photo PAN_IMAGE (default bench-data/Wood.jpg, textured all over) is there, a moving camera: 60-frame pans
+# across it, (3, 2) px per frame (`gpu_features_load --pan`), for 752x480 mono8, 1080p bgr8
+# and the stereo pair. Prints the node's shutdown summaries (the latency's parts, the
+# tracking step's parts) and the load's rows; logs in OUT. docs/tracking.md, "In the node".
 set -u
 bundle=$1 out=$2
 dir=$(mktemp -d); tar -C "$dir" -xJf "$bundle"
 export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64" AMENT_PREFIX_PATH=$dir RMW_IMPLEMENTATION=rmw_fastrtps_cpp
 export ROS_DOMAIN_ID=47 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST FASTDDS_DEFAULT_PROFILES_FILE=$dir/config/fastdds_large_frames.xml RCUTILS_COLORIZED_OUTPUT=0
 mkdir -p "$out"
-run() {  # label size enc extra-node-params... ; LOAD_INPUTS
+run() {  # label size enc extra-node-params... ; LOAD_INPUTS, LOAD_IMAGES, LOAD_PAN
   local label=$1 size=$2 enc=$3; shift 3
   "$dir/bin/gpu_features_node" --ros-args --params-file "$dir/config/vins_frontend_params.yaml" \
     -p backend:=cuda -p image_qos.reliability:=reliable -p image_qos.depth:=100 "$@" \
@@ -22,7 +24,8 @@ run() {  # label size enc extra-node-params... ; LOAD_INPUTS
   local node=$!
   sleep 2
   "$dir/bin/gpu_features_load" ${LOAD_INPUTS:+--inputs $LOAD_INPUTS} --sizes "$size" --encodings "$enc" \
-    --rate 30 --duration 20s --reliability reliable --images tests/data >"$out/load-$label.log" 2>&1
+    --rate 30 --duration 20s --reliability reliable --images "${LOAD_IMAGES:-tests/data}" \
+    ${LOAD_PAN:+--pan $LOAD_PAN --distinct 60} >"$out/load-$label.log" 2>&1
   kill -INT $node; wait $node
   echo "== $label"
   grep -E "summary|tracking input|GPU failure|panicked" "$out/node-$label.log" | cut -c1-640
@@ -32,4 +35,13 @@ run mono-752x480-mono8 752x480 mono8
 run mono-1080p-bgr8 1920x1080 bgr8
 run mono-752x480-mono8-F 752x480 mono8 -p track.ransac_threshold:=1.0
 LOAD_INPUTS=left,right run stereo-752x480-mono8 752x480 mono8 -p "inputs:=[left, right]" -p track.stereo:=true
+pan=${PAN_IMAGE:-bench-data/Wood.jpg}
+if [ -f "$pan" ]; then
+  export LOAD_IMAGES=$pan LOAD_PAN=3,2
+  run pan-752x480-mono8 752x480 mono8
+  run pan-1080p-bgr8 1920x1080 bgr8
+  LOAD_INPUTS=left,right run pan-stereo-752x480-mono8 752x480 mono8 -p "inputs:=[left, right]" -p track.stereo:=true
+else
+  echo "node-vins-bench: $pan not found: no pan cases"
+fi
 rm -rf "$dir"

@@ -46,9 +46,33 @@ pub fn load_photos(files: &[PathBuf]) -> Result<Vec<RgbImage>, String> {
 /// A `width` x `height` crop of `photo` starting at a `variant`-dependent offset (tiled
 /// when the photo is smaller), so that consecutive frames differ.
 pub fn crop(photo: &RgbImage, width: usize, height: usize, variant: usize) -> RgbImage {
+    crop_at(photo, width, height, (variant * 97, variant * 61))
+}
+
+/// Frame `d` of a pan of `n` frames across `photo` moving `step` px per frame: the crop of
+/// `size` from the pan's origin + d * step, the pan centred on the photo where it fits.
+pub fn pan_frame(
+    photo: &RgbImage,
+    (w, h): (usize, usize),
+    (dx, dy): (usize, usize),
+    (d, n): (usize, usize),
+) -> RgbImage {
     let (pw, ph) = (photo.width() as usize, photo.height() as usize);
-    let ox = (variant * 97) % pw;
-    let oy = (variant * 61) % ph;
+    let ox = pw.saturating_sub(w + dx * n) / 2;
+    let oy = ph.saturating_sub(h + dy * n) / 2;
+    crop_at(photo, w, h, (ox + d * dx, oy + d * dy))
+}
+
+/// A `width` x `height` crop of `photo` from pixel (`ox`, `oy`) (modulo the photo's size;
+/// tiled when the photo is smaller): a pan's frames are crops at steadily moving offsets.
+pub fn crop_at(
+    photo: &RgbImage,
+    width: usize,
+    height: usize,
+    (ox, oy): (usize, usize),
+) -> RgbImage {
+    let (pw, ph) = (photo.width() as usize, photo.height() as usize);
+    let (ox, oy) = (ox % pw, oy % ph);
     RgbImage::from_fn(width as u32, height as u32, |x, y| {
         *photo.get_pixel(
             ((x as usize + ox) % pw) as u32,
@@ -147,5 +171,36 @@ mod tests {
             }
         }
         assert_eq!(gray(&encode(&rgb, "mono16")), mono);
+    }
+
+    #[test]
+    fn a_pans_frames_move_by_the_step() {
+        let photo = RgbImage::from_fn(300, 200, |x, y| {
+            image::Rgb([x as u8, y as u8, (x ^ y) as u8])
+        });
+        let (a, b) = (
+            crop_at(&photo, 64, 48, (30, 20)),
+            crop_at(&photo, 64, 48, (33, 22)),
+        );
+        for y in 0..46 {
+            for x in 0..61 {
+                assert_eq!(b.get_pixel(x, y), a.get_pixel(x + 3, y + 2));
+            }
+        }
+        assert_eq!(a.get_pixel(0, 0), photo.get_pixel(30, 20));
+        // A pan of 10 frames of 64x48 moving (3, 2) is centred: (300 - 94) / 2, (200 - 68) / 2.
+        assert_eq!(
+            pan_frame(&photo, (64, 48), (3, 2), (0, 10)),
+            crop_at(&photo, 64, 48, (103, 66))
+        );
+        assert_eq!(
+            pan_frame(&photo, (64, 48), (3, 2), (4, 10)),
+            crop_at(&photo, 64, 48, (115, 74))
+        );
+        // Past the photo's edge the crop wraps around.
+        assert_eq!(
+            crop_at(&photo, 8, 8, (299, 0)).get_pixel(1, 0),
+            photo.get_pixel(0, 0)
+        );
     }
 }

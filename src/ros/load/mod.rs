@@ -56,6 +56,11 @@ pub struct LoadArgs {
     /// Distinct frames per size and encoding (different crops), published in turn
     #[arg(long, default_value_t = 4)]
     pub distinct: usize,
+    /// DX,DY: a moving camera instead of a new scene every frame: the --distinct frames pan
+    /// across the first photo (centred on it), moving (DX, DY) px per frame, then the pan
+    /// starts over (one jump per --distinct frames); e.g. `--pan 3,2 --distinct 60`
+    #[arg(long, value_name = "DX,DY")]
+    pub pan: Option<String>,
     /// QoS reliability of the image publishers: best_effort or reliable
     #[arg(long, default_value = "reliable")]
     pub reliability: String,
@@ -114,6 +119,19 @@ impl LoadArgs {
             })
             .collect()
     }
+    /// `--pan DX,DY` as pixels per frame.
+    fn pan(&self) -> Result<Option<(usize, usize)>, String> {
+        let Some(s) = &self.pan else {
+            return Ok(None);
+        };
+        let p = |v: &str| v.trim().parse::<usize>().ok().filter(|&n| n <= 1000);
+        match s.split_once(',').map(|(a, b)| (p(a), p(b))) {
+            Some((Some(dx), Some(dy))) => Ok(Some((dx, dy))),
+            _ => Err(format!(
+                "pan {s:?}: expected DX,DY in pixels per frame, 0..1000 each"
+            )),
+        }
+    }
 }
 
 /// Entry point of `gpu_features_load`; returns the exit code.
@@ -133,5 +151,27 @@ pub fn main() -> i32 {
             eprintln!("gpu_features_load: {e}");
             2
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LoadArgs;
+    use clap::Parser;
+
+    #[test]
+    fn pan_takes_two_steps_and_refuses_the_rest() {
+        let pan = |v: &str| {
+            let arg = format!("--pan={v}");
+            LoadArgs::try_parse_from(["load", arg.as_str()])
+                .unwrap()
+                .pan()
+        };
+        assert_eq!(pan("3,2"), Ok(Some((3, 2))));
+        assert_eq!(pan(" 0 , 5"), Ok(Some((0, 5))));
+        for bad in ["3", "3,2,1", "-1,2", "a,b", "2000,1"] {
+            assert!(pan(bad).is_err(), "{bad}");
+        }
+        assert_eq!(LoadArgs::try_parse_from(["load"]).unwrap().pan(), Ok(None));
     }
 }

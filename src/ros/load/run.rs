@@ -70,6 +70,7 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     let duration = args.duration()?;
     let sample_every = crate::soak::parse_duration(&args.sample_every)?;
     let sizes = args.sizes()?;
+    let pan = args.pan()?;
     for e in &args.encodings {
         if !frames::ENCODINGS.contains(&e.as_str()) {
             return Err(format!("encoding {e:?}: one of {:?}", frames::ENCODINGS));
@@ -93,7 +94,10 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     let mut templates = Vec::new();
     for d in 0..args.distinct.max(1) {
         for &(w, h) in &sizes {
-            let rgb = frames::crop(&photos[d % photos.len()], w, h, d);
+            let rgb = match pan {
+                Some(step) => frames::pan_frame(&photos[0], (w, h), step, (d, args.distinct)),
+                None => frames::crop(&photos[d % photos.len()], w, h, d),
+            };
             for e in &args.encodings {
                 templates.push(frames::encode(&rgb, e));
             }
