@@ -83,6 +83,8 @@ pub struct GpuGftt {
     /// A map was started ([`GpuGftt::start_map`]) and the pipeline's stream does not wait
     /// for it yet.
     pending: bool,
+    /// `image_ready` marks an image whose map is not queued yet ([`GpuGftt::mark_image`]).
+    marked: bool,
     /// The map's size (the size a started map was made for).
     map_size: (usize, usize),
 }
@@ -133,6 +135,7 @@ impl GpuGftt {
                 .new_event(None)
                 .map_err(|e| cuda_err("creating an event", e))?,
             pending: false,
+            marked: false,
             map_size: (0, 0),
         })
     }
@@ -156,10 +159,18 @@ impl GpuGftt {
     /// the pipeline's stream goes on (the tracker's LK). [`GpuGftt::finish`] selects the
     /// corners from it.
     pub fn start_map(&mut self, gpu: &Gpu, img: GfttInput, p: &GfttParams) -> Result<()> {
-        let (w, h) = match img {
+        let size = match img {
             GfttInput::Host(i) => (i.width, i.height),
             GfttInput::Device { width, height, .. } => (width, height),
         };
+        self.mark_image(gpu, size)?;
+        self.queue_map(gpu, img, p)
+    }
+
+    /// The first half of [`GpuGftt::start_map`]: marks the point of the pipeline's stream
+    /// after which the map's image of `size` is there, so that [`GpuGftt::queue_map`] may
+    /// queue the map later (after the tracker's LK launch) yet let it start from here.
+    pub fn mark_image(&mut self, gpu: &Gpu, (w, h): (usize, usize)) -> Result<()> {
         self.settle(gpu)?;
         if (w, h) != self.size {
             // The old buffers may still be in use by a map in flight.
@@ -169,14 +180,31 @@ impl GpuGftt {
             *self = GpuGftt::new(gpu, w, h)?;
         }
         self.map_size = (w, h);
+        self.image_ready
+            .record(&gpu.stream)
+            .map_err(|e| cuda_err("recording an event", e))?;
+        self.marked = true;
+        Ok(())
+    }
+
+    /// The second half of [`GpuGftt::start_map`]: the map of `img` (the image of the last
+    /// [`GpuGftt::mark_image`], whose buffer the pipeline's stream leaves as it is until it
+    /// waits for the map: `settle`) on the map's stream, from the marked point.
+    pub fn queue_map(&mut self, gpu: &Gpu, img: GfttInput, p: &GfttParams) -> Result<()> {
+        let (w, h) = match img {
+            GfttInput::Host(i) => (i.width, i.height),
+            GfttInput::Device { width, height, .. } => (width, height),
+        };
+        if !std::mem::take(&mut self.marked) || (w, h) != self.map_size {
+            return Err(crate::error::Error::Cuda(
+                "goodFeaturesToTrack: the map's image was not marked at its size".into(),
+            ));
+        }
         let n = w * h;
         if n == 0 {
             return Ok(());
         }
         let ms = &*self.map_stream;
-        self.image_ready
-            .record(&gpu.stream)
-            .map_err(|e| cuda_err("recording an event", e))?;
         ms.wait(&self.image_ready)
             .map_err(|e| cuda_err("waiting for an event", e))?;
         self.pending = true;

@@ -419,6 +419,38 @@ impl GpuLk {
         out: &mut Vec<Flow>,
         back_out: &mut Vec<Flow>,
     ) -> Result<()> {
+        let mut nothing = || Ok(());
+        self.track_with(
+            gpu,
+            prev,
+            next,
+            prev_pts,
+            initial,
+            p,
+            back,
+            out,
+            back_out,
+            &mut nothing,
+        )
+    }
+
+    /// [`GpuLk::track`], running `during` once the launch and its download are queued and
+    /// before the wait for them (work for the host, or more work queued on another stream,
+    /// while the GPU tracks; not run when there are no points).
+    #[allow(clippy::too_many_arguments)]
+    pub fn track_with(
+        &mut self,
+        gpu: &Gpu,
+        prev: &GpuFlowPyramid,
+        next: &GpuFlowPyramid,
+        prev_pts: &[(f32, f32)],
+        initial: Option<&[(f32, f32)]>,
+        p: &LkParams,
+        back: Option<(&LkParams, bool)>,
+        out: &mut Vec<Flow>,
+        back_out: &mut Vec<Flow>,
+        during: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
         out.clear();
         back_out.clear();
         let n = prev_pts.len();
@@ -505,6 +537,7 @@ impl GpuLk {
             .map_err(|e| cuda_err("recording an event", e))?;
         let results = if back.is_some() { 2 * n } else { n };
         download(&gpu.stream, res, &mut self.host_out, 0, results * 16)?;
+        during()?;
         gpu.sync()?;
         self.kernel_ms = self
             .start

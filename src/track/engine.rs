@@ -35,7 +35,10 @@ pub(super) struct GpuFlow {
     pub(super) right: crate::cuda::lk::GpuFlowPyramid,
     pub(super) lk: crate::cuda::lk::GpuLk,
     pub(super) gftt: Option<crate::cuda::gftt::GpuGftt>,
-    /// This frame's corner map was started.
+    /// This frame's corner map is wanted early: its image is marked on the stream, and the
+    /// map is queued right after LK's launch (beside LK, without delaying its launch).
+    pub(super) map_marked: bool,
+    /// This frame's corner map was queued.
     pub(super) map_started: bool,
 }
 
@@ -102,7 +105,7 @@ impl FlowEngine {
                 if let Some(m) = g.gftt.as_mut() {
                     m.settle(&g.gpu)?;
                 }
-                g.map_started = false;
+                (g.map_marked, g.map_started) = (false, false);
                 std::mem::swap(&mut g.prev, &mut g.cur);
                 match frame.device() {
                     Some(gray) => g.cur.build_from_device(&g.gpu, gray, window, levels),
@@ -207,19 +210,32 @@ impl FlowEngine {
             }
             #[cfg(feature = "cuda")]
             FlowEngine::Gpu(g) => {
+                // A marked corner map is queued as soon as LK is (it starts from the mark).
+                let map = (pair == Pair::Frames && g.map_marked && !g.map_started)
+                    .then(|| g.map_input())
+                    .flatten();
                 let GpuFlow {
                     gpu,
                     prev,
                     cur,
                     right,
                     lk,
+                    gftt,
+                    map_started,
                     ..
                 } = &mut **g;
+                let mut during = || -> crate::error::Result<()> {
+                    if let (Some(img), Some(m)) = (map, gftt.as_mut()) {
+                        m.queue_map(gpu, img, &GfttParams::default())?;
+                        *map_started = true;
+                    }
+                    Ok(())
+                };
                 let (a, b) = match pair {
                     Pair::Frames => (prev, cur),
                     Pair::Stereo => (cur, right),
                 };
-                gpu_there_and_back(gpu, lk, a, b, pts, p, back, out)
+                gpu_there_and_back(gpu, lk, a, b, pts, p, back, out, &mut during)
             }
         }
     }
@@ -259,7 +275,8 @@ fn cpu_there_and_back(
     }
 }
 
-/// [`cpu_there_and_back`] on the GPU: both passes in one `lk_track` launch.
+/// [`cpu_there_and_back`] on the GPU: both passes in one `lk_track` launch; `during` runs
+/// once it is queued, before the wait.
 #[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
 fn gpu_there_and_back(
@@ -270,27 +287,33 @@ fn gpu_there_and_back(
     pts: &[(f32, f32)],
     p: &LkParams,
     back: Option<(&LkParams, bool)>,
-    (fwd, back_out): (&mut Vec<Flow>, &mut Vec<Flow>),
+    out: (&mut Vec<Flow>, &mut Vec<Flow>),
+    during: &mut dyn FnMut() -> crate::error::Result<()>,
 ) -> crate::error::Result<()> {
     a.ensure_derivatives(gpu)?;
     if back.is_some() {
         b.ensure_derivatives(gpu)?;
     }
-    lk.track(gpu, a, b, pts, None, p, back, fwd, back_out)
+    let (fwd, back_out) = out;
+    lk.track_with(gpu, a, b, pts, None, p, back, fwd, back_out, during)
 }
 
 #[cfg(feature = "cuda")]
 impl GpuFlow {
-    /// Queues goodFeaturesToTrack's eigenvalue map of the frame just built (its pyramid's
-    /// level 0, on the GPU already) on the map's own stream: it runs beside LK.
-    pub(super) fn start_corner_map(
+    /// The frame just built's level 0 (on the GPU already), the corner map's image.
+    fn map_input(&self) -> Option<crate::cuda::gftt::GfttInput<'static>> {
+        self.cur.level0()
+    }
+
+    /// Marks the frame just built for goodFeaturesToTrack's eigenvalue map (its pyramid's
+    /// level 0): the map is queued on its own stream right after LK's launch (it then runs
+    /// beside LK), or by [`GpuFlow::corners`] when no LK runs.
+    pub(super) fn mark_corner_map(
         &mut self,
         (width, height): (usize, usize),
     ) -> crate::error::Result<()> {
         use crate::cuda::gftt::{GfttInput, GpuGftt};
-        let src = self
-            .cur
-            .level0()
+        self.map_input()
             .filter(|l| {
                 matches!(l, GfttInput::Device { width: w, height: h, .. }
                     if (*w, *h) == (width, height))
@@ -302,12 +325,12 @@ impl GpuFlow {
             Some(m) => m,
             None => self.gftt.insert(GpuGftt::new(&self.gpu, width, height)?),
         };
-        m.start_map(&self.gpu, src, &GfttParams::default())?;
-        self.map_started = true;
+        m.mark_image(&self.gpu, (width, height))?;
+        self.map_marked = true;
         Ok(())
     }
 
-    /// The corners of the frame's map (started now if it was not) outside the claimed
+    /// The corners of the frame's map (queued now if it was not) outside the claimed
     /// `discs` (VINS's mask, drawn on the GPU from their centres).
     pub(super) fn corners(
         &mut self,
@@ -317,7 +340,15 @@ impl GpuFlow {
         out: &mut Vec<(f32, f32)>,
     ) -> crate::error::Result<()> {
         if !self.map_started {
-            self.start_corner_map(size)?;
+            if !self.map_marked {
+                self.mark_corner_map(size)?;
+            }
+            let img = self.map_input().ok_or_else(|| {
+                crate::Error::Cuda("the corner map needs the frame's pyramid first".into())
+            })?;
+            let m = self.gftt.as_mut().expect("made by mark_corner_map");
+            m.queue_map(&self.gpu, img, &GfttParams::default())?;
+            self.map_started = true;
         }
         let m = self.gftt.as_mut().expect("started above");
         let mask = crate::cuda::gftt::GfttMask::Discs {

@@ -169,6 +169,7 @@ impl Tracker {
                 right: Default::default(),
                 lk,
                 gftt: None,
+                map_marked: false,
                 map_started: false,
             })
         }) {
@@ -302,7 +303,7 @@ impl Tracker {
         #[cfg(feature = "cuda")]
         if let (FlowEngine::Gpu(gf), TopUp::Gftt) = (&mut self.engine, p.top_up) {
             if self.prev_pts.len() < p.max_features || self.last_wanted {
-                if let Err(e) = gf.start_corner_map(size) {
+                if let Err(e) = gf.mark_corner_map(size) {
                     self.fall_back(e);
                 }
             }
