@@ -125,6 +125,9 @@ impl Discs {
 
     /// Whether a claimed disc covers pixel (`x`, `y`) (the mask is 0 there).
     pub fn covers(&self, x: i32, y: i32) -> bool {
+        if self.heads.is_empty() {
+            return false; // never started: nothing claimed
+        }
         let (c, r) = self.cell_of(x, y);
         let rows = self.heads.len() / self.cols;
         for rr in r.saturating_sub(1)..=(r + 1).min(rows - 1) {
@@ -146,6 +149,10 @@ impl Discs {
     /// VINS's test for a track at pixel (`x`, `y`, inside the image): free (no claimed disc
     /// covers it) claims its disc and returns true.
     pub fn claim(&mut self, x: i32, y: i32) -> bool {
+        if self.heads.is_empty() {
+            // Never started: an empty image's grid (one cell; pixels are clamped into it).
+            self.start(self.size, self.radius);
+        }
         if self.covers(x, y) {
             return false;
         }
@@ -273,6 +280,10 @@ mod tests {
                     proptest::prop_assert_eq!(d.covers(x, y), img.get(x as usize, y as usize) == 0);
                 }
             }
+            // Never started: nothing covered, and a claim works (one cell for everything).
+            let mut fresh = Discs::default();
+            proptest::prop_assert!(!fresh.covers(3, 4));
+            proptest::prop_assert!(fresh.claim(3, 4) && !fresh.claim(3, 4));
             // The same object again, another radius: nothing of the last frame is left.
             d.start((w, h), r + 1);
             proptest::prop_assert!(d.centers().is_empty());
