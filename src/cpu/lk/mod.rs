@@ -226,8 +226,9 @@ impl Level<'_> {
         let [w00, w01, w10, w11] = weights(a, b);
 
         // The window of the previous image and its gradients, and the 2x2 matrix.
-        s.iwin.clear();
-        s.dwin.clear();
+        // Sized once per window (no per-point growth); every entry is written below.
+        s.iwin.resize(win * win, 0);
+        s.dwin.resize(win * win, (0, 0));
         let mut acc = [0f32; 3]; // scalar tails: A11, A12, A22
         let mut q = [[0f32; 4]; 3]; // SIMD lanes
         let blocks = if win >= 8 { (win - 8) / 8 + 1 } else { 0 };
@@ -236,36 +237,46 @@ impl Level<'_> {
         for y in 0..winl {
             let io = self.i.at(ipx, ipy + y, 1);
             let dof = self.d.at(ipx, ipy + y, 2);
-            let row_start = s.dwin.len();
-            for x in 0..win {
-                let src = &self.i.data;
-                let iv = descale(
-                    src[io + x] as i32 * w00
-                        + src[io + x + 1] as i32 * w01
-                        + src[io + x + istride] as i32 * w10
-                        + src[io + x + istride + 1] as i32 * w11,
+            let yu = y as usize;
+            // The rows read, sliced once, so that the per-pixel loop has no bounds checks.
+            let (i0, i1) = (
+                &self.i.data[io..io + win + 1],
+                &self.i.data[io + istride..io + istride + win + 1],
+            );
+            let (d0, d1) = (
+                &self.d.data[dof..dof + 2 * win + 2],
+                &self.d.data[dof + dstride..dof + dstride + 2 * win + 2],
+            );
+            let irow = &mut s.iwin[yu * win..(yu + 1) * win];
+            for (x, iv) in irow.iter_mut().enumerate() {
+                *iv = descale(
+                    i0[x] as i32 * w00
+                        + i0[x + 1] as i32 * w01
+                        + i1[x] as i32 * w10
+                        + i1[x + 1] as i32 * w11,
                     W_BITS - 5,
                 );
-                let dd = &self.d.data;
-                let o = dof + 2 * x;
+            }
+            let drow = &mut s.dwin[yu * win..(yu + 1) * win];
+            for (x, dv) in drow.iter_mut().enumerate() {
+                let o = 2 * x;
                 let ix = descale(
-                    dd[o] as i32 * w00
-                        + dd[o + 2] as i32 * w01
-                        + dd[o + dstride] as i32 * w10
-                        + dd[o + dstride + 2] as i32 * w11,
+                    d0[o] as i32 * w00
+                        + d0[o + 2] as i32 * w01
+                        + d1[o] as i32 * w10
+                        + d1[o + 2] as i32 * w11,
                     W_BITS,
                 );
                 let iy = descale(
-                    dd[o + 1] as i32 * w00
-                        + dd[o + 3] as i32 * w01
-                        + dd[o + dstride + 1] as i32 * w10
-                        + dd[o + dstride + 3] as i32 * w11,
+                    d0[o + 1] as i32 * w00
+                        + d0[o + 3] as i32 * w01
+                        + d1[o + 1] as i32 * w10
+                        + d1[o + 3] as i32 * w11,
                     W_BITS,
                 );
-                s.iwin.push(iv);
-                s.dwin.push((ix, iy));
+                *dv = (ix, iy);
             }
-            let row = &s.dwin[row_start..];
+            let row = &s.dwin[yu * win..(yu + 1) * win];
             for blk in 0..blocks {
                 for half4 in 0..2 {
                     for lane in 0..4 {
