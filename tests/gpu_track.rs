@@ -146,13 +146,10 @@ fn gpu_tracker_equals_cpu_tracker() {
     use gpu_features::track::{TrackParams, Tracker};
     let (mut g, why) = Tracker::with_cuda(TrackParams::default());
     if g.backend() != "cuda" {
-        let n = gpu_features::cuda::device_count();
-        assert_eq!(
-            n, 0,
-            "a CUDA device is present but the GPU tracker did not start: {why:?}"
+        return shared::skip_without_gpu(
+            "gpu_tracker_equals_cpu_tracker",
+            &why.unwrap_or_default(),
         );
-        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_tracker_equals_cpu_tracker)");
-        return;
     }
     let mut c = Tracker::new(TrackParams::default());
     let mut total = 0;
@@ -253,9 +250,7 @@ fn gpu_stereo_equals_cpu_stereo() {
     };
     let (mut g, why) = Tracker::with_cuda(p);
     if g.backend() != "cuda" {
-        assert_eq!(gpu_features::cuda::device_count(), 0, "{why:?}");
-        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_stereo_equals_cpu_stereo)");
-        return;
+        return shared::skip_without_gpu("gpu_stereo_equals_cpu_stereo", &why.unwrap_or_default());
     }
     let mut c = Tracker::new(p);
     let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
@@ -294,9 +289,10 @@ fn gpu_tracker_allocates_nothing_per_frame_after_the_first_two() {
         ..Default::default()
     });
     if mono.backend() != "cuda" {
-        assert_eq!(gpu_features::cuda::device_count(), 0, "{why:?}");
-        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_tracker_allocates_nothing...)");
-        return;
+        return shared::skip_without_gpu(
+            "gpu_tracker_allocates_nothing_per_frame_after_the_first_two",
+            &why.unwrap_or_default(),
+        );
     }
     let (mut stereo, _) = Tracker::with_cuda(TrackParams::default());
     let frames: Vec<_> = (0..8).map(frame).collect();
@@ -332,9 +328,10 @@ fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
     use gpu_features::{BackendChoice, Config, Features, ImageView, Pipeline};
     let (probe, why) = Tracker::with_cuda(TrackParams::default());
     if probe.backend() != "cuda" {
-        assert_eq!(gpu_features::cuda::device_count(), 0, "{why:?}");
-        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_tracker_on_the_pipelines_gray...)");
-        return;
+        return shared::skip_without_gpu(
+            "gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker",
+            &why.unwrap_or_default(),
+        );
     }
     let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
     let mut pipe = Pipeline::new(Config::default(), BackendChoice::Cuda).unwrap();
@@ -388,9 +385,10 @@ fn gpu_stereo_from_the_kept_device_frame_equals_cpu_stereo() {
     let p = TrackParams::default();
     let (mut g, why) = Tracker::with_cuda(p);
     if g.backend() != "cuda" {
-        assert_eq!(gpu_features::cuda::device_count(), 0, "{why:?}");
-        eprintln!("SKIPPED: no CUDA device ({why:?}) (gpu_stereo_from_the_kept_device_frame...)");
-        return;
+        return shared::skip_without_gpu(
+            "gpu_stereo_from_the_kept_device_frame_equals_cpu_stereo",
+            &why.unwrap_or_default(),
+        );
     }
     let mut c = Tracker::new(p);
     let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);

@@ -31,6 +31,16 @@ pub enum GfttInput<'a> {
     },
 }
 
+impl GfttInput<'_> {
+    /// The image's (width, height).
+    pub fn size(&self) -> (usize, usize) {
+        match *self {
+            GfttInput::Host(i) => (i.width, i.height),
+            GfttInput::Device { width, height, .. } => (width, height),
+        }
+    }
+}
+
 /// Where goodFeaturesToTrack may put corners: everywhere, where a mask image is nonzero,
 /// or outside discs (VINS's mask: `centers` in pixels, the disc's half-width on each row
 /// offset in `spans`, as `track::mask::Discs` keeps them), drawn into the mask on the GPU.
@@ -159,11 +169,7 @@ impl GpuGftt {
     /// the pipeline's stream goes on (the tracker's LK). [`GpuGftt::finish`] selects the
     /// corners from it.
     pub fn start_map(&mut self, gpu: &Gpu, img: GfttInput, p: &GfttParams) -> Result<()> {
-        let size = match img {
-            GfttInput::Host(i) => (i.width, i.height),
-            GfttInput::Device { width, height, .. } => (width, height),
-        };
-        self.mark_image(gpu, size)?;
+        self.mark_image(gpu, img.size())?;
         self.queue_map(gpu, img, p)
     }
 
@@ -191,10 +197,7 @@ impl GpuGftt {
     /// [`GpuGftt::mark_image`], whose buffer the pipeline's stream leaves as it is until it
     /// waits for the map: `settle`) on the map's stream, from the marked point.
     pub fn queue_map(&mut self, gpu: &Gpu, img: GfttInput, p: &GfttParams) -> Result<()> {
-        let (w, h) = match img {
-            GfttInput::Host(i) => (i.width, i.height),
-            GfttInput::Device { width, height, .. } => (width, height),
-        };
+        let (w, h) = img.size();
         if !std::mem::take(&mut self.marked) || (w, h) != self.map_size {
             return Err(crate::error::Error::Cuda(
                 "goodFeaturesToTrack: the map's image was not marked at its size".into(),

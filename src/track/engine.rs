@@ -212,7 +212,7 @@ impl FlowEngine {
             FlowEngine::Gpu(g) => {
                 // A marked corner map is queued as soon as LK is (it starts from the mark).
                 let map = (pair == Pair::Frames && g.map_marked && !g.map_started)
-                    .then(|| g.map_input())
+                    .then(|| g.cur.level0())
                     .flatten();
                 let GpuFlow {
                     gpu,
@@ -300,9 +300,18 @@ fn gpu_there_and_back(
 
 #[cfg(feature = "cuda")]
 impl GpuFlow {
-    /// The frame just built's level 0 (on the GPU already), the corner map's image.
-    fn map_input(&self) -> Option<crate::cuda::gftt::GfttInput<'static>> {
-        self.cur.level0()
+    /// The frame just built's level 0 (on the GPU already) at `size`: the corner map's
+    /// image.
+    fn map_image(
+        &self,
+        size: (usize, usize),
+    ) -> crate::error::Result<crate::cuda::gftt::GfttInput<'static>> {
+        self.cur
+            .level0()
+            .filter(|l| l.size() == size)
+            .ok_or_else(|| {
+                crate::Error::Cuda("the corner map needs the frame's pyramid first".into())
+            })
     }
 
     /// Marks the frame just built for goodFeaturesToTrack's eigenvalue map (its pyramid's
@@ -312,18 +321,12 @@ impl GpuFlow {
         &mut self,
         (width, height): (usize, usize),
     ) -> crate::error::Result<()> {
-        use crate::cuda::gftt::{GfttInput, GpuGftt};
-        self.map_input()
-            .filter(|l| {
-                matches!(l, GfttInput::Device { width: w, height: h, .. }
-                    if (*w, *h) == (width, height))
-            })
-            .ok_or_else(|| {
-                crate::Error::Cuda("the corner map needs the frame's pyramid first".into())
-            })?;
+        self.map_image((width, height))?;
         let m = match self.gftt.as_mut() {
             Some(m) => m,
-            None => self.gftt.insert(GpuGftt::new(&self.gpu, width, height)?),
+            None => self
+                .gftt
+                .insert(crate::cuda::gftt::GpuGftt::new(&self.gpu, width, height)?),
         };
         m.mark_image(&self.gpu, (width, height))?;
         self.map_marked = true;
@@ -343,9 +346,7 @@ impl GpuFlow {
             if !self.map_marked {
                 self.mark_corner_map(size)?;
             }
-            let img = self.map_input().ok_or_else(|| {
-                crate::Error::Cuda("the corner map needs the frame's pyramid first".into())
-            })?;
+            let img = self.map_image(size)?;
             let m = self.gftt.as_mut().expect("made by mark_corner_map");
             m.queue_map(&self.gpu, img, &GfttParams::default())?;
             self.map_started = true;
