@@ -33,6 +33,7 @@
 #      GF_NODE_BENCH_BACKEND (cuda), GF_NODE_BENCH_FLOORS ("image header"), GF_NODE_SOAK_DURATION (9m),
 #      GF_NODE_BENCH_QOS (default: the node's image QoS, best effort depth 1; reliable:DEPTH
 #      for the node and the relays, docs/ros.md "Frames lost between processes"),
+#      GF_NODE_BENCH_PARAMS (extra node parameters, "key:=value ...", e.g. "cuda.prewake_us:=0"),
 #      ROS_DOMAIN_ID (default 42).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -185,8 +186,10 @@ run() {
     done
     local floor=()
     [ -s "$out/logs/relay-header-load-$tag.json" ] && floor=(--floor "$out/logs/relay-header-load-$tag.json")
+    local extra=()
+    for x in ${GF_NODE_BENCH_PARAMS:-}; do extra+=(-p "$x"); done
     "$dir/bin/gpu_features_node" --ros-args -p backend:="$backend" -p diagnostics_period:=1.0 \
-      "${params[@]}" "${node_qos[@]}" >"$out/logs/node-$tag.log" 2>&1 &
+      "${params[@]}" "${node_qos[@]}" "${extra[@]}" >"$out/logs/node-$tag.log" 2>&1 &
     local node=$!
     "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
       --encodings "$enc" --rate "$rate" --duration "${secs}s" --images "$images" \
@@ -203,7 +206,7 @@ run() {
 
 case "${1:-}" in
   pack) shift; pack "$@" ;;
-  run) shift; [ $# -ge 2 ] || { sed -n '2,35p' "$0"; exit 2; }; run "$@" ;;
-  soak) shift; [ $# -ge 2 ] || { sed -n '2,35p' "$0"; exit 2; }; soak "$@" ;;
-  *) sed -n '2,35p' "$0"; exit 2 ;;
+  run) shift; [ $# -ge 2 ] || { sed -n '2,37p' "$0"; exit 2; }; run "$@" ;;
+  soak) shift; [ $# -ge 2 ] || { sed -n '2,37p' "$0"; exit 2; }; soak "$@" ;;
+  *) sed -n '2,37p' "$0"; exit 2 ;;
 esac

@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// The longest spin of `cuda.prewake_us` (10 ms: more than a frame's hand-over ever takes).
+pub const MAX_PREWAKE_US: u32 = 10_000;
+
 fn check(ok: bool, key: &str, why: impl FnOnce() -> String) -> Result<()> {
     if ok {
         Ok(())
@@ -131,6 +134,11 @@ impl Config {
             c.blur_sigma.is_finite() && c.blur_sigma >= 0.0,
             "canny.blur_sigma",
             || format!("{} is not a finite value >= 0", c.blur_sigma),
+        )?;
+        check(
+            self.cuda.prewake_us <= MAX_PREWAKE_US,
+            "cuda.prewake_us",
+            || format!("{} is not in 0..={MAX_PREWAKE_US}", self.cuda.prewake_us),
         )?;
         self.validate_track()
     }

@@ -8,7 +8,7 @@
 //! (docs/performance.md, changes 23 and 24). Several pipelines post their work in one of
 //! [`CREW_SLOTS`] slots; work that finds every slot taken goes to rayon's pool.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::Result;
@@ -181,7 +181,40 @@ struct Crew {
     /// The futex the crew sleeps on: bumped by each post that finds sleepers, so one call
     /// wakes them all (no mutex for the woken threads to queue on).
     wake: AtomicU32,
+    /// Crew threads started.
+    threads: AtomicUsize,
+    /// Until when (ns on [`clock_ns`]'s clock) a crew thread without work spins instead of
+    /// sleeping: set by [`prewake`].
+    spin_until: AtomicU64,
 }
+
+/// Nanoseconds since the first call (the crew's clock for [`prewake`]).
+fn clock_ns() -> u64 {
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+}
+
+/// Wakes the sleeping crew ahead of work that is about to come (a frame taken from the
+/// middleware, not yet handed to its pipeline): until `spin` has passed, a crew thread
+/// without work spins instead of going back to sleep, so the frame's copy does not wait
+/// for the threads to wake. Does nothing when the crew has not started.
+pub fn prewake(spin: std::time::Duration) {
+    let Some(crew) = CREW.get().copied().flatten() else {
+        return;
+    };
+    let until = clock_ns() + spin.as_nanos() as u64;
+    crew.spin_until.fetch_max(until, Ordering::SeqCst);
+    if crew.sleepers.load(Ordering::SeqCst) > 0 {
+        crew.wake.fetch_add(1, Ordering::SeqCst);
+        atomic_wait::wake_all(&crew.wake);
+    }
+}
+
+/// The process's crew once started ([`Crew::global`]).
+static CREW: OnceLock<Option<&'static Crew>> = OnceLock::new();
 
 /// A job in one of the crew's slots; taken back (after every helper let go) on drop.
 struct Posted {
@@ -204,7 +237,6 @@ impl Crew {
     /// The process's crew, started on first use: half the cores, at most [`CREW_MAX`]
     /// threads. None if no thread could be started.
     fn global() -> Option<&'static Crew> {
-        static CREW: OnceLock<Option<&'static Crew>> = OnceLock::new();
         *CREW.get_or_init(|| {
             let crew: &'static Crew = Box::leak(Box::new(Crew {
                 slots: std::array::from_fn(|_| Slot {
@@ -214,14 +246,18 @@ impl Crew {
                 }),
                 sleepers: AtomicUsize::new(0),
                 wake: AtomicU32::new(0),
+                threads: AtomicUsize::new(0),
+                spin_until: AtomicU64::new(0),
             }));
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let started = (0..(cores / 2).clamp(1, CREW_MAX))
                 .filter(|k| {
-                    std::thread::Builder::new()
+                    let ok = std::thread::Builder::new()
                         .name(format!("gf-crew-{k}"))
                         .spawn(move || crew.serve())
-                        .is_ok()
+                        .is_ok();
+                    crew.threads.fetch_add(ok as usize, Ordering::SeqCst);
+                    ok
                 })
                 .count();
             (started > 0).then_some(crew)
@@ -245,8 +281,9 @@ impl Crew {
         Some(Posted { slot })
     }
 
-    /// A crew thread: runs items of the posted jobs; sleeps when there are none. (Staying
-    /// awake for a while after a job did not pay: change 23.)
+    /// A crew thread: runs items of the posted jobs; sleeps when there are none, unless
+    /// [`prewake`] asked it to spin for one. (Staying awake for a while after every job did
+    /// not pay: change 23; woken ahead of a frame's copy it does: change 68.)
     fn serve(&'static self) {
         loop {
             let mut worked = false;
@@ -262,6 +299,22 @@ impl Crew {
                     .unwrap_or(false);
             }
             if worked {
+                continue;
+            }
+            // Woken ahead of a job (`prewake`): spin for it until the deadline, reading the
+            // slots (no counting in `users`) until one holds items left to claim.
+            let mut found = false;
+            while clock_ns() < self.spin_until.load(Ordering::Relaxed) {
+                found = self.slots.iter().any(|s| {
+                    !s.job.load(Ordering::Relaxed).is_null()
+                        && s.with_job(|job| job.unclaimed()).unwrap_or(false)
+                });
+                if found {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+            if found {
                 continue;
             }
             let seen = self.wake.load(Ordering::SeqCst);
@@ -291,6 +344,48 @@ pub(crate) mod tests {
     pub(crate) fn all_slots_free() -> bool {
         let crew = Crew::global().expect("crew started");
         crew.slots.iter().all(|s| !s.taken.load(Ordering::SeqCst))
+    }
+
+    /// Polls `f` every millisecond for up to `secs` seconds; whether it became true.
+    fn within(secs: f64, f: impl Fn() -> bool) -> bool {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+        while std::time::Instant::now() < end {
+            if f() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        f()
+    }
+
+    /// `prewake` wakes the whole sleeping crew, which stays awake (spinning, none asleep)
+    /// until the deadline, runs a job posted meanwhile, and goes back to sleep after it.
+    #[test]
+    fn prewake_keeps_the_crew_awake_until_its_deadline() {
+        let _one = CREW_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        let crew = Crew::global().expect("crew started");
+        let n = crew.threads.load(Ordering::SeqCst);
+        let asleep = || crew.sleepers.load(Ordering::SeqCst) == n;
+        assert!(within(10.0, asleep), "the idle crew sleeps");
+        prewake(std::time::Duration::from_secs(3));
+        assert!(
+            within(1.0, || crew.sleepers.load(Ordering::SeqCst) == 0),
+            "every crew thread woke"
+        );
+        let hits: Vec<AtomicUsize> = (0..16).map(|_| AtomicUsize::new(0)).collect();
+        for_each(16, Helpers::Crew, |k| {
+            hits[k].fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
+        .unwrap();
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+        assert_eq!(
+            crew.sleepers.load(Ordering::SeqCst),
+            0,
+            "still spinning before the deadline"
+        );
+        assert!(within(10.0, asleep), "asleep again after the deadline");
+        assert!(all_slots_free());
     }
 
     /// Every item runs exactly once, with each kind of helpers, more jobs at once than the

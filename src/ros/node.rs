@@ -298,13 +298,20 @@ async fn run_async() -> Result<(), String> {
     // rcl is synchronous: spin it on a blocking thread until shutdown.
     let spin_stop = shutdown.clone();
     // The images are taken here, right after `spin_once` (ros::take).
+    let spin_params = params.clone();
+    let gpu = backend_choice != BackendChoice::Cpu;
     let spinner = tokio::task::spawn_blocking(move || {
         while !spin_stop.load(Ordering::SeqCst) {
             node.spin_once(Duration::from_millis(10));
+            let mut taken = false;
             for (taker, slot, stats) in &mut takers {
                 while let Some(msg) = taker.try_take() {
                     deliver(slot, stats, msg);
+                    taken = true;
                 }
+            }
+            if taken && gpu {
+                prewake(&spin_params);
             }
         }
         drop(takers);
@@ -371,6 +378,21 @@ fn p50_p99_fields(names: &[&str], values: &[Vec<f64>]) -> String {
             )
         })
         .collect()
+}
+
+/// Wakes the helper threads that will copy the frames just handed over into pinned memory
+/// (`cuda.prewake_us`; `cuda::crew::prewake`): they spin for the copy instead of waking when
+/// it starts (performance.md, change 68).
+fn prewake(params: &Mutex<NodeParams>) {
+    #[cfg(feature = "cuda")]
+    {
+        let us = params.lock().unwrap().live.config.cuda.prewake_us;
+        if us > 0 {
+            crate::cuda::crew::prewake(Duration::from_micros(us as u64));
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = params;
 }
 
 /// A frame into its input's slot, replacing (and counting as dropped) one not yet taken.
