@@ -10,16 +10,20 @@
 # across it, (3, 2) px per frame (`gpu_features_load --pan`), for 752x480 mono8, 1080p bgr8
 # and the stereo pair. Prints the node's shutdown summaries (the latency's parts, the
 # tracking step's parts) and the load's rows; logs in OUT. docs/tracking.md, "In the node".
+# GF_VINS_BENCH_PARAMS: extra node parameters for every case ("key:=value ...", e.g.
+# "cuda.prewake_us:=0").
 set -u
 bundle=$1 out=$2
 dir=$(mktemp -d); tar -C "$dir" -xJf "$bundle"
 export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64" AMENT_PREFIX_PATH=$dir RMW_IMPLEMENTATION=rmw_fastrtps_cpp
 export ROS_DOMAIN_ID=47 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST FASTDDS_DEFAULT_PROFILES_FILE=$dir/config/fastdds_large_frames.xml RCUTILS_COLORIZED_OUTPUT=0
 mkdir -p "$out"
+extra=()
+for x in ${GF_VINS_BENCH_PARAMS:-}; do extra+=(-p "$x"); done
 run() {  # label size enc extra-node-params... ; LOAD_INPUTS, LOAD_IMAGES, LOAD_PAN
   local label=$1 size=$2 enc=$3; shift 3
   "$dir/bin/gpu_features_node" --ros-args --params-file "$dir/config/vins_frontend_params.yaml" \
-    -p backend:=cuda -p image_qos.reliability:=reliable -p image_qos.depth:=100 "$@" \
+    -p backend:=cuda -p image_qos.reliability:=reliable -p image_qos.depth:=100 "$@" "${extra[@]}" \
     >"$out/node-$label.log" 2>&1 &
   local node=$!
   sleep 2

@@ -1,5 +1,6 @@
 //! The load run: publishers paced on their own threads, round trips matched by header stamp
-//! (sec 1: warm-up, sec 2: measured frame number `nanosec`), /diagnostics windows summed.
+//! (sec 1: warm-up, frame number `nanosec`; from sec 2 on: measured frame n at 2 s + n
+//! periods, [`measured_stamp`]), /diagnostics windows summed.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +35,8 @@ struct Received {
 
 struct Shared {
     inputs: Vec<Mutex<Received>>,
+    /// The measured frames' spacing in stamp time ([`measured_stamp`]).
+    period_ns: u64,
     /// Diagnostics windows are summed only while this is set.
     measuring: AtomicBool,
     diag_seen: AtomicU64,
@@ -44,17 +47,42 @@ impl Shared {
     fn answered(&self, k: usize, stamp: &r2r::builtin_interfaces::msg::Time) {
         let now = Instant::now();
         let mut r = self.inputs[k].lock().unwrap();
-        match stamp.sec {
-            WARMUP_SEC => r.warmup_answered += 1,
-            MEASURED_SEC => {
-                let n = stamp.nanosec;
-                if let Some(Some(t)) = r.sent_at.get(n as usize).copied() {
-                    r.answers.push((n, (now - t).as_secs_f64() * 1e3, now));
-                }
+        if stamp.sec == WARMUP_SEC {
+            r.warmup_answered += 1;
+        } else if let Some(n) = measured_frame(stamp, self.period_ns) {
+            if let Some(Some(t)) = r.sent_at.get(n as usize).copied() {
+                r.answers.push((n, (now - t).as_secs_f64() * 1e3, now));
             }
-            _ => {}
         }
     }
+}
+
+/// The stamps' spacing of frames published at `rate` Hz, in ns (at least 1 ms: rate <= 1000).
+fn period_ns(rate: f64) -> u64 {
+    (1e9 / rate).round() as u64
+}
+
+/// The header stamp of measured frame `n`: 2 s + n periods, so that the frames of every
+/// input carry a camera's spacing (a node that pairs stereo frames by stamp, as VINS-Fusion
+/// within 3 ms, pairs frame n of each input, and only those; before 2026-11-27 the stamps
+/// were 1 ns apart and any two frames paired) and the node's velocities are per real time.
+fn measured_stamp(n: u32, period_ns: u64) -> r2r::builtin_interfaces::msg::Time {
+    let t = MEASURED_SEC as u64 * 1_000_000_000 + n as u64 * period_ns;
+    r2r::builtin_interfaces::msg::Time {
+        sec: (t / 1_000_000_000) as i32,
+        nanosec: (t % 1_000_000_000) as u32,
+    }
+}
+
+/// The measured frame whose stamp is `stamp` ([`measured_stamp`]); None for any other stamp.
+fn measured_frame(stamp: &r2r::builtin_interfaces::msg::Time, period_ns: u64) -> Option<u32> {
+    if stamp.sec < MEASURED_SEC || stamp.nanosec >= 1_000_000_000 {
+        return None;
+    }
+    let t = (stamp.sec - MEASURED_SEC) as u64 * 1_000_000_000 + stamp.nanosec as u64;
+    (t % period_ns == 0)
+        .then(|| u32::try_from(t / period_ns).ok())
+        .flatten()
 }
 
 pub(super) fn topic(ns: &str, input: &str, name: &str) -> String {
@@ -144,6 +172,7 @@ async fn run_async(
                 })
             })
             .collect(),
+        period_ns: period_ns(args.rate),
         measuring: AtomicBool::new(false),
         diag_seen: AtomicU64::new(0),
     });
@@ -464,8 +493,7 @@ fn publish_paced(
         } else {
             t
         };
-        msg.header.stamp.sec = MEASURED_SEC;
-        msg.header.stamp.nanosec = n;
+        msg.header.stamp = measured_stamp(n, shared.period_ns);
         if !broken {
             shared.inputs[k].lock().unwrap().sent_at[n as usize] = Some(Instant::now());
         }
@@ -493,5 +521,43 @@ fn stop_process(pid: u32) {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Measured frames carry the camera's spacing from 2 s on and are found again from their
+    /// stamps; warm-up stamps and stamps between two frames are nobody's.
+    #[test]
+    fn measured_stamps_are_a_period_apart_and_map_back_to_their_frame() {
+        for rate in [10.0, 30.0, 60.0, 1000.0] {
+            let p = period_ns(rate);
+            let ns = |t: &r2r::builtin_interfaces::msg::Time| {
+                t.sec as i64 * 1_000_000_000 + t.nanosec as i64
+            };
+            let mut last = None;
+            for n in [0u32, 1, 2, 59, 60, 61, 1_799, 108_000] {
+                let t = measured_stamp(n, p);
+                assert!(t.sec >= MEASURED_SEC && t.nanosec < 1_000_000_000);
+                assert_eq!(measured_frame(&t, p), Some(n), "rate {rate} frame {n}");
+                assert_eq!(ns(&t), 2_000_000_000 + n as i64 * p as i64);
+                if let Some((m, u)) = last {
+                    assert_eq!(ns(&t) - ns(&u), (n - m) as i64 * p as i64);
+                }
+                last = Some((n, t));
+                let mut between = measured_stamp(n, p);
+                between.nanosec = (between.nanosec + 1) % 1_000_000_000;
+                assert_eq!(measured_frame(&between, p), None);
+            }
+            let warm = r2r::builtin_interfaces::msg::Time {
+                sec: WARMUP_SEC,
+                nanosec: 3,
+            };
+            assert_eq!(measured_frame(&warm, p), None);
+        }
+        // 30 Hz frames are 33.3 ms apart: farther than the node's 3 ms stereo tolerance.
+        assert!(period_ns(30.0) > 3_000_000);
     }
 }
