@@ -8,6 +8,11 @@
 //!
 //! The slot holds at most one pending frame: a frame that arrives while another one waits
 //! replaces it and counts as dropped, so a slow pipeline never builds a queue.
+//!
+//! With one input there is no worker thread: the spinning thread runs the input's frames
+//! itself, right after taking them (the newest of those taken; the others count as
+//! dropped), which saves the hand-over to a worker (performance.md, change 69). With two
+//! inputs or more each has its worker, so that one camera's frame never waits for another's.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,7 +30,7 @@ use super::take::{ImageTaker, NativeImage};
 use super::tracks::{
     camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs, TRACK_PARTS,
 };
-use super::worker::{Pending, Slot, Worker};
+use super::worker::{Pending, Running, Slot, Worker};
 use crate::output::tracks::VinsFormat;
 use crate::pipeline::BackendChoice;
 use crate::track::Tracker;
@@ -162,6 +167,8 @@ async fn run_async() -> Result<(), String> {
         .collect();
     let link = Arc::new(StereoLink::default());
     let mut takers = Vec::new();
+    // The one input's state when the spinning thread runs its frames itself.
+    let mut inline: Option<Running> = None;
     for (index, name) in names.iter().enumerate() {
         let taker = ImageTaker::subscribe(&mut node, &topic(name, "image"), qos.clone())
             .map_err(|e| format!("subscribe {}: {e}", topic(name, "image")))?;
@@ -235,6 +242,21 @@ async fn run_async() -> Result<(), String> {
             pub_matches,
             tracks,
         };
+        if names.len() == 1 {
+            // One input: the spinning thread runs its frames (module docs).
+            let (running, backend) = w.start(backend_choice)?;
+            r2r::log_info!(
+                &logger,
+                "input {:?}: subscribed to {} ({} depth {}), backend {backend}, run on the spinning thread",
+                input.name,
+                topic(name, "image"),
+                settings.reliability,
+                settings.depth
+            );
+            inline = Some(running);
+            inputs.push(input);
+            continue;
+        }
         let handle = std::thread::Builder::new()
             .name(format!("gf-worker-{}", w.label))
             .spawn(move || w.run(backend_choice, init_tx))
@@ -299,11 +321,22 @@ async fn run_async() -> Result<(), String> {
     let spin_stop = shutdown.clone();
     // The images are taken here, right after `spin_once` (ros::take).
     let spin_params = params.clone();
+    let spin_logger = logger.clone();
     let gpu = backend_choice != BackendChoice::Cpu;
     let spinner = tokio::task::spawn_blocking(move || {
         while !spin_stop.load(Ordering::SeqCst) {
             node.spin_once(Duration::from_millis(10));
             let mut taken = false;
+            if let Some(running) = inline.as_mut() {
+                let (taker, _, stats) = &mut takers[0];
+                if let Some(pending) = take_newest(taker, stats) {
+                    if gpu {
+                        prewake(&spin_params);
+                    }
+                    run_inline(running, pending, &spin_logger);
+                }
+                continue;
+            }
             for (taker, slot, stats) in &mut takers {
                 while let Some(msg) = taker.try_take() {
                     deliver(slot, stats, msg);
@@ -393,6 +426,38 @@ fn prewake(params: &Mutex<NodeParams>) {
     }
     #[cfg(not(feature = "cuda"))]
     let _ = params;
+}
+
+/// Every message `taker` holds, the newest kept (as the slot keeps it): the others count as
+/// received and dropped.
+fn take_newest(taker: &mut ImageTaker, stats: &Mutex<Stats>) -> Option<Pending> {
+    let mut newest = None;
+    let (mut received, mut dropped) = (0u64, 0u64);
+    while let Some(msg) = taker.try_take() {
+        received += 1;
+        dropped += newest.is_some() as u64;
+        newest = Some(Pending {
+            msg,
+            received: Instant::now(),
+        });
+    }
+    if received > 0 {
+        let mut s = stats.lock().unwrap();
+        s.received += received;
+        s.dropped += dropped;
+    }
+    newest
+}
+
+/// One frame of the single input on the spinning thread. A panic outside the pipeline
+/// (which catches its own) is caught here too, so that the node keeps spinning.
+fn run_inline(running: &mut Running, pending: Pending, logger: &str) {
+    let taken = pending.received;
+    let step = std::panic::AssertUnwindSafe(|| running.step(pending, taken));
+    if std::panic::catch_unwind(step).is_err() {
+        r2r::log_error!(logger, "the frame's outputs panicked; the node goes on");
+        running.w.stats.lock().unwrap().process_errors += 1;
+    }
 }
 
 /// A frame into its input's slot, replacing (and counting as dropped) one not yet taken.

@@ -58,18 +58,11 @@ impl Worker {
         Ok((pipeline, generation, debug))
     }
 
-    pub(super) fn run(
-        mut self,
-        choice: BackendChoice,
-        init: std::sync::mpsc::Sender<Result<String, String>>,
-    ) {
-        let (mut pipeline, mut generation, mut debug) = match self.make_pipeline(choice) {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = init.send(Err(format!("input {}: pipeline: {e}", self.label)));
-                return;
-            }
-        };
+    /// Makes the input's pipeline and the state its frames need; the backend's name.
+    pub(super) fn start(mut self, choice: BackendChoice) -> Result<(Running, String), String> {
+        let (pipeline, generation, debug) = self
+            .make_pipeline(choice)
+            .map_err(|e| format!("input {}: pipeline: {e}", self.label))?;
         if let Some(why) = pipeline.fallback_reason() {
             r2r::log_warn!(
                 &self.logger,
@@ -79,223 +72,296 @@ impl Worker {
         }
         self.stats.lock().unwrap().backend = pipeline.backend().name().to_string();
         self.tracks.cuda = pipeline.backend().name() == "cuda";
-        let _ = init.send(Ok(pipeline.backend().name().to_string()));
+        let backend = pipeline.backend().name().to_string();
 
-        let mut bad_input_log = RateLimit::new(Duration::from_secs(2));
-        let mut error_log = RateLimit::new(Duration::from_secs(2));
-        let mut kp_cdr = convert::KeypointsCdr::default();
-        let mut gray = GrayImage::default();
-        let mut features = Features::default();
-        let mut header = Header::default();
-        let mut gpu_failure_logged = false;
-        let mut previous = PreviousFrame::new(choice);
-        let mut match_previous = self.params.lock().unwrap().live.match_previous;
+        let bad_input_log = RateLimit::new(Duration::from_secs(2));
+        let error_log = RateLimit::new(Duration::from_secs(2));
+        let kp_cdr = convert::KeypointsCdr::default();
+        let gray = GrayImage::default();
+        let features = Features::default();
+        let header = Header::default();
+        let gpu_failure_logged = false;
+        let previous = PreviousFrame::new(choice);
+        let match_previous = self.params.lock().unwrap().live.match_previous;
+        Ok((
+            Running {
+                w: self,
+                choice,
+                pipeline,
+                generation,
+                debug,
+                bad_input_log,
+                error_log,
+                kp_cdr,
+                gray,
+                features,
+                header,
+                gpu_failure_logged,
+                previous,
+                match_previous,
+            },
+            backend,
+        ))
+    }
+
+    /// The worker thread: [`Worker::start`] (its result to `init`), then every frame the
+    /// spinning thread hands over through the slot, until shutdown.
+    pub(super) fn run(
+        self,
+        choice: BackendChoice,
+        init: std::sync::mpsc::Sender<Result<String, String>>,
+    ) {
+        let mut running = match self.start(choice) {
+            Ok((r, backend)) => {
+                let _ = init.send(Ok(backend));
+                r
+            }
+            Err(e) => {
+                let _ = init.send(Err(e));
+                return;
+            }
+        };
+        let (slot, shutdown) = (running.w.slot.clone(), running.w.shutdown.clone());
         loop {
             let (pending, taken) = {
-                let mut g = self.slot.frame.lock().unwrap();
+                let mut g = slot.frame.lock().unwrap();
                 loop {
-                    if self.shutdown.load(Ordering::SeqCst) {
+                    if shutdown.load(Ordering::SeqCst) {
                         return;
                     }
                     if let Some(p) = g.take() {
                         break (p, Instant::now());
                     }
-                    g = self
-                        .slot
+                    g = slot
                         .ready
                         .wait_timeout(g, Duration::from_millis(200))
                         .unwrap()
                         .0;
                 }
             };
+            running.step(pending, taken);
+        }
+    }
+}
 
-            // Between frames: pick up parameter changes (buffers resize on the next frame).
-            {
-                let p = self.params.lock().unwrap();
-                if p.live.generation != generation {
-                    generation = p.live.generation;
-                    debug = p.live.debug_image;
-                    match_previous = p.live.match_previous;
-                    if let Err(e) = pipeline.set_config(p.live.config.clone()) {
-                        // cannot happen: the parameter layer validated it
-                        r2r::log_error!(&self.logger, "config rejected by pipeline: {e}");
-                    }
+/// A started input ([`Worker::start`]): its pipeline and everything its frames reuse.
+pub(super) struct Running {
+    pub(super) w: Worker,
+    choice: BackendChoice,
+    pipeline: Pipeline,
+    generation: u64,
+    debug: bool,
+    bad_input_log: RateLimit,
+    error_log: RateLimit,
+    kp_cdr: convert::KeypointsCdr,
+    gray: GrayImage,
+    features: Features,
+    header: Header,
+    gpu_failure_logged: bool,
+    previous: PreviousFrame,
+    match_previous: bool,
+}
+
+impl Running {
+    /// One frame, taken at `taken`: the pipeline, the outputs, the stats.
+    pub(super) fn step(&mut self, pending: Pending, taken: Instant) {
+        let Running {
+            w,
+            choice,
+            pipeline,
+            generation,
+            debug,
+            bad_input_log,
+            error_log,
+            kp_cdr,
+            gray,
+            features,
+            header,
+            gpu_failure_logged,
+            previous,
+            match_previous,
+        } = self;
+        // Between frames: pick up parameter changes (buffers resize on the next frame).
+        {
+            let p = w.params.lock().unwrap();
+            if p.live.generation != *generation {
+                *generation = p.live.generation;
+                *debug = p.live.debug_image;
+                *match_previous = p.live.match_previous;
+                if let Err(e) = pipeline.set_config(p.live.config.clone()) {
+                    // cannot happen: the parameter layer validated it
+                    r2r::log_error!(&w.logger, "config rejected by pipeline: {e}");
                 }
             }
+        }
 
-            let msg = &pending.msg;
-            let view = match msg.view() {
-                Ok(v) => v,
-                Err(e) => {
-                    let text = format!("{}: {e}", msg.describe());
-                    if let Some(skipped) = bad_input_log.allow() {
-                        r2r::log_warn!(
-                            &self.logger,
-                            "input {}: dropping malformed image ({text}){}",
-                            self.label,
-                            if skipped > 0 {
-                                format!(" [{skipped} similar messages suppressed]")
-                            } else {
-                                String::new()
-                            }
-                        );
-                    }
-                    let mut s = self.stats.lock().unwrap();
-                    s.decode_errors += 1;
-                    s.w_decode_errors += 1;
-                    s.last_error = text;
-                    continue;
-                }
-            };
-
-            // A panic in a stage must not take the node down: count it, rebuild the backend.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                pipeline.process_into(&view, &mut features)
-            }));
-            match result {
-                Ok(Ok(())) => {
-                    if let (Some(why), false) = (pipeline.gpu_failure(), gpu_failure_logged) {
-                        // Logged once; the pipeline redid the frame on the CPU and stays there.
-                        r2r::log_warn!(
-                            &self.logger,
-                            "input {}: GPU failure, switched to the CPU backend: {why}",
-                            self.label
-                        );
-                        gpu_failure_logged = true;
-                        let mut s = self.stats.lock().unwrap();
-                        s.gpu_failures += 1;
-                        s.gpu_failure = why.to_string();
-                    }
-                }
-                Ok(Err(e)) => {
-                    if error_log.allow().is_some() {
-                        r2r::log_error!(
-                            &self.logger,
-                            "input {}: processing failed: {e}",
-                            self.label
-                        );
-                    }
-                    self.stats.lock().unwrap().process_errors += 1;
-                    continue;
-                }
-                Err(_) => {
-                    if error_log.allow().is_some() {
-                        r2r::log_error!(
-                            &self.logger,
-                            "input {}: pipeline panicked; rebuilding it",
-                            self.label
-                        );
-                    }
-                    self.stats.lock().unwrap().process_errors += 1;
-                    match self.make_pipeline(choice) {
-                        Ok((p, g, d)) => {
-                            pipeline = p;
-                            generation = g;
-                            debug = d;
+        let msg = &pending.msg;
+        let view = match msg.view() {
+            Ok(v) => v,
+            Err(e) => {
+                let text = format!("{}: {e}", msg.describe());
+                if let Some(skipped) = bad_input_log.allow() {
+                    r2r::log_warn!(
+                        &w.logger,
+                        "input {}: dropping malformed image ({text}){}",
+                        w.label,
+                        if skipped > 0 {
+                            format!(" [{skipped} similar messages suppressed]")
+                        } else {
+                            String::new()
                         }
-                        Err(e) => {
-                            r2r::log_error!(
-                                &self.logger,
-                                "input {}: cannot rebuild pipeline: {e}",
-                                self.label
-                            )
-                        }
-                    }
-                    continue;
+                    );
                 }
-            };
+                let mut s = w.stats.lock().unwrap();
+                s.decode_errors += 1;
+                s.w_decode_errors += 1;
+                s.last_error = text;
+                return;
+            }
+        };
 
-            let computed = Instant::now();
-            msg.header_into(&mut header);
-            let header = &header;
-            // Serialized by us into reused buffers and published as bytes (docs/performance.md,
-            // change 55); only while someone subscribes (change 63), as every output.
-            if listened(self.pub_kp.get_inter_process_subscription_count()) {
-                let bytes = kp_cdr.encode(
-                    header,
-                    &features.keypoints,
-                    features.descriptors_for(pipeline.config()),
-                );
-                let _ = self.pub_kp.publish_raw(bytes);
-            }
-            let keypoints_out = Instant::now();
-            // The edge image (2 MB at 1080p) costs ~1 ms to convert and publish (the relay's
-            // `image` mode, docs/benchmarks.md): only while someone subscribes, as the debug
-            // image below. A subscriber not yet matched would miss it either way.
-            if let Some(edges) = &features.edges {
-                if listened(self.pub_edges.get_inter_process_subscription_count()) {
-                    let _ = self.pub_edges.publish(&convert::mono8_image(header, edges));
+        // A panic in a stage must not take the node down: count it, rebuild the backend.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pipeline.process_into(&view, features)
+        }));
+        match result {
+            Ok(Ok(())) => {
+                if let (Some(why), false) = (pipeline.gpu_failure(), *gpu_failure_logged) {
+                    // Logged once; the pipeline redid the frame on the CPU and stays there.
+                    r2r::log_warn!(
+                        &w.logger,
+                        "input {}: GPU failure, switched to the CPU backend: {why}",
+                        w.label
+                    );
+                    *gpu_failure_logged = true;
+                    let mut s = w.stats.lock().unwrap();
+                    s.gpu_failures += 1;
+                    s.gpu_failure = why.to_string();
                 }
             }
-            match (match_previous, features.descriptors_for(pipeline.config())) {
-                (true, Some(descriptors)) => {
-                    let (cloud, problem) = previous.step(header, descriptors);
-                    let _ = self.pub_matches.publish(&cloud);
-                    previous.recycle(cloud);
-                    if let (Some(p), Some(_)) = (problem, error_log.allow()) {
-                        r2r::log_warn!(&self.logger, "input {}: matcher: {p}", self.label);
+            Ok(Err(e)) => {
+                if error_log.allow().is_some() {
+                    r2r::log_error!(&w.logger, "input {}: processing failed: {e}", w.label);
+                }
+                w.stats.lock().unwrap().process_errors += 1;
+                return;
+            }
+            Err(_) => {
+                if error_log.allow().is_some() {
+                    r2r::log_error!(
+                        &w.logger,
+                        "input {}: pipeline panicked; rebuilding it",
+                        w.label
+                    );
+                }
+                w.stats.lock().unwrap().process_errors += 1;
+                match w.make_pipeline(*choice) {
+                    Ok((p, g, d)) => {
+                        *pipeline = p;
+                        *generation = g;
+                        *debug = d;
+                    }
+                    Err(e) => {
+                        r2r::log_error!(
+                            &w.logger,
+                            "input {}: cannot rebuild pipeline: {e}",
+                            w.label
+                        )
                     }
                 }
-                _ => previous.reset(),
+                return;
             }
-            let tracking = pipeline.config().track.enabled;
-            let mut camera_problem = None;
-            if tracking {
-                let cfg = pipeline.config().track.clone();
-                camera_problem = self.tracks.step(header, &view, &pipeline, &cfg);
-            }
-            if debug
-                && self
-                    .pub_debug
-                    .get_inter_process_subscription_count()
-                    .unwrap_or(0)
-                    > 0
-            {
-                crate::cpu::decode::decode(&view, &mut gray);
-                let img = convert::debug_overlay(header, &gray, &features);
-                let _ = self.pub_debug.publish(&img);
-            }
-            let done = Instant::now();
-            let latency = (done - pending.received).as_secs_f64() * 1e3;
-            let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
-            let parts = [
-                ms(pending.received, taken),
-                ms(taken, computed),
-                ms(computed, keypoints_out),
-                ms(keypoints_out, done),
-            ];
+        };
 
-            let mut s = self.stats.lock().unwrap();
-            s.tracking = tracking;
-            s.camera_problem = camera_problem;
-            if tracking {
-                s.tracks = self.tracks.tracker.tracks().len();
-                s.right_tracks = self.tracks.tracker.right_tracks().len();
-                s.stereo_pairs = self.tracks.stereo_pairs;
-                if s.all_track_ms[0].len() < MAX_KEPT_LATENCIES {
-                    for (all, v) in s.all_track_ms.iter_mut().zip(self.tracks.times) {
-                        all.push(v);
-                    }
+        let computed = Instant::now();
+        msg.header_into(header);
+        let header = &header;
+        // Serialized by us into reused buffers and published as bytes (docs/performance.md,
+        // change 55); only while someone subscribes (change 63), as every output.
+        if listened(w.pub_kp.get_inter_process_subscription_count()) {
+            let bytes = kp_cdr.encode(
+                header,
+                &features.keypoints,
+                features.descriptors_for(pipeline.config()),
+            );
+            let _ = w.pub_kp.publish_raw(bytes);
+        }
+        let keypoints_out = Instant::now();
+        // The edge image (2 MB at 1080p) costs ~1 ms to convert and publish (the relay's
+        // `image` mode, docs/benchmarks.md): only while someone subscribes, as the debug
+        // image below. A subscriber not yet matched would miss it either way.
+        if let Some(edges) = &features.edges {
+            if listened(w.pub_edges.get_inter_process_subscription_count()) {
+                let _ = w.pub_edges.publish(&convert::mono8_image(header, edges));
+            }
+        }
+        match (*match_previous, features.descriptors_for(pipeline.config())) {
+            (true, Some(descriptors)) => {
+                let (cloud, problem) = previous.step(header, descriptors);
+                let _ = w.pub_matches.publish(&cloud);
+                previous.recycle(cloud);
+                if let (Some(p), Some(_)) = (problem, error_log.allow()) {
+                    r2r::log_warn!(&w.logger, "input {}: matcher: {p}", w.label);
                 }
             }
-            s.processed += 1;
-            s.w_processed += 1;
-            s.w_latency_ms.push(latency);
-            for (w, v) in s.w_parts_ms.iter_mut().zip(parts) {
-                w.push(v);
-            }
-            if s.all_latency_ms.len() < MAX_KEPT_LATENCIES {
-                s.all_latency_ms.push(latency);
-                for (all, v) in s.all_parts_ms.iter_mut().zip(parts) {
+            _ => previous.reset(),
+        }
+        let tracking = pipeline.config().track.enabled;
+        let mut camera_problem = None;
+        if tracking {
+            let cfg = pipeline.config().track.clone();
+            camera_problem = w.tracks.step(header, &view, pipeline, &cfg);
+        }
+        if *debug
+            && w.pub_debug
+                .get_inter_process_subscription_count()
+                .unwrap_or(0)
+                > 0
+        {
+            crate::cpu::decode::decode(&view, gray);
+            let img = convert::debug_overlay(header, gray, features);
+            let _ = w.pub_debug.publish(&img);
+        }
+        let done = Instant::now();
+        let latency = (done - pending.received).as_secs_f64() * 1e3;
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+        let parts = [
+            ms(pending.received, taken),
+            ms(taken, computed),
+            ms(computed, keypoints_out),
+            ms(keypoints_out, done),
+        ];
+
+        let mut s = w.stats.lock().unwrap();
+        s.tracking = tracking;
+        s.camera_problem = camera_problem;
+        if tracking {
+            s.tracks = w.tracks.tracker.tracks().len();
+            s.right_tracks = w.tracks.tracker.right_tracks().len();
+            s.stereo_pairs = w.tracks.stereo_pairs;
+            if s.all_track_ms[0].len() < MAX_KEPT_LATENCIES {
+                for (all, v) in s.all_track_ms.iter_mut().zip(w.tracks.times) {
                     all.push(v);
                 }
             }
-            for t in &features.timings {
-                let e = s.w_stage_ms.entry(t.stage).or_insert((0.0, 0));
-                e.0 += t.ms;
-                e.1 += 1;
-            }
-            s.backend = pipeline.backend().name().to_string();
         }
+        s.processed += 1;
+        s.w_processed += 1;
+        s.w_latency_ms.push(latency);
+        for (w, v) in s.w_parts_ms.iter_mut().zip(parts) {
+            w.push(v);
+        }
+        if s.all_latency_ms.len() < MAX_KEPT_LATENCIES {
+            s.all_latency_ms.push(latency);
+            for (all, v) in s.all_parts_ms.iter_mut().zip(parts) {
+                all.push(v);
+            }
+        }
+        for t in &features.timings {
+            let e = s.w_stage_ms.entry(t.stage).or_insert((0.0, 0));
+            e.0 += t.ms;
+            e.1 += 1;
+        }
+        s.backend = pipeline.backend().name().to_string();
     }
 }
