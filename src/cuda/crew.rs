@@ -281,6 +281,16 @@ impl Crew {
         Some(Posted { slot })
     }
 
+    /// Whether a posted job has items left to claim. An empty slot is passed over without
+    /// counting in its `users` (its load is SeqCst, as `with_job`'s, so that a sleeper and
+    /// a poster cannot both miss each other: see `serve`).
+    fn any_unclaimed(&self) -> bool {
+        self.slots.iter().any(|s| {
+            !s.job.load(Ordering::SeqCst).is_null()
+                && s.with_job(|job| job.unclaimed()).unwrap_or(false)
+        })
+    }
+
     /// A crew thread: runs items of the posted jobs; sleeps when there are none, unless
     /// [`prewake`] asked it to spin for one. (Staying awake for a while after every job did
     /// not pay: change 23; woken ahead of a frame's copy it does: change 68.)
@@ -301,14 +311,11 @@ impl Crew {
             if worked {
                 continue;
             }
-            // Woken ahead of a job (`prewake`): spin for it until the deadline, reading the
-            // slots (no counting in `users`) until one holds items left to claim.
+            // Woken ahead of a job (`prewake`): spin for it until the deadline, until a slot
+            // holds items left to claim.
             let mut found = false;
             while clock_ns() < self.spin_until.load(Ordering::Relaxed) {
-                found = self.slots.iter().any(|s| {
-                    !s.job.load(Ordering::Relaxed).is_null()
-                        && s.with_job(|job| job.unclaimed()).unwrap_or(false)
-                });
+                found = self.any_unclaimed();
                 if found {
                     break;
                 }
@@ -321,11 +328,7 @@ impl Crew {
             self.sleepers.fetch_add(1, Ordering::SeqCst);
             // A job posted before the count above is seen here; one posted after it sees
             // the count and bumps `wake`, so the wait below returns at once.
-            let pending = self
-                .slots
-                .iter()
-                .any(|s| s.with_job(|job| job.unclaimed()).unwrap_or(false));
-            if !pending {
+            if !self.any_unclaimed() {
                 atomic_wait::wait(&self.wake, seen);
             }
             self.sleepers.fetch_sub(1, Ordering::SeqCst);

@@ -328,8 +328,14 @@ async fn run_async() -> Result<(), String> {
             node.spin_once(Duration::from_millis(10));
             let mut taken = false;
             if let Some(running) = inline.as_mut() {
-                let (taker, _, stats) = &mut takers[0];
-                if let Some(pending) = take_newest(taker, stats) {
+                // Through the input's slot as for a worker (newest wins, the others count
+                // as dropped), then taken back at once.
+                let (taker, slot, stats) = &mut takers[0];
+                while let Some(msg) = taker.try_take() {
+                    deliver(slot, stats, msg);
+                }
+                let pending = slot.frame.lock().unwrap().take();
+                if let Some(pending) = pending {
                     if gpu {
                         prewake(&spin_params);
                     }
@@ -426,27 +432,6 @@ fn prewake(params: &Mutex<NodeParams>) {
     }
     #[cfg(not(feature = "cuda"))]
     let _ = params;
-}
-
-/// Every message `taker` holds, the newest kept (as the slot keeps it): the others count as
-/// received and dropped.
-fn take_newest(taker: &mut ImageTaker, stats: &Mutex<Stats>) -> Option<Pending> {
-    let mut newest = None;
-    let (mut received, mut dropped) = (0u64, 0u64);
-    while let Some(msg) = taker.try_take() {
-        received += 1;
-        dropped += newest.is_some() as u64;
-        newest = Some(Pending {
-            msg,
-            received: Instant::now(),
-        });
-    }
-    if received > 0 {
-        let mut s = stats.lock().unwrap();
-        s.received += received;
-        s.dropped += dropped;
-    }
-    newest
 }
 
 /// One frame of the single input on the spinning thread. A panic outside the pipeline
