@@ -134,6 +134,18 @@ impl Pipeline {
         }
     }
 
+    /// A frame is about to come (the node took one from the middleware; the bench's pacer
+    /// woke): the CUDA backend's copy crew is woken now and spins for the frame's copy until
+    /// `cuda.prewake_us` has passed instead of waking when the copy starts
+    /// (`cuda::crew::prewake`; docs/performance.md, change 68). Nothing on the CPU backend
+    /// or with `cuda.prewake_us: 0`.
+    pub fn prewake(&self) {
+        #[cfg(feature = "cuda")]
+        if let (Backend::Cuda(_), us @ 1..) = (&self.backend, self.config.cuda.prewake_us) {
+            crate::cuda::crew::prewake(std::time::Duration::from_micros(us as u64));
+        }
+    }
+
     pub fn config(&self) -> &Config {
         &self.config
     }

@@ -117,7 +117,8 @@ pub struct BenchArgs {
     pub input_path: bool,
     /// Pace the GPU rows: each frame starts 1/HZ s after the previous one (e.g. 60, a
     /// camera's rate), so that the GPU and the CPU idle between frames as they do in the
-    /// node; without it frames run back to back
+    /// node, and wakes the copy crew at its start as the node does (`cuda.prewake_us`;
+    /// `--set cuda.prewake_us=0`: without); without it frames run back to back
     #[arg(long, value_name = "HZ")]
     pub pace: Option<f64>,
     /// Feature-tracker mode (VINS-Fusion's front-end, `track.*`): at each size (default

@@ -65,6 +65,11 @@ impl Pacer {
         }
     }
 
+    /// Whether frames are paced (else they run back to back).
+    pub fn paced(&self) -> bool {
+        self.period.is_some()
+    }
+
     /// Sleeps until the next frame's start.
     pub fn wait(&mut self) {
         let Some(period) = self.period else { return };
@@ -74,6 +79,18 @@ impl Pacer {
         }
         self.next = Some(Instant::now() + period);
     }
+}
+
+/// Waits for the frame's start and returns it; a paced frame then wakes the pipeline's copy
+/// crew ahead ([`Pipeline::prewake`], `cuda.prewake_us`), as the node does when it takes a
+/// frame, so that `--pace` times what the node's pipeline takes (the wake-up included).
+fn start_frame(p: &Pipeline, pace: &mut Pacer) -> Instant {
+    pace.wait();
+    let start = Instant::now();
+    if pace.paced() {
+        p.prewake();
+    }
+    start
 }
 
 /// Runs `warmup` untimed then `n` timed frames, rotating through `frames`, each started by
@@ -87,7 +104,7 @@ pub(super) fn measure(
     let views = views_of(frames)?;
     let mut out = Features::default();
     for i in 0..warmup {
-        pace.wait();
+        start_frame(p, pace);
         p.process_into(&views[i % views.len()], &mut out)?;
     }
     let mut names: Vec<&'static str> = Vec::new();
@@ -97,8 +114,7 @@ pub(super) fn measure(
     let mut counts: Vec<Option<(usize, Option<usize>)>> = vec![None; views.len()];
     for i in 0..n {
         let j = (warmup + i) % views.len();
-        pace.wait();
-        let t = Instant::now();
+        let t = start_frame(p, pace);
         p.process_into(&views[j], &mut out)?;
         walls.push(t.elapsed().as_secs_f64() * 1e3);
         if counts[j].is_none() {
@@ -183,7 +199,7 @@ pub(super) fn measure_input_buffer(
     for i in 0..warmup + n {
         let f = &frames[i % frames.len()];
         let layout = crate::image::FrameLayout::mono8(f.width, f.height);
-        pace.wait();
+        start_frame(p, pace);
         p.input_buffer(layout)?.copy_from_slice(&f.data);
         let t = Instant::now();
         p.process_input_into(&mut out)?;
@@ -207,8 +223,10 @@ mod tests {
         }
         // The first frame starts at once, each later one at least 5 ms after the last.
         assert!(t.elapsed() >= std::time::Duration::from_millis(15));
+        assert!(p.paced());
         for hz in [None, Some(0.0), Some(f64::NAN), Some(-5.0)] {
             assert!(Pacer::new(hz).period.is_none(), "{hz:?}");
+            assert!(!Pacer::new(hz).paced(), "{hz:?}");
         }
     }
 }

@@ -180,7 +180,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         notes.push(format!(
             "--pace {hz}: each GPU frame (with --tracks: each tracked frame, ours) starts 1/{hz} s \
              after the previous one, so the GPU and the CPU idle between frames as in the node \
-             (without it, back to back)"
+             (without it, back to back); the stage rows' frames first wake the copy crew as the \
+             node does (cuda.prewake_us: {} us)",
+            cfg.cuda.prewake_us
         ));
     }
     if !args.streams.is_empty() {
