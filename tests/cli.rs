@@ -450,6 +450,62 @@ fn bench_streams_reports_every_count_in_the_table_and_json() {
     assert_eq!(rows[0]["vs_1_stream"], 1.0);
 }
 
+/// `bench --encoding bgr8` feeds the same frames as bgr8 messages: the stage rows count the
+/// same keypoints and edge pixels per frame as with mono8, and the report says which.
+#[test]
+fn bench_encoding_bgr8_gives_the_mono8_frames_features() {
+    let out = out_dir("cli_bench_encoding");
+    std::fs::create_dir_all(&out).unwrap();
+    let images = format!("{ROOT}/tests/data");
+    let run = |encoding: &str| {
+        let json = out.join(format!("{encoding}.json"));
+        let o = bench(&[
+            "--backend",
+            "cpu",
+            "--sizes",
+            "160x120",
+            "--frames",
+            "2",
+            "--warmup",
+            "0",
+            "--images",
+            &images,
+            "--opencv",
+            "none",
+            "--peers",
+            "none",
+            "--no-matched",
+            "--match-descriptors",
+            "0",
+            "--encoding",
+            encoding,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            stdout.contains(&format!("distinct {encoding} frames per size")),
+            "{stdout}"
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(doc["encoding"], encoding);
+        let counts: Vec<String> = stdout
+            .lines()
+            .filter(|l| l.starts_with("| keypoints / frame") || l.starts_with("| edge pixels"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(counts.len(), 2, "{stdout}");
+        counts
+    };
+    assert_eq!(run("bgr8"), run("mono8"));
+    let o = bench(&["--backend", "cpu", "--encoding", "rgb8", "--frames", "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("expected mono8 or bgr8"), "{err}");
+}
+
 #[test]
 fn bench_streams_rejects_bad_counts() {
     for bad in ["0", "x", "2,0", "65"] {

@@ -121,6 +121,11 @@ pub struct BenchArgs {
     /// `--set cuda.prewake_us=0`: without); without it frames run back to back
     #[arg(long, value_name = "HZ")]
     pub pace: Option<f64>,
+    /// The stage rows' frames as messages of this encoding: mono8, or bgr8 (each gray value
+    /// in all three channels, which decodes back to the same gray frame: the same features,
+    /// three times the bytes to bring to the GPU, as a color camera's).
+    #[arg(long, default_value = "mono8", value_parser = parse_encoding)]
+    pub encoding: Encoding,
     /// Feature-tracker mode (VINS-Fusion's front-end, `track.*`): at each size (default
     /// 752x480,1280x720,1920x1080), 150 and 1000 features, the tracker per frame on camera
     /// pans over the photos: ours on the GPU (`--frames` timed after `--warmup`) and the CPU
@@ -135,6 +140,14 @@ pub struct BenchArgs {
 const TRACK_SIZES: [&str; 3] = ["752x480", "1280x720", "1920x1080"];
 
 /// One `--streams` count: a whole number of pipelines, 1..=64.
+/// `--encoding`: mono8 or bgr8.
+pub(super) fn parse_encoding(s: &str) -> std::result::Result<Encoding, String> {
+    match Encoding::parse(s.trim()) {
+        Ok(e @ (Encoding::Mono8 | Encoding::Bgr8)) => Ok(e),
+        _ => Err(format!("{s:?}: expected mono8 or bgr8")),
+    }
+}
+
 pub(super) fn parse_streams(s: &str) -> std::result::Result<usize, String> {
     s.trim()
         .parse::<usize>()

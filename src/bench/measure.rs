@@ -47,6 +47,28 @@ pub(super) fn views_of(frames: &[GrayImage]) -> Result<Vec<ImageView<'_>>> {
         .collect::<std::result::Result<_, _>>()?)
 }
 
+/// The bench frames as messages of `encoding` would carry them ([`BenchArgs::encoding`]):
+/// mono8 views of `frames`, or bgr8 views of `owned`, filled here with each gray value in
+/// all three channels (cvtColor's weights sum to 1 << 14: the decode gives back `frames`).
+pub(super) fn encoded_views<'a>(
+    frames: &'a [GrayImage],
+    encoding: Encoding,
+    owned: &'a mut Vec<Vec<u8>>,
+) -> Result<Vec<ImageView<'a>>> {
+    if encoding == Encoding::Mono8 {
+        return views_of(frames);
+    }
+    *owned = frames
+        .iter()
+        .map(|f| f.data.iter().flat_map(|&g| [g; 3]).collect())
+        .collect();
+    Ok(owned
+        .iter()
+        .zip(frames)
+        .map(|(d, f)| ImageView::with_encoding(d, f.width, f.height, f.width * 3, encoding, false))
+        .collect::<std::result::Result<_, _>>()?)
+}
+
 /// `--pace`: each frame starts one period after the previous one (at once when late).
 /// Public for the examples that pace frames as the bench does.
 pub struct Pacer {
@@ -98,10 +120,12 @@ fn start_frame(p: &Pipeline, pace: &mut Pacer) -> Instant {
 pub(super) fn measure(
     p: &mut Pipeline,
     frames: &[GrayImage],
+    encoding: Encoding,
     (warmup, n): (usize, usize),
     pace: &mut Pacer,
 ) -> Result<RunStats> {
-    let views = views_of(frames)?;
+    let mut owned = Vec::new();
+    let views = encoded_views(frames, encoding, &mut owned)?;
     let mut out = Features::default();
     for i in 0..warmup {
         start_frame(p, pace);
@@ -191,16 +215,18 @@ pub(super) fn measure(
 pub(super) fn measure_input_buffer(
     p: &mut Pipeline,
     frames: &[GrayImage],
+    encoding: Encoding,
     (warmup, n): (usize, usize),
     pace: &mut Pacer,
 ) -> Result<Stat> {
     let mut out = Features::default();
     let mut walls = Vec::with_capacity(n);
+    let mut owned = Vec::new();
+    let views = encoded_views(frames, encoding, &mut owned)?;
     for i in 0..warmup + n {
-        let f = &frames[i % frames.len()];
-        let layout = crate::image::FrameLayout::mono8(f.width, f.height);
+        let v = &views[i % views.len()];
         start_frame(p, pace);
-        p.input_buffer(layout)?.copy_from_slice(&f.data);
+        p.input_buffer(v.layout())?.copy_from_slice(v.data());
         let t = Instant::now();
         p.process_input_into(&mut out)?;
         if i >= warmup {

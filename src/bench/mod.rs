@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::image::{load_gray, save_gray_png, GrayImage, ImageView};
+use crate::image::{load_gray, save_gray_png, Encoding, GrayImage, ImageView};
 use crate::matching::{Descriptor, MatchParams, Matcher};
 use crate::pipeline::{BackendChoice, BackendKind, Features, Pipeline};
 
@@ -269,7 +269,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 p.set_config((*c).clone())?;
                 let t = Instant::now();
                 let mut pace = Pacer::new(args.pace);
-                let r = measure(p, &set.frames, (args.warmup, args.frames), &mut pace)?;
+                let frames = (args.warmup, args.frames);
+                let r = measure(p, &set.frames, args.encoding, frames, &mut pace)?;
                 eprintln!(
                     "  gpu {key}: {} frames, wall median {:.3} ms ({:.1} s)",
                     r.frames,
@@ -277,8 +278,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                     t.elapsed().as_secs_f64()
                 );
                 res.add_run(&format!("gpu.{key}"), r);
-                let wall =
-                    measure_input_buffer(p, &set.frames, (args.warmup, args.frames), &mut pace)?;
+                let wall = measure_input_buffer(p, &set.frames, args.encoding, frames, &mut pace)?;
                 res.add_input_buffer_run(&format!("gpu.{key}"), wall);
             }
         }
@@ -289,6 +289,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 let r = measure(
                     p,
                     &set.frames,
+                    args.encoding,
                     (cpu_warmup, cpu_frames),
                     &mut Pacer::new(None),
                 )?;
@@ -423,6 +424,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             "config": cfg_name,
             "frames": args.frames,
             "warmup": args.warmup,
+            "encoding": args.encoding.name(),
+            "pace_hz": args.pace,
             "cpu_frames": cpu_frames,
             "opencv_runs": args.opencv_runs,
             "notes": notes,

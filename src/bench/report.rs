@@ -258,8 +258,9 @@ pub(super) fn report(r: ReportInput) -> String {
     ));
     s.push_str(&format!("- config: {}\n", r.cfg_name));
     s.push_str(&format!(
-        "- inputs: {} distinct mono8 frames per size, rotated frame by frame; {} ({} photos)\n",
+        "- inputs: {} distinct {} frames per size, rotated frame by frame; {} ({} photos)\n",
         a.distinct,
+        a.encoding.name(),
         if r.from_bench_data {
             "crops (not scaled) of real photos"
         } else {
