@@ -53,6 +53,11 @@ enum Backend {
 /// each resolution, reused after).
 pub struct Pipeline {
     config: Config,
+    /// What the backend runs: `config`, with Canny off while the caller wants no edge map
+    /// ([`Pipeline::want_edges`]).
+    run_config: Config,
+    /// [`Pipeline::want_edges`]'s last value (true from the start).
+    edges_wanted: bool,
     backend: Backend,
     /// The CPU backend's input buffer ([`Pipeline::input_buffer`]) and its layout; the CUDA
     /// backend's is its pinned staging memory.
@@ -75,7 +80,9 @@ impl Pipeline {
             },
         };
         Ok(Pipeline {
+            run_config: config.clone(),
             config,
+            edges_wanted: true,
             backend,
             cpu_input: None,
             fallback_reason,
@@ -154,8 +161,23 @@ impl Pipeline {
     /// depend on it are resized on the next frame.
     pub fn set_config(&mut self, config: Config) -> Result<()> {
         config.validate()?;
+        self.run_config = config.clone();
+        self.run_config.canny.enabled &= self.edges_wanted;
         self.config = config;
         Ok(())
+    }
+
+    /// Whether the caller wants the next frames' edge maps (true until told otherwise).
+    /// With false, Canny does not run even where `canny.enabled` (the config stays as it
+    /// is) and `edges` is None: the node says so while no one subscribes to `edges`
+    /// (docs/performance.md, change 70). A change takes effect on the next frame, which
+    /// resizes the backend's buffers as a config change does; the same value again costs
+    /// nothing.
+    pub fn want_edges(&mut self, wanted: bool) {
+        if wanted != self.edges_wanted {
+            self.edges_wanted = wanted;
+            self.run_config.canny.enabled = self.config.canny.enabled && wanted;
+        }
     }
 
     /// Runs every enabled stage on one frame.
@@ -171,18 +193,18 @@ impl Pipeline {
     pub fn process_into(&mut self, frame: &ImageView, out: &mut Features) -> Result<()> {
         let mut r = match &mut self.backend {
             Backend::Cpu(p) => {
-                p.process_into(&self.config, frame, out);
+                p.process_into(&self.run_config, frame, out);
                 Ok(())
             }
             #[cfg(feature = "cuda")]
-            Backend::Cuda(p) => p.process_into(&self.config, frame, out),
+            Backend::Cuda(p) => p.process_into(&self.run_config, frame, out),
         };
         if let Err(crate::Error::Cuda(why)) = &r {
             // The GPU failed mid-stream: continue on the CPU reference (identical output)
             // rather than losing this frame and the ones after it.
             self.gpu_failure = Some(why.clone());
             let mut cpu = Box::<CpuPipeline>::default();
-            cpu.process_into(&self.config, frame, out);
+            cpu.process_into(&self.run_config, frame, out);
             self.backend = Backend::Cpu(cpu);
             r = Ok(());
         }
@@ -235,7 +257,7 @@ impl Pipeline {
         }
         match &mut self.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda(p) => p.input_buffer(&self.config, layout),
+            Backend::Cuda(p) => p.input_buffer(&self.run_config, layout),
             Backend::Cpu(_) => {
                 if !matches!(&self.cpu_input, Some((l, _)) if *l == layout) {
                     let mut buf = Vec::new();
@@ -255,7 +277,7 @@ impl Pipeline {
         #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
         let mut r = match &mut self.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda(p) => p.process_staged_into(&self.config, out),
+            Backend::Cuda(p) => p.process_staged_into(&self.run_config, out),
             Backend::Cpu(p) => match &self.cpu_input {
                 Some((l, buf)) => {
                     let view = ImageView::with_encoding(
@@ -266,7 +288,7 @@ impl Pipeline {
                         l.encoding,
                         l.big_endian,
                     )?;
-                    p.process_into(&self.config, &view, out);
+                    p.process_into(&self.run_config, &view, out);
                     Ok(())
                 }
                 None => Err(crate::Error::Config(
@@ -281,7 +303,7 @@ impl Pipeline {
             if let Some(frame) = p.staged_frame() {
                 self.gpu_failure = Some(why.clone());
                 let mut cpu = Box::<CpuPipeline>::default();
-                cpu.process_into(&self.config, &frame, out);
+                cpu.process_into(&self.run_config, &frame, out);
                 self.cpu_input = Some((frame.layout(), frame.data().to_vec()));
                 self.backend = Backend::Cpu(cpu);
                 r = Ok(());
@@ -300,3 +322,68 @@ impl Pipeline {
 
 /// Largest input buffer: the largest frame an `ImageView` accepts, 4 bytes per pixel.
 pub const MAX_INPUT_BYTES: usize = crate::image::MAX_PIXELS * 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::GrayImage;
+
+    /// 160x120 of 8x8 blocks of pseudo-random gray: corners and edges everywhere.
+    fn blocks() -> GrayImage {
+        let (w, h) = (160, 120);
+        let mut img = GrayImage::new(w, h);
+        let mut seed = 12345u32;
+        let mut level = vec![0u8; (w / 8) * (h / 8)];
+        for v in &mut level {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            *v = (seed >> 24) as u8;
+        }
+        for y in 0..h {
+            for x in 0..w {
+                img.data[y * w + x] = level[(y / 8) * (w / 8) + x / 8];
+            }
+        }
+        img
+    }
+
+    /// Without edge maps wanted Canny does not run (no edges, the config untouched) and the
+    /// keypoints stay the same; wanted again, the edges are those of before. A config with
+    /// Canny off gives none either way.
+    #[test]
+    fn edges_only_while_wanted_and_the_config_says_so() {
+        let img = blocks();
+        let view = ImageView::mono8(&img.data, img.width, img.height).unwrap();
+        let mut p = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();
+        let first = p.process(&view).unwrap();
+        let edges = first.edges.clone().expect("edges by default");
+        assert!(edges.data.iter().any(|&v| v != 0), "the blocks have edges");
+        assert!(!first.keypoints.is_empty());
+
+        p.want_edges(false);
+        let off = p.process(&view).unwrap();
+        assert!(off.edges.is_none());
+        assert!(p.config().canny.enabled, "the config stays as it was");
+        assert_eq!(off.keypoints, first.keypoints);
+        assert_eq!(off.descriptors, first.descriptors);
+
+        p.want_edges(true);
+        let on = p.process(&view).unwrap();
+        assert_eq!(on.edges.as_ref().map(|e| &e.data), Some(&edges.data));
+
+        // A config set while edges are not wanted keeps them off; the config decides once
+        // they are.
+        p.want_edges(false);
+        let mut no_canny = Config::default();
+        no_canny.canny.enabled = false;
+        p.set_config(Config::default()).unwrap();
+        assert!(p.process(&view).unwrap().edges.is_none());
+        p.set_config(no_canny).unwrap();
+        p.want_edges(true);
+        assert!(p.process(&view).unwrap().edges.is_none());
+        p.set_config(Config::default()).unwrap();
+        assert_eq!(
+            p.process(&view).unwrap().edges.map(|e| e.data),
+            Some(edges.data)
+        );
+    }
+}

@@ -19,6 +19,9 @@ pub(super) struct Stats {
     /// 1 once the GPU failed and the input moved to the CPU backend (`Pipeline::gpu_failure`).
     pub(super) gpu_failures: u64,
     pub(super) gpu_failure: String,
+    /// Frames whose edge map was computed: only while someone subscribes to `edges`
+    /// (`Pipeline::want_edges`).
+    pub(super) edge_maps: u64,
     // window
     pub(super) w_processed: u64,
     pub(super) w_decode_errors: u64,
@@ -117,6 +120,7 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
         kv("decode_errors", s.decode_errors.to_string()),
         kv("process_errors", s.process_errors.to_string()),
         kv("gpu_failures", s.gpu_failures.to_string()),
+        kv("edge_maps", s.edge_maps.to_string()),
         kv("window_s", format!("{window:.3}")),
         kv("window_frames", lat.len().to_string()),
         kv("latency_ms_mean", format!("{mean:.3}")),

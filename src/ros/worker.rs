@@ -220,6 +220,17 @@ impl Running {
             }
         };
 
+        // Canny only while someone subscribes to `edges` or to the debug image, which draws
+        // them (performance.md, change 70): its GPU work beside the detection and the edge
+        // map's unpack delay the keypoints. The first frame after such a subscriber comes or
+        // goes resizes the pipeline's buffers.
+        let edges_listened = listened(w.pub_edges.get_inter_process_subscription_count());
+        let debug_listened = *debug
+            && w.pub_debug
+                .get_inter_process_subscription_count()
+                .unwrap_or(0)
+                > 0;
+        pipeline.want_edges(edges_listened || debug_listened);
         // A panic in a stage must not take the node down: count it, rebuild the backend.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             pipeline.process_into(&view, features)
@@ -288,12 +299,11 @@ impl Running {
         }
         let keypoints_out = Instant::now();
         // The edge image (2 MB at 1080p) costs ~1 ms to convert and publish (the relay's
-        // `image` mode, docs/benchmarks.md): only while someone subscribes, as the debug
-        // image below. A subscriber not yet matched would miss it either way.
-        if let Some(edges) = &features.edges {
-            if listened(w.pub_edges.get_inter_process_subscription_count()) {
-                let _ = w.pub_edges.publish(&convert::mono8_image(header, edges));
-            }
+        // `image` mode, docs/benchmarks.md): computed and published only while someone
+        // subscribes (above), as the debug image below. A subscriber not yet matched would
+        // miss it either way.
+        if let (Some(edges), true) = (&features.edges, edges_listened) {
+            let _ = w.pub_edges.publish(&convert::mono8_image(header, edges));
         }
         match (*match_previous, features.descriptors_for(pipeline.config())) {
             (true, Some(descriptors)) => {
@@ -312,12 +322,7 @@ impl Running {
             let cfg = pipeline.config().track.clone();
             camera_problem = w.tracks.step(header, &view, pipeline, &cfg);
         }
-        if *debug
-            && w.pub_debug
-                .get_inter_process_subscription_count()
-                .unwrap_or(0)
-                > 0
-        {
+        if debug_listened {
             crate::cpu::decode::decode(&view, gray);
             let img = convert::debug_overlay(header, gray, features);
             let _ = w.pub_debug.publish(&img);
@@ -347,6 +352,7 @@ impl Running {
         }
         s.processed += 1;
         s.w_processed += 1;
+        s.edge_maps += features.edges.is_some() as u64;
         s.w_latency_ms.push(latency);
         for (w, v) in s.w_parts_ms.iter_mut().zip(parts) {
             w.push(v);

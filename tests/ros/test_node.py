@@ -447,6 +447,10 @@ def main():
             check_header(got[edge_topic], stamp, 'cam_' + fr.name)
             log(f'  {fr.name:24s} {fr.width}x{fr.height} {fr.encoding:12s} step {fr.step}: '
                 f'{n} keypoints, edges equal')
+        # Computed for this subscriber (the load cases below, with none, compute none).
+        _, kv = H.wait_diag('gpu_features',
+                            lambda kv: int(kv.get('edge_maps', 0)) >= len(frames))
+        log(f'  edge_maps {kv["edge_maps"]} with a subscriber to edges')
 
     def t_params_change_output():
         fr = frames[0]
@@ -864,6 +868,9 @@ def main():
         assert rc == 0, f'exit {rc}'
         assert len(rtt) > 0, 'no frame answered under load'
         assert summary, 'no node summary'
+        # No one subscribes to this node's edges: Canny never ran (Pipeline::want_edges).
+        assert windows and all(w.get('edge_maps') == '0' for w in windows), \
+            [w.get('edge_maps') for w in windows]
 
     R.case('load 640x480 @ 30 Hz: latency and drops', lambda: load(640, 480))
     R.case('load 1920x1080 @ 30 Hz: latency and drops', lambda: load(1920, 1080))
