@@ -139,7 +139,6 @@ pub struct BenchArgs {
 /// `--tracks` without sizes: EuRoC's, 720p, 1080p.
 const TRACK_SIZES: [&str; 3] = ["752x480", "1280x720", "1920x1080"];
 
-/// One `--streams` count: a whole number of pipelines, 1..=64.
 /// `--encoding`: mono8 or bgr8.
 pub(super) fn parse_encoding(s: &str) -> std::result::Result<Encoding, String> {
     match Encoding::parse(s.trim()) {
@@ -148,6 +147,7 @@ pub(super) fn parse_encoding(s: &str) -> std::result::Result<Encoding, String> {
     }
 }
 
+/// One `--streams` count: a whole number of pipelines, 1..=64.
 pub(super) fn parse_streams(s: &str) -> std::result::Result<usize, String> {
     s.trim()
         .parse::<usize>()
