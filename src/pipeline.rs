@@ -148,8 +148,8 @@ impl Pipeline {
     /// or with `cuda.prewake_us: 0`.
     pub fn prewake(&self) {
         #[cfg(feature = "cuda")]
-        if let (Backend::Cuda(_), us @ 1..) = (&self.backend, self.config.cuda.prewake_us) {
-            crate::cuda::crew::prewake(std::time::Duration::from_micros(us as u64));
+        if let Backend::Cuda(_) = self.backend {
+            crate::cuda::crew::prewake_us(self.config.cuda.prewake_us);
         }
     }
 

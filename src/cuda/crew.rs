@@ -213,6 +213,13 @@ pub fn prewake(spin: std::time::Duration) {
     }
 }
 
+/// [`prewake`] for `cuda.prewake_us` microseconds; 0 (the setting's "off") does nothing.
+pub fn prewake_us(us: u32) {
+    if us > 0 {
+        prewake(std::time::Duration::from_micros(us.into()));
+    }
+}
+
 /// The process's crew once started ([`Crew::global`]).
 static CREW: OnceLock<Option<&'static Crew>> = OnceLock::new();
 

@@ -424,12 +424,7 @@ fn p50_p99_fields(names: &[&str], values: &[Vec<f64>]) -> String {
 /// it starts (performance.md, change 68).
 fn prewake(params: &Mutex<NodeParams>) {
     #[cfg(feature = "cuda")]
-    {
-        let us = params.lock().unwrap().live.config.cuda.prewake_us;
-        if us > 0 {
-            crate::cuda::crew::prewake(Duration::from_micros(us as u64));
-        }
-    }
+    crate::cuda::crew::prewake_us(params.lock().unwrap().live.config.cuda.prewake_us);
     #[cfg(not(feature = "cuda"))]
     let _ = params;
 }

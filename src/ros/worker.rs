@@ -224,7 +224,8 @@ impl Running {
         // them (performance.md, change 70): its GPU work beside the detection and the edge
         // map's unpack delay the keypoints. The first frame after such a subscriber comes or
         // goes resizes the pipeline's buffers.
-        let edges_listened = listened(w.pub_edges.get_inter_process_subscription_count());
+        let edges_listened = pipeline.config().canny.enabled
+            && listened(w.pub_edges.get_inter_process_subscription_count());
         let debug_listened = *debug
             && w.pub_debug
                 .get_inter_process_subscription_count()
