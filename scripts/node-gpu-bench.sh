@@ -18,7 +18,8 @@
 #       `keypoints`), then starts the node with backend cuda and runs the same load with
 #       --floor (the `header` relay's JSON), for GF_NODE_BENCH_SECONDS (default 60) each;
 #       rows (the relays', then the node's with the floor beside) go to OUT/node-bench.md,
-#       logs and JSON to OUT/node-bench-logs.tar.gz.
+#       then each run's round trips split into way in / node / way back (GF_TRACE_DIR,
+#       scripts/trace_split.py); logs, JSON and traces to OUT/node-bench-logs.tar.gz.
 #       IMAGES: photos to crop the frames from (default bench-data).
 #
 #   scripts/node-gpu-bench.sh soak BUNDLE OUT [IMAGES]   on the GPU machine: the node's GPU
@@ -82,6 +83,7 @@ pack() {
   cp -r "$ROS_VENV/share/ament_index" "$stage/share/"
   cp -r "$ROOT/config" "$stage/"
   cp "$0" "$stage/node-gpu-bench.sh"
+  cp "$ROOT/scripts/trace_split.py" "$stage/"
   rm -f "$stage"/pack-*.log
   echo "[node-gpu-bench] $(wc -l <"$stage/maps.txt") libraries mapped, $(ls "$stage/lib" | wc -l) shipped"
   mkdir -p "$(dirname "$bundle")"
@@ -142,7 +144,8 @@ run() {
   mkdir -p "$out/logs"
   local secs=${GF_NODE_BENCH_SECONDS:-60} backend=${GF_NODE_BENCH_BACKEND:-cuda}
   local cases=${GF_NODE_BENCH_CASES:-"mono8:30:1 mono8:60:1 bgr8:30:1 bgr8:60:1 mono8:30:4 mono8:60:4 bgr8:30:4 bgr8:60:4"}
-  local md=$out/node-bench.md
+  local md=$out/node-bench.md split=$out/trace-split.md
+  : >"$split"
   local qos=${GF_NODE_BENCH_QOS:-default} node_qos=() relay_qos=()
   if [ "$qos" != default ]; then
     local depth=${qos#reliable:}
@@ -173,6 +176,7 @@ run() {
     for mode in ${GF_NODE_BENCH_FLOORS:-image header}; do
       local answer=keypoints
       [ "$mode" = image ] && answer=relayed
+      export GF_TRACE_DIR=$out/trace/relay-$mode-$tag
       "$dir/bin/gpu_features_relay" --mode "$mode" ${inputs:+--inputs "$inputs"} "${relay_qos[@]}" \
         >"$out/logs/relay-$mode-$tag.log" 2>&1 &
       local relay=$!
@@ -183,11 +187,13 @@ run() {
         --markdown "$md" >"$out/logs/relay-$mode-load-$tag.log" 2>&1 \
         || { echo "[node-gpu-bench] relay $mode $tag failed:"; tail -5 "$out/logs/relay-$mode-load-$tag.log"; }
       kill "$relay" 2>/dev/null || true; wait "$relay" 2>/dev/null || true
+      python3 "$dir/trace_split.py" "$GF_TRACE_DIR" --label "relay ($mode), $label" >>"$split" || true
     done
     local floor=()
     [ -s "$out/logs/relay-header-load-$tag.json" ] && floor=(--floor "$out/logs/relay-header-load-$tag.json")
     local extra=()
     for x in ${GF_NODE_BENCH_PARAMS:-}; do extra+=(-p "$x"); done
+    export GF_TRACE_DIR=$out/trace/node-$tag
     "$dir/bin/gpu_features_node" --ros-args -p backend:="$backend" -p diagnostics_period:=1.0 \
       "${params[@]}" "${node_qos[@]}" "${extra[@]}" >"$out/logs/node-$tag.log" 2>&1 &
     local node=$!
@@ -198,9 +204,13 @@ run() {
       >"$out/logs/load-$tag.log" 2>&1 \
       || { echo "[node-gpu-bench] $tag failed:"; tail -5 "$out/logs/load-$tag.log"; }
     kill "$node" 2>/dev/null || true; wait "$node" 2>/dev/null || true
+    python3 "$dir/trace_split.py" "$GF_TRACE_DIR" --label "$label" >>"$split" || true
+    unset GF_TRACE_DIR
     echo "[node-gpu-bench] $tag done"
   done
-  tar -C "$out" -czf "$out/node-bench-logs.tar.gz" logs && rm -rf "$out/logs"
+  { echo; echo "Round trips split (scripts/trace_split.py: way in = the load's publish -> taken, node = -> keypoints published, way back = -> arrival in the load; one clock):"; echo; cat "$split"; } >>"$md"
+  rm -f "$split"
+  tar -C "$out" -czf "$out/node-bench-logs.tar.gz" logs trace && rm -rf "$out/logs" "$out/trace"
   cat "$md"
 }
 

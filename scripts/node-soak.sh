@@ -6,7 +6,10 @@
 # grows past its warm-up maximum + 64 MiB, a minute's answered frames fall under half the
 # first minute's, or a frame is unaccounted for (node counters from /diagnostics: received =
 # processed + dropped + decode errors, no process error, every malformed frame rejected or
-# replaced unseen, every processed frame answered).
+# replaced unseen, every processed frame answered). Both processes trace each frame
+# (GF_TRACE_DIR=OUT/trace, src/ros/trace.rs) and scripts/trace_split.py --check splits the
+# round trips into way in / node / way back and fails on a frame the node has no row for or
+# a part < 0.
 #
 #   scripts/node-soak.sh [OUT_DIR]     (default target/node-soak)
 set -euo pipefail
@@ -21,6 +24,8 @@ B=$CARGO_TARGET_DIR/release
 export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$(( (RANDOM % 100) + 1 ))} ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export FASTDDS_DEFAULT_PROFILES_FILE=$ROOT/config/fastdds_large_frames.xml RCUTILS_COLORIZED_OUTPUT=0
 IMAGES=bench-data; [ -d "$IMAGES" ] || IMAGES=tests/data
+rm -rf "$OUT/trace"
+export GF_TRACE_DIR=$OUT/trace
 "$B/gpu_features_node" --ros-args -p backend:="${GF_SOAK_BACKEND:-cpu}" -p diagnostics_period:=1.0 \
   -p image_qos.reliability:=reliable -p image_qos.depth:=100 -p "inputs:=[left,right]" \
   >"$OUT/node.log" 2>&1 &
@@ -34,4 +39,5 @@ rc=0
 kill "$NODE" 2>/dev/null || true
 wait "$NODE" 2>/dev/null || true
 grep "summary" "$OUT/node.log" || true
+python3 scripts/trace_split.py "$OUT/trace" --label "node soak" --check || rc=1
 exit $rc

@@ -34,6 +34,9 @@ pub(super) struct Stats {
     pub(super) all_latency_ms: Vec<f64>,
     /// The latency's parts per frame, whole run, in the order of [`PARTS`].
     pub(super) all_parts_ms: [Vec<f64>; 4],
+    /// Each frame's receive and keypoints-published instants, with `GF_TRACE_DIR`
+    /// ([`crate::ros::trace`]).
+    pub(super) trace: crate::ros::trace::Trace,
     // tracking (track.enabled)
     pub(super) tracking: bool,
     pub(super) tracks: usize,

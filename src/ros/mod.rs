@@ -9,6 +9,8 @@
 //! - `publish`: which outputs someone reads (the others are not built);
 //! - [`params`]: the ROS parameters (the config's dotted keys + node settings);
 //! - [`convert`]: `sensor_msgs` <-> library types;
+//! - [`trace`]: per-frame instants on the host's monotonic clock (`GF_TRACE_DIR`), written
+//!   by the node, the relay and the load so that a round trip splits into its parts;
 //! - [`load`]: `gpu_features_load`, the load generator and loopback soak driver, and
 //!   `gpu_features_relay`, the no-op node that gives its benchmark's transport floor.
 //!
@@ -26,6 +28,7 @@ pub mod params_file;
 mod publish;
 mod settings;
 pub mod take;
+pub mod trace;
 mod tracks;
 mod worker;
 

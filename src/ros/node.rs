@@ -27,6 +27,7 @@ use r2r::QosProfile;
 use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
 use super::params::NodeParams;
 use super::take::{ImageTaker, NativeImage};
+use super::trace::{self, Trace};
 use super::tracks::{
     camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs, TRACK_PARTS,
 };
@@ -121,6 +122,8 @@ async fn run_async() -> Result<(), String> {
     let mut node =
         r2r::Node::create(ctx, NODE_NAME, "").map_err(|e| format!("node create: {e}"))?;
     let logger = node.logger().to_string();
+    // Per-frame instants for scripts/trace_split.py, written at exit (ros::trace).
+    let trace_dir = trace::dir();
 
     let params = Arc::new(Mutex::new(NodeParams::new()));
     let (param_handler, mut param_events) = node
@@ -142,6 +145,9 @@ async fn run_async() -> Result<(), String> {
         p.settings.select_cuda_device();
         (p.settings.clone(), choice)
     };
+    if settings.apply_memory_policy() {
+        r2r::log_info!(&logger, "keep_freed_memory: malloc keeps freed frame buffers (mmap threshold 32 MiB, no trimming)");
+    }
     let names: Vec<String> = if settings.inputs.is_empty() {
         vec![String::new()]
     } else {
@@ -216,6 +222,7 @@ async fn run_async() -> Result<(), String> {
             slot: Arc::new(Slot::default()),
             stats: Arc::new(Mutex::new(Stats {
                 w_start: Some(Instant::now()),
+                trace: Trace::new(trace_dir.is_some()),
                 ..Stats::default()
             })),
         };
@@ -385,6 +392,19 @@ async fn run_async() -> Result<(), String> {
             percentile(&l, 0.99),
             l.last().copied().unwrap_or(f64::NAN)
         );
+        if let Some(dir) = &trace_dir {
+            if let Err(e) = s
+                .trace
+                .write(dir, "node", &i.name, ["received_ns", "keypoints_ns"])
+            {
+                r2r::log_error!(
+                    &logger,
+                    "trace of input {:?} into {}: {e}",
+                    i.name,
+                    dir.display()
+                );
+            }
+        }
         if s.tracking {
             let parts = p50_p99_fields(&TRACK_PARTS, &s.all_track_ms);
             println!(

@@ -13,6 +13,7 @@
 //! | `image_qos.depth`      | integer      | `1`            | read-only   |
 //! | `diagnostics_period`   | double (s)   | `1.0`          | read-only   |
 //! | `feature_format`       | string       | `vins_fusion`  | read-only   |
+//! | `keep_freed_memory`    | bool         | `true`         | read-only   |
 //! | `debug_image`          | bool         | `false`        | yes         |
 //! | `match.previous`       | bool         | `false`        | yes         |
 //!
@@ -37,7 +38,7 @@ use crate::config::Config;
 /// The node setting that turns the `matches` output on.
 pub const MATCH_PREVIOUS: &str = "match.previous";
 
-const READ_ONLY: [&str; 7] = [
+const READ_ONLY: [&str; 8] = [
     "backend",
     "cuda.device",
     "inputs",
@@ -45,6 +46,7 @@ const READ_ONLY: [&str; 7] = [
     "image_qos.depth",
     "diagnostics_period",
     "feature_format",
+    "keep_freed_memory",
 ];
 
 /// What the workers read before each frame.
@@ -216,6 +218,10 @@ impl NodeParams {
                 ParameterValue::String(s.feature_format.clone()),
             ),
             (
+                "keep_freed_memory".to_string(),
+                ParameterValue::Bool(s.keep_freed_memory),
+            ),
+            (
                 "debug_image".to_string(),
                 ParameterValue::Bool(self.live.debug_image),
             ),
@@ -344,6 +350,8 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
         ("diagnostics_period", ParameterValue::Double(x)) => s.diagnostics_period = *x,
         ("feature_format", ParameterValue::String(x)) => s.feature_format = x.clone(),
         ("feature_format", _) => return Err(wrong("a string")),
+        ("keep_freed_memory", ParameterValue::Bool(x)) => s.keep_freed_memory = *x,
+        ("keep_freed_memory", _) => return Err(wrong("a bool")),
         ("diagnostics_period", ParameterValue::Integer(x)) => s.diagnostics_period = *x as f64,
         ("backend" | "image_qos.reliability", _) => return Err(wrong("a string")),
         ("inputs", _) => return Err(wrong("a string array")),
@@ -493,6 +501,29 @@ mod tests {
                 .unwrap_err();
             assert!(e.contains("cuda.device"), "{e}");
         }
+    }
+
+    #[test]
+    fn keep_freed_memory_is_a_read_only_start_up_bool() {
+        let mut p = NodeParams::new();
+        assert!(p.settings.keep_freed_memory);
+        p.apply_initial(&[("keep_freed_memory".into(), ParameterValue::Bool(false))])
+            .unwrap();
+        assert!(!p.settings.keep_freed_memory);
+        assert!(p
+            .all()
+            .contains(&("keep_freed_memory".to_string(), ParameterValue::Bool(false))));
+        let e = p
+            .set("keep_freed_memory", &ParameterValue::Bool(true))
+            .unwrap_err();
+        assert!(e.contains("read-only"), "{e}");
+        let e = NodeParams::new()
+            .apply_initial(&[("keep_freed_memory".into(), ParameterValue::Integer(1))])
+            .unwrap_err();
+        assert!(
+            e.contains("keep_freed_memory") && e.contains("a bool"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::matches::PreviousFrame;
 use super::params::NodeParams;
 use super::publish::listened;
 use super::take::NativeImage;
+use super::trace;
 use super::tracks::TrackOutputs;
 use crate::image::GrayImage;
 use crate::pipeline::{BackendChoice, Features, Pipeline};
@@ -355,6 +356,11 @@ impl Running {
         s.w_processed += 1;
         s.edge_maps += features.edges.is_some() as u64;
         s.w_latency_ms.push(latency);
+        s.trace.push(
+            trace::stamp_ns(&header.stamp),
+            pending.received,
+            keypoints_out,
+        );
         for (w, v) in s.w_parts_ms.iter_mut().zip(parts) {
             w.push(v);
         }

@@ -14,7 +14,9 @@
 //! the spinning thread right after `spin_once`), and answered there at once (no slot, no
 //! worker; `image` republishes the C message itself). On SIGINT it prints
 //! `gpu_features_relay summary input=".." received=N latency_ms p50=.. p95=.. p99=.. max=..`
-//! (receive -> republished), the line the load generator reads as "node latency".
+//! (receive -> republished), the line the load generator reads as "node latency". With
+//! `GF_TRACE_DIR` it writes `relay-<input>.tsv` ([`crate::ros::trace`]: receive and answer
+//! instants per frame) as the node does.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,6 +28,7 @@ use r2r::QosProfile;
 
 use super::run::topic;
 use crate::ros::take::ImageTaker;
+use crate::ros::trace::Trace;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -83,6 +86,7 @@ enum Answer {
 struct Counts {
     received: u64,
     latency_ms: Vec<f64>,
+    trace: Trace,
 }
 
 async fn relay(args: &RelayArgs) -> Result<(), String> {
@@ -105,6 +109,7 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
     } else {
         args.inputs.clone()
     };
+    let trace_dir = crate::ros::trace::dir();
     let mut counts = Vec::new();
     let mut inputs = Vec::new();
     for name in &names {
@@ -129,6 +134,7 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
         let c = Arc::new(Mutex::new(Counts {
             received: 0,
             latency_ms: Vec::with_capacity(1 << 16),
+            trace: Trace::new(trace_dir.is_some()),
         }));
         counts.push(c.clone());
         inputs.push((taker, answer, c));
@@ -142,6 +148,7 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
                 for (taker, answer, c) in &mut inputs {
                     while let Some(mut msg) = taker.try_take() {
                         let t0 = Instant::now();
+                        let stamp = msg.stamp_ns();
                         let ok = match answer {
                             Answer::Image(p) => p.publish_native(msg.native_mut()).is_ok(),
                             Answer::Header(p, cloud) => {
@@ -152,7 +159,9 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
                         let mut c = c.lock().unwrap();
                         c.received += 1;
                         if ok {
-                            c.latency_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+                            let t1 = Instant::now();
+                            c.latency_ms.push((t1 - t0).as_secs_f64() * 1e3);
+                            c.trace.push(stamp, t0, t1);
                         }
                     }
                 }
@@ -177,6 +186,17 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
             pct(99.0),
             l.last().copied().unwrap_or(f64::NAN)
         );
+        if let Some(dir) = &trace_dir {
+            if let Err(e) = c
+                .trace
+                .write(dir, "relay", name, ["received_ns", "answered_ns"])
+            {
+                eprintln!(
+                    "gpu_features_relay: trace of input {name:?} into {}: {e}",
+                    dir.display()
+                );
+            }
+        }
     }
     drop(node);
     Ok(())

@@ -423,10 +423,31 @@ async fn run_async(
             floor: None,
         });
     }
+    if let Some(dir) = crate::ros::trace::dir() {
+        write_trace(&dir, names, &shared)?;
+    }
     if let Some(growth) = args.soak_rss_growth_mib {
         rep.judge_soak(growth);
     }
     Ok(rep)
+}
+
+/// `DIR/load-<input>.tsv` ([`crate::ros::trace`]): each answered measured frame's stamp,
+/// send instant (right before its publish) and the answer's arrival.
+fn write_trace(dir: &std::path::Path, names: &[String], shared: &Shared) -> Result<(), String> {
+    for (k, name) in names.iter().enumerate() {
+        let r = shared.inputs[k].lock().unwrap();
+        let mut t = crate::ros::trace::Trace::new(true);
+        for &(n, _, at) in &r.answers {
+            if let Some(Some(sent)) = r.sent_at.get(n as usize) {
+                let stamp = measured_stamp(n, shared.period_ns);
+                t.push(crate::ros::trace::stamp_ns(&stamp), *sent, at);
+            }
+        }
+        t.write(dir, "load", name, ["sent_ns", "answered_ns"])
+            .map_err(|e| format!("trace into {}: {e}", dir.display()))?;
+    }
+    Ok(())
 }
 
 impl LoadReport {
