@@ -54,9 +54,9 @@ impl NodeSettings {
     /// come from malloc's heaps instead of their own mmap, and freed memory is not trimmed
     /// back to the kernel (under 1 GiB at the heap's top). The frames the middleware hands
     /// over (2 MB mono8, 6 MB bgr8 at 1080p) are allocated on the spinning thread and freed
-    /// on the workers; with glibc's adaptive defaults each was mapped and faulted in afresh,
-    /// and with four cameras triggered together the node took the second to fourth frame
-    /// ~3 ms after the first (docs/performance.md, change 71). The cost: the node's RSS
+    /// on the workers; with glibc's adaptive defaults (likely: each mapped and faulted in
+    /// afresh) the node took a burst's second to fourth frame ~3 ms after the first, with
+    /// four cameras triggered together (docs/performance.md, change 71). The cost: the node's RSS
     /// stays at its peak instead of shrinking between bursts. Returns whether it applied.
     pub fn apply_memory_policy(&self) -> bool {
         if !self.keep_freed_memory {

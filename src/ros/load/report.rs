@@ -13,7 +13,8 @@ pub struct InputResult {
     pub input: String,
     pub sent: u64,
     pub sent_malformed: u64,
-    /// Sends that started more than a period late (the publisher could not keep the rate).
+    /// Frames skipped because the publisher was more than a period behind their due time
+    /// (it could not keep the rate; the others stay on the common schedule).
     pub late: u64,
     /// Warm-up frames published before the timed run, and their answers.
     pub warmup_sent: u64,
