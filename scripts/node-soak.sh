@@ -8,8 +8,8 @@
 # processed + dropped + decode errors, no process error, every malformed frame rejected or
 # replaced unseen, every processed frame answered). Both processes trace each frame
 # (GF_TRACE_DIR=OUT/trace, src/ros/trace.rs) and scripts/trace_split.py --check splits the
-# round trips into way in / node / way back and fails on a frame the node has no row for or
-# a part < 0.
+# round trips into way in / node / way back and fails on an answered frame the node has no
+# row for, or one taken before it was sent or answered before it was taken.
 #
 #   scripts/node-soak.sh [OUT_DIR]     (default target/node-soak)
 set -euo pipefail

@@ -9,6 +9,11 @@ use crate::matching::Match;
 use crate::output::{matches as output_matches, overlay, pointcloud};
 use crate::pipeline::{Descriptor, Features, Keypoint};
 
+/// A header stamp (`sec`, `nanosec`) in ns: the key frames are paired and traced by.
+pub fn stamp_ns(sec: i32, nanosec: u32) -> i64 {
+    sec as i64 * 1_000_000_000 + nanosec as i64
+}
+
 /// Validates a `sensor_msgs/Image` as a frame (short data, bad step, unknown encoding and
 /// empty images are errors, never panics).
 pub fn image_view(msg: &Image) -> Result<ImageView<'_>, DecodeError> {

@@ -94,10 +94,10 @@ impl NativeImage {
         h.frame_id.push_str(&String::from_utf8_lossy(id));
     }
 
-    /// The header stamp in ns ([`crate::ros::trace`]'s key).
+    /// The header stamp in ns ([`crate::ros::convert::stamp_ns`]).
     pub fn stamp_ns(&self) -> i64 {
         let t = &self.c().header.stamp;
-        t.sec as i64 * 1_000_000_000 + t.nanosec as i64
+        crate::ros::convert::stamp_ns(t.sec, t.nanosec)
     }
 
     /// `WxH "encoding" step S data N B`, for error messages.

@@ -8,7 +8,8 @@
 //!
 //! Each process keeps its rows in memory, in a buffer sized once when tracing is on (no
 //! allocation, no file access per frame; rows past [`MAX_ROWS`] are not kept), and writes
-//! `DIR/<process>-<input>.tsv` when it stops: a header line, then `stamp_ns`, and two
+//! `DIR/<process>-<input>.tsv` when it stops: a header line, then `stamp_ns` (the header
+//! stamp in ns, [`crate::ros::convert::stamp_ns`]), and two
 //! instants in ns. `scripts/trace_split.py DIR` joins the files by header stamp.
 
 use std::io::Write;
@@ -51,11 +52,6 @@ pub fn monotonic_ns(t: Instant) -> u64 {
     } else {
         ns.saturating_sub((at - t).as_nanos() as u64)
     }
-}
-
-/// A header stamp in ns (the key the files are joined on).
-pub fn stamp_ns(t: &r2r::builtin_interfaces::msg::Time) -> i64 {
-    t.sec as i64 * 1_000_000_000 + t.nanosec as i64
 }
 
 /// One input's rows: a header stamp and two instants.

@@ -298,7 +298,7 @@ impl TrackOutputs {
         if *self.tracker.params() != params {
             self.tracker.set_params(params);
         }
-        let stamp_ns = header.stamp.sec as i64 * 1_000_000_000 + header.stamp.nanosec as i64;
+        let stamp_ns = convert::stamp_ns(header.stamp.sec, header.stamp.nanosec);
         if let (StereoRole::Right { link }, true) = (&self.stereo, cfg.stereo) {
             link.put(header, stamp_ns, view, pipeline);
             return None;

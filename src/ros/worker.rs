@@ -15,7 +15,6 @@ use super::matches::PreviousFrame;
 use super::params::NodeParams;
 use super::publish::listened;
 use super::take::NativeImage;
-use super::trace;
 use super::tracks::TrackOutputs;
 use crate::image::GrayImage;
 use crate::pipeline::{BackendChoice, Features, Pipeline};
@@ -357,7 +356,7 @@ impl Running {
         s.edge_maps += features.edges.is_some() as u64;
         s.w_latency_ms.push(latency);
         s.trace.push(
-            trace::stamp_ns(&header.stamp),
+            convert::stamp_ns(header.stamp.sec, header.stamp.nanosec),
             pending.received,
             keypoints_out,
         );

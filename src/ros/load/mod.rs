@@ -17,6 +17,7 @@ mod frames;
 pub mod relay;
 mod report;
 mod run;
+mod schedule;
 
 use std::path::PathBuf;
 use std::time::Duration;
