@@ -35,6 +35,8 @@
 #      GF_NODE_BENCH_QOS (default: the node's image QoS, best effort depth 1; reliable:DEPTH
 #      for the node and the relays, docs/ros.md "Frames lost between processes"),
 #      GF_NODE_BENCH_PARAMS (extra node parameters, "key:=value ...", e.g. "cuda.prewake_us:=0"),
+#      GF_NODE_BENCH_ROUNDS (1: the cases run once; N: all of them N times in turn, each run
+#      with its own relay floor, to tell a change from the run-to-run spread),
 #      ROS_DOMAIN_ID (default 42).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -160,14 +162,17 @@ run() {
     echo "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | floor (relay) p50 / p99 (ms) | over the floor p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node latency's parts p50 / p99, then GPU stages (mean), ms |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
   } >"$md"
-  for c in $cases; do
-    IFS=: read -r enc rate n <<<"$c"
+  local rounds=${GF_NODE_BENCH_ROUNDS:-1} round runs=()
+  for round in $(seq 1 "$rounds"); do for c in $cases; do runs+=("$round:$c"); done; done
+  for run in "${runs[@]}"; do
+    IFS=: read -r round enc rate n <<<"$run"
     local inputs="" params=()
     if [ "$n" -gt 1 ]; then
       inputs=$(printf 'cam%d,' $(seq 1 "$n")); inputs=${inputs%,}
       params=(-p "inputs:=[${inputs}]")
     fi
     local tag="${enc}-${rate}hz-${n}in" label="1080p $enc $rate Hz, $n input(s)"
+    if [ "$rounds" -gt 1 ]; then tag="$tag-r$round"; label="$label, round $round"; fi
     # The floors: the same load against the relay (same r2r, QoS and Fast DDS profile),
     # answering with the Image itself (`image`: the frame crosses twice) and with an empty
     # cloud on `keypoints` (`header`: what the node's own round trip consists of; the
@@ -216,7 +221,7 @@ run() {
 
 case "${1:-}" in
   pack) shift; pack "$@" ;;
-  run) shift; [ $# -ge 2 ] || { sed -n '2,37p' "$0"; exit 2; }; run "$@" ;;
-  soak) shift; [ $# -ge 2 ] || { sed -n '2,37p' "$0"; exit 2; }; soak "$@" ;;
-  *) sed -n '2,37p' "$0"; exit 2 ;;
+  run) shift; [ $# -ge 2 ] || { sed -n '2,39p' "$0"; exit 2; }; run "$@" ;;
+  soak) shift; [ $# -ge 2 ] || { sed -n '2,39p' "$0"; exit 2; }; soak "$@" ;;
+  *) sed -n '2,39p' "$0"; exit 2 ;;
 esac
