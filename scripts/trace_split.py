@@ -54,7 +54,7 @@ def main():
         print(f"trace_split: no load-*.tsv in {a.dir}", file=sys.stderr)
         return 1
     ok = True
-    joined = {}  # input -> {stamp: (sent, received)}
+    joined = {}  # input -> {stamp: (sent, received, published)}
     print(f"| {a.label or 'trace'}: input | by | frames | in p50 / p99 | node p50 / p99 | "
           "out p50 / p99 | round trip p50 / p99 (ms) |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -80,7 +80,7 @@ def main():
                 missing += 1
                 continue
             received, published = other[stamp]
-            joined[inp][stamp] = (sent, received)
+            joined[inp][stamp] = (sent, received, published)
             p = (received - sent, published - received, answered - published)
             negative += p[0] < 0 or p[1] + p[2] < 0
             for k, x in zip(("in", "node", "out"), p):
@@ -100,21 +100,28 @@ def main():
 def bursts(joined, within_ns=1_000_000):
     """The frames several inputs sent within 1 ms under one stamp: the k-th take after the
     first send (p50 over such stamps), which shows whether the node takes a burst's frames
-    as they arrive or one after the other."""
+    as they arrive or one after the other, and the node part (taken -> published) of the
+    k-th frame taken (p50 / p99), which shows which of a burst's frames pays for the
+    others."""
     if len(joined) < 2:
         return
     common = set.intersection(*(set(j) for j in joined.values()))
     takes = [[] for _ in joined]
+    parts = [[] for _ in joined]
     for stamp in common:
-        sent = [j[stamp][0] for j in joined.values()]
-        if max(sent) - min(sent) > within_ns:
+        rows = [j[stamp] for j in joined.values()]
+        first = min(r[0] for r in rows)
+        if max(r[0] for r in rows) - first > within_ns:
             continue
-        for k, t in enumerate(sorted(j[stamp][1] - min(sent) for j in joined.values())):
-            takes[k].append(t / 1e6)
+        for k, (_, received, published) in enumerate(sorted(rows, key=lambda r: r[1])):
+            takes[k].append((received - first) / 1e6)
+            parts[k].append((published - received) / 1e6)
     if takes[0]:
         print(f"\n{len(takes[0])} stamps sent by all {len(joined)} inputs within 1 ms; "
               "1st, 2nd, ... frame taken after the first send, p50 ms: "
-              + ", ".join(f"{pct(t, 50):.3f}" for t in takes) + "\n")
+              + ", ".join(f"{pct(t, 50):.3f}" for t in takes)
+              + "; its node part, p50 / p99 ms: "
+              + ", ".join(f"{pct(t, 50):.3f} / {pct(t, 99):.3f}" for t in parts) + "\n")
 
 
 if __name__ == "__main__":
