@@ -219,9 +219,12 @@ run() {
   cat "$md"
 }
 
+# The header comment above, as the usage text.
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 2; }
+
 case "${1:-}" in
   pack) shift; pack "$@" ;;
-  run) shift; [ $# -ge 2 ] || { sed -n '2,39p' "$0"; exit 2; }; run "$@" ;;
-  soak) shift; [ $# -ge 2 ] || { sed -n '2,39p' "$0"; exit 2; }; soak "$@" ;;
-  *) sed -n '2,39p' "$0"; exit 2 ;;
+  run) shift; [ $# -ge 2 ] || usage; run "$@" ;;
+  soak) shift; [ $# -ge 2 ] || usage; soak "$@" ;;
+  *) usage ;;
 esac
