@@ -244,7 +244,10 @@ impl Pipeline {
     /// the CUDA backend this is the pinned memory that the upload reads, so the frame is
     /// written once instead of being copied again by [`Pipeline::process_into`] (0.18-0.24 ms
     /// for a 1080p mono8 frame on the H100 machine; docs/performance.md). The buffer and
-    /// its contents stay until the next call with another layout; a config change keeps
+    /// its contents stay until the next call with another layout or the next
+    /// [`Pipeline::process_into`] on the CUDA backend, which copies its frame through the
+    /// same memory (a colour frame converted to gray there, `cuda.host_gray`, leaves no frame
+    /// in it: [`Pipeline::process_input_into`] then asks for one); a config change keeps
     /// them. Errors: the layout's own (sizes, step), or no memory for it.
     pub fn input_buffer(&mut self, layout: FrameLayout) -> Result<&mut [u8]> {
         let bytes = layout.bytes()?;

@@ -479,9 +479,16 @@ fn decode_matches_cpu_for_every_encoding() {
     cfg.detector.method = DetectorMethod::None;
     cfg.canny.enabled = false;
     for (name, frame) in fixtures().into_iter().take(4) {
-        // Uploaded, and read in place from mapped memory (cuda.zero_copy).
-        for zero_copy in [ZeroCopy::Off, ZeroCopy::On] {
+        // Uploaded raw, uploaded after the crew's conversion to gray (cuda.host_gray: the
+        // colour encodings), and read in place from mapped memory (cuda.zero_copy).
+        let paths = [
+            (ZeroCopy::Off, false),
+            (ZeroCopy::Off, true),
+            (ZeroCopy::On, true),
+        ];
+        for (zero_copy, host_gray) in paths {
             cfg.cuda.zero_copy = zero_copy;
+            cfg.cuda.host_gray = host_gray;
             for enc in Encoding::ALL {
                 for be in [false, true] {
                     if be && enc != Encoding::Mono16 {
@@ -491,7 +498,7 @@ fn decode_matches_cpu_for_every_encoding() {
                     let view =
                         ImageView::with_encoding(&data, frame.width, frame.height, step, enc, be)
                             .unwrap();
-                    let what = format!("{name} {enc:?} big_endian={be} {zero_copy:?}");
+                    let what = format!("{name} {enc:?} big_endian={be} {zero_copy:?} {host_gray}");
                     check_decode(&mut g, &cfg, &what, &view, &data);
                 }
             }
@@ -503,8 +510,25 @@ fn decode_matches_cpu_for_every_encoding() {
             let view = ImageView::new(&packed, w, frame.height, w, "mono8", false).unwrap();
             let what = format!("{name} packed mono8 {w}x{} {zero_copy:?}", frame.height);
             check_decode(&mut g, &cfg, &what, &view, &packed);
+            // Colour frames one column narrower too: rows that do not end on a 32-pixel
+            // step, and a stripe boundary inside a row.
+            let (rgb, step) = encode(&frame, Encoding::Bgr8, false);
+            let narrow: Vec<u8> = rgb
+                .chunks(step)
+                .flat_map(|r| &r[..3 * w])
+                .copied()
+                .collect();
+            let view = ImageView::new(&narrow, w, frame.height, 3 * w, "bgr8", false).unwrap();
+            let what_bgr = format!(
+                "{name} packed bgr8 {w}x{} {zero_copy:?} {host_gray}",
+                frame.height
+            );
+            check_decode(&mut g, &cfg, &what_bgr, &view, &narrow);
         }
-        eprintln!("{name}: decode identical for every encoding, uploaded and zero-copy");
+        eprintln!(
+            "{name}: decode identical for every encoding, uploaded raw, converted on the host \
+             and zero-copy"
+        );
     }
 }
 

@@ -136,6 +136,35 @@ fn gpu_zero_copy_equals_process_into() {
     assert!(p.gpu_failure().is_none());
 }
 
+/// `cuda.host_gray`: `process_into` of a colour frame converts it to gray in the input
+/// buffer's memory, so the buffer then holds no frame: `process_input_into` says so (instead
+/// of reading gray bytes as bgr8) until a frame is written again, which then runs as before.
+/// With `host_gray: false` the same frames give the same features.
+#[test]
+fn gpu_host_gray_leaves_no_frame_in_the_input_buffer() {
+    let mut p = match Pipeline::new(Config::default(), BackendChoice::Cuda) {
+        Ok(p) => p,
+        Err(e) => return shared::skip_without_gpu("gpu_host_gray_leaves_no_frame", &e),
+    };
+    let (layout, data) = frames().pop().expect("the bgr8 frame");
+    let mut raw = Config::default();
+    raw.cuda.host_gray = false;
+    let mut want = Features::default();
+    p.set_config(raw).unwrap();
+    p.process_into(&view(&layout, &data), &mut want).unwrap();
+    p.set_config(Config::default()).unwrap();
+    let mut got = Features::default();
+    p.process_into(&view(&layout, &data), &mut got).unwrap();
+    same("bgr8 converted on the host", &want, &got);
+    let e = p.process_input_into(&mut got).unwrap_err().to_string();
+    assert!(e.contains("no frame in the input buffer"), "{e}");
+    p.input_buffer(layout).unwrap().copy_from_slice(&data);
+    let mut again = Features::default();
+    p.process_input_into(&mut again).unwrap();
+    same("bgr8 written into the input buffer", &want, &again);
+    assert!(p.gpu_failure().is_none());
+}
+
 #[test]
 fn bad_layouts_and_a_missing_frame_are_clear_errors() {
     let mut p = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();

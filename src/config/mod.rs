@@ -230,6 +230,12 @@ pub struct CudaConfig {
     /// sleep (docs/performance.md, change 68: the 1080p copy and upload after a camera's
     /// idle gap 0.16-0.17 -> 0.10-0.12 ms on the H100 machine).
     pub prewake_us: u32,
+    /// Whether an 8-bit colour frame (rgb8, bgr8, rgba8, bgra8) is converted to gray on the
+    /// host, by the threads that copy it into pinned memory (x86-64 with AVX2, bit for bit
+    /// the GPU's conversion), so that only the gray image goes up to the GPU: a third (a
+    /// quarter) of the bytes. Off, or without AVX2, or with the frame read in place
+    /// (`zero_copy`): the frame goes up as it came and the GPU converts it.
+    pub host_gray: bool,
 }
 
 impl Default for CudaConfig {
@@ -240,6 +246,7 @@ impl Default for CudaConfig {
             stage_timings: 16,
             programmatic_launch: true,
             prewake_us: 200,
+            host_gray: true,
         }
     }
 }

@@ -49,19 +49,24 @@ pub fn decode(view: &ImageView, out: &mut GrayImage) {
                     *d = gray_from_mono16(v);
                 }
             }
-            Encoding::Rgb8 => rgb_rows(dst, src, 3, 0, 2),
-            Encoding::Bgr8 => rgb_rows(dst, src, 3, 2, 0),
-            Encoding::Rgba8 => rgb_rows(dst, src, 4, 0, 2),
-            Encoding::Bgra8 => rgb_rows(dst, src, 4, 2, 0),
+            Encoding::Rgb8 | Encoding::Bgr8 | Encoding::Rgba8 | Encoding::Bgra8 => {
+                let (bpp, r, b) = color_layout(view.encoding()).expect("a colour encoding");
+                super::gray_simd::rgb_to_gray::<false>(dst, src, bpp, r, b);
+            }
             Encoding::Uyvy => luma_bytes(dst, src, 1),
             Encoding::Yuyv => luma_bytes(dst, src, 0),
         }
     }
 }
 
-fn rgb_rows(dst: &mut [u8], src: &[u8], bpp: usize, r: usize, b: usize) {
-    for (d, px) in dst.iter_mut().zip(src.chunks_exact(bpp)) {
-        *d = gray_from_rgb(px[r], px[1], px[b]);
+/// An 8-bit colour encoding's pixel: (bytes, red's byte, blue's byte); green is byte 1.
+pub fn color_layout(e: Encoding) -> Option<(usize, usize, usize)> {
+    match e {
+        Encoding::Rgb8 => Some((3, 0, 2)),
+        Encoding::Bgr8 => Some((3, 2, 0)),
+        Encoding::Rgba8 => Some((4, 0, 2)),
+        Encoding::Bgra8 => Some((4, 2, 0)),
+        _ => None,
     }
 }
 

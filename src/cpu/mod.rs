@@ -9,6 +9,7 @@ pub mod decode;
 pub mod describe;
 pub mod fast;
 pub mod gftt;
+pub mod gray_simd;
 pub mod harris;
 pub mod lk;
 pub mod orb_pattern;

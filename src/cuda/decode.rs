@@ -9,6 +9,12 @@
 //! piece is in ([`stage_and_upload`]): the DMA of the first pieces runs while the others are
 //! copied by the crew ([`super::staging`]). Tunables and measurements: docs/performance.md,
 //! changes 8, 23 and 26.
+//!
+//! An 8-bit colour frame (rgb8, bgr8, rgba8, bgra8) from a caller's buffer is converted to
+//! gray by the crew during that copy when `cuda.host_gray` is on and the CPU has AVX2
+//! ([`stage_gray_and_upload`], `cpu::gray_simd`, bit for bit `decode_gray`'s formula): the
+//! staging then holds the gray image, a third (a quarter) of the frame's bytes, and that is
+//! what goes up, straight into the pyramid's level 0.
 
 use cudarc::driver::{result, CudaStream};
 
@@ -16,7 +22,11 @@ use super::buffers::{upload, DevBuf, HostBuf};
 use super::context::cuda_err;
 use super::context::Gpu;
 pub use super::crew::Helpers;
-pub use super::staging::{copy_in_pieces, copy_streaming_into, piece_bounds, COPY_CHUNK};
+pub use super::staging::{
+    copy_in_pieces, copy_streaming_into, fill_in_pieces, piece_bounds, COPY_CHUNK,
+};
+use crate::cpu::decode::color_layout;
+use crate::cpu::gray_simd::{self, rgb_to_gray};
 use crate::error::Result;
 use crate::image::{Encoding, FrameLayout};
 
@@ -61,9 +71,56 @@ pub fn stage_and_upload_by(
 ) -> Result<()> {
     let n = src.len();
     copy_in_pieces(src, &mut host.as_mut_slice()[..n], helpers, |off, bytes| {
+        // SAFETY: `bytes` is pinned staging that nobody writes again before the stream's
+        // sync (the next frame's copy comes after it); `dst` holds the frame (the caller's).
         unsafe { result::memcpy_htod_async(dst + off as u64, bytes, stream.cu_stream()) }
             .map_err(|e| cuda_err("host-to-device copy", e))
     })
+}
+
+/// Converts the 8-bit colour frame `src` of layout `l` to gray (`l.width * l.height` bytes,
+/// packed) into the pinned `host` buffer, in the pieces of [`fill_in_pieces`] made by the
+/// crew and this thread, and queues each piece's upload to `gray` on `stream` as soon as it
+/// is in (no sync). No allocation.
+pub fn stage_gray_and_upload(
+    stream: &CudaStream,
+    host: &mut HostBuf,
+    gray: u64,
+    src: &[u8],
+    l: FrameLayout,
+) -> Result<()> {
+    let (bpp, r, b) = color_layout(l.encoding).ok_or_else(|| {
+        crate::Error::Config(format!("{:?} is not an 8-bit colour encoding", l.encoding))
+    })?;
+    let (w, step) = (l.width, l.step);
+    let n = w * l.height;
+    if src.len() < l.bytes()? || host.as_slice().len() < n {
+        return Err(crate::Error::Config(
+            "stage_gray_and_upload: buffers too short".into(),
+        ));
+    }
+    // Output pixels `off..` of a stripe, a row's part at a time; a row's source runs on to
+    // the frame's end, so that the 3-byte layouts' loads past a row stay inside `src`.
+    let fill = |off: usize, part: &mut [u8]| {
+        let mut done = 0;
+        while done < part.len() {
+            let (y, x) = ((off + done) / w, (off + done) % w);
+            let len = (w - x).min(part.len() - done);
+            let row = &src[y * step + x * bpp..];
+            rgb_to_gray::<true>(&mut part[done..done + len], row, bpp, r, b);
+            done += len;
+        }
+    };
+    fill_in_pieces(
+        &mut host.as_mut_slice()[..n],
+        Helpers::Crew,
+        &fill,
+        |off, bytes| {
+            // SAFETY: as in `stage_and_upload_by`; `gray` holds `n` bytes (the caller's).
+            unsafe { result::memcpy_htod_async(gray + off as u64, bytes, stream.cu_stream()) }
+                .map_err(|e| cuda_err("host-to-device copy", e))
+        },
+    )
 }
 
 /// Where [`Decoder::run`] takes the frame's bytes from.
@@ -83,6 +140,9 @@ pub struct Decoder {
     host: HostBuf,
     /// The uploaded raw bytes (empty when mapped).
     dev: DevBuf,
+    /// Whether the staging holds a frame of `layout` (false after a frame converted to gray
+    /// on the host: it holds that gray image then).
+    staged_raw: bool,
 }
 
 impl Decoder {
@@ -104,6 +164,7 @@ impl Decoder {
             raw_bytes,
             host,
             dev,
+            staged_raw: true,
         })
     }
 
@@ -119,21 +180,43 @@ impl Decoder {
     /// The pinned staging bytes of one frame: write a frame here and run with
     /// [`Source::Staged`] to skip the copy.
     pub fn staging(&mut self) -> &mut [u8] {
+        self.staged_raw = true;
         &mut self.host.as_mut_slice()[..self.raw_bytes]
     }
 
-    /// The staged frame's bytes (e.g. for the CPU to redo a frame the GPU failed on).
-    pub fn staged(&self) -> &[u8] {
-        &self.host.as_slice()[..self.raw_bytes]
+    /// The staged frame's bytes (e.g. for the CPU to redo a frame the GPU failed on); none
+    /// when the last frame was converted to gray on the host (`host_gray` of [`Decoder::run`]).
+    pub fn staged(&self) -> Option<&[u8]> {
+        self.staged_raw
+            .then(|| &self.host.as_slice()[..self.raw_bytes])
     }
 
     /// Brings the frame to the GPU (copy into pinned memory and upload, or the upload
     /// alone; mapped: the copy alone) and converts it into `gray` (w*h). A packed mono8
-    /// frame is uploaded (or, mapped, copied by a kernel) straight into `gray`.
-    pub fn run(&mut self, gpu: &Gpu, source: Source, gray: u64) -> Result<()> {
+    /// frame is uploaded (or, mapped, copied by a kernel) straight into `gray`. `host_gray`
+    /// (`cuda.host_gray`): an 8-bit colour frame from a caller's buffer, not mapped, on a
+    /// CPU with AVX2, is converted during the copy and its gray image uploaded into `gray`.
+    pub fn run(&mut self, gpu: &Gpu, source: Source, gray: u64, host_gray: bool) -> Result<()> {
         let n = self.raw_bytes;
         let l = self.layout;
         let packed_mono8 = l.encoding == Encoding::Mono8 && l.step == l.width;
+        if let Source::Staged = source {
+            if !self.staged_raw {
+                return Err(crate::Error::Config(
+                    "no frame in the input buffer: write one through input_buffer".into(),
+                ));
+            }
+        }
+        if let Source::Copy(src) = source {
+            let convert_here = host_gray
+                && !self.mapped()
+                && color_layout(l.encoding).is_some()
+                && gray_simd::vectorized();
+            self.staged_raw = !convert_here;
+            if convert_here {
+                return stage_gray_and_upload(&gpu.stream, &mut self.host, gray, src, l);
+            }
+        }
         if self.mapped() {
             if let Source::Copy(src) = source {
                 copy_to_staging(&mut self.host.as_mut_slice()[..n], &src[..n])?;

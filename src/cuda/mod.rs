@@ -229,7 +229,9 @@ impl CudaPipeline {
             Some(d) if d.layout() == layout && d.mapped() == mapped => return Ok(()),
             Some(d) if d.layout() == layout => {
                 let mut new = decode::Decoder::new(&self.gpu, layout, mapped)?;
-                new.staging().copy_from_slice(d.staged());
+                if let Some(frame) = d.staged() {
+                    new.staging().copy_from_slice(frame);
+                }
                 self.decoder = Some(new);
                 return Ok(());
             }
@@ -310,7 +312,7 @@ impl CudaPipeline {
         let d = self.decoder.as_ref()?;
         let l = d.layout();
         ImageView::with_encoding(
-            d.staged(),
+            d.staged()?,
             l.width,
             l.height,
             l.step,
@@ -394,7 +396,7 @@ impl CudaPipeline {
         gpu.set_programmatic_launch(cfg.cuda.programmatic_launch);
         let gray = st.pyr.level_ptr(0);
         let decoder = self.decoder.as_mut().expect("decoder");
-        decoder.run(gpu, source, gray)?;
+        decoder.run(gpu, source, gray, cfg.cuda.host_gray)?;
         mark(&ev[1], gpu)?;
         // The graphs hold no host sync: only the GPU selection's path (the others size their
         // download from a first one).

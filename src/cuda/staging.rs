@@ -64,15 +64,30 @@ pub fn copy_in_pieces(
     src: &[u8],
     dst: &mut [u8],
     helpers: Helpers,
-    mut on_piece: impl FnMut(usize, &[u8]) -> Result<()>,
+    on_piece: impl FnMut(usize, &[u8]) -> Result<()>,
 ) -> Result<()> {
     assert_eq!(src.len(), dst.len(), "copy_in_pieces: lengths differ");
-    let n = src.len();
+    let copy = |off: usize, part: &mut [u8]| copy_streaming_into(part, &src[off..off + part.len()]);
+    fill_in_pieces(dst, helpers, &copy, on_piece)
+}
+
+/// [`copy_in_pieces`] with the bytes made by `fill(offset, part)`, which writes `dst[offset..
+/// offset + part.len()]` (given as `part`; a stripe at a time, on any of the threads) and
+/// leaves them in memory, not dirty in its core's cache (streaming stores and a fence), for
+/// the upload that `on_piece` queues.
+pub fn fill_in_pieces(
+    dst: &mut [u8],
+    helpers: Helpers,
+    fill: &(dyn Fn(usize, &mut [u8]) + Sync),
+    mut on_piece: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let n = dst.len();
     let (bounds, count) = piece_bounds(n);
     // A frame of one piece is one item.
     let stripe = if count > 1 { STRIPE } else { n.max(1) };
     let pieces = Pieces {
-        src,
+        n,
+        fill,
         dst: dst.as_mut_ptr(),
         bounds,
         count,
@@ -93,8 +108,11 @@ pub fn copy_in_pieces(
 
 /// The pieces of one frame's copy into pinned staging.
 struct Pieces<'a> {
-    src: &'a [u8],
-    /// The staging buffer (`src.len()` bytes).
+    /// The frame's bytes.
+    n: usize,
+    /// Writes a stripe ([`fill_in_pieces`]).
+    fill: &'a (dyn Fn(usize, &mut [u8]) + Sync),
+    /// The staging buffer (`n` bytes).
     dst: *mut u8,
     /// [`piece_bounds`]: piece k is `bounds[k]..bounds[k + 1]`, k < count.
     bounds: [usize; MAX_PIECES + 1],
@@ -106,17 +124,17 @@ struct Pieces<'a> {
     stripes_left: [AtomicUsize; MAX_PIECES],
 }
 
-// SAFETY: `dst` points at `src.len()` bytes that `copy_in_pieces` holds by `&mut` until
-// every helper has let go of the job (`share` returns); the stripes are disjoint and each is
+// SAFETY: `dst` points at `n` bytes that `fill_in_pieces` holds by `&mut` until every
+// helper has let go of the job (`share` returns); the stripes are disjoint and each is
 // written by the one thread that claimed it (`Job`); a piece is only read once the count of
 // its stripes left has dropped to 0 (AcqRel decrements, Acquire load).
 unsafe impl Sync for Pieces<'_> {}
 
 impl Pieces<'_> {
-    /// Copies stripe `i` (claimed by this thread) and counts it in its piece.
+    /// Fills stripe `i` (claimed by this thread) and counts it in its piece.
     fn copy(&self, i: usize) {
         let off = i * self.stripe;
-        let part = &self.src[off..(off + self.stripe).min(self.src.len())];
+        let len = self.stripe.min(self.n - off);
         let k = (0..self.count)
             .find(|&k| off < self.bounds[k + 1])
             .expect("a stripe inside the frame");
@@ -124,7 +142,8 @@ impl Pieces<'_> {
         // because the calling thread uploads finished pieces while others are still being
         // written (measured benefit: docs/performance.md, change 8: 0.229 -> 0.179 ms at
         // 1080p after an idle gap).
-        unsafe { copy_streaming(self.dst.add(off), part) };
+        let part = unsafe { std::slice::from_raw_parts_mut(self.dst.add(off), len) };
+        (self.fill)(off, part);
         self.stripes_left[k].fetch_sub(1, Ordering::AcqRel);
     }
 
