@@ -13,7 +13,7 @@
 #define ENC_YUYV 7
 
 // cv::cvtColor RGB2GRAY on 8-bit images: fixed-point weights (the CPU's GRAY_R/G/B and
-// GRAY_SHIFT from src/cpu/decode.rs, passed in as `wt` = {r, g, b, shift}).
+// GRAY_SHIFT from src/cpu/rgb_gray.rs, passed in as `wt` = {r, g, b, shift}).
 __device__ __forceinline__ u8 gray_from_rgb(u32 r, u32 g, u32 b, uint4 wt) {
     return (u8)((r * wt.x + g * wt.y + b * wt.z + (1u << (wt.w - 1))) >> wt.w);
 }

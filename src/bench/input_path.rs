@@ -3,17 +3,19 @@
 //! says which of them to attack: the copy into pinned staging on 1..N threads with plain or
 //! streaming stores, the upload from pinned or pageable memory, copy-then-upload, and the
 //! pipeline's own path (`decode::stage_and_upload`: pieces copied by the crew, or on
-//! rayon's pool or this thread for comparison, each uploaded as soon as it is in), back to
-//! back and after an idle gap like the GPU part of a frame (when the helpers sleep).
+//! rayon's pool or this thread for comparison, each uploaded as soon as it is in), and for
+//! the bgr8 frame its conversion to gray during the copy (`cuda.host_gray`, change 73), back
+//! to back and after an idle gap like the GPU part of a frame (when the helpers sleep).
 
 use super::*;
 
 use crate::cuda::buffers::{download, upload, DevBuf, HostBuf};
 use crate::cuda::canny::unpack_edges;
 use crate::cuda::decode::{
-    copy_in_pieces, copy_streaming_into, stage_and_upload_by, Helpers, COPY_CHUNK,
+    copy_in_pieces, copy_streaming_into, gray_in_pieces, stage_and_upload_by, Helpers, COPY_CHUNK,
 };
 use crate::cuda::Gpu;
+use crate::image::{Encoding, FrameLayout};
 use rayon::prelude::*;
 
 /// Distinct source frames, rotated, so that the source is not always in cache.
@@ -69,13 +71,15 @@ fn copy_on_pool(dst: &mut [u8], src: &[u8], streaming: bool) {
         });
 }
 
-/// One size (`bytes` of a frame of `pixels` pixels): rows of (what, stat).
+/// One size (`bytes` of a frame of `pixels` pixels): rows of (what, stat); the rows of the
+/// conversion to gray (`cuda.host_gray`) only for a 3-byte colour frame (bgr8), `None`
+/// otherwise.
 fn measure(
     gpu: &Gpu,
     bytes: usize,
     pixels: (usize, usize),
     runs: usize,
-) -> Result<Vec<(String, Stat)>> {
+) -> Result<Vec<(String, Option<Stat>)>> {
     let src: Vec<Vec<u8>> = (0..SOURCES)
         .map(|k| (0..bytes).map(|i| (i * 7 + k * 13) as u8).collect())
         .collect();
@@ -95,7 +99,7 @@ fn measure(
             })?;
             rows.push((
                 format!("copy into pinned memory, {n} thread(s), {stores} stores"),
-                s,
+                Some(s),
             ));
         }
     }
@@ -103,12 +107,12 @@ fn measure(
         upload(&gpu.stream, &host, dev.ptr(), bytes)?;
         gpu.sync()
     })?;
-    rows.push(("upload from pinned memory (async + sync)".into(), s));
+    rows.push(("upload from pinned memory (async + sync)".into(), Some(s)));
     let s = time(runs, |i| {
         unsafe { cudarc::driver::result::memcpy_htod_sync(dev.ptr(), &src[i % SOURCES][..]) }
             .map_err(|e| crate::cuda::context::cuda_err("pageable upload", e))
     })?;
-    rows.push(("upload from pageable memory (cuMemcpyHtoD)".into(), s));
+    rows.push(("upload from pageable memory (cuMemcpyHtoD)".into(), Some(s)));
     // Copy, then upload: after plain stores the upload reads cache lines that are dirty in
     // the CPUs' caches (change 23).
     let eight = pool(8.min(cores.max(1)))?;
@@ -121,7 +125,7 @@ fn measure(
         })?;
         rows.push((
             format!("copy on 8 threads ({stores} stores), then upload"),
-            s,
+            Some(s),
         ));
     }
     // Canny's floor from a pageable frame: the pipeline's input path, then its output path
@@ -154,7 +158,10 @@ fn measure(
                 |_, _| Ok(()),
             )
         })?;
-        rows.push((format!("pieces copied by the crew, no upload{after}"), s));
+        rows.push((
+            format!("pieces copied by the crew, no upload{after}"),
+            Some(s),
+        ));
         for (helpers, what) in [
             (Helpers::Crew, "by the crew"),
             (Helpers::Pool, "on rayon's pool"),
@@ -166,7 +173,7 @@ fn measure(
             })?;
             rows.push((
                 format!("pieces copied {what}, each uploaded when copied{after}"),
-                s,
+                Some(s),
             ));
         }
         let s = time_after(runs, idle, |i| {
@@ -181,8 +188,54 @@ fn measure(
                 "Canny's floor: the pipeline's upload, then a packed edge map downloaded and \
                  unpacked by the crew, no kernel{after}"
             ),
-            s,
+            Some(s),
         ));
+        // `cuda.host_gray`: the colour frame converted to gray while it is copied, by this
+        // thread alone or with the crew, and the gray image's pieces uploaded as they come.
+        let bgr = bytes == 3 * w * h;
+        let layout = FrameLayout {
+            width: w,
+            height: h,
+            step: 3 * w,
+            encoding: Encoding::Bgr8,
+            big_endian: false,
+        };
+        let gray_rows: [(&str, Helpers, bool); 3] = [
+            ("on this thread, no upload", Helpers::ThisThread, false),
+            ("by the crew, no upload", Helpers::Crew, false),
+            (
+                "by the crew, each piece uploaded when converted",
+                Helpers::Crew,
+                true,
+            ),
+        ];
+        for (what, helpers, up) in gray_rows {
+            let s = if bgr {
+                let s = time_after(runs, idle, |i| {
+                    let dst = &mut host.as_mut_slice()[..w * h];
+                    gray_in_pieces(&src[i % SOURCES], layout, dst, helpers, |off, piece| {
+                        if up {
+                            // SAFETY: `piece` is pinned staging, not written again before
+                            // the sync below; `dev` holds `bytes` >= w * h bytes.
+                            unsafe {
+                                cudarc::driver::result::memcpy_htod_async(
+                                    dev.ptr() + off as u64,
+                                    piece,
+                                    gpu.stream.cu_stream(),
+                                )
+                            }
+                            .map_err(|e| crate::cuda::context::cuda_err("upload", e))?;
+                        }
+                        Ok(())
+                    })?;
+                    gpu.sync()
+                })?;
+                Some(s)
+            } else {
+                None
+            };
+            rows.push((format!("bgr8 converted to gray {what}{after}"), s));
+        }
     }
     Ok(rows)
 }
@@ -208,7 +261,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<()> {
         cases.map(|c| c.0).join(" | "),
         "---:|".repeat(cases.len())
     ));
-    let mut table: Vec<(String, Vec<Stat>)> = Vec::new();
+    let mut table: Vec<(String, Vec<Option<Stat>>)> = Vec::new();
     for (k, &(_, (w, h), channels)) in cases.iter().enumerate() {
         for (j, (what, s)) in measure(&gpu, w * h * channels, (w, h), runs)?
             .into_iter()
@@ -223,7 +276,10 @@ pub(super) fn run(args: &BenchArgs) -> Result<()> {
     for (what, stats) in &table {
         let cells: Vec<String> = stats
             .iter()
-            .map(|s| format!("{} ({})", fmt_ms(s.median), fmt_ms(s.p90)))
+            .map(|s| match s {
+                Some(s) => format!("{} ({})", fmt_ms(s.median), fmt_ms(s.p90)),
+                None => "-".into(),
+            })
             .collect();
         md.push_str(&format!("| {what} | {} |\n", cells.join(" | ")));
     }

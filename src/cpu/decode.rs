@@ -9,18 +9,7 @@
 
 use crate::image::{Encoding, GrayImage, ImageView};
 
-/// Fixed-point luma weights of OpenCV's RGB2GRAY for 8-bit images (sum = 1 << 15; the
-/// 14-bit weights of older releases differ on ~0.04% of pixels).
-pub const GRAY_R: u32 = 9798;
-pub const GRAY_G: u32 = 19235;
-pub const GRAY_B: u32 = 3735;
-pub const GRAY_SHIFT: u32 = 15;
-
-#[inline]
-pub fn gray_from_rgb(r: u8, g: u8, b: u8) -> u8 {
-    ((r as u32 * GRAY_R + g as u32 * GRAY_G + b as u32 * GRAY_B + (1 << (GRAY_SHIFT - 1)))
-        >> GRAY_SHIFT) as u8
-}
+pub use super::rgb_gray::{gray_from_rgb, GRAY_B, GRAY_G, GRAY_R, GRAY_SHIFT};
 
 /// `convertTo(CV_8U, 1/256)`: round half to even, saturate.
 #[inline]
@@ -51,7 +40,7 @@ pub fn decode(view: &ImageView, out: &mut GrayImage) {
             }
             Encoding::Rgb8 | Encoding::Bgr8 | Encoding::Rgba8 | Encoding::Bgra8 => {
                 let (bpp, r, b) = color_layout(view.encoding()).expect("a colour encoding");
-                super::gray_simd::rgb_to_gray::<false>(dst, src, bpp, r, b);
+                super::rgb_gray::rgb_to_gray::<false>(dst, src, bpp, r, b);
             }
             Encoding::Uyvy => luma_bytes(dst, src, 1),
             Encoding::Yuyv => luma_bytes(dst, src, 0),

@@ -9,12 +9,12 @@ pub mod decode;
 pub mod describe;
 pub mod fast;
 pub mod gftt;
-pub mod gray_simd;
 pub mod harris;
 pub mod lk;
 pub mod orb_pattern;
 pub mod orient;
 pub mod pyramid;
+pub mod rgb_gray;
 #[cfg(test)]
 mod test_util;
 

@@ -12,7 +12,7 @@
 //!
 //! An 8-bit colour frame (rgb8, bgr8, rgba8, bgra8) from a caller's buffer is converted to
 //! gray by the crew during that copy when `cuda.host_gray` is on and the CPU has AVX2
-//! ([`stage_gray_and_upload`], `cpu::gray_simd`, bit for bit `decode_gray`'s formula): the
+//! ([`stage_gray_and_upload`], `cpu::rgb_gray`, bit for bit `decode_gray`'s formula): the
 //! staging then holds the gray image, a third (a quarter) of the frame's bytes, and that is
 //! what goes up, straight into the pyramid's level 0.
 
@@ -26,7 +26,7 @@ pub use super::staging::{
     copy_in_pieces, copy_streaming_into, fill_in_pieces, piece_bounds, COPY_CHUNK,
 };
 use crate::cpu::decode::color_layout;
-use crate::cpu::gray_simd::{self, rgb_to_gray};
+use crate::cpu::rgb_gray::{self, rgb_to_gray};
 use crate::error::Result;
 use crate::image::{Encoding, FrameLayout};
 
@@ -89,14 +89,43 @@ pub fn stage_gray_and_upload(
     src: &[u8],
     l: FrameLayout,
 ) -> Result<()> {
+    let n = l.width * l.height;
+    if host.as_slice().len() < n {
+        return Err(crate::Error::Config(
+            "stage_gray_and_upload: staging too short".into(),
+        ));
+    }
+    gray_in_pieces(
+        src,
+        l,
+        &mut host.as_mut_slice()[..n],
+        Helpers::Crew,
+        |off, bytes| {
+            // SAFETY: as in `stage_and_upload_by`; `gray` holds `n` bytes (the caller's).
+            unsafe { result::memcpy_htod_async(gray + off as u64, bytes, stream.cu_stream()) }
+                .map_err(|e| cuda_err("host-to-device copy", e))
+        },
+    )
+}
+
+/// The gray image of the 8-bit colour frame `src` of layout `l` into `dst` (`l.width *
+/// l.height` bytes, packed), written with streaming stores in the pieces of
+/// [`fill_in_pieces`] by this thread and `helpers`, `on_piece(offset, bytes)` called on this
+/// thread for each piece as soon as it is in. No allocation.
+pub fn gray_in_pieces(
+    src: &[u8],
+    l: FrameLayout,
+    dst: &mut [u8],
+    helpers: Helpers,
+    on_piece: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
     let (bpp, r, b) = color_layout(l.encoding).ok_or_else(|| {
         crate::Error::Config(format!("{:?} is not an 8-bit colour encoding", l.encoding))
     })?;
     let (w, step) = (l.width, l.step);
-    let n = w * l.height;
-    if src.len() < l.bytes()? || host.as_slice().len() < n {
+    if src.len() < l.bytes()? || dst.len() != w * l.height {
         return Err(crate::Error::Config(
-            "stage_gray_and_upload: buffers too short".into(),
+            "gray_in_pieces: the buffers do not fit the layout".into(),
         ));
     }
     // Output pixels `off..` of a stripe, a row's part at a time; a row's source runs on to
@@ -111,16 +140,7 @@ pub fn stage_gray_and_upload(
             done += len;
         }
     };
-    fill_in_pieces(
-        &mut host.as_mut_slice()[..n],
-        Helpers::Crew,
-        &fill,
-        |off, bytes| {
-            // SAFETY: as in `stage_and_upload_by`; `gray` holds `n` bytes (the caller's).
-            unsafe { result::memcpy_htod_async(gray + off as u64, bytes, stream.cu_stream()) }
-                .map_err(|e| cuda_err("host-to-device copy", e))
-        },
-    )
+    fill_in_pieces(dst, helpers, &fill, on_piece)
 }
 
 /// Where [`Decoder::run`] takes the frame's bytes from.
@@ -211,7 +231,7 @@ impl Decoder {
             let convert_here = host_gray
                 && !self.mapped()
                 && color_layout(l.encoding).is_some()
-                && gray_simd::vectorized();
+                && rgb_gray::vectorized();
             self.staged_raw = !convert_here;
             if convert_here {
                 return stage_gray_and_upload(&gpu.stream, &mut self.host, gray, src, l);
@@ -272,6 +292,47 @@ impl Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The crew's conversion in pieces equals the CPU decode, for frames of one piece and of
+    /// several, padded rows and odd widths, every colour layout; a layout that does not fit
+    /// the buffers is an error.
+    #[test]
+    fn gray_in_pieces_equals_the_cpu_decode() {
+        use crate::image::{GrayImage, ImageView};
+        for (w, h, pad) in [(7, 3, 0), (640, 480, 5), (1001, 700, 3)] {
+            for enc in [
+                Encoding::Rgb8,
+                Encoding::Bgr8,
+                Encoding::Rgba8,
+                Encoding::Bgra8,
+            ] {
+                let bpp = enc.bytes_per_pixel();
+                let step = w * bpp + pad;
+                let src: Vec<u8> = (0..step * h).map(|i| (i * 131 % 251) as u8).collect();
+                let l = FrameLayout {
+                    width: w,
+                    height: h,
+                    step,
+                    encoding: enc,
+                    big_endian: false,
+                };
+                let mut got = vec![0u8; w * h];
+                let mut pieces = 0;
+                gray_in_pieces(&src, l, &mut got, Helpers::Crew, |_, _| {
+                    pieces += 1;
+                    Ok(())
+                })
+                .unwrap();
+                let view = ImageView::with_encoding(&src, w, h, step, enc, false).unwrap();
+                let mut want = GrayImage::default();
+                crate::cpu::decode::decode(&view, &mut want);
+                assert!(got == want.data, "{w}x{h} {enc:?}");
+                assert_eq!(pieces, piece_bounds(w * h).1, "{w}x{h}");
+            }
+        }
+        let l = FrameLayout::mono8(4, 4);
+        assert!(gray_in_pieces(&[0; 16], l, &mut [0; 16], Helpers::Crew, |_, _| Ok(())).is_err());
+    }
 
     #[test]
     fn staging_copy_is_exact_at_every_size_around_the_thresholds() {

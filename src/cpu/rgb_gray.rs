@@ -1,6 +1,6 @@
-//! 8-bit colour pixels to gray on the host, vectorized: the fixed-point formula of
-//! [`super::decode`] (`cv::cvtColor` RGB2GRAY and kin), bit for bit, 32 pixels per step with
-//! AVX2 where the CPU has it, the scalar loop elsewhere. Used by the CPU decode and by the
+//! 8-bit colour pixels to gray on the host: OpenCV's fixed-point formula (`cv::cvtColor`
+//! RGB2GRAY and kin on 8-bit images, [`gray_from_rgb`]) and rows of it vectorized, bit for
+//! bit, 32 pixels per step with AVX2 where the CPU has it, the scalar loop elsewhere. Used by the CPU decode and by the
 //! CUDA backend's copy into pinned memory (`cuda.host_gray`), which converts a colour frame
 //! while copying it so that a third (a quarter) of the bytes go up to the GPU.
 //!
@@ -8,7 +8,19 @@
 //! every pixel's sum fits 31 bits, so `vpmaddwd` on (red, green) and (blue, 1) pairs gives
 //! the formula's sum exactly; the test runs all 2^24 colours through both.
 
-use super::decode::gray_from_rgb;
+/// Fixed-point luma weights of OpenCV's RGB2GRAY for 8-bit images (sum = 1 << 15; the
+/// 14-bit weights of older releases differ on ~0.04% of pixels).
+pub const GRAY_R: u32 = 9798;
+pub const GRAY_G: u32 = 19235;
+pub const GRAY_B: u32 = 3735;
+pub const GRAY_SHIFT: u32 = 15;
+
+/// `(r * GRAY_R + g * GRAY_G + b * GRAY_B + 2^14) >> 15`.
+#[inline]
+pub fn gray_from_rgb(r: u8, g: u8, b: u8) -> u8 {
+    ((r as u32 * GRAY_R + g as u32 * GRAY_G + b as u32 * GRAY_B + (1 << (GRAY_SHIFT - 1)))
+        >> GRAY_SHIFT) as u8
+}
 
 /// Whether [`rgb_to_gray`] runs vectorized on this CPU (x86-64 with AVX2).
 pub fn vectorized() -> bool {
@@ -60,7 +72,7 @@ pub fn rgb_to_gray<const STREAM: bool>(dst: &mut [u8], src: &[u8], bpp: usize, r
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use crate::cpu::decode::{gray_from_rgb, GRAY_B, GRAY_G, GRAY_R, GRAY_SHIFT};
+    use super::{gray_from_rgb, GRAY_B, GRAY_G, GRAY_R, GRAY_SHIFT};
 
     /// Pixels per step.
     const STEP: usize = 32;
