@@ -106,9 +106,9 @@ pub fn fill_in_pieces(
     share(&job, helpers, || pieces.hand_over(&job, &mut on_piece))
 }
 
-/// The pieces of one frame's copy into pinned staging.
+/// The pieces of one frame's copy (or conversion) into pinned staging.
 struct Pieces<'a> {
-    /// The frame's bytes.
+    /// The bytes to fill (the staging's part that the frame takes).
     n: usize,
     /// Writes a stripe ([`fill_in_pieces`]).
     fill: &'a (dyn Fn(usize, &mut [u8]) + Sync),
