@@ -12,7 +12,8 @@ use super::*;
 use crate::cuda::buffers::{download, upload, DevBuf, HostBuf};
 use crate::cuda::canny::unpack_edges;
 use crate::cuda::decode::{
-    copy_in_pieces, copy_streaming_into, gray_in_pieces, stage_and_upload_by, Helpers, COPY_CHUNK,
+    copy_in_pieces, copy_streaming_into, gray_in_pieces, stage_and_upload_by,
+    stage_gray_and_upload, Helpers, COPY_CHUNK,
 };
 use crate::cuda::Gpu;
 use crate::image::{Encoding, FrameLayout};
@@ -191,49 +192,42 @@ fn measure(
             Some(s),
         ));
         // `cuda.host_gray`: the colour frame converted to gray while it is copied, by this
-        // thread alone or with the crew, and the gray image's pieces uploaded as they come.
-        let bgr = bytes == 3 * w * h;
-        let layout = FrameLayout {
-            width: w,
-            height: h,
-            step: 3 * w,
-            encoding: Encoding::Bgr8,
-            big_endian: false,
-        };
-        let gray_rows: [(&str, Helpers, bool); 3] = [
-            ("on this thread, no upload", Helpers::ThisThread, false),
-            ("by the crew, no upload", Helpers::Crew, false),
-            (
-                "by the crew, each piece uploaded when converted",
-                Helpers::Crew,
-                true,
-            ),
+        // thread alone or with the crew, and the pipeline's own path (the crew's pieces of the
+        // gray image uploaded as they come, `stage_gray_and_upload`). Rows of "-" for the
+        // frames that are not bgr8.
+        let gray_rows = [
+            "on this thread, no upload",
+            "by the crew, no upload",
+            "by the crew, each piece uploaded when converted",
         ];
-        for (what, helpers, up) in gray_rows {
-            let s = if bgr {
-                let s = time_after(runs, idle, |i| {
-                    let dst = &mut host.as_mut_slice()[..w * h];
-                    gray_in_pieces(&src[i % SOURCES], layout, dst, helpers, |off, piece| {
-                        if up {
-                            // SAFETY: `piece` is pinned staging, not written again before
-                            // the sync below; `dev` holds `bytes` >= w * h bytes.
-                            unsafe {
-                                cudarc::driver::result::memcpy_htod_async(
-                                    dev.ptr() + off as u64,
-                                    piece,
-                                    gpu.stream.cu_stream(),
-                                )
-                            }
-                            .map_err(|e| crate::cuda::context::cuda_err("upload", e))?;
-                        }
-                        Ok(())
-                    })?;
-                    gpu.sync()
-                })?;
-                Some(s)
-            } else {
-                None
+        let mut gray_stats = [None; 3];
+        if bytes == 3 * w * h {
+            let layout = FrameLayout {
+                width: w,
+                height: h,
+                step: 3 * w,
+                encoding: Encoding::Bgr8,
+                big_endian: false,
             };
+            for (k, helpers) in [Helpers::ThisThread, Helpers::Crew].into_iter().enumerate() {
+                gray_stats[k] = Some(time_after(runs, idle, |i| {
+                    let dst = &mut host.as_mut_slice()[..w * h];
+                    gray_in_pieces(&src[i % SOURCES], layout, dst, helpers, |_, _| Ok(()))?;
+                    gpu.sync()
+                })?);
+            }
+            gray_stats[2] = Some(time_after(runs, idle, |i| {
+                stage_gray_and_upload(
+                    &gpu.stream,
+                    &mut host,
+                    dev.ptr(),
+                    &src[i % SOURCES],
+                    layout,
+                )?;
+                gpu.sync()
+            })?);
+        }
+        for (what, s) in gray_rows.into_iter().zip(gray_stats) {
             rows.push((format!("bgr8 converted to gray {what}{after}"), s));
         }
     }

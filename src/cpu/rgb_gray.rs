@@ -1,8 +1,9 @@
 //! 8-bit colour pixels to gray on the host: OpenCV's fixed-point formula (`cv::cvtColor`
 //! RGB2GRAY and kin on 8-bit images, [`gray_from_rgb`]) and rows of it vectorized, bit for
-//! bit, 32 pixels per step with AVX2 where the CPU has it, the scalar loop elsewhere. Used by the CPU decode and by the
-//! CUDA backend's copy into pinned memory (`cuda.host_gray`), which converts a colour frame
-//! while copying it so that a third (a quarter) of the bytes go up to the GPU.
+//! bit, 32 pixels per step with AVX2 where the CPU has it, the scalar loop elsewhere. Used
+//! by the CPU decode and by the CUDA backend's copy into pinned memory (`cuda.host_gray`),
+//! which converts a colour frame while copying it so that a third (a quarter) of the bytes
+//! go up to the GPU.
 //!
 //! The weights (at most 19235) and the rounding term (16384) fit a signed 16-bit lane, and
 //! every pixel's sum fits 31 bits, so `vpmaddwd` on (red, green) and (blue, 1) pairs gives

@@ -220,21 +220,22 @@ impl Decoder {
         let n = self.raw_bytes;
         let l = self.layout;
         let packed_mono8 = l.encoding == Encoding::Mono8 && l.step == l.width;
-        if let Source::Staged = source {
-            if !self.staged_raw {
+        match source {
+            Source::Staged if !self.staged_raw => {
                 return Err(crate::Error::Config(
                     "no frame in the input buffer: write one through input_buffer".into(),
-                ));
+                ))
             }
-        }
-        if let Source::Copy(src) = source {
-            let convert_here = host_gray
-                && !self.mapped()
-                && color_layout(l.encoding).is_some()
-                && rgb_gray::vectorized();
-            self.staged_raw = !convert_here;
-            if convert_here {
-                return stage_gray_and_upload(&gpu.stream, &mut self.host, gray, src, l);
+            Source::Staged => {}
+            Source::Copy(src) => {
+                let convert_here = host_gray
+                    && !self.mapped()
+                    && color_layout(l.encoding).is_some()
+                    && rgb_gray::vectorized();
+                self.staged_raw = !convert_here;
+                if convert_here {
+                    return stage_gray_and_upload(&gpu.stream, &mut self.host, gray, src, l);
+                }
             }
         }
         if self.mapped() {
