@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The ROS 2 node measured on a GPU machine that has no ROS and no Python ROS (docs/ros.md,
-# "The node on a GPU"). Two steps:
+# The ROS 2 node measured on a GPU machine that has no ROS and no Python ROS (docs/node-bench.md;
+# docs/ros.md, "The node on a GPU", points there). Two steps:
 #
 #   scripts/node-gpu-bench.sh pack [BUNDLE]   here (PyPI ROS 2 from scripts/setup-ros.sh):
 #       builds gpu_features_node, gpu_features_load and gpu_features_relay (release,
@@ -14,9 +14,10 @@
 #       unpacks, then for 1920x1080 mono8 and bgr8 at 30 and 60 Hz, with 1 input and with
 #       `inputs: [a, b, c, d]` (four cameras, four CUDA streams), first runs the load
 #       generator against gpu_features_relay (a no-op node: the transport floors of this
-#       run, `image` republishing each Image and `header` answering with an empty cloud on
-#       `keypoints`), then starts the node with backend cuda and runs the same load with
-#       --floor (the `header` relay's JSON), for GF_NODE_BENCH_SECONDS (default 60) each;
+#       run, `image` republishing each Image and `header` answering with a cloud on
+#       `keypoints`, empty or as big as the node's with `header:N`), then starts the node
+#       with backend cuda and runs the same load with --floor (the last `header` relay's
+#       JSON), for GF_NODE_BENCH_SECONDS (default 60) each;
 #       rows (the relays', then the node's with the floor beside) go to OUT/node-bench.md,
 #       then each run's round trips split into way in / node / way back (GF_TRACE_DIR,
 #       scripts/trace_split.py); logs, JSON and traces to OUT/node-bench-logs.tar.gz.
@@ -31,7 +32,9 @@
 #       value after the first minute. Report in OUT/node-soak.md, samples in OUT.
 #
 # Env: GF_NO_BUILD=1 (pack: no cargo build), GF_NODE_BENCH_SECONDS (60), GF_NODE_BENCH_CASES ("mono8:30:1 mono8:60:1 ..." subset),
-#      GF_NODE_BENCH_BACKEND (cuda), GF_NODE_BENCH_FLOORS ("image header"), GF_NODE_SOAK_DURATION (9m),
+#      GF_NODE_BENCH_BACKEND (cuda), GF_NODE_SOAK_DURATION (9m),
+#      GF_NODE_BENCH_FLOORS ("image header"; `header:N` answers with N keypoints, the node's
+#      size: its latency is then the floor of the node's keypoints part),
 #      GF_NODE_BENCH_QOS (default: the node's image QoS, best effort depth 1; reliable:DEPTH
 #      for the node and the relays, docs/ros.md "Frames lost between processes"),
 #      GF_NODE_BENCH_PARAMS (extra node parameters, "key:=value ...", e.g. "cuda.prewake_us:=0"),
@@ -174,15 +177,20 @@ run() {
     local tag="${enc}-${rate}hz-${n}in" label="1080p $enc $rate Hz, $n input(s)"
     if [ "$rounds" -gt 1 ]; then tag="$tag-r$round"; label="$label, round $round"; fi
     # The floors: the same load against the relay (same r2r, QoS and Fast DDS profile),
-    # answering with the Image itself (`image`: the frame crosses twice) and with an empty
-    # cloud on `keypoints` (`header`: what the node's own round trip consists of; the
-    # node's rows are compared with this one).
-    local mode
-    for mode in ${GF_NODE_BENCH_FLOORS:-image header}; do
+    # answering with the Image itself (`image`: the frame crosses twice) and with a cloud
+    # on `keypoints` (`header`: what the node's own round trip consists of), empty or, with
+    # `header:N`, of N keypoints in the node's encoding and publication (an answer as big
+    # as the node's). The node's rows are compared with the last header floor listed.
+    local floor_mode mode points floor_json=""
+    for floor_mode in ${GF_NODE_BENCH_FLOORS:-image header}; do
+      mode=${floor_mode%%:*} points=0
+      [ "$mode" = "$floor_mode" ] || points=${floor_mode#*:}
       local answer=keypoints
       [ "$mode" = image ] && answer=relayed
+      [ "$points" = 0 ] || mode="$mode-$points"
       export GF_TRACE_DIR=$out/trace/relay-$mode-$tag
-      "$dir/bin/gpu_features_relay" --mode "$mode" ${inputs:+--inputs "$inputs"} "${relay_qos[@]}" \
+      "$dir/bin/gpu_features_relay" --mode "${floor_mode%%:*}" --points "$points" \
+        ${inputs:+--inputs "$inputs"} "${relay_qos[@]}" \
         >"$out/logs/relay-$mode-$tag.log" 2>&1 &
       local relay=$!
       "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
@@ -193,9 +201,10 @@ run() {
         || { echo "[node-gpu-bench] relay $mode $tag failed:"; tail -5 "$out/logs/relay-$mode-load-$tag.log"; }
       kill "$relay" 2>/dev/null || true; wait "$relay" 2>/dev/null || true
       python3 "$dir/trace_split.py" "$GF_TRACE_DIR" --label "relay ($mode), $label" >>"$split" || true
+      [ "$answer" = relayed ] || floor_json=$out/logs/relay-$mode-load-$tag.json
     done
     local floor=()
-    [ -s "$out/logs/relay-header-load-$tag.json" ] && floor=(--floor "$out/logs/relay-header-load-$tag.json")
+    [ -n "$floor_json" ] && [ -s "$floor_json" ] && floor=(--floor "$floor_json")
     local extra=()
     for x in ${GF_NODE_BENCH_PARAMS:-}; do extra+=(-p "$x"); done
     export GF_TRACE_DIR=$out/trace/node-$tag

@@ -5,10 +5,13 @@
 //!
 //! - `image`: the Image republished unchanged on `relayed` (`gpu_features_load --answer
 //!   relayed`): the frame crosses the transport twice;
-//! - `header`: an empty `PointCloud2` with the frame's header on `keypoints`, where the node
-//!   answers (`gpu_features_load`'s default): the frame crosses once and a message the size of
-//!   a small keypoint cloud comes back, which is what the node's own round trip consists of
-//!   and so the floor its rows are compared with.
+//! - `header`: a `PointCloud2` with the frame's header on `keypoints`, where the node answers
+//!   (`gpu_features_load`'s default), serialized and published as the node's (its layout
+//!   with descriptors, [`crate::ros::convert::KeypointsCdr`], `publish_raw`) with `--points`
+//!   made-up keypoints (0: an empty cloud): the frame crosses once and a cloud of the node's
+//!   size comes back, which is what the node's own round trip consists of and so the floor
+//!   its rows are compared with. The relay's latency (taken -> published) is then the
+//!   publication floor of the node's `keypoints` part.
 //!
 //! The frame is taken as in the node ([`crate::ros::take`]: the C message read in place, on
 //! the spinning thread right after `spin_once`), and answered there at once (no slot, no
@@ -23,10 +26,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use r2r::sensor_msgs::msg::{Image, PointCloud2};
+use r2r::sensor_msgs::msg::Image;
+use r2r::std_msgs::msg::Header;
 use r2r::QosProfile;
 
 use super::run::topic;
+use crate::features::{Descriptor, Keypoint};
+use crate::ros::convert::KeypointsCdr;
 use crate::ros::take::ImageTaker;
 use crate::ros::trace::Trace;
 
@@ -54,6 +60,10 @@ pub struct RelayArgs {
     /// PointCloud2 carrying the frame's header on INPUT/keypoints
     #[arg(long, default_value = "image")]
     pub mode: String,
+    /// `header`: keypoints (with descriptors) in the answered cloud, as many as the node
+    /// publishes for the benchmark's frames (0: an empty cloud)
+    #[arg(long, default_value_t = 0)]
+    pub points: usize,
 }
 
 /// Entry point of `gpu_features_relay`; returns the exit code.
@@ -80,7 +90,36 @@ pub fn main() -> i32 {
 
 enum Answer {
     Image(r2r::Publisher<Image>),
-    Header(r2r::Publisher<PointCloud2>, PointCloud2),
+    /// The publisher, the frame's header, the cloud's keypoints and descriptors, and the
+    /// node's encoder.
+    Header(Box<HeaderAnswer>),
+}
+
+struct HeaderAnswer {
+    publisher: r2r::PublisherUntyped,
+    header: Header,
+    keypoints: Vec<Keypoint>,
+    descriptors: Vec<Descriptor>,
+    cdr: KeypointsCdr,
+}
+
+/// `n` made-up keypoints spread over a 1920x1080 frame, with made-up descriptors: the
+/// bytes of a cloud of the node's size (their values do not matter to the transport).
+fn made_up_keypoints(n: usize) -> (Vec<Keypoint>, Vec<Descriptor>) {
+    let keypoints = (0..n)
+        .map(|i| Keypoint {
+            x: (i * 37 % 1920) as f32 + 0.5,
+            y: (i * 53 % 1080) as f32 + 0.25,
+            response: 1e-4 * (i % 97) as f32,
+            size: 31.0,
+            angle: (i * 7 % 360) as f32,
+            octave: (i % 8) as i32,
+        })
+        .collect();
+    let descriptors = (0..n)
+        .map(|i| std::array::from_fn(|j| (i * 31 + j * 7) as u8))
+        .collect();
+    (keypoints, descriptors)
 }
 
 struct Counts {
@@ -125,11 +164,16 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
             )
         } else {
             let t = topic(&args.namespace, name, "keypoints");
-            Answer::Header(
-                node.create_publisher::<PointCloud2>(&t, out_qos)
+            let (keypoints, descriptors) = made_up_keypoints(args.points);
+            Answer::Header(Box::new(HeaderAnswer {
+                publisher: node
+                    .create_publisher_untyped(&t, "sensor_msgs/msg/PointCloud2", out_qos)
                     .map_err(|e| format!("publisher {t}: {e}"))?,
-                PointCloud2::default(),
-            )
+                header: Header::default(),
+                keypoints,
+                descriptors,
+                cdr: KeypointsCdr::default(),
+            }))
         };
         let c = Arc::new(Mutex::new(Counts {
             received: 0,
@@ -151,9 +195,12 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
                         let stamp = msg.stamp_ns();
                         let ok = match answer {
                             Answer::Image(p) => p.publish_native(msg.native_mut()).is_ok(),
-                            Answer::Header(p, cloud) => {
-                                msg.header_into(&mut cloud.header);
-                                p.publish(cloud).is_ok()
+                            Answer::Header(a) => {
+                                msg.header_into(&mut a.header);
+                                let bytes =
+                                    a.cdr
+                                        .encode(&a.header, &a.keypoints, Some(&a.descriptors[..]));
+                                a.publisher.publish_raw(bytes).is_ok()
                             }
                         };
                         let mut c = c.lock().unwrap();

@@ -31,6 +31,10 @@ pub struct InputResult {
     pub node_latency_ms: BTreeMap<String, f64>,
     /// Frames answered per minute of the run.
     pub answered_per_minute: Vec<u64>,
+    /// Mean points of the answered clouds (the keypoints published per frame, or the
+    /// relay's `--points`); none when the answers are images.
+    #[serde(default)]
+    pub answer_points: Option<f64>,
     /// The same input's transport floor (a relay run of the same machine, --floor).
     pub floor: Option<Floor>,
 }
@@ -276,8 +280,11 @@ impl LoadReport {
             ),
             None => ("-".into(), "-".into()),
         };
+        let points = i
+            .answer_points
+            .map_or(String::new(), |p| format!(", {p:.0} points"));
         format!(
-            "| {} | {name} | {} | {} ({:.1}/s) | {} | {} | {:.2} / {:.2} | {floor} | {over} | {} / {} | {} | {} |",
+            "| {} | {name} | {} | {} ({:.1}/s{points}) | {} | {} | {:.2} / {:.2} | {floor} | {over} | {} / {} | {} | {} |",
             self.label,
             i.sent,
             i.answered,
@@ -380,6 +387,10 @@ mod tests {
             row.contains("| 1.50 / 2.00 (3 lost) | +0.75 / +1.00 |"),
             "{row}"
         );
+        assert!(row.contains("| 300 (30.0/s) |"), "{row}");
+        ours.inputs[0].answer_points = Some(1210.4);
+        let row = ours.row(&ours.inputs[0]);
+        assert!(row.contains("| 300 (30.0/s, 1210 points) |"), "{row}");
         assert_eq!(
             row.matches('|').count(),
             table_header().lines().next().unwrap().matches('|').count()

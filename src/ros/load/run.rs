@@ -30,6 +30,8 @@ struct Received {
     /// (frame number, round trip ms, arrival) of answered measured frames.
     answers: Vec<(u32, f64, Instant)>,
     warmup_answered: u64,
+    /// Points of the measured answers that are clouds: (sum, clouds).
+    answer_points: (u64, u64),
     /// Last /diagnostics values of this input, and the stage sums (ms * frames, frames).
     node: BTreeMap<String, String>,
     stage_sum: BTreeMap<String, (f64, f64)>,
@@ -46,7 +48,8 @@ struct Shared {
 
 impl Shared {
     /// An answer of input `k` with this header stamp arrived now.
-    fn answered(&self, k: usize, stamp: &r2r::builtin_interfaces::msg::Time) {
+    /// `points`: the answer's points when it is a cloud.
+    fn answered(&self, k: usize, stamp: &r2r::builtin_interfaces::msg::Time, points: Option<u32>) {
         let now = Instant::now();
         let mut r = self.inputs[k].lock().unwrap();
         if stamp.sec == WARMUP_SEC {
@@ -54,6 +57,10 @@ impl Shared {
         } else if let Some(n) = measured_frame(stamp, self.period_ns) {
             if let Some(Some(t)) = r.sent_at.get(n as usize).copied() {
                 r.answers.push((n, (now - t).as_secs_f64() * 1e3, now));
+                if let Some(p) = points {
+                    r.answer_points.0 += p as u64;
+                    r.answer_points.1 += 1;
+                }
             }
         }
     }
@@ -202,7 +209,7 @@ async fn run_async(
                 .map_err(|e| format!("subscribe {answer}: {e}"))?;
             tokio::spawn(async move {
                 while let Some(msg) = sub.next().await {
-                    shared.answered(k, &msg.header.stamp);
+                    shared.answered(k, &msg.header.stamp, None);
                 }
             });
         } else {
@@ -211,7 +218,8 @@ async fn run_async(
                 .map_err(|e| format!("subscribe {answer}: {e}"))?;
             tokio::spawn(async move {
                 while let Some(msg) = sub.next().await {
-                    shared.answered(k, &msg.header.stamp);
+                    let points = msg.width.saturating_mul(msg.height);
+                    shared.answered(k, &msg.header.stamp, Some(points));
                 }
             });
         }
@@ -422,6 +430,8 @@ async fn run_async(
                 .collect(),
             node_latency_ms: parse_node_summary(&node_log, name).unwrap_or_default(),
             answered_per_minute: per_minute,
+            answer_points: (r.answer_points.1 > 0)
+                .then(|| r.answer_points.0 as f64 / r.answer_points.1 as f64),
             floor: None,
         });
     }

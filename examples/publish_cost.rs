@@ -1,0 +1,174 @@
+//! What one publication of a `sensor_msgs/PointCloud2` costs the publishing thread, by
+//! message size, QoS and Fast DDS setting, with no pipeline around it (docs/ros.md, "The
+//! keypoints' publication"): the node's `keypoints` part without the node.
+//!
+//! ```sh
+//! eval "$(scripts/setup-ros.sh --env)"
+//! export FASTDDS_DEFAULT_PROFILES_FILE=$PWD/config/fastdds_large_frames.xml
+//! CARGO_TARGET_DIR=target/ros cargo run --release --features ros --example publish_cost -- \
+//!     --bytes 68000 --reliability reliable --frames 600 --rate 60
+//! ```
+//!
+//! The process starts a copy of itself as the subscriber (another process, as a SLAM
+//! front-end is), waits until it has matched, publishes `--frames` clouds of `--bytes` bytes
+//! of point data at `--rate` Hz with `publish_raw` (as the node does), and prints the
+//! publish call's time p50 / p99 and the delivery time (publish call to the subscriber's
+//! take, both on CLOCK_MONOTONIC) p50 / p99 in ms. Environment variables of Fast DDS
+//! (`RMW_FASTRTPS_PUBLICATION_MODE`, the profile) apply to both processes.
+
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt};
+use r2r::sensor_msgs::msg::PointCloud2;
+use r2r::{QosProfile, WrappedTypesupport};
+
+const TOPIC: &str = "/publish_cost/cloud";
+const TYPE: &str = "sensor_msgs/msg/PointCloud2";
+
+fn now_ns() -> i64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec * 1_000_000_000 + t.tv_nsec
+}
+
+fn qos(reliability: &str) -> QosProfile {
+    let q = QosProfile::default().keep_last(5);
+    if reliability == "best_effort" {
+        q.best_effort()
+    } else {
+        q
+    }
+}
+
+fn arg(args: &[String], name: &str, default: &str) -> String {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_else(|| default.to_string())
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+/// The subscriber: prints one line per message, the delivery time in ns, until `frames`.
+fn subscribe(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let frames: usize = arg(args, "--frames", "600").parse()?;
+    let ctx = r2r::Context::create()?;
+    let mut node = r2r::Node::create(ctx, "publish_cost_sub", "")?;
+    let mut sub = node.subscribe_raw(
+        TOPIC,
+        TYPE,
+        qos(&arg(args, "--sub-reliability", "reliable")),
+    )?;
+    let mut seen = 0;
+    let mut delays = Vec::with_capacity(frames);
+    let deadline = Instant::now() + Duration::from_secs(frames as u64 / 10 + 30);
+    while seen < frames && Instant::now() < deadline {
+        node.spin_once(Duration::from_millis(5));
+        while let Some(Some(bytes)) = sub.next().now_or_never() {
+            let now = now_ns();
+            // CDR: 4 bytes of encapsulation, then header.stamp.sec (i32), nanosec (u32).
+            if bytes.len() >= 12 {
+                let sec = i32::from_le_bytes(bytes[4..8].try_into().unwrap()) as i64;
+                let nsec = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as i64;
+                if sec > 0 {
+                    delays.push((now - (sec * 1_000_000_000 + nsec)) as f64 / 1e6);
+                }
+            }
+            seen += 1;
+        }
+    }
+    let n = delays.len();
+    println!(
+        "delivered {n} delivery_p50 {:.4} delivery_p99 {:.4}",
+        percentile(&mut delays, 0.5),
+        percentile(&mut delays, 0.99)
+    );
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("sub") {
+        return subscribe(&args);
+    }
+    let bytes: usize = arg(&args, "--bytes", "68000").parse()?;
+    let frames: usize = arg(&args, "--frames", "600").parse()?;
+    let rate: f64 = arg(&args, "--rate", "60").parse()?;
+    let reliability = arg(&args, "--reliability", "reliable");
+    let sub_reliability = arg(&args, "--sub-reliability", &reliability);
+
+    let ctx = r2r::Context::create()?;
+    let mut node = r2r::Node::create(ctx, "publish_cost_pub", "")?;
+    let publisher = node.create_publisher_untyped(TOPIC, TYPE, qos(&reliability))?;
+    let child = std::process::Command::new(std::env::current_exe()?)
+        .args([
+            "sub",
+            "--frames",
+            &frames.to_string(),
+            "--sub-reliability",
+            &sub_reliability,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let wait_until = Instant::now() + Duration::from_secs(20);
+    while publisher
+        .get_inter_process_subscription_count()
+        .unwrap_or(0)
+        == 0
+    {
+        if Instant::now() > wait_until {
+            return Err("the subscriber did not match within 20 s".into());
+        }
+        node.spin_once(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+
+    // The message, serialized once; each publication writes its stamp into the CDR.
+    let msg = PointCloud2 {
+        height: 1,
+        width: (bytes / 56) as u32,
+        point_step: 56,
+        row_step: bytes as u32,
+        data: (0..bytes).map(|i| (i * 7) as u8).collect(),
+        is_dense: true,
+        ..Default::default()
+    };
+    let mut cdr = msg.to_serialized_bytes()?;
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let mut calls = Vec::with_capacity(frames);
+    let start = Instant::now();
+    for k in 0..frames {
+        let due = start + period.mul_f64(k as f64);
+        if let Some(d) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+        let t = now_ns();
+        cdr[4..8].copy_from_slice(&((t / 1_000_000_000) as i32).to_le_bytes());
+        cdr[8..12].copy_from_slice(&((t % 1_000_000_000) as u32).to_le_bytes());
+        let t0 = Instant::now();
+        publisher.publish_raw(&cdr)?;
+        calls.push(t0.elapsed().as_secs_f64() * 1e3);
+        node.spin_once(Duration::ZERO);
+    }
+    let out = child.wait_with_output()?;
+    println!(
+        "bytes {} reliability {reliability} sub {sub_reliability} mode {} publish_p50 {:.4} publish_p99 {:.4} {}",
+        cdr.len(),
+        std::env::var("RMW_FASTRTPS_PUBLICATION_MODE").unwrap_or_else(|_| "default".into()),
+        percentile(&mut calls, 0.5),
+        percentile(&mut calls, 0.99),
+        String::from_utf8_lossy(&out.stdout).trim()
+    );
+    Ok(())
+}
