@@ -1,6 +1,6 @@
 //! What one publication of a `sensor_msgs/PointCloud2` costs the publishing thread, by
-//! message size, QoS and Fast DDS setting, with no pipeline around it (docs/ros.md, "The
-//! keypoints' publication"): the node's `keypoints` part without the node.
+//! message size, QoS and Fast DDS setting, with no pipeline around it (docs/ros.md, "Large
+//! frames between processes"): the node's `keypoints` part without the node.
 //!
 //! ```sh
 //! eval "$(scripts/setup-ros.sh --env)"
@@ -19,21 +19,13 @@
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
+use gpu_features::report::pct;
+use gpu_features::ros::trace::monotonic_ns;
 use r2r::sensor_msgs::msg::PointCloud2;
 use r2r::{QosProfile, WrappedTypesupport};
 
 const TOPIC: &str = "/publish_cost/cloud";
 const TYPE: &str = "sensor_msgs/msg/PointCloud2";
-
-fn now_ns() -> i64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec * 1_000_000_000 + t.tv_nsec
-}
 
 fn qos(reliability: &str) -> QosProfile {
     let q = QosProfile::default().keep_last(5);
@@ -52,15 +44,14 @@ fn arg(args: &[String], name: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() - 1) as f64 * p).round() as usize]
+/// p50 and p99 of `v` (sorted here), with the project's percentile.
+fn p50_p99(v: &mut [f64]) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (pct(v, 50.0), pct(v, 99.0))
 }
 
-/// The subscriber: prints one line per message, the delivery time in ns, until `frames`.
+/// The subscriber: takes `--frames` clouds (or gives up after a deadline) and prints one
+/// line, the delivery time's p50 and p99 in ms.
 fn subscribe(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let frames: usize = arg(args, "--frames", "600").parse()?;
     let ctx = r2r::Context::create()?;
@@ -76,7 +67,7 @@ fn subscribe(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     while seen < frames && Instant::now() < deadline {
         node.spin_once(Duration::from_millis(5));
         while let Some(Some(bytes)) = sub.next().now_or_never() {
-            let now = now_ns();
+            let now = monotonic_ns(Instant::now()) as i64;
             // CDR: 4 bytes of encapsulation, then header.stamp.sec (i32), nanosec (u32).
             if bytes.len() >= 12 {
                 let sec = i32::from_le_bytes(bytes[4..8].try_into().unwrap()) as i64;
@@ -89,11 +80,8 @@ fn subscribe(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let n = delays.len();
-    println!(
-        "delivered {n} delivery_p50 {:.4} delivery_p99 {:.4}",
-        percentile(&mut delays, 0.5),
-        percentile(&mut delays, 0.99)
-    );
+    let (p50, p99) = p50_p99(&mut delays);
+    println!("delivered {n} delivery_p50 {p50:.4} delivery_p99 {p99:.4}");
     Ok(())
 }
 
@@ -153,7 +141,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(d) = due.checked_duration_since(Instant::now()) {
             std::thread::sleep(d);
         }
-        let t = now_ns();
+        let t = monotonic_ns(Instant::now()) as i64;
         cdr[4..8].copy_from_slice(&((t / 1_000_000_000) as i32).to_le_bytes());
         cdr[8..12].copy_from_slice(&((t % 1_000_000_000) as u32).to_le_bytes());
         let t0 = Instant::now();
@@ -162,12 +150,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         node.spin_once(Duration::ZERO);
     }
     let out = child.wait_with_output()?;
+    let (p50, p99) = p50_p99(&mut calls);
     println!(
-        "bytes {} reliability {reliability} sub {sub_reliability} mode {} publish_p50 {:.4} publish_p99 {:.4} {}",
+        "bytes {} reliability {reliability} sub {sub_reliability} mode {} publish_p50 {p50:.4} publish_p99 {p99:.4} {}",
         cdr.len(),
         std::env::var("RMW_FASTRTPS_PUBLICATION_MODE").unwrap_or_else(|_| "default".into()),
-        percentile(&mut calls, 0.5),
-        percentile(&mut calls, 0.99),
         String::from_utf8_lossy(&out.stdout).trim()
     );
     Ok(())

@@ -47,8 +47,7 @@ struct Shared {
 }
 
 impl Shared {
-    /// An answer of input `k` with this header stamp arrived now.
-    /// `points`: the answer's points when it is a cloud.
+    /// An answer of input `k` with this header stamp (and `points`, if a cloud) arrived now.
     fn answered(&self, k: usize, stamp: &r2r::builtin_interfaces::msg::Time, points: Option<u32>) {
         let now = Instant::now();
         let mut r = self.inputs[k].lock().unwrap();
