@@ -38,6 +38,9 @@
 #      GF_NODE_BENCH_QOS (default: the node's image QoS, best effort depth 1; reliable:DEPTH
 #      for the node and the relays, docs/ros.md "Frames lost between processes"),
 #      GF_NODE_BENCH_PARAMS (extra node parameters, "key:=value ...", e.g. "cuda.prewake_us:=0"),
+#      GF_NODE_BENCH_VARIANTS (node variants run one after the other against the same floor
+#      in each case: space-separated, each a comma-separated list of node parameters, e.g.
+#      "image_take:=serialized image_take:=message"; default: one run, no extra parameter),
 #      GF_NODE_BENCH_ROUNDS (1: the cases run once; N: all of them N times in turn, each run
 #      with its own relay floor, to tell a change from the run-to-run spread),
 #      ROS_DOMAIN_ID (default 42).
@@ -205,22 +208,31 @@ run() {
     done
     local floor=()
     [ -n "$floor_json" ] && [ -s "$floor_json" ] && floor=(--floor "$floor_json")
-    local extra=()
-    for x in ${GF_NODE_BENCH_PARAMS:-}; do extra+=(-p "$x"); done
-    export GF_TRACE_DIR=$out/trace/node-$tag
-    "$dir/bin/gpu_features_node" --ros-args -p backend:="$backend" -p diagnostics_period:=1.0 \
-      "${params[@]}" "${node_qos[@]}" "${extra[@]}" >"$out/logs/node-$tag.log" 2>&1 &
-    local node=$!
-    "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
-      --encodings "$enc" --rate "$rate" --duration "${secs}s" --images "$images" \
-      --node-pid "$node" --node-log "$out/logs/node-$tag.log" --label "$label" \
-      --json "$out/logs/load-$tag.json" --markdown "$md" "${floor[@]}" \
-      >"$out/logs/load-$tag.log" 2>&1 \
-      || { echo "[node-gpu-bench] $tag failed:"; tail -5 "$out/logs/load-$tag.log"; }
-    kill "$node" 2>/dev/null || true; wait "$node" 2>/dev/null || true
-    python3 "$dir/trace_split.py" "$GF_TRACE_DIR" --label "$label" >>"$split" || true
-    unset GF_TRACE_DIR
-    echo "[node-gpu-bench] $tag done"
+    local variant
+    for variant in ${GF_NODE_BENCH_VARIANTS:--}; do
+      local extra=() vtag=$tag vlabel=$label
+      for x in ${GF_NODE_BENCH_PARAMS:-}; do extra+=(-p "$x"); done
+      if [ "$variant" != - ]; then
+        local vp
+        IFS=, read -ra vp <<<"$variant"
+        for x in "${vp[@]}"; do extra+=(-p "$x"); done
+        vtag="$tag-${variant//[^A-Za-z0-9]/_}" vlabel="$label, $variant"
+      fi
+      export GF_TRACE_DIR=$out/trace/node-$vtag
+      "$dir/bin/gpu_features_node" --ros-args -p backend:="$backend" -p diagnostics_period:=1.0 \
+        "${params[@]}" "${node_qos[@]}" "${extra[@]}" >"$out/logs/node-$vtag.log" 2>&1 &
+      local node=$!
+      "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
+        --encodings "$enc" --rate "$rate" --duration "${secs}s" --images "$images" \
+        --node-pid "$node" --node-log "$out/logs/node-$vtag.log" --label "$vlabel" \
+        --json "$out/logs/load-$vtag.json" --markdown "$md" "${floor[@]}" \
+        >"$out/logs/load-$vtag.log" 2>&1 \
+        || { echo "[node-gpu-bench] $vtag failed:"; tail -5 "$out/logs/load-$vtag.log"; }
+      kill "$node" 2>/dev/null || true; wait "$node" 2>/dev/null || true
+      python3 "$dir/trace_split.py" "$GF_TRACE_DIR" --label "$vlabel" >>"$split" || true
+      unset GF_TRACE_DIR
+      echo "[node-gpu-bench] $vtag done"
+    done
   done
   { echo; echo "Round trips split (scripts/trace_split.py: way in = the load's publish -> taken, node = -> keypoints published, way back = -> arrival in the load; one clock):"; echo; cat "$split"; } >>"$md"
   rm -f "$split"
