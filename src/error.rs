@@ -24,8 +24,6 @@ pub enum DecodeError {
     BufferTooShort { len: usize, need: usize },
     #[error("encoding {encoding} packs pixel pairs and needs an even width, got {width}")]
     OddWidth { encoding: String, width: usize },
-    #[error("the message is not a serialized sensor_msgs/Image: {0}")]
-    NotAnImage(String),
 }
 
 #[derive(Debug, thiserror::Error)]

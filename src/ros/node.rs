@@ -26,7 +26,7 @@ use r2r::QosProfile;
 
 use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
 use super::params::NodeParams;
-use super::take::{ImageSubscriptions, ImageTaker, TakenImage};
+use super::take::{ImageTaker, NativeImage};
 use super::trace::{self, Trace};
 use super::tracks::{
     camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs, TRACK_PARTS,
@@ -172,25 +172,12 @@ async fn run_async() -> Result<(), String> {
         .map(|_| Arc::new(Mutex::new(CameraState::Missing)))
         .collect();
     let link = Arc::new(StereoLink::default());
-    // The images' subscriptions (ros::take): serialized ones on rcl objects of their own,
-    // or r2r's native ones, which the spinning thread drains.
-    let image_topics: Vec<String> = names.iter().map(|n| topic(n, "image")).collect();
-    let serialized = settings.image_take == "serialized";
-    let subs = if serialized {
-        Some(ImageSubscriptions::new(NODE_NAME, "", &image_topics, &qos)?)
-    } else {
-        None
-    };
     let mut takers = Vec::new();
-    let mut slots = Vec::new();
-    // The one input's state when the thread that takes the images runs its frames itself.
+    // The one input's state when the spinning thread runs its frames itself.
     let mut inline: Option<Running> = None;
     for (index, name) in names.iter().enumerate() {
-        if !serialized {
-            let taker = ImageTaker::subscribe(&mut node, &image_topics[index], qos.clone())
-                .map_err(|e| format!("subscribe {}: {e}", image_topics[index]))?;
-            takers.push(taker);
-        }
+        let taker = ImageTaker::subscribe(&mut node, &topic(name, "image"), qos.clone())
+            .map_err(|e| format!("subscribe {}: {e}", topic(name, "image")))?;
         let out_qos = QosProfile::default().keep_last(5);
         let pub_kp = node
             .create_publisher_untyped(
@@ -240,8 +227,8 @@ async fn run_async() -> Result<(), String> {
             })),
         };
 
-        // receiver: the taking thread hands each frame to the slot (newest wins)
-        slots.push((input.slot.clone(), input.stats.clone()));
+        // receiver: the spinning thread hands each frame to the slot (newest wins)
+        takers.push((taker, input.slot.clone(), input.stats.clone()));
 
         // worker: owns its pipeline (created on its own thread; a start error stops the node)
         let (init_tx, init_rx) = std::sync::mpsc::channel::<Result<String, String>>();
@@ -267,12 +254,11 @@ async fn run_async() -> Result<(), String> {
             let (running, backend) = w.start(backend_choice)?;
             r2r::log_info!(
                 &logger,
-                "input {:?}: subscribed to {} ({} depth {}, take {}), backend {backend}, run on the thread that takes its images",
+                "input {:?}: subscribed to {} ({} depth {}), backend {backend}, run on the spinning thread",
                 input.name,
                 topic(name, "image"),
                 settings.reliability,
-                settings.depth,
-                settings.image_take
+                settings.depth
             );
             inline = Some(running);
             inputs.push(input);
@@ -286,12 +272,11 @@ async fn run_async() -> Result<(), String> {
             Ok(Ok(backend)) => {
                 r2r::log_info!(
                     &logger,
-                    "input {:?}: subscribed to {} ({} depth {}, take {}), backend {backend}",
+                    "input {:?}: subscribed to {} ({} depth {}), backend {backend}",
                     input.name,
                     topic(name, "image"),
                     settings.reliability,
-                    settings.depth,
-                    settings.image_take
+                    settings.depth
                 );
             }
             Ok(Err(e)) => return Err(e),
@@ -339,68 +324,45 @@ async fn run_async() -> Result<(), String> {
         }
     });
 
-    // rcl is synchronous: spin it on a blocking thread until shutdown. The images are
-    // taken right after `spin_once` there (native), or by a thread that waits on their own
-    // subscriptions (serialized; ros::take).
+    // rcl is synchronous: spin it on a blocking thread until shutdown.
     let spin_stop = shutdown.clone();
-    let mut taking = Taking {
-        slots,
-        inline,
-        gpu: backend_choice != BackendChoice::Cpu,
-        copies: false,
-        params: params.clone(),
-        logger: logger.clone(),
-    };
-    let mut take_thread = None;
-    let spinner = match subs {
-        None => tokio::task::spawn_blocking(move || {
-            while !spin_stop.load(Ordering::SeqCst) {
-                node.spin_once(Duration::from_millis(10));
-                let mut taken = false;
-                for (i, taker) in takers.iter_mut().enumerate() {
-                    while let Some(msg) = taker.try_take() {
-                        taking.deliver(i, TakenImage::Native(msg));
-                        taken = true;
-                    }
+    // The images are taken here, right after `spin_once` (ros::take).
+    let spin_params = params.clone();
+    let spin_logger = logger.clone();
+    let gpu = backend_choice != BackendChoice::Cpu;
+    let spinner = tokio::task::spawn_blocking(move || {
+        while !spin_stop.load(Ordering::SeqCst) {
+            node.spin_once(Duration::from_millis(10));
+            let mut taken = false;
+            if let Some(running) = inline.as_mut() {
+                // Through the input's slot as for a worker (newest wins, the others count
+                // as dropped), then taken back at once.
+                let (taker, slot, stats) = &mut takers[0];
+                while let Some(msg) = taker.try_take() {
+                    deliver(slot, stats, msg);
                 }
-                taking.run(taken);
+                let pending = slot.frame.lock().unwrap().take();
+                if let Some(pending) = pending {
+                    if gpu {
+                        prewake(&spin_params);
+                    }
+                    run_inline(running, pending, &spin_logger);
+                }
+                continue;
             }
-            drop(takers);
-            drop(taking);
-            node // dropped on the runtime thread after the workers are joined
-        }),
-        Some(mut subs) => {
-            let stop = shutdown.clone();
-            let t = std::thread::Builder::new()
-                .name("gf-take".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::SeqCst) {
-                        subs.wait(Duration::from_millis(10));
-                        let mut taken = false;
-                        for i in 0..taking.slots.len() {
-                            while let Some(r) = subs.try_take(i) {
-                                match r {
-                                    Ok(msg) => taking.deliver(i, TakenImage::Serialized(msg)),
-                                    Err(e) => taking.take_failed(i, &e),
-                                }
-                                taken = true;
-                            }
-                        }
-                        taking.run(taken);
-                    }
-                    drop(taking);
-                    subs
-                })
-                .map_err(|e| format!("thread: {e}"))?;
-            take_thread = Some(t);
-            tokio::task::spawn_blocking(move || {
-                while !spin_stop.load(Ordering::SeqCst) {
-                    node.spin_once(Duration::from_millis(10));
+            for (taker, slot, stats) in &mut takers {
+                while let Some(msg) = taker.try_take() {
+                    deliver(slot, stats, msg);
+                    taken = true;
                 }
-                node
-            })
+            }
+            if taken && gpu {
+                prewake(&spin_params);
+            }
         }
-    };
+        drop(takers);
+        node // dropped on the runtime thread after the workers are joined
+    });
 
     wait_for_signal().await;
     r2r::log_info!(&logger, "shutting down");
@@ -412,7 +374,6 @@ async fn run_async() -> Result<(), String> {
         let _ = w.join();
     }
     let node = spinner.await.ok();
-    let subs = take_thread.and_then(|t| t.join().ok());
     for i in &inputs {
         let s = i.stats.lock().unwrap();
         let mut l = s.all_latency_ms.clone();
@@ -456,7 +417,6 @@ async fn run_async() -> Result<(), String> {
             );
         }
     }
-    drop(subs);
     drop(node);
     Ok(())
 }
@@ -479,77 +439,6 @@ fn p50_p99_fields(names: &[&str], values: &[Vec<f64>]) -> String {
         .collect()
 }
 
-/// The thread that takes the images: it hands each to its input's slot, and runs the
-/// frames of a single input itself (module docs).
-struct Taking {
-    slots: Vec<(Arc<Slot>, Arc<Mutex<Stats>>)>,
-    inline: Option<Running>,
-    gpu: bool,
-    /// A frame of this round will be copied by the helper threads (prewake them).
-    copies: bool,
-    params: Arc<Mutex<NodeParams>>,
-    logger: String,
-}
-
-impl Taking {
-    /// A frame into input `i`'s slot, replacing (and counting as dropped) one not yet taken.
-    fn deliver(&mut self, i: usize, msg: TakenImage) {
-        let (slot, stats) = &self.slots[i];
-        let received = Instant::now();
-        self.copies |= msg.copied_on_host();
-        let replaced = slot
-            .frame
-            .lock()
-            .unwrap()
-            .replace(Pending { msg, received });
-        slot.ready.notify_one();
-        let mut s = stats.lock().unwrap();
-        s.received += 1;
-        if replaced.is_some() {
-            s.dropped += 1;
-        }
-        drop(s);
-        drop(replaced); // its frame buffer back to the pool, outside the locks
-    }
-
-    /// A take that rcl failed: counted with the bad messages, logged.
-    fn take_failed(&mut self, i: usize, e: &str) {
-        let mut s = self.slots[i].1.lock().unwrap();
-        s.decode_errors += 1;
-        s.w_decode_errors += 1;
-        s.last_error = e.to_string();
-        r2r::log_error!(&self.logger, "taking an image failed: {e}");
-    }
-
-    /// After a round of takes: the single input's newest frame run here (through its slot,
-    /// as for a worker: newest wins, the others count as dropped); with workers, their
-    /// helper threads woken if a frame came that they will copy.
-    fn run(&mut self, taken: bool) {
-        let wake = std::mem::take(&mut self.copies) && self.gpu;
-        let Some(running) = self.inline.as_mut() else {
-            if taken && wake {
-                prewake(&self.params);
-            }
-            return;
-        };
-        let pending = self.slots[0].0.frame.lock().unwrap().take();
-        let Some(pending) = pending else {
-            return;
-        };
-        if wake {
-            prewake(&self.params);
-        }
-        let taken = pending.received;
-        // A panic outside the pipeline (which catches its own) is caught here too, so that
-        // the node keeps taking images.
-        let step = std::panic::AssertUnwindSafe(|| running.step(pending, taken));
-        if std::panic::catch_unwind(step).is_err() {
-            r2r::log_error!(&self.logger, "the frame's outputs panicked; the node goes on");
-            running.w.stats.lock().unwrap().process_errors += 1;
-        }
-    }
-}
-
 /// Wakes the helper threads that will copy the frames just handed over into pinned memory
 /// (`cuda.prewake_us`; `cuda::crew::prewake`): they spin for the copy instead of waking when
 /// it starts (performance.md, change 68).
@@ -558,6 +447,34 @@ fn prewake(params: &Mutex<NodeParams>) {
     crate::cuda::crew::prewake_us(params.lock().unwrap().live.config.cuda.prewake_us);
     #[cfg(not(feature = "cuda"))]
     let _ = params;
+}
+
+/// One frame of the single input on the spinning thread. A panic outside the pipeline
+/// (which catches its own) is caught here too, so that the node keeps spinning.
+fn run_inline(running: &mut Running, pending: Pending, logger: &str) {
+    let taken = pending.received;
+    let step = std::panic::AssertUnwindSafe(|| running.step(pending, taken));
+    if std::panic::catch_unwind(step).is_err() {
+        r2r::log_error!(logger, "the frame's outputs panicked; the node goes on");
+        running.w.stats.lock().unwrap().process_errors += 1;
+    }
+}
+
+/// A frame into its input's slot, replacing (and counting as dropped) one not yet taken.
+fn deliver(slot: &Slot, stats: &Mutex<Stats>, msg: NativeImage) {
+    let received = Instant::now();
+    let replaced = slot
+        .frame
+        .lock()
+        .unwrap()
+        .replace(Pending { msg, received })
+        .is_some();
+    slot.ready.notify_one();
+    let mut s = stats.lock().unwrap();
+    s.received += 1;
+    if replaced {
+        s.dropped += 1;
+    }
 }
 
 async fn wait_for_signal() {

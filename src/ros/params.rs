@@ -14,7 +14,6 @@
 //! | `diagnostics_period`   | double (s)   | `1.0`          | read-only   |
 //! | `feature_format`       | string       | `vins_fusion`  | read-only   |
 //! | `keep_freed_memory`    | bool         | `true`         | read-only   |
-//! | `image_take`           | string       | `serialized`   | read-only   |
 //! | `debug_image`          | bool         | `false`        | yes         |
 //! | `match.previous`       | bool         | `false`        | yes         |
 //!
@@ -39,7 +38,7 @@ use crate::config::Config;
 /// The node setting that turns the `matches` output on.
 pub const MATCH_PREVIOUS: &str = "match.previous";
 
-const READ_ONLY: [&str; 9] = [
+const READ_ONLY: [&str; 8] = [
     "backend",
     "cuda.device",
     "inputs",
@@ -48,7 +47,6 @@ const READ_ONLY: [&str; 9] = [
     "diagnostics_period",
     "feature_format",
     "keep_freed_memory",
-    "image_take",
 ];
 
 /// What the workers read before each frame.
@@ -224,10 +222,6 @@ impl NodeParams {
                 ParameterValue::Bool(s.keep_freed_memory),
             ),
             (
-                "image_take".to_string(),
-                ParameterValue::String(s.image_take.clone()),
-            ),
-            (
                 "debug_image".to_string(),
                 ParameterValue::Bool(self.live.debug_image),
             ),
@@ -358,8 +352,6 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
         ("feature_format", _) => return Err(wrong("a string")),
         ("keep_freed_memory", ParameterValue::Bool(x)) => s.keep_freed_memory = *x,
         ("keep_freed_memory", _) => return Err(wrong("a bool")),
-        ("image_take", ParameterValue::String(x)) => s.image_take = x.clone(),
-        ("image_take", _) => return Err(wrong("a string")),
         ("diagnostics_period", ParameterValue::Integer(x)) => s.diagnostics_period = *x as f64,
         ("backend" | "image_qos.reliability", _) => return Err(wrong("a string")),
         ("inputs", _) => return Err(wrong("a string array")),
@@ -532,23 +524,6 @@ mod tests {
             e.contains("keep_freed_memory") && e.contains("a bool"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn image_take_is_a_read_only_start_up_choice() {
-        let mut p = NodeParams::new();
-        assert_eq!(p.settings.image_take, "serialized");
-        p.apply_initial(&[("image_take".into(), ParameterValue::String("message".into()))])
-            .unwrap();
-        assert_eq!(p.settings.image_take, "message");
-        let e = p
-            .set("image_take", &ParameterValue::String("serialized".into()))
-            .unwrap_err();
-        assert!(e.contains("read-only"), "{e}");
-        let e = NodeParams::new()
-            .apply_initial(&[("image_take".into(), ParameterValue::String("loaned".into()))])
-            .unwrap_err();
-        assert!(e.contains("image_take") && e.contains("serialized or message"), "{e}");
     }
 
     #[test]

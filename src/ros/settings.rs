@@ -1,5 +1,5 @@
 //! The node's settings fixed at start (backend, CUDA device, inputs, image QoS, diagnostics
-//! period, VINS's layout, the allocator's retention, the image take): their values and their validation, and
+//! period, VINS's layout, the allocator's retention): their values and their validation, and
 //! the process-wide ones applied ([`NodeSettings::select_cuda_device`],
 //! [`NodeSettings::apply_memory_policy`]). The parameters that carry them are in
 //! `params.rs`.
@@ -22,9 +22,6 @@ pub struct NodeSettings {
     /// glibc's malloc keeps freed frame buffers for the next frames instead of returning
     /// them to the kernel ([`NodeSettings::apply_memory_policy`]).
     pub keep_freed_memory: bool,
-    /// How images are taken (`ros::take`): `serialized` (the bytes straight into the
-    /// pipeline's page-locked frame buffers) or `message` (rcl's C message, then copied).
-    pub image_take: String,
 }
 
 impl Default for NodeSettings {
@@ -38,7 +35,6 @@ impl Default for NodeSettings {
             diagnostics_period: 1.0,
             feature_format: "vins_fusion".into(),
             keep_freed_memory: true,
-            image_take: "serialized".into(),
         }
     }
 }
@@ -95,12 +91,6 @@ impl NodeSettings {
             return Err(format!(
                 "image_qos.reliability: {:?} is not best_effort or reliable",
                 self.reliability
-            ));
-        }
-        if !matches!(self.image_take.as_str(), "serialized" | "message") {
-            return Err(format!(
-                "image_take: {:?} is not serialized or message",
-                self.image_take
             ));
         }
         if !(1..=1000).contains(&self.depth) {

@@ -14,7 +14,7 @@ use super::diagnostics::{RateLimit, Stats};
 use super::matches::PreviousFrame;
 use super::params::NodeParams;
 use super::publish::listened;
-use super::take::TakenImage;
+use super::take::NativeImage;
 use super::tracks::TrackOutputs;
 use crate::image::GrayImage;
 use crate::pipeline::{BackendChoice, Features, Pipeline};
@@ -23,7 +23,7 @@ use crate::pipeline::{BackendChoice, Features, Pipeline};
 const MAX_KEPT_LATENCIES: usize = 1 << 20;
 
 pub(super) struct Pending {
-    pub(super) msg: TakenImage,
+    pub(super) msg: NativeImage,
     pub(super) received: Instant,
 }
 
@@ -233,12 +233,8 @@ impl Running {
                 > 0;
         pipeline.want_edges(edges_listened || debug_listened);
         // A panic in a stage must not take the node down: count it, rebuild the backend.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match msg
-            .buffer()
-        {
-            // Taken into a frame buffer: uploaded from there (ros::take::serialized).
-            Some(buf) => pipeline.process_buffer_into(buf, &view, features),
-            None => pipeline.process_into(&view, features),
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pipeline.process_into(&view, features)
         }));
         match result {
             Ok(Ok(())) => {
@@ -379,16 +375,5 @@ impl Running {
             e.1 += 1;
         }
         s.backend = pipeline.backend().name().to_string();
-        drop(s);
-        // Frame buffers for the next frames, made after the first frame of a size.
-        if let TakenImage::Serialized(m) = &pending.msg {
-            if let Err(e) = m.pool().refill(pipeline) {
-                r2r::log_warn!(
-                    &w.logger,
-                    "input {}: {e}; its frames are copied instead",
-                    w.label
-                );
-            }
-        }
     }
 }

@@ -1,7 +1,9 @@
 //! Images taken as rcl's own C messages (`Node::subscribe_native`) and read in place: the
-//! pixels the middleware deserialized are not converted into a Rust `Image` first, and the
-//! messages are drained on the thread that spins the node, right after `spin_once` (no hop
-//! through the async runtime). The node's `image_take: message`, and the relay's take.
+//! pixels the middleware deserialized are not converted into a Rust `Image` first (r2r's
+//! typed subscription copies them into a new `Vec`: 2 MB per 1080p mono8 frame, 6 MB per
+//! bgr8 one), and the messages are drained on the thread that spins the node, right after
+//! `spin_once` (no hop through the async runtime). Used by the node and by the relay that
+//! measures the transport floor, so that both take a frame the same way.
 
 use std::task::{Context, Poll};
 
@@ -175,7 +177,7 @@ mod tests {
         assert_eq!(n.data(), &msg.data[..]);
         let (a, b) = (
             n.view().unwrap(),
-            crate::ros::convert::image_view(&msg).unwrap(),
+            super::super::convert::image_view(&msg).unwrap(),
         );
         assert_eq!(a.layout(), b.layout());
         assert_eq!(a.data(), b.data());
@@ -198,7 +200,7 @@ mod tests {
         ] {
             let n = NativeImage::from_image(&msg);
             assert!(n.view().is_err(), "{}", n.describe());
-            assert!(crate::ros::convert::image_view(&msg).is_err());
+            assert!(super::super::convert::image_view(&msg).is_err());
         }
     }
 }
