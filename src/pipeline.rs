@@ -191,60 +191,13 @@ impl Pipeline {
     /// stream of frames of one resolution stops allocating them after the first frame.
     /// On error `out` holds no stale keypoints or edges.
     pub fn process_into(&mut self, frame: &ImageView, out: &mut Features) -> Result<()> {
-        self.process_from(frame, None, out)
-    }
-
-    /// Host memory of `bytes` for frames that the caller writes itself (a message taken
-    /// from the middleware, a decoder's output): page-locked on the CUDA backend, so that
-    /// [`Pipeline::process_buffer_into`] uploads a frame from where it lies; plain memory on
-    /// the CPU backend. Any number of them, each owned by the caller (and movable to another
-    /// thread). Errors: no memory.
-    pub fn frame_buffer(&self, bytes: usize) -> Result<FrameBuffer> {
-        match &self.backend {
-            #[cfg(feature = "cuda")]
-            Backend::Cuda(p) => Ok(FrameBuffer(FrameBytes::Pinned(p.frame_buffer(bytes)?))),
-            Backend::Cpu(_) => {
-                let mut v = Vec::new();
-                v.try_reserve_exact(bytes).map_err(|e| {
-                    crate::Error::Config(format!("frame buffer of {bytes} bytes: {e}"))
-                })?;
-                v.resize(bytes, 0);
-                Ok(FrameBuffer(FrameBytes::Heap(v)))
-            }
-        }
-    }
-
-    /// [`Pipeline::process_into`] on `frame`, whose bytes lie in `buf` (a frame written
-    /// there by the caller, such as a message with the pixels after its header): on the
-    /// CUDA backend they are uploaded from `buf` instead of being copied into the
-    /// pipeline's own pinned memory first (a colour frame is still converted to gray on the
-    /// way, `cuda.host_gray`). A frame elsewhere, or a buffer of the CPU backend, takes
-    /// [`Pipeline::process_into`]'s way. `buf` may be written again once this returns.
-    pub fn process_buffer_into(
-        &mut self,
-        buf: &FrameBuffer,
-        frame: &ImageView,
-        out: &mut Features,
-    ) -> Result<()> {
-        self.process_from(frame, Some(buf), out)
-    }
-
-    fn process_from(
-        &mut self,
-        frame: &ImageView,
-        #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] buf: Option<&FrameBuffer>,
-        out: &mut Features,
-    ) -> Result<()> {
         let mut r = match &mut self.backend {
             Backend::Cpu(p) => {
                 p.process_into(&self.run_config, frame, out);
                 Ok(())
             }
             #[cfg(feature = "cuda")]
-            Backend::Cuda(p) => match buf.and_then(|b| b.pinned_at(frame.data())) {
-                Some(at) => p.process_pinned_into(&self.run_config, frame, at, out),
-                None => p.process_into(&self.run_config, frame, out),
-            },
+            Backend::Cuda(p) => p.process_into(&self.run_config, frame, out),
         };
         if let Err(crate::Error::Cuda(why)) = &r {
             // The GPU failed mid-stream: continue on the CPU reference (identical output)
@@ -367,57 +320,6 @@ impl Pipeline {
             out.timings.clear();
         }
         r
-    }
-}
-
-/// Host memory for frames a caller writes itself ([`Pipeline::frame_buffer`]).
-pub struct FrameBuffer(FrameBytes);
-
-enum FrameBytes {
-    Heap(Vec<u8>),
-    #[cfg(feature = "cuda")]
-    Pinned(crate::cuda::buffers::HostBuf),
-}
-
-impl FrameBuffer {
-    pub fn as_slice(&self) -> &[u8] {
-        match &self.0 {
-            FrameBytes::Heap(v) => v,
-            #[cfg(feature = "cuda")]
-            FrameBytes::Pinned(h) => h.as_slice(),
-        }
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        match &mut self.0 {
-            FrameBytes::Heap(v) => v,
-            #[cfg(feature = "cuda")]
-            FrameBytes::Pinned(h) => h.as_mut_slice(),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.as_slice().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Whether the memory is page-locked (a CUDA backend's buffer).
-    pub fn is_pinned(&self) -> bool {
-        !matches!(self.0, FrameBytes::Heap(_))
-    }
-
-    /// The page-locked buffer and `bytes`' offset in it, when `bytes` lies inside.
-    #[cfg(feature = "cuda")]
-    fn pinned_at(&self, bytes: &[u8]) -> Option<(&crate::cuda::buffers::HostBuf, usize)> {
-        let FrameBytes::Pinned(h) = &self.0 else {
-            return None;
-        };
-        let (start, p) = (h.as_ptr() as usize, bytes.as_ptr() as usize);
-        let offset = p.checked_sub(start)?;
-        (!h.as_ptr().is_null() && offset + bytes.len() <= h.bytes()).then_some((h, offset))
     }
 }
 

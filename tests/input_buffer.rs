@@ -1,8 +1,6 @@
 //! `Pipeline::input_buffer` + `process_input_into`: a frame written into the pipeline's own
 //! buffer (pinned staging memory on the GPU) gives exactly what `process_into` gives for the
 //! same bytes, on the CPU and (when there is one) on the GPU; bad layouts are clear errors.
-//! Likewise `Pipeline::frame_buffer` + `process_buffer_into`: a frame the caller wrote at
-//! any offset of a buffer of its own (page-locked on the GPU), as the node takes a message.
 
 use gpu_features::config::{Config, ZeroCopy};
 use gpu_features::image::{load_view_owned, Encoding, FrameLayout, ImageView};
@@ -164,58 +162,6 @@ fn gpu_host_gray_leaves_no_frame_in_the_input_buffer() {
     let mut again = Features::default();
     p.process_input_into(&mut again).unwrap();
     same("bgr8 written into the input buffer", &want, &again);
-    assert!(p.gpu_failure().is_none());
-}
-
-/// Each frame written at offsets 0 and 37 (a message's header before the pixels; an odd
-/// offset as the pixels of a CDR message lie) into a buffer from `frame_buffer`, twice each
-/// (the buffer rewritten between frames), with `cuda.host_gray` on and off and, mapped,
-/// `cuda.zero_copy: on`: what `process_into` gives. A frame outside the buffer takes
-/// `process_into`'s way with the same result.
-fn check_frame_buffer(p: &mut Pipeline, name: &str, configs: &[Config]) {
-    for cfg in configs {
-        p.set_config(cfg.clone()).unwrap();
-        for (layout, data) in frames() {
-            let what = |s: &str| format!("{name} {:?} {s}", layout.encoding);
-            let mut want = Features::default();
-            p.process_into(&view(&layout, &data), &mut want).unwrap();
-            let mut buf = p.frame_buffer(data.len() + 64).unwrap();
-            assert_eq!(buf.len(), data.len() + 64);
-            assert_eq!(buf.is_pinned(), p.backend().name() == "cuda", "{name}");
-            for (round, offset) in [0, 37, 0, 37].into_iter().enumerate() {
-                buf.as_mut_slice().fill(round as u8);
-                buf.as_mut_slice()[offset..offset + data.len()].copy_from_slice(&data);
-                let frame = view(&layout, &buf.as_slice()[offset..offset + data.len()]);
-                let mut got = Features::default();
-                p.process_buffer_into(&buf, &frame, &mut got).unwrap();
-                same(&what(&format!("offset {offset}")), &want, &got);
-            }
-            let other = p.frame_buffer(16).unwrap();
-            let mut got = Features::default();
-            p.process_buffer_into(&other, &view(&layout, &data), &mut got)
-                .unwrap();
-            same(&what("outside the buffer"), &want, &got);
-        }
-    }
-}
-
-#[test]
-fn cpu_frame_buffer_equals_process_into() {
-    let mut p = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();
-    check_frame_buffer(&mut p, "cpu", &[Config::default()]);
-}
-
-#[test]
-fn gpu_frame_buffer_equals_process_into() {
-    let mut p = match Pipeline::new(Config::default(), BackendChoice::Cuda) {
-        Ok(p) => p,
-        Err(e) => return shared::skip_without_gpu("gpu_frame_buffer_equals_process_into", &e),
-    };
-    let mut raw = Config::default();
-    raw.cuda.host_gray = false;
-    let mut mapped = Config::default();
-    mapped.cuda.zero_copy = ZeroCopy::On;
-    check_frame_buffer(&mut p, "gpu", &[Config::default(), raw, mapped]);
     assert!(p.gpu_failure().is_none());
 }
 

@@ -77,17 +77,6 @@ pub struct HostBuf {
 
 unsafe impl Send for HostBuf {}
 
-impl std::fmt::Debug for HostBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "HostBuf({} bytes, mapped: {})",
-            self.bytes,
-            self.dev_ptr != 0
-        )
-    }
-}
-
 impl HostBuf {
     /// `write_combined`: for upload staging the host only writes (faster PCIe reads);
     /// never for buffers the host reads back.

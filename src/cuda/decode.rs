@@ -18,7 +18,7 @@
 
 use cudarc::driver::{result, CudaStream};
 
-use super::buffers::{upload, upload_range, DevBuf, HostBuf};
+use super::buffers::{upload, DevBuf, HostBuf};
 use super::context::cuda_err;
 use super::context::Gpu;
 pub use super::crew::Helpers;
@@ -150,10 +150,6 @@ pub enum Source<'a> {
     Copy(&'a [u8]),
     /// Already in the pinned staging ([`Decoder::staging`]): uploaded as it is.
     Staged,
-    /// A caller's frame in page-locked memory of its own (`host[offset..]`, a
-    /// [`crate::pipeline::FrameBuffer`]): uploaded from where it lies, or converted to gray
-    /// from there as [`Source::Copy`] is; copied into the staging first only when mapped.
-    Pinned { host: &'a HostBuf, offset: usize },
 }
 
 /// Upload staging and raw device bytes for frames of one layout; or, mapped
@@ -231,37 +227,20 @@ impl Decoder {
                 ))
             }
             Source::Staged => {}
-            Source::Copy(_) | Source::Pinned { .. } => {
-                let src = match source {
-                    Source::Pinned { host, offset } => &host.as_slice()[offset..offset + n],
-                    Source::Copy(src) => src,
-                    Source::Staged => &[],
-                };
+            Source::Copy(src) => {
                 let convert_here = host_gray
                     && !self.mapped()
                     && color_layout(l.encoding).is_some()
                     && rgb_gray::vectorized();
-                // The staging holds the raw frame after a copy; a pinned source never
-                // passes through it (when mapped it does, below).
-                self.staged_raw = !convert_here && matches!(source, Source::Copy(_));
+                self.staged_raw = !convert_here;
                 if convert_here {
                     return stage_gray_and_upload(&gpu.stream, &mut self.host, gray, src, l);
                 }
             }
         }
         if self.mapped() {
-            match source {
-                Source::Copy(src) => {
-                    copy_to_staging(&mut self.host.as_mut_slice()[..n], &src[..n])?
-                }
-                Source::Pinned { host, offset } => {
-                    copy_to_staging(
-                        &mut self.host.as_mut_slice()[..n],
-                        &host.as_slice()[offset..offset + n],
-                    )?;
-                    self.staged_raw = true;
-                }
-                Source::Staged => {}
+            if let Source::Copy(src) = source {
+                copy_to_staging(&mut self.host.as_mut_slice()[..n], &src[..n])?;
             }
             let raw = self.host.dev_ptr();
             if packed_mono8 && raw % 16 == 0 && gray % 16 == 0 {
@@ -283,7 +262,6 @@ impl Decoder {
         match source {
             Source::Copy(src) => stage_and_upload(stream, &mut self.host, dst, &src[..n])?,
             Source::Staged => upload(stream, &self.host, dst, n)?,
-            Source::Pinned { host, offset } => upload_range(stream, host, offset, dst, n)?,
         }
         if packed_mono8 {
             return Ok(());
@@ -309,35 +287,6 @@ impl Decoder {
             0,
             &mut kargs![raw, step, wi, hi, enc, be, wt, out],
         )
-    }
-}
-
-impl super::CudaPipeline {
-    /// Page-locked host memory of `bytes` for frames that the caller writes itself
-    /// ([`crate::pipeline::FrameBuffer`]): cached (not write-combined), so that the writer's
-    /// reads of it (a message's header) stay fast.
-    pub fn frame_buffer(&self, bytes: usize) -> Result<HostBuf> {
-        self.gpu.bind()?;
-        HostBuf::new(&self.gpu.ctx, bytes, false)
-    }
-
-    /// [`super::CudaPipeline::process_into`] on `frame`, which lies in `host` at `offset`:
-    /// uploaded from there ([`Source::Pinned`]) instead of being copied into the staging.
-    pub fn process_pinned_into(
-        &mut self,
-        cfg: &crate::config::Config,
-        frame: &crate::image::ImageView,
-        (host, offset): (&HostBuf, usize),
-        out: &mut crate::features::Features,
-    ) -> Result<()> {
-        if offset + frame.data().len() > host.bytes() {
-            return Err(crate::Error::Config(
-                "process_pinned_into: the frame does not lie in the buffer".into(),
-            ));
-        }
-        self.gpu.bind()?;
-        self.ensure_decoder(cfg, frame.layout())?;
-        self.run(cfg, Source::Pinned { host, offset }, out)
     }
 }
 
