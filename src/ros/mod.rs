@@ -18,7 +18,6 @@
 //! test to get "what the library gives" for the exact bytes it publishes:
 //! `gpu_features_node --reference MANIFEST.yaml` (see [`reference`]).
 
-mod cadence;
 pub mod convert;
 mod diagnostics;
 pub mod load;

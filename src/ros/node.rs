@@ -24,7 +24,6 @@ use r2r::sensor_msgs::msg::{CameraInfo, Image, PointCloud2};
 use r2r::std_msgs::msg::Bool;
 use r2r::QosProfile;
 
-use super::cadence::Cadence;
 use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
 use super::params::NodeParams;
 use super::take::{ImageTaker, NativeImage};
@@ -331,11 +330,9 @@ async fn run_async() -> Result<(), String> {
     let spin_params = params.clone();
     let spin_logger = logger.clone();
     let gpu = backend_choice != BackendChoice::Cpu;
-    let mut cadence = Cadence::new(Duration::from_micros(settings.prewake_ahead_us as u64));
     let spinner = tokio::task::spawn_blocking(move || {
         while !spin_stop.load(Ordering::SeqCst) {
-            // Until the next frame's predicted wake-up at the latest (ros::cadence).
-            node.spin_once(cadence.wait(Instant::now()));
+            node.spin_once(Duration::from_millis(10));
             let mut taken = false;
             if let Some(running) = inline.as_mut() {
                 // Through the input's slot as for a worker (newest wins, the others count
@@ -343,9 +340,7 @@ async fn run_async() -> Result<(), String> {
                 let (taker, slot, stats) = &mut takers[0];
                 while let Some(msg) = taker.try_take() {
                     deliver(slot, stats, msg);
-                    taken = true;
                 }
-                wake_ahead(&mut cadence, taken && gpu, &spin_params);
                 let pending = slot.frame.lock().unwrap().take();
                 if let Some(pending) = pending {
                     if gpu {
@@ -364,7 +359,6 @@ async fn run_async() -> Result<(), String> {
             if taken && gpu {
                 prewake(&spin_params);
             }
-            wake_ahead(&mut cadence, taken && gpu, &spin_params);
         }
         drop(takers);
         node // dropped on the runtime thread after the workers are joined
@@ -451,23 +445,6 @@ fn p50_p99_fields(names: &[&str], values: &[Vec<f64>]) -> String {
 fn prewake(params: &Mutex<NodeParams>) {
     #[cfg(feature = "cuda")]
     crate::cuda::crew::prewake_us(params.lock().unwrap().live.config.cuda.prewake_us);
-    #[cfg(not(feature = "cuda"))]
-    let _ = params;
-}
-
-/// After a round of takes (`taken`: one came, on the GPU): the arrival noted, or, if the
-/// next frame's predicted wake-up has come, the helper threads woken ahead of it.
-fn wake_ahead(cadence: &mut Cadence, taken: bool, params: &Mutex<NodeParams>) {
-    let now = Instant::now();
-    if taken {
-        cadence.arrived(now);
-    } else if cadence.wake_now(now) {
-        #[cfg(feature = "cuda")]
-        {
-            let us = params.lock().unwrap().live.config.cuda.prewake_us;
-            crate::cuda::crew::prewake(cadence.spin(Duration::from_micros(us.into())));
-        }
-    }
     #[cfg(not(feature = "cuda"))]
     let _ = params;
 }

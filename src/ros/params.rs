@@ -14,7 +14,6 @@
 //! | `diagnostics_period`   | double (s)   | `1.0`          | read-only   |
 //! | `feature_format`       | string       | `vins_fusion`  | read-only   |
 //! | `keep_freed_memory`    | bool         | `true`         | read-only   |
-//! | `prewake_ahead_us`     | integer (us) | `200`          | read-only   |
 //! | `debug_image`          | bool         | `false`        | yes         |
 //! | `match.previous`       | bool         | `false`        | yes         |
 //!
@@ -39,7 +38,7 @@ use crate::config::Config;
 /// The node setting that turns the `matches` output on.
 pub const MATCH_PREVIOUS: &str = "match.previous";
 
-const READ_ONLY: [&str; 9] = [
+const READ_ONLY: [&str; 8] = [
     "backend",
     "cuda.device",
     "inputs",
@@ -48,7 +47,6 @@ const READ_ONLY: [&str; 9] = [
     "diagnostics_period",
     "feature_format",
     "keep_freed_memory",
-    "prewake_ahead_us",
 ];
 
 /// What the workers read before each frame.
@@ -224,10 +222,6 @@ impl NodeParams {
                 ParameterValue::Bool(s.keep_freed_memory),
             ),
             (
-                "prewake_ahead_us".to_string(),
-                ParameterValue::Integer(s.prewake_ahead_us),
-            ),
-            (
                 "debug_image".to_string(),
                 ParameterValue::Bool(self.live.debug_image),
             ),
@@ -358,8 +352,6 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
         ("feature_format", _) => return Err(wrong("a string")),
         ("keep_freed_memory", ParameterValue::Bool(x)) => s.keep_freed_memory = *x,
         ("keep_freed_memory", _) => return Err(wrong("a bool")),
-        ("prewake_ahead_us", ParameterValue::Integer(x)) => s.prewake_ahead_us = *x,
-        ("prewake_ahead_us", _) => return Err(wrong("an integer")),
         ("diagnostics_period", ParameterValue::Integer(x)) => s.diagnostics_period = *x as f64,
         ("backend" | "image_qos.reliability", _) => return Err(wrong("a string")),
         ("inputs", _) => return Err(wrong("a string array")),
@@ -532,28 +524,6 @@ mod tests {
             e.contains("keep_freed_memory") && e.contains("a bool"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn prewake_ahead_us_is_a_read_only_start_up_integer() {
-        let mut p = NodeParams::new();
-        assert_eq!(p.settings.prewake_ahead_us, 200);
-        p.apply_initial(&[("prewake_ahead_us".into(), ParameterValue::Integer(0))])
-            .unwrap();
-        assert_eq!(p.settings.prewake_ahead_us, 0);
-        let e = p
-            .set("prewake_ahead_us", &ParameterValue::Integer(100))
-            .unwrap_err();
-        assert!(e.contains("read-only"), "{e}");
-        for bad in [ParameterValue::Integer(-1), ParameterValue::Integer(5001)] {
-            let e = NodeParams::new()
-                .apply_initial(&[("prewake_ahead_us".into(), bad)])
-                .unwrap_err();
-            assert!(
-                e.contains("prewake_ahead_us") && e.contains("0..=5000"),
-                "{e}"
-            );
-        }
     }
 
     #[test]

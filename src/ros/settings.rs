@@ -1,5 +1,5 @@
 //! The node's settings fixed at start (backend, CUDA device, inputs, image QoS, diagnostics
-//! period, VINS's layout, the allocator's retention, the helpers' wake-up ahead of a frame): their values and their validation, and
+//! period, VINS's layout, the allocator's retention): their values and their validation, and
 //! the process-wide ones applied ([`NodeSettings::select_cuda_device`],
 //! [`NodeSettings::apply_memory_policy`]). The parameters that carry them are in
 //! `params.rs`.
@@ -22,9 +22,6 @@ pub struct NodeSettings {
     /// glibc's malloc keeps freed frame buffers for the next frames instead of returning
     /// them to the kernel ([`NodeSettings::apply_memory_policy`]).
     pub keep_freed_memory: bool,
-    /// How long before a frame predicted from the inputs' steady rate the pipeline's helper
-    /// threads are woken (`ros::cadence`), in us; 0: only when a frame is taken.
-    pub prewake_ahead_us: i64,
 }
 
 impl Default for NodeSettings {
@@ -38,7 +35,6 @@ impl Default for NodeSettings {
             diagnostics_period: 1.0,
             feature_format: "vins_fusion".into(),
             keep_freed_memory: true,
-            prewake_ahead_us: 200,
         }
     }
 }
@@ -95,12 +91,6 @@ impl NodeSettings {
             return Err(format!(
                 "image_qos.reliability: {:?} is not best_effort or reliable",
                 self.reliability
-            ));
-        }
-        if !(0..=5000).contains(&self.prewake_ahead_us) {
-            return Err(format!(
-                "prewake_ahead_us: {} is not in 0..=5000",
-                self.prewake_ahead_us
             ));
         }
         if !(1..=1000).contains(&self.depth) {
