@@ -41,6 +41,8 @@
 #      GF_NODE_BENCH_VARIANTS (node variants run one after the other against the same floor
 #      in each case: space-separated, each a comma-separated list of node parameters, e.g.
 #      "image_take:=serialized image_take:=message"; default: one run, no extra parameter),
+#      GF_NODE_BENCH_ANSWER (keypoints: what the load waits for from the node; `edges`: its
+#      edge map, compared with the `image` floor: give GF_NODE_BENCH_FLOORS=image),
 #      GF_NODE_BENCH_ROUNDS (1: the cases run once; N: all of them N times in turn, each run
 #      with its own relay floor, to tell a change from the run-to-run spread),
 #      ROS_DOMAIN_ID (default 42).
@@ -155,6 +157,7 @@ run() {
   local md=$out/node-bench.md split=$out/trace-split.md
   : >"$split"
   local qos=${GF_NODE_BENCH_QOS:-default} node_qos=() relay_qos=()
+  local node_answer=${GF_NODE_BENCH_ANSWER:-keypoints}
   if [ "$qos" != default ]; then
     local depth=${qos#reliable:}
     node_qos=(-p image_qos.reliability:=reliable -p "image_qos.depth:=$depth")
@@ -204,7 +207,11 @@ run() {
         || { echo "[node-gpu-bench] relay $mode $tag failed:"; tail -5 "$out/logs/relay-$mode-load-$tag.log"; }
       kill "$relay" 2>/dev/null || true; wait "$relay" 2>/dev/null || true
       python3 "$dir/trace_split.py" "$GF_TRACE_DIR" --label "relay ($mode), $label" >>"$split" || true
-      [ "$answer" = relayed ] || floor_json=$out/logs/relay-$mode-load-$tag.json
+      # The node's rows take the last header floor; answering with its edge map
+      # (GF_NODE_BENCH_ANSWER=edges), an Image of the frame's size, the last image floor.
+      if [ "$answer" != relayed ] || [ "$node_answer" = edges ]; then
+        floor_json=$out/logs/relay-$mode-load-$tag.json
+      fi
     done
     local floor=()
     [ -n "$floor_json" ] && [ -s "$floor_json" ] && floor=(--floor "$floor_json")
@@ -224,7 +231,7 @@ run() {
       local node=$!
       "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
         --encodings "$enc" --rate "$rate" --duration "${secs}s" --images "$images" \
-        --node-pid "$node" --node-log "$out/logs/node-$vtag.log" --label "$vlabel" \
+        --answer "$node_answer" --node-pid "$node" --node-log "$out/logs/node-$vtag.log" --label "$vlabel" \
         --json "$out/logs/load-$vtag.json" --markdown "$md" "${floor[@]}" \
         >"$out/logs/load-$vtag.log" 2>&1 \
         || { echo "[node-gpu-bench] $vtag failed:"; tail -5 "$out/logs/load-$vtag.log"; }

@@ -223,31 +223,61 @@ fn unorganized_cloud(
     }
 }
 
-/// A packed gray image as a `mono8` message.
-pub fn mono8_image(header: &Header, img: &GrayImage) -> Image {
-    Image {
-        header: header.clone(),
-        height: img.height as u32,
-        width: img.width as u32,
-        encoding: "mono8".into(),
-        is_bigendian: 0,
-        step: img.width as u32,
-        data: img.data.clone(),
-    }
+/// A `sensor_msgs/Image` serialized (CDR, for `publish_raw`) with its strings and bytes kept
+/// from frame to frame: the pixels are copied once, by the serializer, where r2r's typed
+/// publication copied them into a new `Vec`, then into its C message, then into the
+/// middleware's sample (the 2 MB edge map of a 1080p frame).
+#[derive(Default)]
+pub struct ImageCdr {
+    header: crate::bag::cdr::Header,
+    encoding: String,
+    bytes: Vec<u8>,
 }
 
-/// The `debug_image`: the CLI's overlay picture (`output::overlay`) as bgr8.
-pub fn debug_overlay(header: &Header, gray: &GrayImage, features: &Features) -> Image {
-    let mut pic = overlay::render(gray, features);
-    pic.to_bgr_in_place();
-    Image {
-        header: header.clone(),
-        height: pic.height as u32,
-        width: pic.width as u32,
-        encoding: "bgr8".into(),
-        is_bigendian: 0,
-        step: (pic.width * 3) as u32,
-        data: pic.data,
+impl ImageCdr {
+    /// `pixels` (rows of `step` bytes) as an Image of `encoding`, little-endian.
+    fn encode(
+        &mut self,
+        header: &Header,
+        encoding: &str,
+        (width, height, step): (usize, usize, usize),
+        pixels: &[u8],
+    ) -> &[u8] {
+        use crate::bag::cdr;
+        cdr_header(header, &mut self.header);
+        self.encoding.clear();
+        self.encoding.push_str(encoding);
+        let msg = cdr::Image {
+            header: std::mem::take(&mut self.header),
+            height: height as u32,
+            width: width as u32,
+            encoding: std::mem::take(&mut self.encoding),
+            is_bigendian: 0,
+            step: step as u32,
+            data: std::borrow::Cow::Borrowed(pixels),
+        };
+        cdr::encode_into(&msg, &mut self.bytes);
+        (self.header, self.encoding) = (msg.header, msg.encoding);
+        &self.bytes
+    }
+
+    /// A packed gray image (the edge map) as a `mono8` Image.
+    pub fn mono8(&mut self, header: &Header, img: &GrayImage) -> &[u8] {
+        let size = (img.width, img.height, img.width);
+        self.encode(header, "mono8", size, &img.data)
+    }
+
+    /// The `debug_image`: the CLI's overlay picture (`output::overlay`) as a bgr8 Image.
+    pub fn debug_overlay(
+        &mut self,
+        header: &Header,
+        gray: &GrayImage,
+        features: &Features,
+    ) -> &[u8] {
+        let mut pic = overlay::render(gray, features);
+        pic.to_bgr_in_place();
+        let size = (pic.width, pic.height, pic.width * 3);
+        self.encode(header, "bgr8", size, &pic.data)
     }
 }
 
@@ -420,7 +450,54 @@ mod tests {
             edges: Some(g.clone()),
             ..Default::default()
         };
-        let d = debug_overlay(&header(), &g, &features);
-        assert_eq!(d.data.len(), 8 * 8 * 3);
+        let mut enc = ImageCdr::default();
+        let d = crate::bag::cdr::Image::decode(enc.debug_overlay(&header(), &g, &features))
+            .unwrap()
+            .data
+            .len();
+        assert_eq!(d, 8 * 8 * 3);
+    }
+
+    /// The edge map's and the debug image's bytes decode to their Images, frame after frame
+    /// with the buffers reused (a longer frame id, another size); the second frame of a size
+    /// allocates nothing (the bytes keep their address).
+    #[test]
+    fn image_bytes_decode_to_their_images() {
+        use crate::bag::cdr;
+        let mut enc = ImageCdr::default();
+        let mut g = GrayImage::new(5, 3);
+        for (i, v) in g.data.iter_mut().enumerate() {
+            *v = (i * 17) as u8;
+        }
+        let mut h = header();
+        for round in 0..3 {
+            if round == 2 {
+                h.frame_id = "a longer frame id".into();
+                g = GrayImage::new(7, 2);
+                g.data.fill(255);
+            }
+            let bytes = enc.mono8(&h, &g).to_vec();
+            let m = cdr::Image::decode(&bytes).unwrap();
+            assert_eq!(
+                (m.width, m.height, m.step),
+                (g.width as u32, g.height as u32, g.width as u32)
+            );
+            assert_eq!((m.encoding.as_str(), m.is_bigendian), ("mono8", 0));
+            assert_eq!(m.header.frame_id, h.frame_id);
+            assert_eq!((m.header.stamp.sec, m.header.stamp.nanosec), (12, 34));
+            assert_eq!(&m.data[..], &g.data[..]);
+        }
+        let at = enc.mono8(&h, &g).as_ptr();
+        assert_eq!(enc.mono8(&h, &g).as_ptr(), at, "reused");
+        let features = Features::default();
+        let d = enc.debug_overlay(&h, &g, &features).to_vec();
+        let m = cdr::Image::decode(&d).unwrap();
+        assert_eq!(
+            (m.encoding.as_str(), m.step, m.data.len()),
+            ("bgr8", 21, 42)
+        );
+        let mut want = overlay::render(&g, &features);
+        want.to_bgr_in_place();
+        assert_eq!(&m.data[..], &want.data[..]);
     }
 }

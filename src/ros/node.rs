@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use r2r::diagnostic_msgs::msg::DiagnosticArray;
-use r2r::sensor_msgs::msg::{CameraInfo, Image, PointCloud2};
+use r2r::sensor_msgs::msg::{CameraInfo, PointCloud2};
 use r2r::std_msgs::msg::Bool;
 use r2r::QosProfile;
 
@@ -186,11 +186,20 @@ async fn run_async() -> Result<(), String> {
                 out_qos.clone(),
             )
             .map_err(|e| format!("publisher: {e}"))?;
+        // The images are published as bytes serialized by us (convert::ImageCdr).
         let pub_edges = node
-            .create_publisher::<Image>(&topic(name, "edges"), out_qos.clone())
+            .create_publisher_untyped(
+                &topic(name, "edges"),
+                "sensor_msgs/msg/Image",
+                out_qos.clone(),
+            )
             .map_err(|e| format!("publisher: {e}"))?;
         let pub_debug = node
-            .create_publisher::<Image>(&topic(name, "debug_image"), out_qos.clone())
+            .create_publisher_untyped(
+                &topic(name, "debug_image"),
+                "sensor_msgs/msg/Image",
+                out_qos.clone(),
+            )
             .map_err(|e| format!("publisher: {e}"))?;
         let pub_matches = node
             .create_publisher::<PointCloud2>(&topic(name, "matches"), out_qos.clone())

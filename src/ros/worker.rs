@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use r2r::sensor_msgs::msg::{Image, PointCloud2};
+use r2r::sensor_msgs::msg::PointCloud2;
 use r2r::std_msgs::msg::Header;
 
 use super::convert;
@@ -42,8 +42,9 @@ pub(super) struct Worker {
     pub(super) logger: String,
     /// `keypoints`, published as serialized bytes ([`convert::KeypointsCdr`]).
     pub(super) pub_kp: r2r::PublisherUntyped,
-    pub(super) pub_edges: r2r::Publisher<Image>,
-    pub(super) pub_debug: r2r::Publisher<Image>,
+    /// `edges` and `debug_image`, published as serialized bytes ([`convert::ImageCdr`]).
+    pub(super) pub_edges: r2r::PublisherUntyped,
+    pub(super) pub_debug: r2r::PublisherUntyped,
     pub(super) pub_matches: r2r::Publisher<PointCloud2>,
     pub(super) tracks: TrackOutputs,
 }
@@ -93,6 +94,7 @@ impl Worker {
                 bad_input_log,
                 error_log,
                 kp_cdr,
+                image_cdr: convert::ImageCdr::default(),
                 gray,
                 features,
                 header,
@@ -154,6 +156,7 @@ pub(super) struct Running {
     bad_input_log: RateLimit,
     error_log: RateLimit,
     kp_cdr: convert::KeypointsCdr,
+    image_cdr: convert::ImageCdr,
     gray: GrayImage,
     features: Features,
     header: Header,
@@ -174,6 +177,7 @@ impl Running {
             bad_input_log,
             error_log,
             kp_cdr,
+            image_cdr,
             gray,
             features,
             header,
@@ -304,7 +308,7 @@ impl Running {
         // subscribes (above), as the debug image below. A subscriber not yet matched would
         // miss it either way.
         if let (Some(edges), true) = (&features.edges, edges_listened) {
-            let _ = w.pub_edges.publish(&convert::mono8_image(header, edges));
+            let _ = w.pub_edges.publish_raw(image_cdr.mono8(header, edges));
         }
         match (*match_previous, features.descriptors_for(pipeline.config())) {
             (true, Some(descriptors)) => {
@@ -325,8 +329,9 @@ impl Running {
         }
         if debug_listened {
             crate::cpu::decode::decode(&view, gray);
-            let img = convert::debug_overlay(header, gray, features);
-            let _ = w.pub_debug.publish(&img);
+            let _ = w
+                .pub_debug
+                .publish_raw(image_cdr.debug_overlay(header, gray, features));
         }
         let done = Instant::now();
         let latency = (done - pending.received).as_secs_f64() * 1e3;

@@ -92,7 +92,9 @@ pub struct LoadArgs {
     pub markdown: Option<PathBuf>,
     /// What answers a frame: `keypoints` (gpu_features_node's cloud), `tracks` (its tracks
     /// cloud, with track.enabled: the round trip of a VINS front-end, and nobody listens to
-    /// `keypoints`) or `relayed` (gpu_features_relay's copy of the Image: the transport floor)
+    /// `keypoints`), `edges` (its edge map: the round trip of an edge consumer, nobody
+    /// listening to `keypoints`) or `relayed` (gpu_features_relay's copy of the Image: the
+    /// transport floor)
     #[arg(long, default_value = "keypoints")]
     pub answer: String,
     /// A relay run's --json from the same machine and run: its round trip is printed beside

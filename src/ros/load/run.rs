@@ -115,9 +115,9 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     if !(args.rate > 0.0 && args.rate <= 1000.0) {
         return Err(format!("rate {}: 0 < rate <= 1000", args.rate));
     }
-    if !["keypoints", "tracks", "relayed"].contains(&args.answer.as_str()) {
+    if !["keypoints", "tracks", "relayed", "edges"].contains(&args.answer.as_str()) {
         return Err(format!(
-            "answer {:?}: keypoints, tracks or relayed",
+            "answer {:?}: keypoints, tracks, edges or relayed",
             args.answer
         ));
     }
@@ -202,7 +202,7 @@ async fn run_async(
         let answer = topic(&args.namespace, name, &args.answer);
         let shared = shared.clone();
         let answer_qos = QosProfile::default().keep_last(100);
-        if args.answer == "relayed" {
+        if matches!(args.answer.as_str(), "relayed" | "edges") {
             let mut sub = node
                 .subscribe::<Image>(&answer, answer_qos)
                 .map_err(|e| format!("subscribe {answer}: {e}"))?;
