@@ -303,10 +303,10 @@ impl Running {
             let _ = w.pub_kp.publish_raw(bytes);
         }
         let keypoints_out = Instant::now();
-        // The edge image (2 MB at 1080p) costs ~1 ms to convert and publish (the relay's
-        // `image` mode, docs/benchmarks.md): computed and published only while someone
-        // subscribes (above), as the debug image below. A subscriber not yet matched would
-        // miss it either way.
+        // The edge image (2 MB at 1080p) costs ~1 ms to serialize and publish, most of it
+        // Fast DDS's (docs/performance.md, change 74): computed and published only while
+        // someone subscribes (above), as the debug image below. A subscriber not yet
+        // matched would miss it either way.
         if let (Some(edges), true) = (&features.edges, edges_listened) {
             let _ = w.pub_edges.publish_raw(image_cdr.mono8(header, edges));
         }
