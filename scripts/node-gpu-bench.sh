@@ -32,7 +32,8 @@
 #       value after the first minute. Report in OUT/node-soak.md, samples in OUT.
 #
 # Env: GF_NO_BUILD=1 (pack: no cargo build), GF_NODE_BENCH_SECONDS (60), GF_NODE_BENCH_CASES ("mono8:30:1 mono8:60:1 ..." subset),
-#      GF_NODE_BENCH_BACKEND (cuda), GF_NODE_SOAK_DURATION (9m),
+#      GF_NODE_BENCH_BACKEND (cuda), GF_NODE_SOAK_DURATION (9m), GF_NODE_SOAK_ANSWER
+#      (keypoints; `edges`: the soak's load waits for the edge maps instead),
 #      GF_NODE_BENCH_FLOORS ("image header"; `header:N` answers with N keypoints, the node's
 #      size: its latency is then the floor of the node's keypoints part),
 #      GF_NODE_BENCH_QOS (default: the node's image QoS, best effort depth 1; reliable:DEPTH
@@ -131,8 +132,9 @@ soak() {
   local rc=0
   "$dir/bin/gpu_features_load" --inputs "$inputs" --sizes 1920x1080 --encodings bgr8 \
     --rate 30 --duration "$dur" --malformed-percent 1 --images "$images" \
+    --answer "${GF_NODE_SOAK_ANSWER:-keypoints}" \
     --node-pid "$node" --node-log "$out/node.log" --sample-every 10s \
-    --soak-rss-growth-mib 64 --label "GPU node soak, 4 x 1080p bgr8 30 Hz" \
+    --soak-rss-growth-mib 64 --label "GPU node soak, 4 x 1080p bgr8 30 Hz, answer ${GF_NODE_SOAK_ANSWER:-keypoints}" \
     --json "$out/soak.json" >"$out/node-soak.md" 2>"$out/load.log" || rc=$?
   kill "$node" 2>/dev/null || true; wait "$node" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true
