@@ -80,7 +80,7 @@ fn track_outputs(
         pub_tracks: node
             .create_publisher_untyped(
                 &topic(name, "tracks"),
-                "sensor_msgs/msg/PointCloud2",
+                crate::bag::cdr::POINT_CLOUD2,
                 out_qos.clone(),
             )
             .map_err(err)?,
@@ -182,7 +182,7 @@ async fn run_async() -> Result<(), String> {
         let pub_kp = node
             .create_publisher_untyped(
                 &topic(name, "keypoints"),
-                "sensor_msgs/msg/PointCloud2",
+                crate::bag::cdr::POINT_CLOUD2,
                 out_qos.clone(),
             )
             .map_err(|e| format!("publisher: {e}"))?;
@@ -190,14 +190,14 @@ async fn run_async() -> Result<(), String> {
         let pub_edges = node
             .create_publisher_untyped(
                 &topic(name, "edges"),
-                "sensor_msgs/msg/Image",
+                crate::bag::cdr::IMAGE,
                 out_qos.clone(),
             )
             .map_err(|e| format!("publisher: {e}"))?;
         let pub_debug = node
             .create_publisher_untyped(
                 &topic(name, "debug_image"),
-                "sensor_msgs/msg/Image",
+                crate::bag::cdr::IMAGE,
                 out_qos.clone(),
             )
             .map_err(|e| format!("publisher: {e}"))?;
@@ -211,7 +211,7 @@ async fn run_async() -> Result<(), String> {
                 pub_right_tracks: node
                     .create_publisher_untyped(
                         &topic(&names[1], "tracks"),
-                        "sensor_msgs/msg/PointCloud2",
+                        crate::bag::cdr::POINT_CLOUD2,
                         out_qos.clone(),
                     )
                     .map_err(|e| format!("publisher: {e}"))?,
