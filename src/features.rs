@@ -60,3 +60,15 @@ impl Features {
         cfg.describe.enabled.then_some(&self.descriptors[..])
     }
 }
+
+/// The error for a caller's edge-map buffer (`Pipeline::process_into_edges`) whose length is
+/// not the frame's `width * height`.
+pub(crate) fn check_edges_len(len: usize, width: usize, height: usize) -> crate::error::Result<()> {
+    if len == width * height {
+        return Ok(());
+    }
+    Err(crate::Error::Config(format!(
+        "edge map buffer of {len} bytes for a {width}x{height} frame (needs {})",
+        width * height
+    )))
+}

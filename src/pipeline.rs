@@ -6,7 +6,7 @@ use crate::error::Result;
 // The shared types live in `features` (no import circle with the backends); re-exported
 // here for the callers that name them through the pipeline.
 pub use crate::features::{Descriptor, Features, Keypoint, StageTiming};
-use crate::image::{FrameLayout, ImageView};
+use crate::image::{FrameLayout, GrayImage, ImageView};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
@@ -62,6 +62,9 @@ pub struct Pipeline {
     /// The CPU backend's input buffer ([`Pipeline::input_buffer`]) and its layout; the CUDA
     /// backend's is its pinned staging memory.
     cpu_input: Option<(FrameLayout, Vec<u8>)>,
+    /// The CPU backend's edge image between frames whose map goes into the caller's buffer
+    /// ([`Pipeline::process_into_edges`]): its memory is reused.
+    cpu_edges: Option<GrayImage>,
     /// Why `Auto` fell back to the CPU, if it did.
     fallback_reason: Option<String>,
     /// The CUDA error that made the pipeline switch to the CPU mid-stream, if one did.
@@ -85,6 +88,7 @@ impl Pipeline {
             edges_wanted: true,
             backend,
             cpu_input: None,
+            cpu_edges: None,
             fallback_reason,
             gpu_failure: None,
         })
@@ -191,23 +195,51 @@ impl Pipeline {
     /// stream of frames of one resolution stops allocating them after the first frame.
     /// On error `out` holds no stale keypoints or edges.
     pub fn process_into(&mut self, frame: &ImageView, out: &mut Features) -> Result<()> {
-        let mut r = match &mut self.backend {
-            Backend::Cpu(p) => {
-                p.process_into(&self.run_config, frame, out);
-                Ok(())
-            }
+        self.process_edges_to(frame, out, None).map(|_| ())
+    }
+
+    /// [`Pipeline::process_into`] with the frame's edge map written into `edges` (exactly
+    /// `width * height` bytes, 0/255, rows packed) instead of `out.edges`, which is then
+    /// None: a caller that sends the map on (the node serializes it into a message) saves
+    /// a copy of it. Ok(true) when a map was written (Canny ran: [`Pipeline::want_edges`]
+    /// and `canny.enabled`), Ok(false) when `edges` was left as it was. An `edges` of
+    /// another length is an error, with nothing computed.
+    pub fn process_into_edges(
+        &mut self,
+        frame: &ImageView,
+        out: &mut Features,
+        edges: &mut [u8],
+    ) -> Result<bool> {
+        self.process_edges_to(frame, out, Some(edges))
+    }
+
+    /// The frame through the backend, its edge map into `edges` when given; on a CUDA error
+    /// the frame again on the CPU, and the CPU from then on.
+    fn process_edges_to(
+        &mut self,
+        frame: &ImageView,
+        out: &mut Features,
+        #[cfg_attr(not(feature = "cuda"), allow(unused_mut))] mut edges: Option<&mut [u8]>,
+    ) -> Result<bool> {
+        let spare = &mut self.cpu_edges;
+        let r = match &mut self.backend {
+            Backend::Cpu(p) => cpu_edges_to(p, &self.run_config, frame, out, edges, spare),
             #[cfg(feature = "cuda")]
-            Backend::Cuda(p) => p.process_into(&self.run_config, frame, out),
+            Backend::Cuda(p) => {
+                let r = p.process_edges_into(&self.run_config, frame, out, edges.as_deref_mut());
+                if let Err(crate::Error::Cuda(why)) = &r {
+                    // The GPU failed mid-stream: continue on the CPU reference (identical
+                    // output) rather than losing this frame and the ones after it.
+                    self.gpu_failure = Some(why.clone());
+                    let mut cpu = Box::<CpuPipeline>::default();
+                    let r = cpu_edges_to(&mut cpu, &self.run_config, frame, out, edges, spare);
+                    self.backend = Backend::Cpu(cpu);
+                    r
+                } else {
+                    r
+                }
+            }
         };
-        if let Err(crate::Error::Cuda(why)) = &r {
-            // The GPU failed mid-stream: continue on the CPU reference (identical output)
-            // rather than losing this frame and the ones after it.
-            self.gpu_failure = Some(why.clone());
-            let mut cpu = Box::<CpuPipeline>::default();
-            cpu.process_into(&self.run_config, frame, out);
-            self.backend = Backend::Cpu(cpu);
-            r = Ok(());
-        }
         if r.is_err() {
             out.keypoints.clear();
             out.descriptors.clear();
@@ -321,6 +353,33 @@ impl Pipeline {
         }
         r
     }
+}
+
+/// The CPU backend's frame, its edge map copied into `edges` when given (`out.edges` then
+/// None, its image kept in `spare` for the next frame); Ok(true) when a map was made.
+fn cpu_edges_to(
+    p: &mut CpuPipeline,
+    cfg: &Config,
+    frame: &ImageView,
+    out: &mut Features,
+    edges: Option<&mut [u8]>,
+    spare: &mut Option<GrayImage>,
+) -> Result<bool> {
+    let Some(dst) = edges else {
+        p.process_into(cfg, frame, out);
+        return Ok(out.edges.is_some());
+    };
+    crate::features::check_edges_len(dst.len(), frame.width(), frame.height())?;
+    out.edges = spare.take();
+    p.process_into(cfg, frame, out);
+    Ok(match out.edges.take() {
+        Some(e) => {
+            dst.copy_from_slice(&e.data);
+            *spare = Some(e);
+            true
+        }
+        None => false,
+    })
 }
 
 /// Largest input buffer: the largest frame an `ImageView` accepts, 4 bytes per pixel.

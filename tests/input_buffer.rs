@@ -1,6 +1,8 @@
-//! `Pipeline::input_buffer` + `process_input_into`: a frame written into the pipeline's own
-//! buffer (pinned staging memory on the GPU) gives exactly what `process_into` gives for the
-//! same bytes, on the CPU and (when there is one) on the GPU; bad layouts are clear errors.
+//! The callers' buffers. `Pipeline::input_buffer` + `process_input_into`: a frame written
+//! into the pipeline's own buffer (pinned staging memory on the GPU) gives exactly what
+//! `process_into` gives for the same bytes, on the CPU and (when there is one) on the GPU;
+//! bad layouts are clear errors. `Pipeline::process_into_edges`: the edge map written into
+//! the caller's buffer is `process_into`'s, with the same keypoints.
 
 use gpu_features::config::{Config, ZeroCopy};
 use gpu_features::image::{load_view_owned, Encoding, FrameLayout, ImageView};
@@ -192,4 +194,93 @@ fn bad_layouts_and_a_missing_frame_are_clear_errors() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("largest frame"), "{e}");
+}
+
+/// `process_into_edges` on every frame, twice: the map in the caller's buffer is the one
+/// `process_into` gives, `out.edges` is None, the keypoints are the same. A buffer of another
+/// length is an error that computes nothing; without edges wanted the buffer is left alone.
+fn check_edges(p: &mut Pipeline, name: &str) {
+    for (layout, data) in frames() {
+        let frame = view(&layout, &data);
+        let mut want = Features::default();
+        p.process_into(&frame, &mut want).unwrap();
+        let want_edges = want.edges.clone().expect("edges by default");
+        assert!(
+            want_edges.data.iter().any(|&v| v == 255),
+            "{name}: a photo has edges"
+        );
+        let mut buf = vec![7u8; layout.width * layout.height];
+        let mut got = Features::default();
+        for round in 0..2 {
+            let what = format!("{name} {:?} round {round}", layout.encoding);
+            assert!(
+                p.process_into_edges(&frame, &mut got, &mut buf).unwrap(),
+                "{what}"
+            );
+            assert!(got.edges.is_none(), "{what}: the map is in the buffer only");
+            assert!(buf == want_edges.data, "{what}: the edge map");
+            got.edges = want.edges.clone();
+            same(&what, &want, &got);
+        }
+        let mut short = vec![0u8; buf.len() - 1];
+        let e = p
+            .process_into_edges(&frame, &mut got, &mut short)
+            .unwrap_err();
+        assert!(matches!(e, Error::Config(_)), "{name}: {e}");
+        assert!(e.to_string().contains("edge map buffer"), "{e}");
+        assert!(
+            got.keypoints.is_empty(),
+            "{name}: nothing stale after an error"
+        );
+
+        p.want_edges(false);
+        buf.fill(7);
+        assert!(!p.process_into_edges(&frame, &mut got, &mut buf).unwrap());
+        assert!(
+            buf.iter().all(|&v| v == 7),
+            "{name}: no map, the buffer untouched"
+        );
+        assert_eq!(
+            got.keypoints, want.keypoints,
+            "{name}: the keypoints without Canny"
+        );
+        p.want_edges(true);
+    }
+}
+
+#[test]
+fn cpu_edges_into_the_callers_buffer() {
+    let mut p = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();
+    check_edges(&mut p, "cpu");
+}
+
+#[test]
+fn gpu_edges_into_the_callers_buffer() {
+    let mut p = match Pipeline::new(Config::default(), BackendChoice::Cuda) {
+        Ok(p) => p,
+        Err(e) => return shared::skip_without_gpu("gpu_edges_into_the_callers_buffer", &e),
+    };
+    check_edges(&mut p, "gpu");
+    // The GPU's map is the CPU's, bit for bit.
+    let mut cpu = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();
+    for (layout, data) in frames() {
+        let frame = view(&layout, &data);
+        let mut bufs = [
+            vec![0u8; layout.width * layout.height],
+            vec![1u8; layout.width * layout.height],
+        ];
+        let mut out = Features::default();
+        assert!(p
+            .process_into_edges(&frame, &mut out, &mut bufs[0])
+            .unwrap());
+        assert!(cpu
+            .process_into_edges(&frame, &mut out, &mut bufs[1])
+            .unwrap());
+        assert!(
+            bufs[0] == bufs[1],
+            "{:?}: GPU and CPU edge maps",
+            layout.encoding
+        );
+    }
+    assert!(p.gpu_failure().is_none());
 }

@@ -11,6 +11,7 @@ use super::crew::{self, Helpers};
 use crate::config::CannyConfig;
 use crate::cpu::canny::thresholds;
 use crate::error::Result;
+use crate::image::GrayImage;
 use cudarc::driver::{CudaEvent, CudaStream};
 
 /// Rows of canny_classify's and uf_merge's tiles (`CANNY_TH` in kernels/canny.cu).
@@ -167,6 +168,28 @@ impl Canny {
         }
         let n = self.bits.bytes();
         download(stream, self.bits.ptr(), &mut self.host_bits, 0, n)
+    }
+
+    /// [`Canny::edges_into_when`] into `dst` when given (`out` then None), else into `out`'s
+    /// image (resized only when the size changes: every byte is overwritten).
+    pub fn edges_out_when(
+        &self,
+        done: &CudaEvent,
+        early: bool,
+        dst: Option<&mut [u8]>,
+        out: &mut Option<GrayImage>,
+    ) -> Result<()> {
+        if let Some(dst) = dst {
+            *out = None;
+            return self.edges_into_when(done, early, dst);
+        }
+        let e = out.get_or_insert_with(GrayImage::default);
+        (e.width, e.height) = (self.w, self.h);
+        if e.data.len() != self.w * self.h {
+            e.data.clear();
+            e.data.resize(self.w * self.h, 0);
+        }
+        self.edges_into_when(done, early, &mut e.data)
     }
 
     /// Unpacks the edge map into `dst` (w*h bytes, 0/255) once its download is done, which

@@ -293,9 +293,25 @@ impl CudaPipeline {
         frame: &ImageView,
         out: &mut Features,
     ) -> Result<()> {
+        self.process_edges_into(cfg, frame, out, None).map(|_| ())
+    }
+
+    /// [`CudaPipeline::process_into`], the edge map unpacked into `edges` (the frame's
+    /// `width * height` bytes) when given, `out.edges` then None; Ok(true) when a map was
+    /// written there (Canny ran). See `Pipeline::process_into_edges`.
+    pub fn process_edges_into(
+        &mut self,
+        cfg: &Config,
+        frame: &ImageView,
+        out: &mut Features,
+        edges: Option<&mut [u8]>,
+    ) -> Result<bool> {
         self.gpu.bind()?;
         self.ensure_decoder(cfg, frame.layout())?;
-        self.run(cfg, decode::Source::Copy(frame.data()), out)
+        self.gray_ready = false;
+        let r = self.run_frame(cfg, decode::Source::Copy(frame.data()), out, edges);
+        self.gray_ready = r.is_ok();
+        r
     }
 
     /// The pinned staging buffer for a frame of `layout` (`layout.bytes()` long, allocated
@@ -350,18 +366,20 @@ impl CudaPipeline {
     /// [`CudaPipeline::run_frame`], noting whether its gray image is on the device after.
     fn run(&mut self, cfg: &Config, source: decode::Source, out: &mut Features) -> Result<()> {
         self.gray_ready = false;
-        let r = self.run_frame(cfg, source, out);
+        let r = self.run_frame(cfg, source, out, None);
         self.gray_ready = r.is_ok();
-        r
+        r.map(|_| ())
     }
 
-    /// Every stage on the frame from `source`; the decoder exists for its layout.
+    /// Every stage on the frame from `source`; the decoder exists for its layout. The edge
+    /// map goes into `edges` when given (Ok(true) when one was written), else `out.edges`.
     fn run_frame(
         &mut self,
         cfg: &Config,
         source: decode::Source,
         out: &mut Features,
-    ) -> Result<()> {
+        edges: Option<&mut [u8]>,
+    ) -> Result<bool> {
         let in_flight = InFlight::enter();
         let layout = match &self.decoder {
             Some(d) => d.layout(),
@@ -371,6 +389,9 @@ impl CudaPipeline {
                 ))
             }
         };
+        if let Some(dst) = &edges {
+            crate::features::check_edges_len(dst.len(), layout.width, layout.height)?;
+        }
         self.ensure_state(cfg, layout)?;
         let gpu = &self.gpu;
         let ev = &self.events;
@@ -490,21 +511,13 @@ impl CudaPipeline {
         }
 
         // The edge map, as soon as its download is done (the rest of the frame still runs).
+        let edges_written = st.canny.is_some();
         if let Some(c) = &st.canny {
-            let n = st.key.width * st.key.height;
-            let e = out.edges.get_or_insert_with(GrayImage::default);
-            e.width = st.key.width;
-            e.height = st.key.height;
-            // Every byte is overwritten: resize (zero-fill) only when the size changes.
-            if e.data.len() != n {
-                e.data.clear();
-                e.data.resize(n, 0);
-            }
             // The crew's threads wait for the edge map themselves only when no other
             // pipeline of the process is inside a frame (four pipelines lost 8 % of their
             // frames/s that way, run 37).
             let early = FRAMES_IN_FLIGHT.load(Ordering::Relaxed) == 1;
-            c.edges_into_when(&ev[2], early, &mut e.data)?;
+            c.edges_out_when(&ev[2], early, edges, &mut out.edges)?;
             self.side_pending = false;
         } else {
             out.edges = None;
@@ -587,6 +600,6 @@ impl CudaPipeline {
             ms: host_ms,
             overlapped: false,
         });
-        Ok(())
+        Ok(edges_written)
     }
 }

@@ -227,11 +227,18 @@ fn unorganized_cloud(
 /// from frame to frame: the pixels are copied once, by the serializer, where r2r's typed
 /// publication copied them into a new `Vec`, then into its C message, then into the
 /// middleware's sample (the 2 MB edge map of a 1080p frame).
+///
+/// The edge map can also be written by the pipeline straight into the message's bytes
+/// ([`ImageCdr::mono8_in_place`], `Pipeline::process_into_edges`): no copy of ours at all.
 #[derive(Default)]
 pub struct ImageCdr {
     header: crate::bag::cdr::Header,
     encoding: String,
     bytes: Vec<u8>,
+    /// The serialized head of an in-place message (all but its pixels).
+    head: Vec<u8>,
+    /// Where the in-place message lies in `bytes`.
+    span: std::ops::Range<usize>,
 }
 
 impl ImageCdr {
@@ -259,6 +266,37 @@ impl ImageCdr {
         cdr::encode_into(&msg, &mut self.bytes);
         (self.header, self.encoding) = (msg.header, msg.encoding);
         &self.bytes
+    }
+
+    /// A `mono8` Image of `width` x `height` whose pixels the caller writes into the slice
+    /// returned (the pipeline's edge map, `Pipeline::process_into_edges`), then publishes
+    /// [`ImageCdr::in_place`]. The head is serialized here; the pixels' bytes are kept from
+    /// frame to frame, not cleared (the caller overwrites them all), and start 16-byte
+    /// aligned, so that the edge map's unpack can use its streaming stores.
+    pub fn mono8_in_place(&mut self, header: &Header, width: usize, height: usize) -> &mut [u8] {
+        let n = width * height;
+        // The head: the Image with no pixels, then the sequence's length made the real one
+        // (the last field: its length is the head's last 4 bytes, little-endian).
+        std::mem::swap(&mut self.head, &mut self.bytes);
+        self.encode(header, "mono8", (width, height, width), &[]);
+        std::mem::swap(&mut self.head, &mut self.bytes);
+        let head = self.head.len();
+        self.head[head - 4..].copy_from_slice(&(n as u32).to_le_bytes());
+        // Room for the message 16-byte aligned anywhere in the first 16 bytes; grown (and
+        // zero-filled) only when too short.
+        let need = 15 + head + n;
+        if self.bytes.len() < need {
+            self.bytes.resize(need, 0);
+        }
+        let lead = (16 - (self.bytes.as_ptr() as usize + head) % 16) % 16;
+        self.span = lead..lead + head + n;
+        self.bytes[lead..lead + head].copy_from_slice(&self.head);
+        &mut self.bytes[lead + head..lead + head + n]
+    }
+
+    /// The message of the last [`ImageCdr::mono8_in_place`], its pixels as written since.
+    pub fn in_place(&self) -> &[u8] {
+        &self.bytes[self.span.clone()]
     }
 
     /// A packed gray image (the edge map) as a `mono8` Image.
@@ -499,5 +537,43 @@ mod tests {
         let mut want = overlay::render(&g, &features);
         want.to_bgr_in_place();
         assert_eq!(&m.data[..], &want.data[..]);
+    }
+
+    /// The in-place edge message is byte for byte the one `mono8` serializes, whatever came
+    /// before in the buffer (another size, a longer frame id, the debug image); its pixels
+    /// start 16-byte aligned, and a second frame of a size keeps the address.
+    #[test]
+    fn in_place_edges_are_the_serialized_image() {
+        let mut enc = ImageCdr::default();
+        let mut plain = ImageCdr::default();
+        let mut h = header();
+        for (round, (w, hh)) in [(16, 4), (16, 4), (5, 3), (64, 9), (16, 4)]
+            .into_iter()
+            .enumerate()
+        {
+            if round == 3 {
+                h.frame_id = "a much longer frame id".into();
+            }
+            if round == 2 {
+                let _ = enc.debug_overlay(&h, &GrayImage::new(9, 9), &Features::default());
+            }
+            let mut g = GrayImage::new(w, hh);
+            for (i, v) in g.data.iter_mut().enumerate() {
+                *v = (i * 31 + round) as u8;
+            }
+            let px = enc.mono8_in_place(&h, w, hh);
+            assert_eq!(px.len(), w * hh);
+            assert_eq!(
+                px.as_ptr() as usize % 16,
+                0,
+                "round {round}: aligned pixels"
+            );
+            px.copy_from_slice(&g.data);
+            let at = px.as_ptr();
+            assert_eq!(enc.in_place(), plain.mono8(&h, &g), "round {round}");
+            if round == 1 {
+                assert_eq!(enc.mono8_in_place(&h, w, hh).as_ptr(), at, "reused");
+            }
+        }
     }
 }

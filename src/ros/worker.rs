@@ -236,12 +236,22 @@ impl Running {
                 .unwrap_or(0)
                 > 0;
         pipeline.want_edges(edges_listened || debug_listened);
+        // The edge map is written straight into its message's bytes, unless the debug
+        // image, which draws it, needs it in `features` too.
+        let edges_in_place = edges_listened && !debug_listened;
+        msg.header_into(header);
         // A panic in a stage must not take the node down: count it, rebuild the backend.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            pipeline.process_into(&view, features)
+            if edges_in_place {
+                let px = image_cdr.mono8_in_place(header, view.width(), view.height());
+                pipeline.process_into_edges(&view, features, px)
+            } else {
+                pipeline.process_into(&view, features).map(|()| false)
+            }
         }));
+        let edges_in_message = matches!(result, Ok(Ok(true)));
         match result {
-            Ok(Ok(())) => {
+            Ok(Ok(_)) => {
                 if let (Some(why), false) = (pipeline.gpu_failure(), *gpu_failure_logged) {
                     // Logged once; the pipeline redid the frame on the CPU and stays there.
                     r2r::log_warn!(
@@ -290,7 +300,6 @@ impl Running {
         };
 
         let computed = Instant::now();
-        msg.header_into(header);
         let header = &header;
         // Serialized by us into reused buffers and published as bytes (docs/performance.md,
         // change 55); only while someone subscribes (change 63), as every output.
@@ -307,7 +316,9 @@ impl Running {
         // Fast DDS's (docs/performance.md, change 74): computed and published only while
         // someone subscribes (above), as the debug image below. A subscriber not yet
         // matched would miss it either way.
-        if let (Some(edges), true) = (&features.edges, edges_listened) {
+        if edges_in_message {
+            let _ = w.pub_edges.publish_raw(image_cdr.in_place());
+        } else if let (Some(edges), true) = (&features.edges, edges_listened) {
             let _ = w.pub_edges.publish_raw(image_cdr.mono8(header, edges));
         }
         match (*match_previous, features.descriptors_for(pipeline.config())) {
@@ -358,7 +369,7 @@ impl Running {
         }
         s.processed += 1;
         s.w_processed += 1;
-        s.edge_maps += features.edges.is_some() as u64;
+        s.edge_maps += (edges_in_message || features.edges.is_some()) as u64;
         s.w_latency_ms.push(latency);
         s.trace.push(
             convert::stamp_ns(header.stamp.sec, header.stamp.nanosec),
