@@ -41,7 +41,9 @@
 #      GF_NODE_BENCH_PARAMS (extra node parameters, "key:=value ...", e.g. "cuda.prewake_us:=0"),
 #      GF_NODE_BENCH_VARIANTS (node variants run one after the other against the same floor
 #      in each case: space-separated, each a comma-separated list of node parameters, e.g.
-#      "image_take:=serialized image_take:=message"; default: one run, no extra parameter),
+#      "image_take:=serialized image_take:=message"; an item `fifo=N` runs that variant's node
+#      under `chrt -f N`, every thread SCHED_FIFO at priority N; default: one run, no extra
+#      parameter),
 #      GF_NODE_BENCH_ANSWER (keypoints: what the load waits for from the node; `edges`: its
 #      edge map, compared with the `image` floor: give GF_NODE_BENCH_FLOORS=image),
 #      GF_NODE_BENCH_ROUNDS (1: the cases run once; N: all of them N times in turn, each run
@@ -219,16 +221,21 @@ run() {
     [ -n "$floor_json" ] && [ -s "$floor_json" ] && floor=(--floor "$floor_json")
     local variant
     for variant in ${GF_NODE_BENCH_VARIANTS:--}; do
-      local extra=() vtag=$tag vlabel=$label
+      local extra=() prefix=() vtag=$tag vlabel=$label
       for x in ${GF_NODE_BENCH_PARAMS:-}; do extra+=(-p "$x"); done
       if [ "$variant" != - ]; then
         local vp
         IFS=, read -ra vp <<<"$variant"
-        for x in "${vp[@]}"; do extra+=(-p "$x"); done
+        for x in "${vp[@]}"; do
+          case $x in
+            fifo=*) prefix=(chrt -f "${x#fifo=}") ;;  # real-time priority for every thread
+            *) extra+=(-p "$x") ;;
+          esac
+        done
         vtag="$tag-${variant//[^A-Za-z0-9]/_}" vlabel="$label, $variant"
       fi
       export GF_TRACE_DIR=$out/trace/node-$vtag
-      "$dir/bin/gpu_features_node" --ros-args -p backend:="$backend" -p diagnostics_period:=1.0 \
+      "${prefix[@]}" "$dir/bin/gpu_features_node" --ros-args -p backend:="$backend" -p diagnostics_period:=1.0 \
         "${params[@]}" "${node_qos[@]}" "${extra[@]}" >"$out/logs/node-$vtag.log" 2>&1 &
       local node=$!
       "$dir/bin/gpu_features_load" ${inputs:+--inputs "$inputs"} --sizes 1920x1080 \
