@@ -312,10 +312,11 @@ impl Running {
             let _ = w.pub_kp.publish_raw(bytes);
         }
         let keypoints_out = Instant::now();
-        // The edge image (2 MB at 1080p) costs ~1 ms to serialize and publish, most of it
-        // Fast DDS's (docs/performance.md, change 74): computed and published only while
-        // someone subscribes (above), as the debug image below. A subscriber not yet
-        // matched would miss it either way.
+        // The edge image (2 MB at 1080p), written by the pipeline into its message's bytes,
+        // costs 0.5-0.6 ms to publish, Fast DDS's copy into its sample (docs/performance.md,
+        // changes 74 and 75): computed and published only while someone subscribes
+        // (above), as the debug image below. A subscriber not yet matched would miss it
+        // either way.
         if edges_in_message {
             let _ = w.pub_edges.publish_raw(image_cdr.in_place());
         } else if let (Some(edges), true) = (&features.edges, edges_listened) {
