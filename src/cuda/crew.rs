@@ -257,12 +257,7 @@ impl Crew {
                 spin_until: AtomicU64::new(0),
             }));
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            // GF_CREW_THREADS: another size, for experiments (1 to 32).
-            let size = std::env::var("GF_CREW_THREADS")
-                .ok()
-                .and_then(|v| v.parse::<usize>().ok())
-                .map_or((cores / 2).clamp(1, CREW_MAX), |n| n.clamp(1, 32));
-            let started = (0..size)
+            let started = (0..(cores / 2).clamp(1, CREW_MAX))
                 .filter(|k| {
                     let ok = std::thread::Builder::new()
                         .name(format!("gf-crew-{k}"))
