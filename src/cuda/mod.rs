@@ -62,6 +62,7 @@ pub mod gftt;
 pub mod graph;
 pub mod harris;
 mod in_flight;
+mod kept;
 pub mod lk;
 pub mod matcher;
 pub mod pyramid;
@@ -80,6 +81,7 @@ use cudarc::driver::{result, sys, CudaEvent};
 
 pub use self::context::{device, device_count, set_device, Gpu, ModuleInfo};
 use self::in_flight::{InFlight, FRAMES_IN_FLIGHT};
+pub use self::kept::KeptGray;
 use self::queue::{mark, queue_canny, queue_main, Marks};
 use self::state::{Graphs, State, StateKey};
 use crate::config::{Config, Spread, ZeroCopy};
@@ -124,59 +126,6 @@ pub struct DeviceGray {
     pub width: usize,
     pub height: usize,
     pub pitch: usize,
-}
-
-/// A gray frame copied out of a pipeline so that it outlives the pipeline's next frame (the
-/// second stereo camera's, waiting for its pair: [`CudaPipeline::keep_gray`]). One device
-/// buffer, reused while the size holds.
-pub struct KeptGray {
-    buf: buffers::DevBuf,
-    width: usize,
-    height: usize,
-}
-
-impl KeptGray {
-    /// The kept frame, rows packed (`pitch == width`).
-    pub fn gray(&self) -> DeviceGray {
-        DeviceGray {
-            ptr: self.buf.ptr(),
-            width: self.width,
-            height: self.height,
-            pitch: self.width,
-        }
-    }
-}
-
-impl CudaPipeline {
-    /// Copies the last frame's gray image ([`CudaPipeline::gray_on_device`]) into `dst` on
-    /// the device and waits for the copy; `dst` is (re)allocated only when the size
-    /// changes. Ok(false), `dst` untouched, when there is no gray image to keep.
-    pub fn keep_gray(&self, dst: &mut Option<KeptGray>) -> Result<bool> {
-        let Some(src) = self.gray_on_device() else {
-            return Ok(false);
-        };
-        let (w, h) = (src.width, src.height);
-        let kept = match dst {
-            Some(k) if (k.width, k.height) == (w, h) => k,
-            _ => {
-                *dst = None;
-                dst.insert(KeptGray {
-                    buf: buffers::DevBuf::new(&self.gpu.ctx, w * h)?,
-                    width: w,
-                    height: h,
-                })
-            }
-        };
-        buffers::copy_rows_on_device(
-            &self.gpu.stream,
-            (src.ptr, src.pitch),
-            (kept.buf.ptr(), w),
-            (w, h),
-            "keeping the gray frame",
-        )?;
-        self.gpu.sync()?;
-        Ok(true)
-    }
 }
 
 impl CudaPipeline {
@@ -308,10 +257,7 @@ impl CudaPipeline {
     ) -> Result<bool> {
         self.gpu.bind()?;
         self.ensure_decoder(cfg, frame.layout())?;
-        self.gray_ready = false;
-        let r = self.run_frame(cfg, decode::Source::Copy(frame.data()), out, edges);
-        self.gray_ready = r.is_ok();
-        r
+        self.run(cfg, decode::Source::Copy(frame.data()), out, edges)
     }
 
     /// The pinned staging buffer for a frame of `layout` (`layout.bytes()` long, allocated
@@ -345,7 +291,7 @@ impl CudaPipeline {
         if let Some(layout) = self.decoder.as_ref().map(|d| d.layout()) {
             self.ensure_decoder(cfg, layout)?;
         }
-        self.run(cfg, decode::Source::Staged, out)
+        self.run(cfg, decode::Source::Staged, out, None).map(|_| ())
     }
 
     /// The last frame's gray image on the device (the pyramid's level 0, what the decode
@@ -364,11 +310,17 @@ impl CudaPipeline {
     }
 
     /// [`CudaPipeline::run_frame`], noting whether its gray image is on the device after.
-    fn run(&mut self, cfg: &Config, source: decode::Source, out: &mut Features) -> Result<()> {
+    fn run(
+        &mut self,
+        cfg: &Config,
+        source: decode::Source,
+        out: &mut Features,
+        edges: Option<&mut [u8]>,
+    ) -> Result<bool> {
         self.gray_ready = false;
-        let r = self.run_frame(cfg, source, out, None);
+        let r = self.run_frame(cfg, source, out, edges);
         self.gray_ready = r.is_ok();
-        r.map(|_| ())
+        r
     }
 
     /// Every stage on the frame from `source`; the decoder exists for its layout. The edge
@@ -389,9 +341,10 @@ impl CudaPipeline {
                 ))
             }
         };
-        if let Some(dst) = &edges {
-            crate::features::check_edges_len(dst.len(), layout.width, layout.height)?;
-        }
+        let n = edges
+            .as_ref()
+            .map_or(layout.width * layout.height, |d| d.len());
+        crate::features::check_edges_len(n, layout.width, layout.height)?;
         self.ensure_state(cfg, layout)?;
         let gpu = &self.gpu;
         let ev = &self.events;
