@@ -20,6 +20,10 @@ use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
 use gpu_features::report::pct;
+
+#[path = "common/mod.rs"]
+mod common;
+use common::named_arg;
 use gpu_features::ros::trace::monotonic_ns;
 use r2r::sensor_msgs::msg::PointCloud2;
 use r2r::{QosProfile, WrappedTypesupport};
@@ -36,14 +40,6 @@ fn qos(reliability: &str) -> QosProfile {
     }
 }
 
-fn arg(args: &[String], name: &str, default: &str) -> String {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-        .unwrap_or_else(|| default.to_string())
-}
-
 /// p50 and p99 of `v` (sorted here), with the project's percentile.
 fn p50_p99(v: &mut [f64]) -> (f64, f64) {
     v.sort_by(f64::total_cmp);
@@ -53,13 +49,13 @@ fn p50_p99(v: &mut [f64]) -> (f64, f64) {
 /// The subscriber: takes `--frames` clouds (or gives up after a deadline) and prints one
 /// line, the delivery time's p50 and p99 in ms.
 fn subscribe(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    let frames: usize = arg(args, "--frames", "600").parse()?;
+    let frames: usize = named_arg(args, "--frames", "600").parse()?;
     let ctx = r2r::Context::create()?;
     let mut node = r2r::Node::create(ctx, "publish_cost_sub", "")?;
     let mut sub = node.subscribe_raw(
         TOPIC,
         TYPE,
-        qos(&arg(args, "--sub-reliability", "reliable")),
+        qos(&named_arg(args, "--sub-reliability", "reliable")),
     )?;
     let mut seen = 0;
     let mut delays = Vec::with_capacity(frames);
@@ -90,11 +86,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.get(1).map(String::as_str) == Some("sub") {
         return subscribe(&args);
     }
-    let bytes: usize = arg(&args, "--bytes", "68000").parse()?;
-    let frames: usize = arg(&args, "--frames", "600").parse()?;
-    let rate: f64 = arg(&args, "--rate", "60").parse()?;
-    let reliability = arg(&args, "--reliability", "reliable");
-    let sub_reliability = arg(&args, "--sub-reliability", &reliability);
+    let bytes: usize = named_arg(&args, "--bytes", "68000").parse()?;
+    let frames: usize = named_arg(&args, "--frames", "600").parse()?;
+    let rate: f64 = named_arg(&args, "--rate", "60").parse()?;
+    let reliability = named_arg(&args, "--reliability", "reliable");
+    let sub_reliability = named_arg(&args, "--sub-reliability", &reliability);
 
     let ctx = r2r::Context::create()?;
     let mut node = r2r::Node::create(ctx, "publish_cost_pub", "")?;

@@ -17,17 +17,15 @@
 //! and thread count. The barrier's own wake-up is inside it, as the crew's is in the decode.
 
 use std::hint::black_box;
-use std::sync::{Barrier, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use gpu_features::report::pct;
 
-fn arg(args: &[String], name: &str, default: &str) -> String {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-        .unwrap_or_else(|| default.to_string())
-}
+#[path = "common/mod.rs"]
+mod common;
+use common::named_arg;
 
 fn list(s: &str, name: &str) -> Vec<usize> {
     s.split(',')
@@ -54,15 +52,16 @@ fn run(bytes: usize, threads: usize, rate: f64, frames: usize) -> Vec<f64> {
     let share = bytes.div_ceil(threads).next_multiple_of(64);
     let start = Barrier::new(threads + 1);
     let end = Barrier::new(threads + 1);
-    let frame_at = Mutex::new((frame.as_ptr() as usize, 0u64));
+    // The frame never moves: the writer and the readers all use this one address.
+    let at = frame.as_mut_ptr() as usize;
+    let stop = AtomicBool::new(false);
     let mut ms = Vec::with_capacity(frames);
     std::thread::scope(|s| {
         for k in 0..threads {
-            let (start, end, frame_at) = (&start, &end, &frame_at);
+            let (start, end, stop) = (&start, &end, &stop);
             s.spawn(move || loop {
                 start.wait();
-                let (ptr, round) = *frame_at.lock().unwrap();
-                if round == u64::MAX {
+                if stop.load(Ordering::Acquire) {
                     return;
                 }
                 let lo = (k * share).min(bytes);
@@ -70,7 +69,7 @@ fn run(bytes: usize, threads: usize, rate: f64, frames: usize) -> Vec<f64> {
                 // SAFETY: the writer does not touch the frame between the two barriers,
                 // and [lo, hi) lies inside it.
                 let part =
-                    unsafe { std::slice::from_raw_parts((ptr as *const u8).add(lo), hi - lo) };
+                    unsafe { std::slice::from_raw_parts((at as *const u8).add(lo), hi - lo) };
                 black_box(read_all(part));
                 end.wait();
             });
@@ -82,8 +81,9 @@ fn run(bytes: usize, threads: usize, rate: f64, frames: usize) -> Vec<f64> {
                 next += p;
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
             }
-            frame.copy_from_slice(&source);
-            *frame_at.lock().unwrap() = (frame.as_ptr() as usize, round);
+            // SAFETY: the readers are between frames (waiting on `start`), and the frame
+            // holds `bytes` bytes, as the source does.
+            unsafe { std::ptr::copy_nonoverlapping(source.as_ptr(), at as *mut u8, bytes) };
             let t = Instant::now();
             start.wait();
             end.wait();
@@ -91,7 +91,7 @@ fn run(bytes: usize, threads: usize, rate: f64, frames: usize) -> Vec<f64> {
                 ms.push(t.elapsed().as_secs_f64() * 1e3);
             }
         }
-        *frame_at.lock().unwrap() = (0, u64::MAX);
+        stop.store(true, Ordering::Release);
         start.wait();
     });
     ms
@@ -99,12 +99,12 @@ fn run(bytes: usize, threads: usize, rate: f64, frames: usize) -> Vec<f64> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let sizes = list(&arg(&args, "--bytes", "6220800,2073600"), "--bytes");
-    let threads = list(&arg(&args, "--threads", "9"), "--threads");
-    let rate: f64 = arg(&args, "--rate", "60")
+    let sizes = list(&named_arg(&args, "--bytes", "6220800,2073600"), "--bytes");
+    let threads = list(&named_arg(&args, "--threads", "9"), "--threads");
+    let rate: f64 = named_arg(&args, "--rate", "60")
         .parse()
         .expect("--rate: a number");
-    let frames: usize = arg(&args, "--frames", "300")
+    let frames: usize = named_arg(&args, "--frames", "300")
         .parse()
         .expect("--frames: a number");
     println!("| bytes | threads | rate | read p50 (p90) ms |");

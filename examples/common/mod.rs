@@ -28,6 +28,15 @@ pub fn runs_arg(args: &[String], default: usize) -> usize {
     args.get(1).and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
+/// The value after `name` on the command line (`--rate 60`), else `default`.
+pub fn named_arg(args: &[String], name: &str, default: &str) -> String {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_else(|| default.to_string())
+}
+
 /// The PNG fixtures in `root`/tests/data, sorted by path.
 pub fn fixture_paths(root: &Path) -> Vec<PathBuf> {
     let mut names: Vec<_> = std::fs::read_dir(root.join("tests/data"))
