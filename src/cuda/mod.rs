@@ -341,10 +341,9 @@ impl CudaPipeline {
                 ))
             }
         };
-        let n = edges
-            .as_ref()
-            .map_or(layout.width * layout.height, |d| d.len());
-        crate::features::check_edges_len(n, layout.width, layout.height)?;
+        if let Some(dst) = &edges {
+            crate::features::check_edges_len(dst.len(), layout.width, layout.height)?;
+        }
         self.ensure_state(cfg, layout)?;
         let gpu = &self.gpu;
         let ev = &self.events;
