@@ -11,11 +11,19 @@
 //!   below 1e-8, `theta_d` clipped to [-pi/2, pi/2]; a point that does not converge (or
 //!   flips sign) has no undistorted position.
 //!
+//! - camodocal's `liftProjective` ([`camodocal`]), what VINS-Mono / VINS-Fusion compute,
+//!   where [`CameraModel::lifting`] asks for it (the tracker's `track.lifting`), and always
+//!   for camodocal's `MEI` model.
+//!
 //! The intrinsics are an nalgebra `Matrix3` (the design card's geometry crate).
 //! [`CameraModel::from_camera_info`] validates what a `CameraInfo` carries (sizes, finite
 //! values, non-zero focal lengths, a known model) and says what is wrong.
 
+pub mod camodocal;
+
 use nalgebra::{Matrix3, Point2};
+
+pub use crate::config::Lifting;
 
 /// The distortion models of `sensor_msgs/CameraInfo.distortion_model`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +31,9 @@ pub enum Distortion {
     PlumbBob,
     RationalPolynomial,
     Equidistant,
+    /// camodocal's unified (Mei) omnidirectional model: mirror `xi`, then k1 k2 p1 p2 on the
+    /// normalised plane (VINS's `MEI` camera files; no `CameraInfo` name).
+    Mei,
 }
 
 impl Distortion {
@@ -40,6 +51,7 @@ impl Distortion {
             Distortion::PlumbBob => "plumb_bob",
             Distortion::RationalPolynomial => "rational_polynomial",
             Distortion::Equidistant => "equidistant",
+            Distortion::Mei => "mei",
         }
     }
 }
@@ -52,8 +64,12 @@ pub struct CameraModel {
     pub k: Matrix3<f64>,
     pub model: Distortion,
     /// OpenCV's 14 coefficients for the polynomial models (k1 k2 p1 p2 k3 k4 k5 k6, then
-    /// zeros); k1..k4 for `equidistant`.
+    /// zeros); k1..k4 for `equidistant`; k1 k2 p1 p2 for `Mei`.
     pub d: [f64; 14],
+    /// The mirror parameter of `Mei` (0 otherwise).
+    pub xi: f64,
+    /// How [`CameraModel::undistort`] lifts a pixel (`Mei` is always camodocal's).
+    pub lifting: Lifting,
 }
 
 impl CameraModel {
@@ -88,6 +104,9 @@ impl CameraModel {
             Distortion::PlumbBob => 4..=5,
             Distortion::RationalPolynomial => 8..=8,
             Distortion::Equidistant => 4..=4,
+            Distortion::Mei => {
+                return Err("the MEI model comes from camodocal camera files only".into())
+            }
         };
         // An empty D means no distortion, as image_geometry reads it.
         if !d.is_empty() && !need.contains(&d.len()) {
@@ -110,14 +129,34 @@ impl CameraModel {
             k: Matrix3::from_row_slice(k),
             model: dist,
             d: coeffs,
+            xi: 0.0,
+            lifting: Lifting::Opencv,
         })
+    }
+
+    /// The same camera lifted the other way (`Mei` keeps camodocal's lifting).
+    pub fn lifted(mut self, lifting: Lifting) -> CameraModel {
+        if self.model != Distortion::Mei {
+            self.lifting = lifting;
+        }
+        self
+    }
+
+    /// Whether pixels are lifted as camodocal does (f32 results, as VINS keeps them).
+    pub fn lifts_as_camodocal(&self) -> bool {
+        self.lifting == Lifting::Camodocal
+            && matches!(self.model, Distortion::PlumbBob | Distortion::Mei)
     }
 
     /// The normalised coordinates of pixel `p` (`cv::undistortPoints` or
     /// `cv::fisheye::undistortPoints` with no R and no P); `None` where the fisheye solve
     /// does not converge.
     pub fn undistort(&self, p: Point2<f64>) -> Option<Point2<f64>> {
+        if self.lifts_as_camodocal() {
+            return Some(as_f32(camodocal::lift(self, p)));
+        }
         match self.model {
+            Distortion::Mei => Some(as_f32(camodocal::lift(self, p))),
             Distortion::PlumbBob | Distortion::RationalPolynomial => Some(self.undistort_poly(p)),
             Distortion::Equidistant => self.undistort_fisheye(p),
         }
@@ -188,6 +227,12 @@ impl CameraModel {
         let flipped = (theta_d < 0.0 && theta > 0.0) || (theta_d > 0.0 && theta < 0.0);
         (converged && !flipped).then(|| Point2::new(pw.0 * scale, pw.1 * scale))
     }
+}
+
+/// The normalised coordinates as VINS keeps them when lifting as camodocal
+/// (`cv::Point2f`): each rounded to f32.
+pub fn as_f32(p: Point2<f64>) -> Point2<f64> {
+    Point2::new(p.x as f32 as f64, p.y as f32 as f64)
 }
 
 /// A `camera_calibration_parsers` YAML file (what `camera_calibration` writes and

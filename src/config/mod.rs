@@ -52,6 +52,34 @@ pub struct TrackConfig {
     pub quality: f64,
     /// FAST threshold of the `fast` top-up detector.
     pub fast_threshold: u32,
+    /// The order in which tracks of one age claim their disc in VINS's mask.
+    pub mask_order: MaskOrder,
+    /// How pixels become normalised coordinates (`x_n`, `y_n`) and velocities.
+    pub lifting: Lifting,
+}
+
+/// The order of VINS's `setMask` among tracks of one age.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaskOrder {
+    /// As VINS built with libstdc++ leaves them: its `std::sort` (introsort, not stable),
+    /// reproduced step for step (`track::std_sort`).
+    Vins,
+    /// Stable: among one age the earlier track first (what a rewrite with a stable sort,
+    /// e.g. Python's, does).
+    Stable,
+}
+
+/// How the tracker lifts pixels to the normalised plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifting {
+    /// camodocal's `liftProjective`, what VINS computes: the recursive distortion inverse
+    /// (8 steps for PINHOLE / plumb_bob, 6 for MEI), the result rounded to f32 as VINS's
+    /// `cv::Point2f`, velocities from those f32 values.
+    Camodocal,
+    /// `cv::undistortPoints` (`cv::fisheye::undistortPoints` for equidistant), in f64.
+    Opencv,
 }
 
 /// The tracker's top-up detector.
@@ -78,6 +106,8 @@ impl Default for TrackConfig {
             detector: TrackDetector::Gftt,
             quality: 0.01,
             fast_threshold: 20,
+            mask_order: MaskOrder::Vins,
+            lifting: Lifting::Camodocal,
         }
     }
 }

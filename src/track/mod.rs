@@ -30,6 +30,7 @@ mod engine;
 pub mod fundamental;
 mod input;
 pub mod mask;
+pub mod std_sort;
 mod stereo;
 mod types;
 
@@ -46,9 +47,22 @@ pub use self::input::{RightInput, TrackInput};
 use self::mask::{round_px, Discs};
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;
+use crate::config::MaskOrder;
 use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams, GfttScratch};
 use crate::cpu::lk::{Flow, LkParams};
 use crate::image::GrayImage;
+
+/// The velocity on the normalised plane from the previous frame's position: with
+/// camodocal's lifting as VINS's `ptsVelocity` computes it (f32 difference, divided in
+/// f64, kept as f32), else in f64.
+pub(crate) fn velocity(cur: (f64, f64), prev: (f64, f64), dt: f64, f32_lift: bool) -> (f64, f64) {
+    if f32_lift {
+        let d = |a: f64, b: f64| ((a as f32 - b as f32) as f64 / dt) as f32 as f64;
+        (d(cur.0, prev.0), d(cur.1, prev.1))
+    } else {
+        ((cur.0 - prev.0) / dt, (cur.1 - prev.1) / dt)
+    }
+}
 
 /// VINS's feature tracker for one camera. Buffers are kept from frame to frame; a
 /// resolution change reallocates them once.
@@ -273,6 +287,9 @@ impl Tracker {
     fn track_frame(&mut self, frame: &mut HostFrame, stamp: f64, camera: Option<&CameraModel>) {
         let p = self.params;
         let size = frame.input.size();
+        // The camera lifted as `track.lifting` asks (a camodocal file's MEI always is).
+        let camera = camera.map(|c| c.clone().lifted(p.lifting));
+        let camera = camera.as_ref();
         if self.prev_time.is_some_and(|t| stamp < t) {
             self.reset(Reset::TimeWentBack);
         }
@@ -402,11 +419,19 @@ impl Tracker {
             (self.ransac_a, self.ransac_b) = (a, b);
         }
 
-        // 4. Mask: oldest first (stable), each claims its disc. Tracks of one age were born
+        // 4. Mask: oldest first (VINS's order among one age, or stable), each claims its
+        // disc. Stable: Tracks of one age were born
         // in one frame, in the order of their IDs, and every step since kept their order:
         // so the ID breaks the ties as a stable sort would, and the unstable sort needs no
         // scratch memory (the stable one allocates beyond a few dozen tracks).
-        kept.sort_unstable_by_key(|(t, _)| (std::cmp::Reverse(t.age), t.id));
+        match p.mask_order {
+            MaskOrder::Stable => {
+                kept.sort_unstable_by_key(|(t, _)| (std::cmp::Reverse(t.age), t.id))
+            }
+            // VINS's std::sort by count, `a.first > b.first`, from the tracks' current order
+            // (last frame's mask order, then its new corners, as VINS's vectors).
+            MaskOrder::Vins => std_sort::sort_by(&mut kept, |a, b| a.0.age > b.0.age),
+        }
         let before = kept.len();
         self.discs.start(size, p.min_distance.round() as i32);
         let discs = &mut self.discs;
@@ -428,6 +453,7 @@ impl Tracker {
         let dt = self.prev_time.map(|t| stamp - t).filter(|&d| d > 0.0);
         self.stereo_dt = dt;
         let cam = self.camera.clone();
+        let f32_lift = cam.as_ref().is_some_and(|c| c.lifts_as_camodocal());
         let norm = |x: f32, y: f32| -> (f64, f64) {
             cam.as_ref()
                 .and_then(|c| c.undistort(Point2::new(x as f64, y as f64)))
@@ -440,8 +466,7 @@ impl Tracker {
             (t.x_n, t.y_n) = norm(t.x, t.y);
             match dt {
                 Some(dt) => {
-                    t.vx = (t.x_n - prev_n.0) / dt;
-                    t.vy = (t.y_n - prev_n.1) / dt;
+                    (t.vx, t.vy) = velocity((t.x_n, t.y_n), prev_n, dt, f32_lift);
                     t.px_vx = (t.x - prev.0) as f64 / dt;
                     t.px_vy = (t.y - prev.1) as f64 / dt;
                 }

@@ -60,6 +60,9 @@ impl Tracker {
     ) -> std::result::Result<(), String> {
         self.right_tracks.clear();
         let dt = self.stereo_dt.take();
+        let camera = camera.map(|c| c.clone().lifted(self.params.lifting));
+        let camera = camera.as_ref();
+        let f32_lift = camera.is_some_and(|c| c.lifts_as_camodocal());
         let (rw, rh) = right.size();
         if (rw, rh) != self.size {
             self.prev_right.clear();
@@ -135,7 +138,7 @@ impl Tracker {
                 ..*left
             };
             if let (Some(dt), Some(&(px, py, pxn, pyn))) = (dt, self.prev_right.get(&t.id)) {
-                (t.vx, t.vy) = ((t.x_n - pxn) / dt, (t.y_n - pyn) / dt);
+                (t.vx, t.vy) = super::velocity((t.x_n, t.y_n), (pxn, pyn), dt, f32_lift);
                 (t.px_vx, t.px_vy) = ((t.x - px) as f64 / dt, (t.y - py) as f64 / dt);
             }
             if camera.is_none() {

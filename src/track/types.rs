@@ -22,6 +22,8 @@ pub struct TrackParams {
     pub ransac_threshold: f64,
     pub top_up: TopUp,
     pub quality: f64,
+    pub mask_order: crate::config::MaskOrder,
+    pub lifting: crate::config::Lifting,
 }
 
 impl TrackParams {
@@ -39,6 +41,8 @@ impl TrackParams {
                 crate::config::TrackDetector::Fast => TopUp::Fast(c.fast_threshold.min(255) as u8),
             },
             quality: c.quality,
+            mask_order: c.mask_order,
+            lifting: c.lifting,
         }
     }
 }
