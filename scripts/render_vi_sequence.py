@@ -360,9 +360,6 @@ def main():
                 px = np.clip(np.rint(img + rng.normal(0, 1.0, img.shape)), 0, 255).astype(np.uint8)
                 px = px.reshape(cam["h"], cam["w"])
                 hd = header(ns, f"cam{c}")
-                im = Image(header=hd, height=cam["h"], width=cam["w"], encoding="mono8", is_bigendian=0,
-                           step=cam["w"], data=px.reshape(-1))
-                w.write(img_c[c], ns + 1_000_000, ts.serialize_cdr(im, Image.__msgtype__))
                 if model == "PINHOLE":
                     kmat = [cam["fx"], 0.0, cam["cx"], 0.0, cam["fy"], cam["cy"], 0.0, 0.0, 1.0]
                     info = CameraInfo(header=hd, height=cam["h"], width=cam["w"], distortion_model="plumb_bob",
@@ -372,6 +369,9 @@ def main():
                                       binning_x=0, binning_y=0,
                                       roi=RoI(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False))
                     w.write(info_c[c], ns + 1_000_000, ts.serialize_cdr(info, CameraInfo.__msgtype__))
+                im = Image(header=hd, height=cam["h"], width=cam["w"], encoding="mono8", is_bigendian=0,
+                           step=cam["w"], data=px.reshape(-1))
+                w.write(img_c[c], ns + 1_000_000, ts.serialize_cdr(im, Image.__msgtype__))
             if i_img % 40 == 0:
                 print(f"{args.kind}: frame {i_img}/{n_img}", flush=True)
     (out / "groundtruth.tum").write_text("\n".join(gt) + "\n")

@@ -20,6 +20,7 @@
 //! values, non-zero focal lengths, a known model) and says what is wrong.
 
 pub mod camodocal;
+pub mod vins;
 
 use nalgebra::{Matrix3, Point2};
 

@@ -208,6 +208,58 @@ pub fn vins_feature_into(cameras: &[&[Track]], format: VinsFormat, out: &mut Vin
     }
 }
 
+/// VINS's `feature` message (`sensor_msgs/PointCloud`, [`vins_feature`]) serialized as CDR,
+/// what the node publishes and the replay writes: the message, its channels and bytes kept
+/// from frame to frame (nothing allocated once they have grown).
+#[derive(Default)]
+pub struct FeatureCdr {
+    feature: VinsFeature,
+    msg: crate::bag::cdr::PointCloud,
+    bytes: Vec<u8>,
+}
+
+impl FeatureCdr {
+    /// The header the next [`FeatureCdr::encode`] writes (the image's).
+    pub fn header_mut(&mut self) -> &mut crate::bag::cdr::Header {
+        &mut self.msg.header
+    }
+
+    /// `cameras[c]`: camera c's tracks (one camera, or left and right).
+    pub fn encode(&mut self, cameras: &[&[Track]], format: VinsFormat) -> &[u8] {
+        use crate::bag::cdr;
+        vins_feature_into(cameras, format, &mut self.feature);
+        let m = &mut self.msg;
+        m.points.clear();
+        m.points
+            .extend(self.feature.points.iter().map(|p| cdr::Point32 {
+                x: p[0],
+                y: p[1],
+                z: p[2],
+            }));
+        let names = format.channels();
+        if !m
+            .channels
+            .iter()
+            .map(|c| c.name.as_str())
+            .eq(names.iter().copied())
+        {
+            m.channels = names
+                .iter()
+                .map(|n| cdr::ChannelFloat32 {
+                    name: n.to_string(),
+                    values: Vec::new(),
+                })
+                .collect();
+        }
+        for (ch, values) in m.channels.iter_mut().zip(&self.feature.channels) {
+            ch.values.clear();
+            ch.values.extend_from_slice(values);
+        }
+        cdr::encode_into(&*m, &mut self.bytes);
+        &self.bytes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

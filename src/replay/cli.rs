@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::{run, ReplayOptions};
+use crate::camera::vins::VinsConfig;
 use crate::error::{Error, Result};
 use crate::eval::HomographyPair;
 use crate::pipeline::BackendChoice;
@@ -39,6 +40,11 @@ pub struct ReplayArgs {
     /// JSON written by scripts/eval_homography.py, shown beside our numbers.
     #[arg(long, value_name = "FILE")]
     pub opencv_eval: Option<PathBuf>,
+    /// A VINS-Fusion config (what vins_node is started with): the cameras come from its
+    /// camodocal files and the tracker runs as its FeatureTracker (max_cnt, min_dist,
+    /// flow_back; track.enabled). `--set` still overrides.
+    #[arg(long, value_name = "FILE")]
+    pub vins_config: Option<PathBuf>,
     /// A bag directory (with metadata.yaml) or one .mcap / .db3 file.
     pub bag: PathBuf,
 }
@@ -48,6 +54,14 @@ impl ReplayArgs {
         let mut config = match &self.config {
             Some(p) => Config::from_file(p)?,
             None => Config::default(),
+        };
+        let vins = match &self.vins_config {
+            Some(p) => {
+                let v = VinsConfig::load(p).map_err(Error::Config)?;
+                v.apply(&mut config.track);
+                Some(v)
+            }
+            None => None,
         };
         for s in &self.set {
             let (k, v) = s
@@ -65,6 +79,7 @@ impl ReplayArgs {
             max_frames: self.max_frames,
             homography: self.homography.clone(),
             opencv_eval: self.opencv_eval.clone(),
+            vins,
         })
     }
 }

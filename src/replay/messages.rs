@@ -17,6 +17,12 @@ pub fn edges_topic(t: &str) -> String {
 pub fn tracks_topic(t: &str) -> String {
     format!("{}/tracks", t.trim_end_matches('/'))
 }
+pub fn feature_topic(t: &str) -> String {
+    format!("{}/feature", t.trim_end_matches('/'))
+}
+pub fn restart_topic(t: &str) -> String {
+    format!("{}/restart", t.trim_end_matches('/'))
+}
 pub fn annotations_topic(t: &str) -> String {
     format!("{}/keypoints/annotations", t.trim_end_matches('/'))
 }

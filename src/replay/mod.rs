@@ -9,7 +9,13 @@
 //! | `T/keypoints`                | `sensor_msgs/msg/PointCloud2` ([`crate::output::pointcloud`] layout) |
 //! | `T/edges`                    | `sensor_msgs/msg/Image`, mono8 (when Canny is on) |
 //! | `T/keypoints/annotations`    | `foxglove_msgs/msg/ImageAnnotations`  |
-//! | `T/tracks`                   | `sensor_msgs/msg/PointCloud2` (`output::tracks` layout; with `track.enabled`, pixels only) |
+//! | `T/tracks`                   | `sensor_msgs/msg/PointCloud2` (`output::tracks` layout; with `track.enabled`) |
+//! | `T/feature`                  | `sensor_msgs/msg/PointCloud`, VINS-Fusion's layout, the node's bytes (with `track.enabled`, once the camera is known) |
+//! | `T/restart`                  | `std_msgs/msg/Bool` true when the tracker started over (as the node's `restart`) |
+//!
+//! The camera of `T` comes from `--vins-config` (its camodocal files, as VINS reads them)
+//! or else from the bag's `camera_info` beside `T` (`dirname(T)/camera_info`, the last one
+//! before the frame); without either the tracks stay in pixels and no `feature` is written.
 //!
 //! Every output message carries the input's header (stamp, frame_id) and the input's log
 //! and publish times.
@@ -33,10 +39,13 @@ use self::report::{FeatureTrackFrame, FrameStats, Heatmap, MatcherInfo, ReportIn
 use crate::bag::cdr;
 use crate::bag::reader::{Bag, RawMessage, TopicInfo};
 use crate::bag::writer::McapBagWriter;
+use crate::camera::vins::VinsConfig;
+use crate::camera::CameraModel;
 use crate::error::{Error, Result};
 use crate::eval::{self, HomographyPair};
 use crate::image::GrayImage;
 use crate::matching::{MatchParams, Matcher};
+use crate::output::tracks::{FeatureCdr, VinsFormat};
 use crate::pipeline::{BackendChoice, BackendKind, Descriptor, Features, Keypoint, Pipeline};
 use crate::track::{TrackParams, Tracker};
 use crate::Config;
@@ -50,8 +59,8 @@ pub use self::cli::{main, ReplayArgs};
 pub use self::frame::{decode_frame, FrameData, FrameSkip};
 use self::messages::edges_message;
 pub use self::messages::{
-    annotations_message, annotations_topic, edges_topic, keypoints_message, keypoints_topic,
-    tracks_message, tracks_topic,
+    annotations_message, annotations_topic, edges_topic, feature_topic, keypoints_message,
+    keypoints_topic, restart_topic, tracks_message, tracks_topic,
 };
 
 /// Everything `replay` needs.
@@ -73,6 +82,9 @@ pub struct ReplayOptions {
     pub homography: Vec<HomographyPair>,
     /// `scripts/eval_homography.py`'s JSON, shown side by side with ours.
     pub opencv_eval: Option<PathBuf>,
+    /// A VINS-Fusion config: the cameras from its camodocal files (its tracker settings are
+    /// applied to `config` by the CLI).
+    pub vins: Option<VinsConfig>,
 }
 
 impl ReplayOptions {
@@ -87,6 +99,7 @@ impl ReplayOptions {
             max_frames: None,
             homography: Vec::new(),
             opencv_eval: None,
+            vins: None,
         }
     }
 }
@@ -170,11 +183,36 @@ fn select_topics(bag: &Bag, wanted: &[String]) -> Result<Vec<TopicInfo>> {
 /// (id, age) of the tracks alive after the previous frame.
 type TrackAges = Vec<(u64, u32)>;
 
+/// The tracker's outputs of one image topic and what it needs beside the frames.
+struct TrackState {
+    /// The `tracks`, `feature` and `restart` channels.
+    tracks: u16,
+    feature: u16,
+    restart: u16,
+    tracker: Tracker,
+    /// The previous frame's (id, age).
+    prev: TrackAges,
+    /// Resets seen (a new one writes `restart`).
+    resets: usize,
+    feature_cdr: FeatureCdr,
+}
+
+/// The camera beside each image topic: from `camera_info` (the last one read), or the
+/// problem with it.
+type Cameras = HashMap<String, std::result::Result<CameraModel, String>>;
+
+/// `dirname(T)/camera_info` for image topic `T`.
+pub fn camera_info_topic(t: &str) -> String {
+    match t.trim_end_matches('/').rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/camera_info"),
+        None => "camera_info".into(),
+    }
+}
+
 struct TopicState {
     keypoints: u16,
-    /// The `tracks` channel, the topic's tracker and the previous frame's (id, age), with
-    /// `track.enabled`.
-    tracks: Option<(u16, Tracker, TrackAges)>,
+    /// With `track.enabled`.
+    tracks: Option<TrackState>,
     edges: Option<u16>,
     annotations: u16,
     image: u16,
@@ -317,7 +355,23 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
     remove_stale(&opts.out_dir)?;
     let bag = Bag::open(&opts.bag)?;
     let topics = select_topics(&bag, &opts.topics)?;
-    let wanted: HashSet<String> = topics.iter().map(|t| t.name.clone()).collect();
+    let mut wanted: HashSet<String> = topics.iter().map(|t| t.name.clone()).collect();
+    // Each image topic's camera_info, when the bag has it and no VINS config gives the camera.
+    let infos: HashMap<String, String> = if opts.vins.is_none() {
+        let all = bag.topics()?;
+        topics
+            .iter()
+            .map(|t| (camera_info_topic(&t.name), t.name.clone()))
+            .filter(|(info, _)| {
+                all.iter()
+                    .any(|a| &a.name == info && a.msgtype == cdr::CAMERA_INFO)
+            })
+            .collect()
+    } else {
+        HashMap::new()
+    };
+    wanted.extend(infos.keys().cloned());
+    let mut cameras: Cameras = HashMap::new();
     let total: Option<u64> = topics
         .iter()
         .map(|t| t.count)
@@ -367,6 +421,26 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
                 m.log_time
             ))
         };
+        if let Some(image_topic) = infos.get(m.topic) {
+            let cam = cdr::decode::<cdr::CameraInfo>(m.data, m.msgtype)
+                .map_err(|e| e.to_string())
+                .and_then(|i| {
+                    CameraModel::from_camera_info(
+                        i.width,
+                        i.height,
+                        &i.distortion_model,
+                        &i.k,
+                        &i.d,
+                    )
+                });
+            if let Err(e) = &cam {
+                if !matches!(cameras.get(image_topic), Some(Err(prev)) if prev == e) {
+                    eprintln!("replay: {}: {e}; tracking {image_topic} in pixels", m.topic);
+                }
+            }
+            cameras.insert(image_topic.clone(), cam);
+            return Ok(());
+        }
         if !is_image_type(m.msgtype) {
             return Err(ctx(Error::Bag(format!(
                 "type {:?} is not an image type",
@@ -380,11 +454,15 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
                     image: writer.channel(m.topic, m.msgtype)?,
                     keypoints: writer.channel(&keypoints_topic(m.topic), cdr::POINT_CLOUD2)?,
                     tracks: if opts.config.track.enabled {
-                        Some((
-                            writer.channel(&tracks_topic(m.topic), cdr::POINT_CLOUD2)?,
-                            make_tracker(&opts.config, pipeline.backend()),
-                            Vec::new(),
-                        ))
+                        Some(TrackState {
+                            tracks: writer.channel(&tracks_topic(m.topic), cdr::POINT_CLOUD2)?,
+                            feature: writer.channel(&feature_topic(m.topic), cdr::POINT_CLOUD)?,
+                            restart: writer.channel(&restart_topic(m.topic), cdr::BOOL)?,
+                            tracker: make_tracker(&opts.config, pipeline.backend()),
+                            prev: Vec::new(),
+                            resets: 0,
+                            feature_cdr: FeatureCdr::default(),
+                        })
                     } else {
                         None
                     },
@@ -441,11 +519,30 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         let mut gray = GrayImage::default();
         crate::cpu::decode::decode(&view, &mut gray);
         let mut feature_tracks = None;
-        if let Some((ch, tracker, prev)) = st.tracks.as_mut() {
-            let stamp = header.stamp.as_nanos() as f64 * 1e-9;
-            let tracks = tracker.track(&gray, stamp, None);
+        if let Some(ts) = st.tracks.as_mut() {
+            // As ROS's Time::toSec / the node: seconds plus nanoseconds * 1e-9.
+            let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
+            let camera = match &opts.vins {
+                Some(v) => Some(v.camera_for(m.topic)),
+                None => cameras.get(m.topic).and_then(|c| c.as_ref().ok()),
+            };
+            let (tracker, prev) = (&mut ts.tracker, &mut ts.prev);
+            tracker.track(&gray, stamp, camera);
+            let tracks = tracker.tracks();
             let msg = tracks_message(header, tracks, &mut scratch);
-            writer.write(*ch, m.log_time, m.publish_time, &msg)?;
+            writer.write(ts.tracks, m.log_time, m.publish_time, &msg)?;
+            let resets = tracker.resets().len();
+            if resets > ts.resets {
+                ts.resets = resets;
+                let msg = cdr::encode(&cdr::Bool { data: true });
+                writer.write(ts.restart, m.log_time, m.publish_time, &msg)?;
+            }
+            // No `feature` before the camera is known: VINS cannot use pixels.
+            if camera.is_some() {
+                ts.feature_cdr.header_mut().clone_from(header);
+                let bytes = ts.feature_cdr.encode(&[tracks], VinsFormat::Fusion);
+                writer.write(ts.feature, m.log_time, m.publish_time, bytes)?;
+            }
             let alive: HashSet<u64> = tracks.iter().map(|t| t.id).collect();
             let ended = prev
                 .iter()
@@ -464,6 +561,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
                 added: s.added,
                 flow_back_error: s.flow_back_error,
                 ended,
+                tracker_ms: s.total_ms,
             });
         }
         let track = st

@@ -142,14 +142,10 @@ impl TracksCdr {
     }
 }
 
-/// VINS's `feature` message (`sensor_msgs/PointCloud`, [`crate::output::tracks::vins_feature`])
-/// serialized, the message, its channels and bytes kept from frame to frame.
+/// VINS's `feature` message serialized: [`crate::output::tracks::FeatureCdr`] (the replay
+/// writes the same bytes) under the node's header.
 #[derive(Default)]
-pub struct FeatureCdr {
-    feature: crate::output::tracks::VinsFeature,
-    msg: crate::bag::cdr::PointCloud,
-    bytes: Vec<u8>,
-}
+pub struct FeatureCdr(crate::output::tracks::FeatureCdr);
 
 impl FeatureCdr {
     /// `cameras[c]`: camera c's tracks (one camera, or left and right).
@@ -159,38 +155,8 @@ impl FeatureCdr {
         cameras: &[&[crate::track::Track]],
         format: crate::output::tracks::VinsFormat,
     ) -> &[u8] {
-        use crate::bag::cdr;
-        crate::output::tracks::vins_feature_into(cameras, format, &mut self.feature);
-        let m = &mut self.msg;
-        cdr_header(header, &mut m.header);
-        m.points.clear();
-        m.points
-            .extend(self.feature.points.iter().map(|p| cdr::Point32 {
-                x: p[0],
-                y: p[1],
-                z: p[2],
-            }));
-        let names = format.channels();
-        if !m
-            .channels
-            .iter()
-            .map(|c| c.name.as_str())
-            .eq(names.iter().copied())
-        {
-            m.channels = names
-                .iter()
-                .map(|n| cdr::ChannelFloat32 {
-                    name: n.to_string(),
-                    values: Vec::new(),
-                })
-                .collect();
-        }
-        for (ch, values) in m.channels.iter_mut().zip(&self.feature.channels) {
-            ch.values.clear();
-            ch.values.extend_from_slice(values);
-        }
-        cdr::encode_into(&*m, &mut self.bytes);
-        &self.bytes
+        cdr_header(header, self.0.header_mut());
+        self.0.encode(cameras, format)
     }
 }
 

@@ -5,7 +5,7 @@
 //! started over: time went backwards, the resolution or the camera changed).
 //!
 //! Without a usable `camera_info` the tracks are published in pixels (normalised fields
-//! NaN), `feature` carries no points, and /diagnostics says why at WARN level.
+//! NaN), no `feature` message is published, and /diagnostics says why at WARN level.
 //!
 //! Stereo ([`StereoLink`], `track.stereo` with two inputs or more, VINS-Fusion's mode): the
 //! second input's worker hands its frames over by stamp, as a device copy of its pipeline's
@@ -367,7 +367,9 @@ impl TrackOutputs {
         let tracks = self.tracker.tracks();
         let cameras: [&[Track]; 2] = [tracks, self.tracker.right_tracks()];
         let cameras = if stereo { &cameras[..] } else { &cameras[..1] };
-        if listened(self.pub_feature.get_inter_process_subscription_count()) {
+        // No `feature` before the camera model is known: VINS cannot use pixels (its
+        // initialisation does not check the count), and an empty message would still count.
+        if camera.is_some() && listened(self.pub_feature.get_inter_process_subscription_count()) {
             let bytes = self.feature_cdr.encode(header, cameras, self.format);
             let _ = self.pub_feature.publish_raw(bytes);
         }

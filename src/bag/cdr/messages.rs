@@ -109,6 +109,39 @@ pub struct PointCloud {
     pub channels: Vec<ChannelFloat32>,
 }
 
+/// `sensor_msgs/msg/RegionOfInterest`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionOfInterest {
+    pub x_offset: u32,
+    pub y_offset: u32,
+    pub height: u32,
+    pub width: u32,
+    pub do_rectify: bool,
+}
+
+/// `sensor_msgs/msg/CameraInfo` (the replay reads it beside an image topic).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CameraInfo {
+    pub header: Header,
+    pub height: u32,
+    pub width: u32,
+    #[serde(deserialize_with = "string::deserialize")]
+    pub distortion_model: String,
+    pub d: Vec<f64>,
+    pub k: [f64; 9],
+    pub r: [f64; 9],
+    pub p: [f64; 12],
+    pub binning_x: u32,
+    pub binning_y: u32,
+    pub roi: RegionOfInterest,
+}
+
+/// `std_msgs/msg/Bool` (the tracker's `restart`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bool {
+    pub data: bool,
+}
+
 /// `foxglove_msgs/msg/Point2`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Point2 {

@@ -72,11 +72,14 @@ pub mod string;
 mod tests;
 
 pub use self::messages::{
-    ChannelFloat32, CircleAnnotation, Color, CompressedImage, Header, Image, ImageAnnotations,
-    Point2, Point32, PointCloud, PointCloud2, PointField, PointsAnnotation, TextAnnotation, Time,
-    LINE_LIST, POINTS,
+    Bool, CameraInfo, ChannelFloat32, CircleAnnotation, Color, CompressedImage, Header, Image,
+    ImageAnnotations, Point2, Point32, PointCloud, PointCloud2, PointField, PointsAnnotation,
+    RegionOfInterest, TextAnnotation, Time, LINE_LIST, POINTS,
 };
-pub use self::schema::{schema_text, COMPRESSED_IMAGE, IMAGE, IMAGE_ANNOTATIONS, POINT_CLOUD2};
+pub use self::schema::{
+    schema_text, BOOL, CAMERA_INFO, COMPRESSED_IMAGE, IMAGE, IMAGE_ANNOTATIONS, POINT_CLOUD,
+    POINT_CLOUD2,
+};
 
 /// Encapsulation header of a little-endian plain CDR message (what we write).
 pub const ENCAPSULATION_LE: [u8; 4] = [0, 1, 0, 0];

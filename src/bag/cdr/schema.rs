@@ -5,6 +5,9 @@ pub const IMAGE: &str = "sensor_msgs/msg/Image";
 pub const COMPRESSED_IMAGE: &str = "sensor_msgs/msg/CompressedImage";
 pub const POINT_CLOUD2: &str = "sensor_msgs/msg/PointCloud2";
 pub const IMAGE_ANNOTATIONS: &str = "foxglove_msgs/msg/ImageAnnotations";
+pub const POINT_CLOUD: &str = "sensor_msgs/msg/PointCloud";
+pub const CAMERA_INFO: &str = "sensor_msgs/msg/CameraInfo";
+pub const BOOL: &str = "std_msgs/msg/Bool";
 
 const SEP: &str =
     "================================================================================\n";
@@ -51,6 +54,29 @@ pub fn schema_text(msgtype: &str) -> Option<String> {
                     "uint8 INT8=1\nuint8 UINT8=2\nuint8 INT16=3\nuint8 UINT16=4\nuint8 INT32=5\n\
                      uint8 UINT32=6\nuint8 FLOAT32=7\nuint8 FLOAT64=8\n\
                      string name\nuint32 offset\nuint8 datatype\nuint32 count\n",
+                ),
+            ],
+        ),
+        POINT_CLOUD => with_deps(
+            "std_msgs/Header header\ngeometry_msgs/Point32[] points\nsensor_msgs/ChannelFloat32[] channels\n",
+            &[
+                ("std_msgs/Header", HEADER_DEF),
+                ("builtin_interfaces/Time", TIME_DEF),
+                ("geometry_msgs/Point32", "float32 x\nfloat32 y\nfloat32 z\n"),
+                ("sensor_msgs/ChannelFloat32", "string name\nfloat32[] values\n"),
+            ],
+        ),
+        BOOL => "bool data\n".to_string(),
+        CAMERA_INFO => with_deps(
+            "std_msgs/Header header\nuint32 height\nuint32 width\nstring distortion_model\n\
+             float64[] d\nfloat64[9] k\nfloat64[9] r\nfloat64[12] p\nuint32 binning_x\n\
+             uint32 binning_y\nsensor_msgs/RegionOfInterest roi\n",
+            &[
+                ("std_msgs/Header", HEADER_DEF),
+                ("builtin_interfaces/Time", TIME_DEF),
+                (
+                    "sensor_msgs/RegionOfInterest",
+                    "uint32 x_offset\nuint32 y_offset\nuint32 height\nuint32 width\nbool do_rectify\n",
                 ),
             ],
         ),

@@ -86,6 +86,8 @@ pub struct FeatureTrackFrame {
     pub flow_back_error: f64,
     /// Lengths (frames) of the tracks that ended at this frame.
     pub ended: Vec<u32>,
+    /// The tracker's wall time for the frame (`Tracker::track`, its `total_ms`).
+    pub tracker_ms: f64,
 }
 
 /// Measures of one replayed frame.
@@ -202,6 +204,8 @@ pub struct FeatureTracks {
     pub flow_kept_share: f64,
     pub ransac_inlier_share: f64,
     pub mask_dropped_share: f64,
+    /// The tracker's time per frame, ms (front-end cost beside the estimator's tables).
+    pub tracker_ms: Dist,
 }
 
 impl FeatureTracks {
@@ -237,6 +241,7 @@ impl FeatureTracks {
             flow_kept_share: share(flowed, tried),
             ransac_inlier_share: share(flowed.saturating_sub(ransac), flowed),
             mask_dropped_share: share(mask, flowed.saturating_sub(ransac)),
+            tracker_ms: Dist::of(t.iter().map(|x| x.tracker_ms)),
         })
     }
 }

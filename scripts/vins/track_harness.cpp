@@ -1,0 +1,51 @@
+// Runs the real VINS-Fusion FeatureTracker (its library from ../shared/vins-fusion, built by
+// its setup.sh) on frames listed in an index file, and prints what trackImage returns, so
+// that scripts/vins_parity.py can compare it with our tracker frame for frame. A test tool:
+// it links VINS-Fusion (GPL-3.0) and is built at test time, never shipped.
+//
+//   track_harness CONFIG.yaml INDEX.txt > out.txt
+// INDEX.txt: one frame per line, "stamp_seconds path.pgm" (8-bit gray).
+// Output, per frame: "F index stamp ms" (trackImage's wall time), then one line per feature
+// in id order: "P id camera x y z u v vx vy" (each value as the float VINS holds, %.9g).
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "estimator/parameters.h"
+#include "featureTracker/feature_tracker.h"
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s CONFIG.yaml INDEX.txt\n", argv[0]);
+    return 2;
+  }
+  readParameters(argv[1]);
+  FeatureTracker tracker;
+  tracker.readIntrinsicParameter(CAM_NAMES);
+  std::ifstream index(argv[2]);
+  double stamp;
+  std::string path;
+  int n = 0;
+  while (index >> stamp >> path) {
+    cv::Mat img = cv::imread(path, cv::IMREAD_GRAYSCALE);
+    if (img.empty()) {
+      std::fprintf(stderr, "cannot read %s\n", path.c_str());
+      return 1;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    auto frame = tracker.trackImage(stamp, img);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("F %d %.9f %.6f\n", n++, stamp, ms);
+    for (auto &f : frame) {
+      for (auto &c : f.second) {
+        const auto &v = c.second;
+        std::printf("P %d %d %.9g %.9g %.9g %.9g %.9g %.9g %.9g\n", f.first, c.first, (float)v(0),
+                    (float)v(1), (float)v(2), (float)v(3), (float)v(4), (float)v(5), (float)v(6));
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Our tracker against the real VINS-Fusion FeatureTracker, frame for frame.
+
+Runs VINS-Fusion's own FeatureTracker (scripts/vins/track_harness.cpp, linked against the
+library ../shared/vins-fusion/setup.sh builds, on Debian's OpenCV) on the frames of an image
+topic of a rosbag2, and `gpu_features replay --vins-config` on the same bag, then compares
+every frame's features: the same ids, the same pixels, the same normalised points and
+velocities, bit for bit (each is the f32 VINS holds). Writes OUT/parity.json and prints a
+summary; exits 1 when a frame differs (unless --report-only).
+
+  scripts/vins_parity.py --bag DIR --vins-config FILE --out DIR \\
+      --gpu-features target/release/gpu_features --harness target/vins-harness/track_harness
+"""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vins_tools as vt  # noqa: E402
+
+
+def extract_frames(bag, topic, out_dir, max_frames=None):
+    """PGMs of the topic's mono8 frames and the harness's index (stamp path)."""
+    from PIL import Image
+    ts = vt.typestore2()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i, (_, _, msgtype, raw) in enumerate(vt.read_bag(bag, {topic})):
+        if max_frames is not None and i >= max_frames:
+            break
+        m = ts.deserialize_cdr(raw, msgtype)
+        if m.encoding != "mono8":
+            raise SystemExit(f"{topic}: {m.encoding} frames; the parity check takes mono8")
+        px = np.frombuffer(bytes(m.data), dtype=np.uint8).reshape(m.height, m.step)[:, :m.width]
+        p = out_dir / f"{i:05d}.pgm"
+        Image.fromarray(px).save(p)
+        lines.append(f"{m.header.stamp.sec + m.header.stamp.nanosec * 1e-9:.9f} {p}")
+    (out_dir / "index.txt").write_text("\n".join(lines) + "\n")
+    return out_dir / "index.txt", len(lines)
+
+
+def parse_harness(text):
+    frames, cur = [], None
+    for line in text.splitlines():
+        f = line.split()
+        if f[0] == "F":
+            cur = {"stamp": float(f[2]), "ms": float(f[3]), "points": {}}
+            frames.append(cur)
+        elif f[0] == "P" and int(f[2]) == 0:
+            cur["points"][int(f[1])] = tuple(np.float32(v) for v in f[3:10])
+    return frames
+
+
+def compare(vins, ours):
+    """Per frame: ids equal, and for the common ids every value's f32 bits."""
+    rows = []
+    for i, v in enumerate(vins):
+        o = ours.get(i)
+        if o is None:
+            rows.append({"frame": i, "ours": None, "vins": len(v["points"])})
+            continue
+        ids_v, ids_o = set(v["points"]), set(o)
+        common = ids_v & ids_o
+        diff = {"pixel": 0, "normalised": 0, "velocity": 0}
+        worst = 0.0
+        for k in common:
+            a, b = v["points"][k], o[k]
+            if a[3:5] != b[3:5]:
+                diff["pixel"] += 1
+            if a[0:3] != b[0:3]:
+                diff["normalised"] += 1
+                worst = max(worst, float(max(abs(a[0] - b[0]), abs(a[1] - b[1]))))
+            if a[5:7] != b[5:7]:
+                diff["velocity"] += 1
+        rows.append({"frame": i, "vins": len(ids_v), "ours": len(ids_o), "common": len(common),
+                     "only_vins": len(ids_v - ids_o), "only_ours": len(ids_o - ids_v),
+                     **diff, "worst_normalised": worst})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bag", required=True, type=Path)
+    ap.add_argument("--vins-config", required=True, type=Path)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--gpu-features", required=True, type=Path)
+    ap.add_argument("--harness", required=True, type=Path)
+    ap.add_argument("--topic", help="image topic (default: the config's image0_topic)")
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--max-frames", type=int)
+    ap.add_argument("--set", action="append", default=[], help="extra replay --set KEY=VALUE")
+    ap.add_argument("--report-only", action="store_true", help="exit 0 even when frames differ")
+    a = ap.parse_args()
+    cfg = vt.read_opencv_yaml(a.vins_config)
+    topic = a.topic or cfg["image0_topic"]
+    a.out.mkdir(parents=True, exist_ok=True)
+    index, n = extract_frames(a.bag, topic, a.out / "frames", a.max_frames)
+    copy = vt.config_copy(a.vins_config, a.out / "vins", {"output_path": str((a.out / "vins").resolve()) + "/"})
+    res = subprocess.run([str(a.harness), str(copy), str(index)], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(f"harness failed ({res.returncode}): {res.stderr[-2000:]}")
+    (a.out / "vins_tracker.txt").write_text(res.stdout)
+    vins = parse_harness(res.stdout)
+    cmd = [str(a.gpu_features), "replay", str(a.bag), "--out", str(a.out / "replay"), "--vins-config",
+           str(a.vins_config), "--topic", topic, "--backend", a.backend, "--no-progress"]
+    for s in a.set:
+        cmd += ["--set", s]
+    if a.max_frames:
+        cmd += ["--max-frames", str(a.max_frames)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    ours = {}
+    for i, (_, _, _, raw) in enumerate(vt.read_bag(a.out / "replay" / "out.mcap", {topic.rstrip("/") + "/feature"})):
+        ours[i] = vt.feature_points(raw)[1]
+    rows = compare(vins, ours)
+    bad = [r for r in rows if r.get("ours") is None or r["only_vins"] or r["only_ours"] or r["pixel"]
+           or r["normalised"] or r["velocity"]]
+    first = bad[0]["frame"] if bad else None
+    summary = {"frames": n, "frames_equal": n - len(bad), "first_difference": first,
+               "points": int(sum(r.get("vins", 0) for r in rows)),
+               "vins_tracker_ms_median": float(np.median([f["ms"] for f in vins])) if vins else None,
+               "backend": a.backend, "topic": topic, "set": a.set, "rows": rows}
+    (a.out / "parity.json").write_text(json.dumps(summary, indent=1))
+    print(f"parity: {n - len(bad)} of {n} frames identical to VINS-Fusion's FeatureTracker "
+          f"({summary['points']} features); first difference: {first}")
+    if bad:
+        print("  first differing frame:", json.dumps(bad[0]))
+    sys.exit(0 if (not bad or a.report_only) else 1)
+
+
+if __name__ == "__main__":
+    main()

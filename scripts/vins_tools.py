@@ -1,0 +1,100 @@
+"""Shared helpers of the VINS-Fusion tools (scripts/vio_e2e.py, scripts/vins_parity.py):
+VINS config files (OpenCV FileStorage YAML), copies of them with keys changed, bags read and
+converted with the `rosbags` package, our `feature` messages decoded.
+
+Nothing here knows ROS 1 beyond what `rosbags` writes; the ROS 1 tools themselves
+(roscore, rosbag, vins_node) are run by the callers with the system's /usr/bin/python3.
+"""
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+
+def read_opencv_yaml(path):
+    """The top-level scalar keys of an OpenCV YAML file (enough for VINS's settings)."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        m = re.match(r'^([A-Za-z_][A-Za-z0-9_]*):\s*(.*?)\s*(#.*)?$', line)
+        if not m or m.group(2).startswith("!!"):
+            continue
+        v = m.group(2)
+        if len(v) >= 2 and v[0] == v[-1] == '"':
+            out[m.group(1)] = v[1:-1]
+            continue
+        try:
+            out[m.group(1)] = float(v) if any(c in v for c in ".eE") else int(v)
+        except ValueError:
+            out[m.group(1)] = v
+    return out
+
+
+def config_copy(src, dst_dir, overrides):
+    """Copies the VINS config `src` and its camera files into `dst_dir` with the keys in
+    `overrides` replaced (strings quoted); returns the copy's path. Everything else is kept
+    byte for byte, `!!opencv-matrix` blocks included."""
+    src, dst_dir = Path(src), Path(dst_dir)
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    keys = read_opencv_yaml(src)
+    for k in ("cam0_calib", "cam1_calib"):
+        if k in keys and (src.parent / keys[k]).exists():
+            shutil.copyfile(src.parent / keys[k], dst_dir / Path(keys[k]).name)
+            overrides.setdefault(k, Path(keys[k]).name)
+    text = src.read_text()
+    for k, v in overrides.items():
+        val = f'"{v}"' if isinstance(v, str) else repr(v)
+        text, n = re.subn(rf'^{k}:[^\n]*$', f'{k}: {val}', text, flags=re.M)
+        if n == 0:
+            text += f"\n{k}: {val}\n"
+    dst = dst_dir / src.name
+    dst.write_text(text)
+    return dst
+
+
+def typestore2():
+    from rosbags.typesys import Stores, get_typestore
+    return get_typestore(getattr(Stores, "ROS2_JAZZY", None) or Stores.ROS2_HUMBLE)
+
+
+def read_bag(path, topics):
+    """(topic, log_ns, msgtype, raw CDR) of the wanted topics of a rosbag2 directory or a
+    single .mcap file, in log-time order."""
+    from rosbags.rosbag2 import Reader
+    path = Path(path)
+    with Reader(path) as r:
+        conns = [c for c in r.connections if c.topic in topics]
+        for c, t, raw in r.messages(connections=conns):
+            yield c.topic, t, c.msgtype, raw
+
+
+def bag_topics(path):
+    from rosbags.rosbag2 import Reader
+    with Reader(Path(path)) as r:
+        return {c.topic: c.msgtype for c in r.connections}
+
+
+def write_rosbag2(path, items, ts=None):
+    """Writes (topic, msgtype, log_ns, raw CDR) items into a rosbag2 (MCAP) at `path`."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    ts = ts or typestore2()
+    shutil.rmtree(path, ignore_errors=True)
+    conns = {}
+    with Writer(Path(path), version=8, storage_plugin=StoragePlugin.MCAP) as w:
+        for topic, msgtype, t, raw in items:
+            if topic not in conns:
+                conns[topic] = w.add_connection(topic, msgtype, typestore=ts)
+            w.write(conns[topic], t, raw)
+
+
+def feature_points(raw, ts=None):
+    """Our `feature` message (VINS-Fusion layout) as {id: (x, y, z, u, v, vx, vy)} of f32,
+    and the stamp in seconds (sec + nsec * 1e-9, as ROS's toSec)."""
+    ts = ts or typestore2()
+    m = ts.deserialize_cdr(raw, "sensor_msgs/msg/PointCloud")
+    ch = {c.name: np.asarray(c.values, dtype=np.float32) for c in m.channels}
+    out = {}
+    for i, p in enumerate(m.points):
+        out[int(ch["id"][i])] = tuple(np.float32(v) for v in (
+            p.x, p.y, p.z, ch["u"][i], ch["v"][i], ch["velocity_x"][i], ch["velocity_y"][i]))
+    return m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, out
