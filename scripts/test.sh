@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README, CI): formatting, lints, every Rust test (GPU tests say
 # SKIPPED without a CUDA device), then the ROS 2 node integration test against real rclpy
-# (installs the PyPI ROS 2 wheels on first use; SKIP_ROS=1 leaves it out).
+# (installs the PyPI ROS 2 wheels on first use; SKIP_ROS=1 leaves it out), after the real
+# VINS-Fusion end-to-end on a rendered sequence (scripts/test-vio.sh; SKIP_VIO=1 leaves it out).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -26,6 +27,10 @@ step "the kernels compile with NVRTC (from PyPI; no GPU needed)"
 NVRTC_LIB=$(bash scripts/setup-nvrtc.sh)
 GF_REQUIRE_NVRTC=1 LD_LIBRARY_PATH="$NVRTC_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
   cargo test --lib kernels_compile_with_nvrtc -- --nocapture
+if [ "${SKIP_VIO:-0}" != 1 ]; then
+  step "VINS-Fusion fed by gpu_features (parity with its FeatureTracker, trajectory bound)"
+  bash scripts/test-vio.sh
+fi
 if [ "${SKIP_ROS:-0}" != 1 ] && [ -f scripts/test-ros.sh ]; then
   step "ROS 2 node integration test"
   bash scripts/test-ros.sh

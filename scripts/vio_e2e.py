@@ -137,8 +137,10 @@ def score(poses, gt_file, first_frame_s, frames_fed, out_dir):
     est.align(ref, correct_scale=False)
     ape = metrics.APE(metrics.PoseRelation.translation_part)
     ape.process_data((ref, est))
-    rpe = metrics.RPE(metrics.PoseRelation.translation_part, delta=1.0, delta_unit=metrics.Unit.seconds,
-                      all_pairs=False)
+    # RPE over 1 s: as many poses as the estimate has per second.
+    rate = 1.0 / float(np.median(np.diff(est.timestamps)))
+    rpe = metrics.RPE(metrics.PoseRelation.translation_part, delta=max(1, round(rate)),
+                      delta_unit=metrics.Unit.frames, all_pairs=False)
     try:
         rpe.process_data((ref, est))
         rpe_rmse = float(rpe.get_statistic(metrics.StatisticsType.rmse))

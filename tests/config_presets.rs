@@ -87,6 +87,13 @@ fn vins_frontend_is_tracks_only() {
         (150, 21, 3)
     );
     assert_eq!(v.detector.method, DetectorMethod::None);
+    assert_eq!(
+        (v.track.mask_order, v.track.lifting),
+        (
+            gpu_features::config::MaskOrder::Vins,
+            gpu_features::config::Lifting::Camodocal
+        )
+    );
     assert!(!v.canny.enabled && !v.describe.enabled);
     assert!(
         !Config::default().track.enabled,

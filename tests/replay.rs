@@ -740,3 +740,102 @@ fn replay_writes_the_tracks_topic() {
         assert!(out.join(f).is_file(), "{f} missing");
     }
 }
+
+/// With `camera_info` beside the image topic (from its second frame on), the replay writes
+/// `T/feature` (VINS-Fusion's layout, the node's bytes) for every frame with a camera and
+/// none before it, each point lifted through that camera as the tracker does (camodocal's
+/// lifting by default), and `T/restart` when the tracker starts over (the camera appearing,
+/// then the time going back).
+#[test]
+fn replay_writes_vins_feature_and_restart() {
+    use gpu_features::bag::cdr;
+    use gpu_features::camera::CameraModel;
+    use gpu_features::output::tracks::{FeatureCdr, VinsFormat};
+    use gpu_features::track::{TrackParams, Tracker};
+    let dir = scratch("replay_feature");
+    let frames = pan("graf1.png", 6, 320, 240);
+    let bag_path = dir.join("in.mcap");
+    let k = [300.0, 0.0, 160.0, 0.0, 300.0, 120.0, 0.0, 0.0, 1.0];
+    let d = [-0.2, 0.05, 0.001, -0.0005, 0.0];
+    let info = |i: usize| {
+        cdr::encode(&cdr::CameraInfo {
+            header: header(i),
+            height: 240,
+            width: 320,
+            distortion_model: "plumb_bob".into(),
+            d: d.to_vec(),
+            k,
+            ..Default::default()
+        })
+    };
+    // Frames 0..4 in order, then frame 5 stamped before frame 4 (time going back).
+    let order = [0usize, 1, 2, 3, 4, 2];
+    {
+        let mut w = bag::writer::McapBagWriter::create(&bag_path).unwrap();
+        let raw = w.channel(RAW, cdr::IMAGE).unwrap();
+        let ci = w.channel("/cam/camera_info", cdr::CAMERA_INFO).unwrap();
+        for (n, &i) in order.iter().enumerate() {
+            let t = log_time(n);
+            if n >= 1 {
+                w.write(ci, t, t, &info(i)).unwrap();
+            }
+            w.write(raw, t, t, &image_msg(i, &frames[n])).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let out = dir.join("out");
+    let mut o = options(&bag_path, &out);
+    o.config = Config::default().with_set("track.enabled=true").unwrap();
+    let s = replay::run(&o).unwrap();
+    let msgs = read_out(&s.out_bag);
+    let feats = &msgs[&replay::feature_topic(RAW)];
+    assert_eq!(feats.len(), 5, "no feature before the camera is known");
+    assert_eq!(feats[0].schema, "sensor_msgs/msg/PointCloud");
+    let restarts = &msgs[&replay::restart_topic(RAW)];
+    assert_eq!(
+        restarts.len(),
+        2,
+        "the camera appearing, the time going back"
+    );
+    assert_eq!(restarts[0].data, cdr::encode(&cdr::Bool { data: true }));
+
+    // The library's tracker with the same camera gives the same bytes.
+    let cam = CameraModel::from_camera_info(320, 240, "plumb_bob", &k, &d).unwrap();
+    let mut lib = Tracker::new(TrackParams::from_config(&o.config.track));
+    let mut enc = FeatureCdr::default();
+    let mut got = feats.iter();
+    for (n, &i) in order.iter().enumerate() {
+        let f = &frames[n];
+        let gray = gpu_features::GrayImage::from_vec(
+            f.width,
+            f.height,
+            f.rgb
+                .chunks(3)
+                .map(|p| gpu_features::cpu::decode::gray_from_rgb(p[0], p[1], p[2]))
+                .collect(),
+        )
+        .unwrap();
+        let h = header(i);
+        let stamp = h.stamp.sec as f64 + h.stamp.nanosec as f64 * 1e-9;
+        let camera = (n >= 1).then_some(&cam);
+        let tracks = lib.track(&gray, stamp, camera).to_vec();
+        if n == 0 {
+            continue;
+        }
+        *enc.header_mut() = h;
+        let want = enc.encode(&[&tracks], VinsFormat::Fusion).to_vec();
+        assert_eq!(got.next().unwrap().data, want, "frame {n}");
+        let pc: cdr::PointCloud = cdr::decode(&want, cdr::POINT_CLOUD).unwrap();
+        assert_eq!(pc.points.len(), tracks.len());
+        assert!(tracks.len() > 20);
+        // camodocal's lifting, kept as f32 (VINS's Point2f): reprojects near the pixel.
+        for (p, t) in pc.points.iter().zip(&tracks) {
+            assert_eq!(p.x as f64, t.x_n);
+            let (x, y) = (p.x as f64, p.y as f64);
+            let r2 = x * x + y * y;
+            let rad = 1.0 + d[0] * r2 + d[1] * r2 * r2;
+            let u = 300.0 * (x * rad + 2.0 * d[2] * x * y + d[3] * (r2 + 2.0 * x * x)) + 160.0;
+            assert!((u - t.x as f64).abs() < 0.5, "{u} vs {}", t.x);
+        }
+    }
+}

@@ -71,6 +71,18 @@ enum Command {
     /// Run the pipeline at a camera's rate for a long time on a mix of sizes, encodings and
     /// malformed frames, sampling RSS; non-zero exit on growth, slowdown or a miscount.
     Soak(SoakArgs),
+    /// Write the copy of a VINS-Fusion config to run VINS with gpu_features as its tracker:
+    /// the image topics pointed at a topic nobody publishes (else VINS also tracks the images
+    /// itself and two feature sets with colliding ids reach its estimator), everything else
+    /// kept byte for byte. Written beside the input (the camera files stay found); prints
+    /// the node's matching settings.
+    VinsConfig {
+        /// The config VINS-Fusion's vins_node is started with.
+        config: PathBuf,
+        /// Where to write the copy (default: NAME_gpu_features.yaml beside CONFIG).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Print the effective configuration as YAML.
     Config {
         #[arg(long)]
@@ -104,6 +116,48 @@ struct SoakArgs {
     /// Also write the Markdown report here.
     #[arg(long)]
     report: Option<PathBuf>,
+}
+
+fn vins_config(config: &Path, out: Option<&Path>) -> ExitCode {
+    use gpu_features::camera::vins::{for_external_tracker, VinsConfig};
+    let run = || -> Result<(PathBuf, VinsConfig), String> {
+        let v = VinsConfig::load(config)?;
+        let text =
+            std::fs::read_to_string(config).map_err(|e| format!("{}: {e}", config.display()))?;
+        let out = match out {
+            Some(p) => p.to_path_buf(),
+            None => {
+                let stem = config
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or("vins");
+                config.with_file_name(format!("{stem}_gpu_features.yaml"))
+            }
+        };
+        std::fs::write(&out, for_external_tracker(&text))
+            .map_err(|e| format!("{}: {e}", out.display()))?;
+        Ok((out, v))
+    };
+    match run() {
+        Ok((out, v)) => {
+            println!(
+                "wrote {}: image topics pointed nowhere, all else kept",
+                out.display()
+            );
+            println!(
+                "run the node on {} with -p track.enabled:=true -p track.max_features:={} \\\n  -p track.min_distance:={} -p track.flow_back:={} -p track.ransac_threshold:=0.0 \\\n  -r feature:=/feature_tracker/feature -r restart:=/vins_restart, and camera_info (README, \"Replace VINS-Fusion's feature_tracker\")",
+                v.image_topics.first().map_or("your image topic", |s| s.as_str()),
+                v.max_cnt,
+                v.min_dist,
+                v.flow_back
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn soak(args: &SoakArgs) -> ExitCode {
@@ -308,6 +362,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Soak(args) => soak(args),
+        Command::VinsConfig { config, out } => vins_config(config, out.as_deref()),
         Command::Config { config, set } => match load_config(config.as_deref(), set) {
             Ok(cfg) => {
                 print!("{}", cfg.to_yaml());

@@ -112,6 +112,35 @@ impl VinsConfig {
     }
 }
 
+/// Where a VINS config copy for an external tracker points VINS's image topics: a topic
+/// nobody publishes.
+pub const UNUSED_IMAGE_TOPICS: [&str; 2] =
+    ["/gpu_features/unused/image0", "/gpu_features/unused/image1"];
+
+/// A VINS config's text with `image0_topic` and `image1_topic` pointed at
+/// [`UNUSED_IMAGE_TOPICS`], every other line kept as it is (VINS-Fusion always subscribes
+/// its image topics and feeds its own tracks to the same buffer as the `feature` topic's).
+pub fn for_external_tracker(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let key = ["image0_topic", "image1_topic"]
+            .iter()
+            .position(|k| line.starts_with(k) && line[k.len()..].trim_start().starts_with(':'));
+        match key {
+            Some(i) => {
+                out.push_str(&format!(
+                    "{}: \"{}\"",
+                    ["image0_topic", "image1_topic"][i],
+                    UNUSED_IMAGE_TOPICS[i]
+                ));
+                out.push_str("   # gpu_features publishes /feature_tracker/feature\n");
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,6 +204,21 @@ mod tests {
             &CONFIG.replace("num_of_cam: 1", "num_of_cam: 3"),
         );
         assert!(VinsConfig::load(&bad).unwrap_err().contains("num_of_cam"));
+        // The copy for an external tracker: the image topics pointed nowhere, all else kept.
+        let copy = for_external_tracker(CONFIG);
+        let p = write(&dir, "copy.yaml", &copy);
+        let c = VinsConfig::load(&p).unwrap();
+        assert_eq!(
+            c.image_topics,
+            UNUSED_IMAGE_TOPICS.map(String::from).to_vec()
+        );
+        let other = |t: &str| {
+            t.lines()
+                .filter(|l| !l.starts_with("image"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(other(&copy), other(CONFIG));
         let e = VinsConfig::load(&dir.join("missing.yaml")).unwrap_err();
         assert!(e.contains("missing.yaml"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
