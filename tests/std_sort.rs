@@ -115,7 +115,7 @@ fn equals_libstdcxx_std_sort() {
         // Count the inputs where the order among ties is not the stable one, so the test
         // is known to exercise what a stable sort would get wrong.
         let mut stable = keys.iter().copied().zip(0..).collect::<Vec<_>>();
-        stable.sort_by(|a, b| b.0.cmp(&a.0));
+        stable.sort_by_key(|p| std::cmp::Reverse(p.0));
         moved_ties += (stable.iter().map(|p| p.1).collect::<Vec<_>>() != got) as usize;
     }
     assert!(

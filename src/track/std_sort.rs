@@ -223,7 +223,7 @@ mod tests {
                 let mut idx: Vec<usize> = v.iter().map(|p| p.1).collect();
                 idx.sort();
                 assert_eq!(idx, (0..n).collect::<Vec<_>>(), "a permutation");
-                sorted.sort_by(|a, b| b.0.cmp(&a.0));
+                sorted.sort_by_key(|p| std::cmp::Reverse(p.0));
                 let keys = |x: &[(u32, usize)]| x.iter().map(|p| p.0).collect::<Vec<_>>();
                 assert_eq!(keys(&v), keys(&sorted));
             }
