@@ -10,6 +10,7 @@ summary; exits 1 when a frame differs (unless --report-only).
 
   scripts/vins_parity.py --bag DIR --vins-config FILE --out DIR \\
       --gpu-features target/release/gpu_features --harness target/vins-harness/track_harness
+  (--images tests/data/seq/*.png instead of --bag: a real sequence)
 """
 import argparse
 import json
@@ -41,6 +42,25 @@ def extract_frames(bag, topic, out_dir, max_frames=None):
         lines.append(f"{m.header.stamp.sec + m.header.stamp.nanosec * 1e-9:.9f} {p}")
     (out_dir / "index.txt").write_text("\n".join(lines) + "\n")
     return out_dir / "index.txt", len(lines)
+
+
+def images_bag(paths, topic, fps, out):
+    """A rosbag2 of the images as mono8 frames on `topic`, stamped at `fps`."""
+    from PIL import Image
+    ts = vt.typestore2()
+    T = ts.types
+    items = []
+    t0 = 1_700_000_000 * 10**9
+    for i, p in enumerate(sorted(paths)):
+        px = np.asarray(Image.open(p).convert("L"), dtype=np.uint8)
+        ns = t0 + int(round(i * 1e9 / fps))
+        hdr = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=ns // 10**9, nanosec=ns % 10**9),
+                                       frame_id="cam0")
+        msg = T["sensor_msgs/msg/Image"](header=hdr, height=px.shape[0], width=px.shape[1], encoding="mono8",
+                                         is_bigendian=0, step=px.shape[1], data=px.reshape(-1))
+        items.append((topic, "sensor_msgs/msg/Image", ns, ts.serialize_cdr(msg, "sensor_msgs/msg/Image")))
+    vt.write_rosbag2(out, items, ts)
+    return out
 
 
 def parse_harness(text):
@@ -84,7 +104,11 @@ def compare(vins, ours):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bag", required=True, type=Path)
+    ap.add_argument("--bag", type=Path, help="rosbag2 with the config's image0_topic (mono8)")
+    ap.add_argument("--images", nargs="+", type=Path,
+                    help="instead of --bag: 8-bit images (a real sequence, e.g. tests/data/seq/*.png), "
+                         "put into a bag at --fps on the config's image0_topic")
+    ap.add_argument("--fps", type=float, default=20.0)
     ap.add_argument("--vins-config", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--gpu-features", required=True, type=Path)
@@ -98,6 +122,10 @@ def main():
     cfg = vt.read_opencv_yaml(a.vins_config)
     topic = a.topic or cfg["image0_topic"]
     a.out.mkdir(parents=True, exist_ok=True)
+    if a.images:
+        a.bag = images_bag(a.images, topic, a.fps, a.out / "images_bag")
+    elif a.bag is None:
+        raise SystemExit("give --bag or --images")
     index, n = extract_frames(a.bag, topic, a.out / "frames", a.max_frames)
     copy = vt.config_copy(a.vins_config, a.out / "vins", {"output_path": str((a.out / "vins").resolve()) + "/"})
     res = subprocess.run([str(a.harness), str(copy), str(index)], capture_output=True, text=True)

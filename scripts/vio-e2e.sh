@@ -20,4 +20,5 @@ set +u
 source "$VINS_SETUP"
 set -u
 exec "$VIO_PY" "$ROOT/scripts/vio_e2e.py" --vins-node "$VINS_NODE" \
-  --gpu-features "$ROOT/target/release/gpu_features" --rosbags-convert "$ROSBAGS_CONVERT" "$@"
+  --gpu-features "$ROOT/target/release/gpu_features" --rosbags-convert "$ROSBAGS_CONVERT" \
+  --harness "$VINS_HARNESS" "$@"

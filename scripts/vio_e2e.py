@@ -12,7 +12,9 @@ Each run starts its own roscore (a free port), vins_node with a copy of the conf
 (output_path into the run's folder, show_track off), plays the ROS 1 bag in real time with
 `rosbag play`, stops everything and reads VINS's vio.csv. Scored with evo: ATE RMSE after
 SE(3) alignment, RPE (1 s), time to initialisation, share of frames with a pose, divergence,
-and the front-end's time per frame. Writes OUT/summary.json, OUT/summary.md and the runs.
+and the front-end's time per frame (ours: the replay's tracker time; VINS's own: its
+FeatureTracker timed by scripts/vins/track_harness.cpp on the same frames, since VINS does
+not log it). Writes OUT/summary.json, OUT/summary.md and the runs.
 
 Called by scripts/vio-e2e.sh, which sets up the estimator, the venv and our binary.
 """
@@ -173,6 +175,8 @@ def main():
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--set", action="append", default=[], help="replay --set KEY=VALUE (e.g. an option to compare)")
     ap.add_argument("--only", choices=["own", "gpu_features"], help="run one side only")
+    ap.add_argument("--harness", help="VINS-Fusion's FeatureTracker harness (scripts/setup-vio.sh): "
+                                      "times VINS's own tracker on the same frames (VINS does not log it)")
     a = ap.parse_args()
     if a.stereo:
         raise SystemExit("--stereo: the replay does not pair two cameras yet (docs/tracking.md); "
@@ -233,6 +237,15 @@ def main():
     if rj.exists():
         ours_ms = tracker_ms(rj)
 
+    own_ms = None
+    if a.harness:
+        from vins_parity import extract_frames, parse_harness  # noqa: PLC0415
+        index, _ = extract_frames(a.bag, img0, out / "frames")
+        copy = vt.config_copy(a.vins_config, out / "harness", {"output_path": str((out / "harness").resolve()) + "/"})
+        res = subprocess.run([a.harness, str(copy), str(index)], capture_output=True, text=True, check=True)
+        own_ms = float(np.median([f["ms"] for f in parse_harness(res.stdout)]))
+        shutil.rmtree(out / "frames", ignore_errors=True)
+
     sides = {"own": (own_bag, {}), "gpu_features": (ours_bag, {"image0_topic": "/gpu_features/unused/image0",
                                                                  "image1_topic": "/gpu_features/unused/image1"})}
     results = {}
@@ -258,7 +271,7 @@ def main():
             agg[key], agg[key.replace("_m", "").replace("_s", "") + "_spread"] = med, spread
         agg["diverged"] = sum(bool(r["diverged"]) for r in runs)
         agg["runs"] = runs
-        agg["frontend_ms"] = ours_ms if name == "gpu_features" else None
+        agg["frontend_ms"] = ours_ms if name == "gpu_features" else own_ms
         results[name] = agg
     results["sequence"] = {"bag": str(a.bag), "frames": len(stamps), "frames_fed": fed, "duration_s": duration,
                            "multiple_thread": multiple_thread, "repeats": a.repeats, "backend": a.backend,

@@ -170,6 +170,10 @@ pub struct VinsFeature {
     pub channels: Vec<Vec<f32>>,
 }
 
+/// Where the `feature` message's ids wrap: 2^24, the last integer f32 holds with its
+/// neighbours apart (VINS-Mono's `id * cameras + camera` stays below it too).
+pub const ID_WRAP: u64 = 1 << 24;
+
 /// The `feature` message of one frame; `cameras[c]` are camera c's tracks (one camera, or
 /// left and right in stereo). A track without normalised coordinates (no camera model) is
 /// left out: the estimator cannot use it.
@@ -197,9 +201,12 @@ pub fn vins_feature_into(cameras: &[&[Track]], format: VinsFormat, out: &mut Vin
         {
             out.points.push([t.x_n as f32, t.y_n as f32, 1.0]);
             let (vx, vy) = (t.vx as f32, t.vy as f32);
+            // Ids travel as f32: wrapped below 2^24, where every integer is exact (past it
+            // neighbouring ids would merge; VINS-Fusion's ROS 1 build asserts on that).
+            let id = t.id % (ID_WRAP / ncam);
             let vals: &[f32] = match format {
-                VinsFormat::Mono => &[(t.id * ncam + c as u64) as f32, t.x, t.y, vx, vy],
-                VinsFormat::Fusion => &[t.id as f32, c as f32, t.x, t.y, vx, vy, 0.0, 0.0, 0.0],
+                VinsFormat::Mono => &[(id * ncam + c as u64) as f32, t.x, t.y, vx, vy],
+                VinsFormat::Fusion => &[id as f32, c as f32, t.x, t.y, vx, vy, 0.0, 0.0, 0.0],
             };
             for (ch, &v) in out.channels.iter_mut().zip(vals) {
                 ch.push(v);
@@ -296,6 +303,22 @@ mod tests {
         assert!(c.starts_with(CSV_HEADER));
         assert!(c.contains("\n7,10.5,20.25,0.25,-0.5,0.1,0,3,0,4\n"), "{c}");
         assert!(c.contains(",NaN,"));
+    }
+
+    #[test]
+    fn feature_ids_wrap_below_2_pow_24() {
+        let a = [t(ID_WRAP - 1, 0.1), t(ID_WRAP, 0.2), t(ID_WRAP + 5, 0.3)];
+        let f = vins_feature(&[&a], VinsFormat::Fusion);
+        assert_eq!(f.channels[0], vec![(ID_WRAP - 1) as f32, 0.0, 5.0]);
+        let m = vins_feature(&[&a, &a], VinsFormat::Mono);
+        // Two cameras: id wraps at 2^23, then id * 2 + camera.
+        let w = ID_WRAP / 2;
+        let ids = [(ID_WRAP - 1) % w, ID_WRAP % w, (ID_WRAP + 5) % w];
+        let want: Vec<f32> = (ids.iter().map(|id| (id * 2) as f32))
+            .chain(ids.iter().map(|id| (id * 2 + 1) as f32))
+            .collect();
+        assert_eq!(m.channels[0], want);
+        assert!(m.channels[0].iter().all(|&v| (v as u64) < ID_WRAP && v.fract() == 0.0));
     }
 
     #[test]
