@@ -43,7 +43,12 @@ fn main() {
             .entry(m.topic.to_string())
             .or_insert((0, 0xcbf2_9ce4_8422_2325));
         if each {
-            println!("{} {} {:016x}", m.topic, e.0, fnv(0xcbf2_9ce4_8422_2325, m.data));
+            println!(
+                "{} {} {:016x}",
+                m.topic,
+                e.0,
+                fnv(0xcbf2_9ce4_8422_2325, m.data)
+            );
         }
         e.0 += 1;
         e.1 = fnv(e.1, m.data);

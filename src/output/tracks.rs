@@ -318,7 +318,9 @@ mod tests {
             .chain(ids.iter().map(|id| (id * 2 + 1) as f32))
             .collect();
         assert_eq!(m.channels[0], want);
-        assert!(m.channels[0].iter().all(|&v| (v as u64) < ID_WRAP && v.fract() == 0.0));
+        assert!(m.channels[0]
+            .iter()
+            .all(|&v| (v as u64) < ID_WRAP && v.fract() == 0.0));
     }
 
     #[test]

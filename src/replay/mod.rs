@@ -23,6 +23,8 @@
 //! * `frame`: decoding the input messages into images ([`decode_frame`]).
 //! * `messages`: the output topics and their messages ([`keypoints_message`], ...).
 //! * `cli`: `gpu_features replay`'s arguments and entry point ([`ReplayArgs`], [`main`]).
+//! * `tracks`: the tracker's outputs per image topic (`tracks`, `feature`, `restart`) and
+//!   the cameras beside the topics ([`camera_info_topic`]).
 //! * `report`: the replay's evaluation report (report.json / .md / .html and its plots),
 //!   built from `eval`'s metrics with the shared [`crate::report`] tools.
 //! * this module: the replay loop ([`run`]).
@@ -35,7 +37,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use self::report::{FeatureTrackFrame, FrameStats, Heatmap, MatcherInfo, ReportInput};
+use self::report::{FrameStats, Heatmap, MatcherInfo, ReportInput};
 use crate::bag::cdr;
 use crate::bag::reader::{Bag, RawMessage, TopicInfo};
 use crate::bag::writer::McapBagWriter;
@@ -45,15 +47,14 @@ use crate::error::{Error, Result};
 use crate::eval::{self, HomographyPair};
 use crate::image::GrayImage;
 use crate::matching::{MatchParams, Matcher};
-use crate::output::tracks::{FeatureCdr, VinsFormat};
 use crate::pipeline::{BackendChoice, BackendKind, Descriptor, Features, Keypoint, Pipeline};
-use crate::track::{TrackParams, Tracker};
 use crate::Config;
 
 mod cli;
 mod frame;
 mod messages;
 pub mod report;
+mod tracks;
 
 pub use self::cli::{main, ReplayArgs};
 pub use self::frame::{decode_frame, FrameData, FrameSkip};
@@ -62,6 +63,8 @@ pub use self::messages::{
     annotations_message, annotations_topic, edges_topic, feature_topic, keypoints_message,
     keypoints_topic, restart_topic, tracks_message, tracks_topic,
 };
+pub use self::tracks::camera_info_topic;
+use self::tracks::{Cameras, TrackState};
 
 /// Everything `replay` needs.
 #[derive(Clone, Debug)]
@@ -178,35 +181,6 @@ fn select_topics(bag: &Bag, wanted: &[String]) -> Result<Vec<TopicInfo>> {
         }
     }
     Ok(out)
-}
-
-/// (id, age) of the tracks alive after the previous frame.
-type TrackAges = Vec<(u64, u32)>;
-
-/// The tracker's outputs of one image topic and what it needs beside the frames.
-struct TrackState {
-    /// The `tracks`, `feature` and `restart` channels.
-    tracks: u16,
-    feature: u16,
-    restart: u16,
-    tracker: Tracker,
-    /// The previous frame's (id, age).
-    prev: TrackAges,
-    /// Resets seen (a new one writes `restart`).
-    resets: usize,
-    feature_cdr: FeatureCdr,
-}
-
-/// The camera beside each image topic: from `camera_info` (the last one read), or the
-/// problem with it.
-type Cameras = HashMap<String, std::result::Result<CameraModel, String>>;
-
-/// `dirname(T)/camera_info` for image topic `T`.
-pub fn camera_info_topic(t: &str) -> String {
-    match t.trim_end_matches('/').rsplit_once('/') {
-        Some((dir, _)) => format!("{dir}/camera_info"),
-        None => "camera_info".into(),
-    }
 }
 
 struct TopicState {
@@ -334,19 +308,6 @@ fn remove_stale(out_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The topic's tracker: its LK stage on the GPU when the pipeline runs on CUDA.
-fn make_tracker(cfg: &Config, backend: BackendKind) -> Tracker {
-    let params = TrackParams::from_config(&cfg.track);
-    if backend.name() != "cuda" {
-        return Tracker::new(params);
-    }
-    let (t, why) = Tracker::with_cuda(params);
-    if let Some(why) = why {
-        eprintln!("replay: tracker on the CPU: {why}");
-    }
-    t
-}
-
 /// Runs a replay: see the module docs for the outputs.
 pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
     let t_start = Instant::now();
@@ -454,15 +415,12 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
                     image: writer.channel(m.topic, m.msgtype)?,
                     keypoints: writer.channel(&keypoints_topic(m.topic), cdr::POINT_CLOUD2)?,
                     tracks: if opts.config.track.enabled {
-                        Some(TrackState {
-                            tracks: writer.channel(&tracks_topic(m.topic), cdr::POINT_CLOUD2)?,
-                            feature: writer.channel(&feature_topic(m.topic), cdr::POINT_CLOUD)?,
-                            restart: writer.channel(&restart_topic(m.topic), cdr::BOOL)?,
-                            tracker: make_tracker(&opts.config, pipeline.backend()),
-                            prev: Vec::new(),
-                            resets: 0,
-                            feature_cdr: FeatureCdr::default(),
-                        })
+                        Some(TrackState::new(
+                            &mut writer,
+                            m.topic,
+                            &opts.config,
+                            pipeline.backend(),
+                        )?)
                     } else {
                         None
                     },
@@ -520,49 +478,13 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {
         crate::cpu::decode::decode(&view, &mut gray);
         let mut feature_tracks = None;
         if let Some(ts) = st.tracks.as_mut() {
-            // As ROS's Time::toSec / the node: seconds plus nanoseconds * 1e-9.
-            let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
             let camera = match &opts.vins {
                 Some(v) => Some(v.camera_for(m.topic)),
                 None => cameras.get(m.topic).and_then(|c| c.as_ref().ok()),
             };
-            let (tracker, prev) = (&mut ts.tracker, &mut ts.prev);
-            tracker.track(&gray, stamp, camera);
-            let tracks = tracker.tracks();
-            let msg = tracks_message(header, tracks, &mut scratch);
-            writer.write(ts.tracks, m.log_time, m.publish_time, &msg)?;
-            let resets = tracker.resets().len();
-            if resets > ts.resets {
-                ts.resets = resets;
-                let msg = cdr::encode(&cdr::Bool { data: true });
-                writer.write(ts.restart, m.log_time, m.publish_time, &msg)?;
-            }
-            // No `feature` before the camera is known: VINS cannot use pixels.
-            if camera.is_some() {
-                ts.feature_cdr.header_mut().clone_from(header);
-                let bytes = ts.feature_cdr.encode(&[tracks], VinsFormat::Fusion);
-                writer.write(ts.feature, m.log_time, m.publish_time, bytes)?;
-            }
-            let alive: HashSet<u64> = tracks.iter().map(|t| t.id).collect();
-            let ended = prev
-                .iter()
-                .filter(|(id, _)| !alive.contains(id))
-                .map(|p| p.1)
-                .collect();
-            let n_alive = tracks.len();
-            *prev = tracks.iter().map(|t| (t.id, t.age)).collect();
-            let s = tracker.stats();
-            feature_tracks = Some(FeatureTrackFrame {
-                alive: n_alive,
-                tried: s.tried,
-                flow_back_rejected: s.flow_back_rejected,
-                ransac_rejected: s.ransac_rejected,
-                mask_dropped: s.mask_dropped,
-                added: s.added,
-                flow_back_error: s.flow_back_error,
-                ended,
-                tracker_ms: s.total_ms,
-            });
+            let at = (m.log_time, m.publish_time);
+            feature_tracks =
+                Some(ts.frame(&mut writer, at, header, &gray, camera, &mut scratch)?);
         }
         let track = st
             .prev

@@ -29,6 +29,7 @@
 mod engine;
 pub mod fundamental;
 mod input;
+mod lift;
 pub mod mask;
 pub mod std_sort;
 mod stereo;
@@ -44,6 +45,7 @@ use self::engine::GpuFlow;
 use self::fundamental::{Ransac, RansacParams};
 use self::input::HostFrame;
 pub use self::input::{RightInput, TrackInput};
+use self::lift::{normalised, velocity};
 use self::mask::{round_px, Discs};
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;
@@ -51,18 +53,6 @@ use crate::config::MaskOrder;
 use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams, GfttScratch};
 use crate::cpu::lk::{Flow, LkParams};
 use crate::image::GrayImage;
-
-/// The velocity on the normalised plane from the previous frame's position: with
-/// camodocal's lifting as VINS's `ptsVelocity` computes it (f32 difference, divided in
-/// f64, kept as f32), else in f64.
-pub(crate) fn velocity(cur: (f64, f64), prev: (f64, f64), dt: f64, f32_lift: bool) -> (f64, f64) {
-    if f32_lift {
-        let d = |a: f64, b: f64| ((a as f32 - b as f32) as f64 / dt) as f32 as f64;
-        (d(cur.0, prev.0), d(cur.1, prev.1))
-    } else {
-        ((cur.0 - prev.0) / dt, (cur.1 - prev.1) / dt)
-    }
-}
 
 /// VINS's feature tracker for one camera. Buffers are kept from frame to frame; a
 /// resolution change reallocates them once.
@@ -454,11 +444,7 @@ impl Tracker {
         self.stereo_dt = dt;
         let cam = self.camera.clone();
         let f32_lift = cam.as_ref().is_some_and(|c| c.lifts_as_camodocal());
-        let norm = |x: f32, y: f32| -> (f64, f64) {
-            cam.as_ref()
-                .and_then(|c| c.undistort(Point2::new(x as f64, y as f64)))
-                .map_or((f64::NAN, f64::NAN), |q| (q.x, q.y))
-        };
+        let norm = |x: f32, y: f32| normalised(cam.as_ref(), (x, y));
         let mut out = std::mem::take(&mut self.spare_tracks);
         out.clear();
         for &(mut t, prev) in &kept {

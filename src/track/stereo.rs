@@ -5,7 +5,6 @@
 //! normalised coordinates and velocities against the previous right positions of the same
 //! IDs.
 
-use nalgebra::Point2;
 
 use super::input::RightInput;
 use super::mask::round_px;
@@ -123,9 +122,7 @@ impl Tracker {
                 continue;
             }
             let left = &self.tracks[i];
-            let (x_n, y_n) = camera
-                .and_then(|c| c.undistort(Point2::new(f.x as f64, f.y as f64)))
-                .map_or((f64::NAN, f64::NAN), |q| (q.x, q.y));
+            let (x_n, y_n) = super::lift::normalised(camera, (f.x, f.y));
             let mut t = Track {
                 x: f.x,
                 y: f.y,
@@ -138,7 +135,7 @@ impl Tracker {
                 ..*left
             };
             if let (Some(dt), Some(&(px, py, pxn, pyn))) = (dt, self.prev_right.get(&t.id)) {
-                (t.vx, t.vy) = super::velocity((t.x_n, t.y_n), (pxn, pyn), dt, f32_lift);
+                (t.vx, t.vy) = super::lift::velocity((t.x_n, t.y_n), (pxn, pyn), dt, f32_lift);
                 (t.px_vx, t.px_vy) = ((t.x - px) as f64 / dt, (t.y - py) as f64 / dt);
             }
             if camera.is_none() {

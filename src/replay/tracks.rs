@@ -1,0 +1,131 @@
+//! The replay's feature tracker per image topic ([`TrackState`], with `track.enabled`): the
+//! tracker, and its three outputs written as the node publishes them: `T/tracks`
+//! (`output::tracks` layout), `T/feature` (VINS-Fusion's `sensor_msgs/PointCloud`, the
+//! node's bytes from [`FeatureCdr`], only once the camera is known) and `T/restart` (a
+//! `std_msgs/Bool` true when the tracker started over); the cameras beside the image topics.
+
+use std::collections::{HashMap, HashSet};
+
+use super::messages::{feature_topic, restart_topic, tracks_message, tracks_topic};
+use super::report::FeatureTrackFrame;
+use crate::bag::cdr::{self, Header};
+use crate::bag::writer::McapBagWriter;
+use crate::camera::CameraModel;
+use crate::error::Result;
+use crate::image::GrayImage;
+use crate::output::tracks::{FeatureCdr, VinsFormat};
+use crate::pipeline::BackendKind;
+use crate::track::{TrackParams, Tracker};
+use crate::Config;
+
+/// The tracker's outputs of one image topic and what it needs beside the frames.
+pub(super) struct TrackState {
+    /// The `tracks`, `feature` and `restart` channels.
+    tracks: u16,
+    feature: u16,
+    restart: u16,
+    tracker: Tracker,
+    /// The previous frame's (id, age).
+    prev: Vec<(u64, u32)>,
+    /// Resets seen (a new one writes `restart`).
+    resets: usize,
+    feature_cdr: FeatureCdr,
+}
+
+/// The camera beside each image topic: from `camera_info` (the last one read), or the
+/// problem with it.
+pub(super) type Cameras = HashMap<String, std::result::Result<CameraModel, String>>;
+
+/// `dirname(T)/camera_info` for image topic `T`.
+pub fn camera_info_topic(t: &str) -> String {
+    match t.trim_end_matches('/').rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/camera_info"),
+        None => "camera_info".into(),
+    }
+}
+
+impl TrackState {
+    /// The topic's channels and tracker.
+    pub(super) fn new(
+        writer: &mut McapBagWriter,
+        topic: &str,
+        config: &Config,
+        backend: BackendKind,
+    ) -> Result<TrackState> {
+        Ok(TrackState {
+            tracks: writer.channel(&tracks_topic(topic), cdr::POINT_CLOUD2)?,
+            feature: writer.channel(&feature_topic(topic), cdr::POINT_CLOUD)?,
+            restart: writer.channel(&restart_topic(topic), cdr::BOOL)?,
+            tracker: make_tracker(config, backend),
+            prev: Vec::new(),
+            resets: 0,
+            feature_cdr: FeatureCdr::default(),
+        })
+    }
+
+    /// One frame (`at`: its log and publish times) tracked and its outputs written; returns
+    /// the frame's tracking measures for the report.
+    pub(super) fn frame(
+        &mut self,
+        writer: &mut McapBagWriter,
+        at: (u64, u64),
+        header: &Header,
+        gray: &GrayImage,
+        camera: Option<&CameraModel>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<FeatureTrackFrame> {
+        // As ROS's Time::toSec / the node: seconds plus nanoseconds * 1e-9.
+        let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
+        let tracker = &mut self.tracker;
+        tracker.track(gray, stamp, camera);
+        let tracks = tracker.tracks();
+        let msg = tracks_message(header, tracks, scratch);
+        writer.write(self.tracks, at.0, at.1, &msg)?;
+        let resets = tracker.resets().len();
+        if resets > self.resets {
+            self.resets = resets;
+            let msg = cdr::encode(&cdr::Bool { data: true });
+            writer.write(self.restart, at.0, at.1, &msg)?;
+        }
+        // No `feature` before the camera is known: VINS cannot use pixels.
+        if camera.is_some() {
+            self.feature_cdr.header_mut().clone_from(header);
+            let bytes = self.feature_cdr.encode(&[tracks], VinsFormat::Fusion);
+            writer.write(self.feature, at.0, at.1, bytes)?;
+        }
+        let alive: HashSet<u64> = tracks.iter().map(|t| t.id).collect();
+        let ended = self
+            .prev
+            .iter()
+            .filter(|(id, _)| !alive.contains(id))
+            .map(|p| p.1)
+            .collect();
+        self.prev.clear();
+        self.prev.extend(tracks.iter().map(|t| (t.id, t.age)));
+        let s = tracker.stats();
+        Ok(FeatureTrackFrame {
+            alive: tracks.len(),
+            tried: s.tried,
+            flow_back_rejected: s.flow_back_rejected,
+            ransac_rejected: s.ransac_rejected,
+            mask_dropped: s.mask_dropped,
+            added: s.added,
+            flow_back_error: s.flow_back_error,
+            ended,
+            tracker_ms: s.total_ms,
+        })
+    }
+}
+
+/// The topic's tracker: its LK stage on the GPU when the pipeline runs on CUDA.
+fn make_tracker(cfg: &Config, backend: BackendKind) -> Tracker {
+    let params = TrackParams::from_config(&cfg.track);
+    if backend.name() != "cuda" {
+        return Tracker::new(params);
+    }
+    let (t, why) = Tracker::with_cuda(params);
+    if let Some(why) = why {
+        eprintln!("replay: tracker on the CPU: {why}");
+    }
+    t
+}
