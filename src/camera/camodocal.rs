@@ -5,7 +5,7 @@
 //! - `PINHOLE` (`PinholeCamera::liftProjective`): `m = K^-1 p` as `(1/fx) u + (-cx/fx)`,
 //!   then 8 steps of `m_u = m_d - d(m_u)` with `d` the k1 k2 p1 p2 distortion, the ray
 //!   `(m_u, 1)`. No distortion (all four zero) skips the steps.
-//! - `MEI` (`CataCamera::liftProjective`): the same with `gamma1 gamma2 u0 v0` and 6 steps,
+//! - `MEI` (`CataCamera::liftProjective`): the same with `gamma1 gamma2 u0 v0` (8 steps too),
 //!   then the lift to the sphere, `z = 1 - xi (r2 + 1) / (xi + sqrt(1 + (1 - xi^2) r2))`
 //!   (`(1 - r2) / 2` when `xi == 1`).
 //! - `KANNALA_BRANDT` becomes OpenCV's `equidistant` model (same polynomial, k2..k5 as
@@ -60,7 +60,7 @@ pub fn lift(cam: &CameraModel, p: Point2<f64>) -> Point2<f64> {
             Point2::new(mu.0, mu.1)
         }
         Distortion::Mei => {
-            let (mx, my) = undistort_recursive(&cam.d, md, 6);
+            let (mx, my) = undistort_recursive(&cam.d, md, 8);
             let xi = cam.xi;
             let z = if xi == 1.0 {
                 (1.0 - mx * mx - my * my) / 2.0

@@ -75,7 +75,7 @@ pub enum MaskOrder {
 #[serde(rename_all = "snake_case")]
 pub enum Lifting {
     /// camodocal's `liftProjective`, what VINS computes: the recursive distortion inverse
-    /// (8 steps for PINHOLE / plumb_bob, 6 for MEI), the result rounded to f32 as VINS's
+    /// (8 steps, PINHOLE / plumb_bob and MEI), the result rounded to f32 as VINS's
     /// `cv::Point2f`, velocities from those f32 values.
     Camodocal,
     /// `cv::undistortPoints` (`cv::fisheye::undistortPoints` for equidistant), in f64.
