@@ -5,7 +5,6 @@
 //! normalised coordinates and velocities against the previous right positions of the same
 //! IDs.
 
-
 use super::input::RightInput;
 use super::mask::round_px;
 use super::{Track, Tracker};
