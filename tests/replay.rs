@@ -700,15 +700,7 @@ fn replay_writes_the_tracks_topic() {
         let pts = tracks::decode(&pc.data).unwrap();
         assert_eq!(pc.header.stamp.as_nanos(), T0 + i as u64 * PERIOD);
         let stamp = (T0 + i as u64 * PERIOD) as f64 * 1e-9;
-        let gray = gpu_features::GrayImage::from_vec(
-            f.width,
-            f.height,
-            f.rgb
-                .chunks(3)
-                .map(|p| gpu_features::cpu::decode::gray_from_rgb(p[0], p[1], p[2]))
-                .collect(),
-        )
-        .unwrap();
+        let gray = f.gray();
         let want = lib.track(&gray, stamp, None).to_vec();
         assert_eq!(pts.len(), want.len(), "frame {i}");
         for (p, w) in pts.iter().zip(&want) {
@@ -806,15 +798,7 @@ fn replay_writes_vins_feature_and_restart() {
     let mut got = feats.iter();
     for (n, &i) in order.iter().enumerate() {
         let f = &frames[n];
-        let gray = gpu_features::GrayImage::from_vec(
-            f.width,
-            f.height,
-            f.rgb
-                .chunks(3)
-                .map(|p| gpu_features::cpu::decode::gray_from_rgb(p[0], p[1], p[2]))
-                .collect(),
-        )
-        .unwrap();
+        let gray = f.gray();
         let h = header(i);
         let stamp = h.stamp.sec as f64 + h.stamp.nanosec as f64 * 1e-9;
         let camera = (n >= 1).then_some(&cam);

@@ -110,19 +110,23 @@ pub fn from_yaml(text: &str) -> Result<CameraModel, String> {
     };
     let (w, h) = (size("image_width")?, size("image_height")?);
     let pp = Some("projection_parameters");
-    let dp = Some("distortion_parameters");
+    // PINHOLE's and MEI's k1 k2 p1 p2.
+    let radtan = || -> Result<[f64; 4], String> {
+        let dp = Some("distortion_parameters");
+        Ok([
+            get(dp, "k1")?,
+            get(dp, "k2")?,
+            get(dp, "p1")?,
+            get(dp, "p2")?,
+        ])
+    };
     let (fx, fy, cx, cy, d, xi, dist) = match model {
         "PINHOLE" => (
             get(pp, "fx")?,
             get(pp, "fy")?,
             get(pp, "cx")?,
             get(pp, "cy")?,
-            [
-                get(dp, "k1")?,
-                get(dp, "k2")?,
-                get(dp, "p1")?,
-                get(dp, "p2")?,
-            ],
+            radtan()?,
             0.0,
             Distortion::PlumbBob,
         ),
@@ -131,12 +135,7 @@ pub fn from_yaml(text: &str) -> Result<CameraModel, String> {
             get(pp, "gamma2")?,
             get(pp, "u0")?,
             get(pp, "v0")?,
-            [
-                get(dp, "k1")?,
-                get(dp, "k2")?,
-                get(dp, "p1")?,
-                get(dp, "p2")?,
-            ],
+            radtan()?,
             get(Some("mirror_parameters"), "xi")?,
             Distortion::Mei,
         ),

@@ -45,6 +45,12 @@ impl Frame {
             .flat_map(|p| [p[2], p[1], p[0]])
             .collect()
     }
+    /// The frame in gray as the library decodes it (`cpu::decode::gray_from_rgb`).
+    pub fn gray(&self) -> gpu_features::GrayImage {
+        let px = self.rgb.chunks_exact(3);
+        let px = px.map(|p| gpu_features::cpu::decode::gray_from_rgb(p[0], p[1], p[2]));
+        gpu_features::GrayImage::from_vec(self.width, self.height, px.collect()).unwrap()
+    }
     pub fn png(&self) -> Vec<u8> {
         let mut out = std::io::Cursor::new(Vec::new());
         ::image::write_buffer_with_format(
