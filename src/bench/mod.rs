@@ -181,7 +181,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             "--pace {hz}: each GPU frame (with --tracks: each tracked frame, ours) starts 1/{hz} s \
              after the previous one, so the GPU and the CPU idle between frames as in the node \
              (without it, back to back); the stage rows' frames first wake the copy crew as the \
-             node does (cuda.prewake_us: {} us)",
+             node does (cuda.prewake_us: {} us; -1 = auto)",
             cfg.cuda.prewake_us
         ));
     }

@@ -258,8 +258,15 @@ pub struct CudaConfig {
     /// helper threads (`cuda::crew`), which then spin this many microseconds waiting for the
     /// frame's copy into pinned memory instead of sleeping until the copy starts; 0 = they
     /// sleep (docs/performance.md, change 68: the 1080p copy and upload after a camera's
-    /// idle gap 0.16-0.17 -> 0.10-0.12 ms on the H100 machine).
-    pub prewake_us: u32,
+    /// idle gap 0.16-0.17 -> 0.10-0.12 ms on the H100 machine); -1 = auto: 200 on a
+    /// discrete GPU, 0 on an integrated one (Jetson: the spin's CPU, docs/jetson.md).
+    pub prewake_us: i32,
+    /// The process's copy crew (`cuda::crew`): how many helper threads copy a frame into
+    /// pinned memory and unpack the edge map beside the calling thread; 0 = auto (half the
+    /// cores, at most 8; on an integrated GPU a quarter, at most 2). Read when the first CUDA
+    /// pipeline of the process starts (a later change needs a restart). docs/jetson.md has
+    /// the CPU it costs per frame.
+    pub crew_threads: u32,
     /// Whether an 8-bit colour frame (rgb8, bgr8, rgba8, bgra8) is converted to gray on the
     /// host, by the threads that copy it into pinned memory (x86-64 with AVX2, bit for bit
     /// the GPU's conversion), so that only the gray image goes up to the GPU: a third (a
@@ -275,7 +282,8 @@ impl Default for CudaConfig {
             graphs: true,
             stage_timings: 16,
             programmatic_launch: true,
-            prewake_us: 200,
+            prewake_us: -1,
+            crew_threads: 0,
             host_gray: true,
         }
     }
@@ -502,7 +510,30 @@ mod tests {
         assert!(c.cuda.programmatic_launch && partial.cuda.programmatic_launch);
         let plain = c.with_value("cuda.programmatic_launch", "false").unwrap();
         assert!(!plain.cuda.programmatic_launch && plain.cuda.graphs);
-        assert_eq!(c.cuda.prewake_us, 200);
+        assert_eq!(c.cuda.prewake_us, -1);
+        assert_eq!(c.cuda.crew_threads, 0);
+        for bad in ["-2", "10001"] {
+            let e = c
+                .with_value("cuda.prewake_us", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("cuda.prewake_us") && e.contains("-1 = auto"),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            c.with_value("cuda.crew_threads", "3")
+                .unwrap()
+                .cuda
+                .crew_threads,
+            3
+        );
+        let e = c
+            .with_value("cuda.crew_threads", "65")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cuda.crew_threads"), "{e}");
         assert_eq!(
             c.with_value("cuda.prewake_us", "0")
                 .unwrap()

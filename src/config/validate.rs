@@ -2,8 +2,10 @@
 
 use super::*;
 
+/// Most helper threads `cuda.crew_threads` may ask for.
+const MAX_CREW_THREADS: u32 = 64;
 /// The longest spin of `cuda.prewake_us` (10 ms: more than a frame's hand-over ever takes).
-pub const MAX_PREWAKE_US: u32 = 10_000;
+pub const MAX_PREWAKE_US: i32 = 10_000;
 
 fn check(ok: bool, key: &str, why: impl FnOnce() -> String) -> Result<()> {
     if ok {
@@ -136,9 +138,24 @@ impl Config {
             || format!("{} is not a finite value >= 0", c.blur_sigma),
         )?;
         check(
-            self.cuda.prewake_us <= MAX_PREWAKE_US,
+            (-1..=MAX_PREWAKE_US).contains(&self.cuda.prewake_us),
             "cuda.prewake_us",
-            || format!("{} is not in 0..={MAX_PREWAKE_US}", self.cuda.prewake_us),
+            || {
+                format!(
+                    "{} is not in -1..={MAX_PREWAKE_US} (-1 = auto)",
+                    self.cuda.prewake_us
+                )
+            },
+        )?;
+        check(
+            self.cuda.crew_threads <= MAX_CREW_THREADS,
+            "cuda.crew_threads",
+            || {
+                format!(
+                    "{} is not in 0..={MAX_CREW_THREADS} (0 = auto)",
+                    self.cuda.crew_threads
+                )
+            },
         )?;
         self.validate_track()
     }

@@ -48,19 +48,23 @@ pub fn rgb_to_gray<const STREAM: bool>(dst: &mut [u8], src: &[u8], bpp: usize, r
         src.len() >= dst.len() * bpp,
         "rgb_to_gray: source too short"
     );
-    let mut done = 0;
+    // The pixels done vectorized; the scalar loop below does the rest (all of them off x86-64).
     #[cfg(target_arch = "x86_64")]
-    if vectorized() {
+    let done = if vectorized() {
         // SAFETY: AVX2 is present (checked above); the lengths are checked above.
-        done = unsafe {
+        unsafe {
             match (bpp, r) {
                 (3, 0) => avx2::rows::<3, 0, STREAM>(dst, src),
                 (3, _) => avx2::rows::<3, 2, STREAM>(dst, src),
                 (_, 0) => avx2::rows::<4, 0, STREAM>(dst, src),
                 _ => avx2::rows::<4, 2, STREAM>(dst, src),
             }
-        };
-    }
+        }
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
     for (d, px) in dst[done..]
         .iter_mut()
         .zip(src[done * bpp..].chunks_exact(bpp))

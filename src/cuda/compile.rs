@@ -89,7 +89,12 @@ pub(super) fn compile_cubin(src: &str, opts: &[String]) -> Result<Vec<u8>> {
     if let Err(e) = unsafe { nvrtc::result::compile_program(guard.0, opts) } {
         let log = unsafe { nvrtc::result::get_program_log(guard.0) }
             .map(|l| {
-                let bytes: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                // c_char is i8 on x86-64, u8 on aarch64: its byte either way.
+                let bytes: Vec<u8> = l
+                    .iter()
+                    .map(|&c| c.to_ne_bytes()[0])
+                    .take_while(|&c| c != 0)
+                    .collect();
                 String::from_utf8_lossy(&bytes).into_owned()
             })
             .unwrap_or_default();

@@ -487,9 +487,11 @@ mod tests {
     use super::*;
 
     /// The kernels compile for the data-centre GPU this project is measured on (sm_90) and
-    /// for Jetson Orin (sm_87) wherever libnvrtc can be loaded, no GPU needed: the test
-    /// command installs the NVRTC wheel (scripts/setup-nvrtc.sh) and sets GF_REQUIRE_NVRTC,
-    /// so that a kernel that does not compile fails CI and not first on a robot.
+    /// for every Jetson GPU the loaded NVRTC supports (Xavier sm_72, Orin sm_87, Thor sm_101
+    /// in CUDA 12 / sm_110 in CUDA 13) wherever libnvrtc can be loaded, no GPU needed: the
+    /// test command installs the NVRTC wheel (scripts/setup-nvrtc.sh) and sets
+    /// GF_REQUIRE_NVRTC, so that a kernel that does not compile fails CI and not first on a
+    /// robot. Orin is required of any NVRTC; Xavier of CUDA 12's (CUDA 13 dropped it).
     #[test]
     fn kernels_compile_with_nvrtc() {
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
@@ -504,7 +506,27 @@ mod tests {
             return;
         }
         let src = translation_unit();
-        for arch in ["sm_90", "sm_87"] {
+        let supported = supported_archs();
+        let (major, minor) = nvrtc_version();
+        let mut archs: Vec<i32> = JETSON_ARCHS
+            .iter()
+            .copied()
+            .filter(|a| supported.contains(a))
+            .collect();
+        assert!(
+            archs.contains(&87),
+            "NVRTC {major}.{minor} cannot compile for Orin (sm_87)"
+        );
+        if major == 12 {
+            assert!(
+                archs.contains(&72),
+                "NVRTC 12.{minor} without Xavier (sm_72)"
+            );
+        }
+        archs.push(90);
+        eprintln!("NVRTC {major}.{minor}: compiling for {archs:?} (it supports {supported:?})");
+        for arch in archs.iter().map(|a| format!("sm_{a}")) {
+            let arch = arch.as_str();
             let opts = compile_options(arch);
             let cubin = compile_cubin(&src, &opts).unwrap_or_else(|e| panic!("{arch}: {e}"));
             assert!(cubin.len() > 1000, "{arch}: a {} byte CUBIN", cubin.len());
@@ -515,5 +537,29 @@ mod tests {
             }
             eprintln!("kernels compiled for {arch}: {} byte CUBIN", cubin.len());
         }
+    }
+
+    /// Jetson GPUs: Xavier, Orin, Thor (CUDA 12 names it sm_101, CUDA 13 sm_110).
+    const JETSON_ARCHS: [i32; 4] = [72, 87, 101, 110];
+
+    fn nvrtc_version() -> (i32, i32) {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: two out-pointers to live locals; libnvrtc is loaded (checked above).
+        let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        assert_eq!(r, cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS);
+        (major, minor)
+    }
+
+    /// The `sm_XY` numbers the loaded NVRTC can compile for.
+    fn supported_archs() -> Vec<i32> {
+        let mut n = 0;
+        // SAFETY: an out-pointer to a live local.
+        let r = unsafe { cudarc::nvrtc::sys::nvrtcGetNumSupportedArchs(&mut n) };
+        assert_eq!(r, cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS);
+        let mut v = vec![0; n.max(0) as usize];
+        // SAFETY: `v` holds the `n` ints NVRTC writes.
+        let r = unsafe { cudarc::nvrtc::sys::nvrtcGetSupportedArchs(v.as_mut_ptr()) };
+        assert_eq!(r, cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS);
+        v
     }
 }

@@ -13,10 +13,46 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::error::Result;
 
-/// Most crew threads (8 threads copied 2 MB fastest on the 16-core H100 machine).
+/// Most crew threads of the automatic size (8 threads copied 2 MB fastest on the 16-core
+/// H100 machine).
 const CREW_MAX: usize = 8;
 /// Most jobs the crew helps with at once (several pipelines).
 pub const CREW_SLOTS: usize = 8;
+/// The crew's size asked for (`cuda.crew_threads`; 0 = automatic), read when it starts.
+static CREW_THREADS: AtomicUsize = AtomicUsize::new(0);
+/// The first CUDA pipeline's GPU is integrated (Jetson): the automatic size and pre-wake
+/// are the CPU-sparing ones ([`auto_threads`], [`prewake_us`]).
+static INTEGRATED: AtomicBool = AtomicBool::new(false);
+/// Most crew threads of the automatic size on an integrated GPU, whose cores the estimator
+/// needs: on the H200 machine (16 cores, 1080p 30 Hz, docs/jetson.md) one or two threads
+/// cost the node 0.9-1.2 ms of CPU a frame less than eight with the pre-wake spin, for
+/// 0.05-0.3 ms more latency.
+const CREW_MAX_INTEGRATED: usize = 2;
+/// `cuda.prewake_us: -1` (auto) on a discrete GPU; an integrated one gets 0.
+const PREWAKE_AUTO_US: u64 = 200;
+
+/// Asks for `n` crew threads (0 = automatic, [`auto_threads`]) for a pipeline on an
+/// `integrated` GPU or not. Takes effect only before the crew's first use (the first CUDA
+/// pipeline's frame); later calls change nothing and return false when the running crew
+/// has another size.
+pub fn set_threads(n: usize, integrated: bool) -> bool {
+    if let Some(Some(crew)) = CREW.get() {
+        return n == 0 || crew.threads.load(Ordering::SeqCst) == n;
+    }
+    CREW_THREADS.store(n, Ordering::SeqCst);
+    INTEGRATED.store(integrated, Ordering::SeqCst);
+    true
+}
+
+/// The automatic crew size for `cores`: half of them, at most [`CREW_MAX`] (8); on an
+/// integrated GPU a quarter, at most [`CREW_MAX_INTEGRATED`] (2), at least 1.
+pub fn auto_threads(cores: usize, integrated: bool) -> usize {
+    if integrated {
+        (cores / 4).clamp(1, CREW_MAX_INTEGRATED)
+    } else {
+        (cores / 2).clamp(1, CREW_MAX)
+    }
+}
 
 /// Who helps the calling thread with a [`Job`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,9 +250,15 @@ pub fn prewake(spin: std::time::Duration) {
 }
 
 /// [`prewake`] for `cuda.prewake_us` microseconds; 0 (the setting's "off") does nothing.
-pub fn prewake_us(us: u32) {
+pub fn prewake_us(us: i32) {
+    let us = match us {
+        // auto: the spin costs CPU a Jetson's estimator needs (docs/jetson.md)
+        ..0 if INTEGRATED.load(Ordering::SeqCst) => 0,
+        ..0 => PREWAKE_AUTO_US,
+        us => us as u64,
+    };
     if us > 0 {
-        prewake(std::time::Duration::from_micros(us.into()));
+        prewake(std::time::Duration::from_micros(us));
     }
 }
 
@@ -241,8 +283,8 @@ impl Drop for Posted {
 }
 
 impl Crew {
-    /// The process's crew, started on first use: half the cores, at most [`CREW_MAX`]
-    /// threads. None if no thread could be started.
+    /// The process's crew, started on first use: [`set_threads`]' size, or half the cores,
+    /// at most [`CREW_MAX`] threads. None if no thread could be started.
     fn global() -> Option<&'static Crew> {
         *CREW.get_or_init(|| {
             let crew: &'static Crew = Box::leak(Box::new(Crew {
@@ -257,7 +299,11 @@ impl Crew {
                 spin_until: AtomicU64::new(0),
             }));
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let started = (0..(cores / 2).clamp(1, CREW_MAX))
+            let size = match CREW_THREADS.load(Ordering::SeqCst) {
+                0 => auto_threads(cores, INTEGRATED.load(Ordering::SeqCst)),
+                n => n,
+            };
+            let started = (0..size)
                 .filter(|k| {
                     let ok = std::thread::Builder::new()
                         .name(format!("gf-crew-{k}"))
@@ -401,6 +447,20 @@ pub(crate) mod tests {
     /// Every item runs exactly once, with each kind of helpers, more jobs at once than the
     /// crew has slots, some after a pause (the crew asleep); errors and panics come back as
     /// errors, and the crew survives them.
+    #[test]
+    fn the_automatic_size_spares_an_integrated_gpus_cores() {
+        // discrete: half the cores, 1..=8
+        assert_eq!(
+            [1, 2, 6, 12, 16, 64].map(|c| auto_threads(c, false)),
+            [1, 1, 3, 6, 8, 8]
+        );
+        // integrated (Orin Nano 6 cores, AGX Orin 12): a quarter, 1..=2
+        assert_eq!(
+            [1, 4, 6, 8, 12, 16].map(|c| auto_threads(c, true)),
+            [1, 1, 1, 2, 2, 2]
+        );
+    }
+
     #[test]
     fn for_each_runs_every_item_once() {
         let _one = CREW_TESTS.lock().unwrap_or_else(|e| e.into_inner());

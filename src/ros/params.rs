@@ -172,6 +172,7 @@ impl NodeParams {
             .config
             .with_values(&config_updates)
             .map_err(|e| e.to_string())?;
+        one_camera_for_vins_mono(&settings, &config)?;
         self.settings = settings;
         self.live.config = config;
         self.live.debug_image = debug_image;
@@ -249,11 +250,16 @@ impl NodeParams {
             let mut pending = self.pending.borrow_mut();
             pending.retain(|(k, _)| k != name);
             pending.push((name.to_string(), y));
-            if let Err(e) = self.live.config.with_values(&pending) {
+            let checked = self
+                .live
+                .config
+                .with_values(&pending)
+                .map_err(|e| e.to_string())
+                .and_then(|c| one_camera_for_vins_mono(&self.settings, &c));
+            if checked.is_err() {
                 pending.clear();
-                return Err(e.to_string());
             }
-            Ok(())
+            checked
         } else if name == "debug_image" || name == MATCH_PREVIOUS {
             as_bool(name, value).map(|_| ())
         } else if READ_ONLY.contains(&name) {
@@ -294,6 +300,7 @@ impl NodeParams {
                 .config
                 .with_values(&updates)
                 .map_err(|e| e.to_string())?;
+            one_camera_for_vins_mono(&self.settings, &config)?;
             if config != self.live.config {
                 self.live.config = config;
                 self.live.generation += 1;
@@ -321,6 +328,20 @@ impl Default for NodeParams {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// VINS-Mono's estimator has one camera: `feature_format: vins_mono` with a stereo pair
+/// (two inputs and `track.stereo`) would send it two cameras' points, refused here (at start
+/// and on a run-time change of either).
+fn one_camera_for_vins_mono(s: &NodeSettings, c: &Config) -> Result<(), String> {
+    if s.feature_format == "vins_mono" && s.inputs.len() >= 2 && c.track.enabled && c.track.stereo {
+        return Err(format!(
+            "feature_format: vins_mono has one camera, but track.stereo with {} inputs would send \
+             it two (use feature_format: vins_fusion, or track.stereo: false)",
+            s.inputs.len()
+        ));
+    }
+    Ok(())
 }
 
 fn as_bool(name: &str, v: &ParameterValue) -> Result<bool, String> {
@@ -524,6 +545,52 @@ mod tests {
             e.contains("keep_freed_memory") && e.contains("a bool"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn vins_mono_is_refused_a_stereo_pair_at_start_and_at_run_time() {
+        let start = |format: &str, stereo: bool| {
+            NodeParams::new().apply_initial(&[
+                (
+                    "inputs".into(),
+                    ParameterValue::StringArray(vec!["left".into(), "right".into()]),
+                ),
+                (
+                    "feature_format".into(),
+                    ParameterValue::String(format.into()),
+                ),
+                ("track.enabled".into(), ParameterValue::Bool(true)),
+                ("track.stereo".into(), ParameterValue::Bool(stereo)),
+            ])
+        };
+        let e = start("vins_mono", true).unwrap_err();
+        assert!(e.contains("vins_mono") && e.contains("track.stereo"), "{e}");
+        assert!(start("vins_fusion", true).is_ok());
+        assert!(start("vins_mono", false).is_ok());
+        // At run time: switching the pair on is refused, nothing changes.
+        let mut p = NodeParams::new();
+        p.apply_initial(&[
+            (
+                "inputs".into(),
+                ParameterValue::StringArray(vec!["left".into(), "right".into()]),
+            ),
+            (
+                "feature_format".into(),
+                ParameterValue::String("vins_mono".into()),
+            ),
+            ("track.enabled".into(), ParameterValue::Bool(true)),
+            ("track.stereo".into(), ParameterValue::Bool(false)),
+        ])
+        .unwrap();
+        let g = p.live.generation;
+        let e = p
+            .set("track.stereo", &ParameterValue::Bool(true))
+            .unwrap_err();
+        assert!(e.contains("vins_mono"), "{e}");
+        assert!(p
+            .check("track.stereo", &ParameterValue::Bool(true))
+            .is_err());
+        assert!(!p.live.config.track.stereo && p.live.generation == g);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //!   memory grows, throughput drops or a frame is unaccounted for).
 
 mod frames;
+mod process;
 pub mod relay;
 mod report;
 mod run;

@@ -86,6 +86,10 @@ pub struct LoadReport {
     pub encodings: Vec<String>,
     pub inputs: Vec<InputResult>,
     pub node_rss: Vec<RssSample>,
+    /// CPU seconds (user + system) of the node and of the load generator over the run
+    /// (with --node-pid; the load's own always on Linux).
+    pub node_cpu_s: Option<f64>,
+    pub load_cpu_s: Option<f64>,
     pub failures: Vec<String>,
 }
 
@@ -280,11 +284,18 @@ impl LoadReport {
             ),
             None => ("-".into(), "-".into()),
         };
+        // Per frame answered, over all inputs (the node's CPU is the whole process's).
+        let frames: u64 = self.inputs.iter().map(|i| i.answered).sum();
+        let per = |s: Option<f64>| {
+            s.filter(|_| frames > 0)
+                .map_or("-".into(), |s| format!("{:.2}", s * 1e3 / frames as f64))
+        };
+        let cpu = format!("{} / {}", per(self.node_cpu_s), per(self.load_cpu_s));
         let points = i
             .answer_points
             .map_or(String::new(), |p| format!(", {p:.0} points"));
         format!(
-            "| {} | {name} | {} | {} ({:.1}/s{points}) | {} | {} | {:.2} / {:.2} | {floor} | {over} | {} / {} | {} | {} |",
+            "| {} | {name} | {} | {} ({:.1}/s{points}) | {} | {} | {:.2} / {:.2} | {floor} | {over} | {} / {} | {cpu} | {} | {} |",
             self.label,
             i.sent,
             i.answered,
@@ -302,8 +313,8 @@ impl LoadReport {
 }
 
 pub fn table_header() -> String {
-    "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | floor (relay) p50 / p99 (ms) | over the floor p50 / p99 (ms) | node latency p50 / p99 (ms) | backend | node latency's parts p50 / p99, then GPU stages (mean), ms |\n\
-     |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    "| run | input | sent | answered | not answered | dropped in the node | round trip p50 / p99 (ms) | floor (relay) p50 / p99 (ms) | over the floor p50 / p99 (ms) | node latency p50 / p99 (ms) | CPU ms a frame: node / load | backend | node latency's parts p50 / p99, then GPU stages (mean), ms |\n\
+     |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
         .to_string()
 }
 

@@ -13,7 +13,8 @@ use r2r::sensor_msgs::msg::{Image, PointCloud2};
 use r2r::QosProfile;
 
 use super::frames::{self, Malformed};
-use super::report::{parse_node_summary, InputResult, LoadReport, RssSample};
+use super::process;
+use super::report::{parse_node_summary, InputResult, LoadReport};
 use super::schedule::on_schedule;
 use super::LoadArgs;
 use crate::report::Dist;
@@ -313,6 +314,7 @@ async fn run_async(
 
     // Measured run: one paced publisher thread per input; the RSS sampler beside them.
     let t_start = Instant::now();
+    let cpu = process::CpuClock::start(args.node_pid);
     shared.measuring.store(true, Ordering::SeqCst);
     let mut threads = Vec::new();
     // Every input's frame n is due at the same instant (cameras triggered together, as a
@@ -335,26 +337,9 @@ async fn run_async(
             )
         }));
     }
-    let sampler = args.node_pid.map(|pid| {
-        let done = spin_stop.clone();
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let mut next = t_start;
-            while !done.load(Ordering::SeqCst) && t_start.elapsed() < duration {
-                if Instant::now() >= next {
-                    if let Some(kib) = crate::soak::rss_kib_of(&pid.to_string()) {
-                        v.push(RssSample {
-                            seconds: t_start.elapsed().as_secs_f64(),
-                            rss_kib: kib,
-                        });
-                    }
-                    next += sample_every;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            v
-        })
-    });
+    let sampler = args
+        .node_pid
+        .map(|pid| process::sample_rss(pid, t_start, duration, sample_every, spin_stop.clone()));
     let mut sent = Vec::new();
     for t in threads {
         sent.push(t.join().map_err(|_| "publisher thread panicked")?);
@@ -362,6 +347,7 @@ async fn run_async(
     let seconds = t_start.elapsed().as_secs_f64();
     // Late answers, then one more diagnostics report that counts the last frames.
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let (node_cpu_s, load_cpu_s) = cpu.stop();
     let seen = shared.diag_seen.load(Ordering::SeqCst);
     let t_wait = Instant::now();
     // (a relay publishes no diagnostics: nothing to wait for)
@@ -397,6 +383,8 @@ async fn run_async(
         sizes: args.sizes.clone(),
         encodings: args.encodings.clone(),
         node_rss,
+        node_cpu_s,
+        load_cpu_s,
         ..Default::default()
     };
     for (k, name) in names.iter().enumerate() {
