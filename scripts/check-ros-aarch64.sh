@@ -6,7 +6,8 @@
 # libraries are x86_64, so an aarch64 node binary needs an aarch64 ROS 2: build it on the
 # Jetson, docs/jetson.md). Plain cargo, not cargo-zigbuild: zig's sysroot lacks the compiler
 # headers (stdbool.h) bindgen needs. Its own target dir (target/ros-aarch64).
-# Called by scripts/test-aarch64.sh.
+# Called by scripts/test-aarch64.sh: this is its clippy for the target (the library and CLI
+# with the node's code).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

@@ -25,7 +25,8 @@ bash scripts/setup-aarch64.sh
 eval "$(bash scripts/setup-aarch64.sh --env)"
 TARGET=aarch64-unknown-linux-gnu
 GLIBC_BUILD=2.31
-cargo zigbuild --release --target "$TARGET.$GLIBC_BUILD" --bin gpu_features
+# No debug info (stripped below anyway); the same build scripts/test-aarch64.sh makes.
+CARGO_PROFILE_RELEASE_DEBUG=0 cargo zigbuild --release --target "$TARGET.$GLIBC_BUILD" --bin gpu_features
 BIN=target/$TARGET/release/gpu_features
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

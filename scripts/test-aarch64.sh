@@ -2,7 +2,7 @@
 # The Jetson's CPU in CI (called by scripts/test.sh; SKIP_AARCH64=1 leaves it out): on this
 # x86_64 machine, for aarch64-unknown-linux-gnu linked against glibc 2.31 (JetPack 5; the
 # same binary runs on JetPack 6's 2.35), with cargo-zigbuild (scripts/setup-aarch64.sh):
-#   1. clippy for the target, -D warnings (library, CLI, tests);
+#   1. clippy for the target, -D warnings (library and CLI; with the node's code in step 5);
 #   2. the release library and CLI;
 #   3. the library's unit tests and the exactness tests (tests/exact_*) under qemu-aarch64;
 #   4. `detect` with every preset in config/ on tests/data (and the real sequence
@@ -23,12 +23,19 @@ TARGET=aarch64-unknown-linux-gnu
 ZT=$TARGET.2.31   # cargo-zigbuild: link against glibc 2.31 (JetPack 5) and older
 OUT=$ROOT/target/$TARGET/release
 
-T=$SECONDS
-cargo-zigbuild clippy --release --target "$ZT" --lib --bins --tests -- -D warnings
-lap clippy "$T"
+# Release without debug info for the target (a quarter faster to build; the tarballs strip
+# it anyway). scripts/package-jetson.sh builds the same way, so it reuses this build.
+zb() { CARGO_PROFILE_RELEASE_DEBUG=0 cargo-zigbuild "$@"; }
+
+# Lints for the target: with the node's code (step 5) when the ROS check runs, else here.
+if [ "${GF_AARCH64_ROS:-1}" != 1 ]; then
+  T=$SECONDS
+  zb clippy --release --target "$ZT" --lib --bins -- -D warnings
+  lap clippy "$T"
+fi
 
 T=$SECONDS
-cargo zigbuild --release --target "$ZT" --lib --bins
+zb zigbuild --release --target "$ZT" --lib --bins
 lap "release build" "$T"
 
 T=$SECONDS
@@ -37,7 +44,7 @@ for f in tests/exact_*.rs; do tests+=(--test "$(basename "$f" .rs)"); done
 # The GPU tests in these files say SKIPPED (no CUDA under qemu); the CPU ones run. Left out
 # under emulation: the evaluation's synthetic-homography test (minutes of emulated floating
 # point; it checks the evaluation, not code that runs on the robot).
-cargo-zigbuild test --release --target "$ZT" --lib "${tests[@]}" -- --skip eval::homography 2>&1 | tee target/aarch64-tests.log \
+zb test --release --target "$ZT" --lib "${tests[@]}" -- --skip eval::homography 2>&1 | tee target/aarch64-tests.log \
   | grep -E "^test result|FAILED|panicked" || true
 if grep -q "FAILED\|error\[" target/aarch64-tests.log || ! grep -q "^test result" target/aarch64-tests.log; then
   echo "[test-aarch64] tests failed under qemu"; tail -40 target/aarch64-tests.log; exit 1
@@ -56,7 +63,7 @@ lap "detect, every preset, x86_64 == aarch64" "$T"
 if [ "${GF_AARCH64_ROS:-1}" = 1 ]; then
   T=$SECONDS
   bash scripts/check-ros-aarch64.sh
-  lap "ROS node cargo check for aarch64" "$T"
+  lap "clippy for aarch64 with the node's code (--features ros)" "$T"
 fi
 
 if [ "${GF_AARCH64_PACKAGE:-1}" = 1 ]; then

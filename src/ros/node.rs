@@ -59,7 +59,7 @@ fn track_outputs(
     node: &mut r2r::Node,
     name: &str,
     out_qos: &QosProfile,
-    settings: &super::settings::NodeSettings,
+    (settings, vins_problem): (&super::settings::NodeSettings, Option<String>),
     (camera, stereo): (CameraSlot, StereoRole),
 ) -> Result<TrackOutputs, String> {
     let err = |e: r2r::Error| format!("publisher: {e}");
@@ -70,7 +70,11 @@ fn track_outputs(
         let camera = camera.clone();
         tokio::spawn(async move {
             while let Some(info) = sub.next().await {
-                *camera.lock().unwrap() = camera_from_info(&info);
+                let mut c = camera.lock().unwrap();
+                // A camera from vins_config stays: camera_info is not read then.
+                if !matches!(*c, CameraState::Vins(_)) {
+                    *c = camera_from_info(&info);
+                }
             }
         });
     }
@@ -103,6 +107,7 @@ fn track_outputs(
         stereo,
         stereo_missed: 0,
         stereo_pairs: 0,
+        vins_problem,
         times: [f64::NAN; 3],
     })
 }
@@ -139,12 +144,33 @@ async fn run_async() -> Result<(), String> {
         });
     }
 
-    let (settings, backend_choice) = {
+    let (settings, backend_choice, vins, vins_problem) = {
         let p = params.lock().unwrap();
         let choice: BackendChoice = p.settings.backend_choice()?;
         p.settings.select_cuda_device();
-        (p.settings.clone(), choice)
+        (
+            p.settings.clone(),
+            choice,
+            p.vins.clone(),
+            p.vins_problem.clone(),
+        )
     };
+    match (&vins, &vins_problem) {
+        (Some(v), _) => r2r::log_info!(
+            &logger,
+            "vins_config {}: {} camera(s) (input k gets cam{{k}}_calib; camera_info not read), tracker as VINS-Fusion's (max_cnt {}, min_dist {}, flow_back {})",
+            v.path.display(),
+            v.cameras.len(),
+            v.max_cnt,
+            v.min_dist,
+            v.flow_back
+        ),
+        (None, Some(e)) => r2r::log_error!(
+            &logger,
+            "vins_config not used: {e}; the cameras come from camera_info (see /diagnostics)"
+        ),
+        (None, None) => {}
+    }
     if settings.apply_memory_policy() {
         r2r::log_info!(&logger, "keep_freed_memory: malloc keeps freed frame buffers (mmap threshold 32 MiB, no trimming)");
     }
@@ -167,9 +193,15 @@ async fn run_async() -> Result<(), String> {
     let mut workers = Vec::new();
     // Every input's camera_info slot; with two inputs or more, the first two can track as a
     // stereo pair (`track.stereo`, switchable at run time).
-    let cameras: Vec<CameraSlot> = names
-        .iter()
-        .map(|_| Arc::new(Mutex::new(CameraState::Missing)))
+    // Input k takes the VINS config's camera k, when there is one.
+    let cameras: Vec<CameraSlot> = (0..names.len())
+        .map(|k| {
+            let state = match vins.as_ref().and_then(|v| v.cameras.get(k)) {
+                Some(m) => CameraState::Vins(m.clone()),
+                None => CameraState::Missing,
+            };
+            Arc::new(Mutex::new(state))
+        })
         .collect();
     let link = Arc::new(StereoLink::default());
     let mut takers = Vec::new();
@@ -223,7 +255,7 @@ async fn run_async() -> Result<(), String> {
             &mut node,
             name,
             &out_qos,
-            &settings,
+            (&settings, vins_problem.clone()),
             (cameras[index].clone(), stereo),
         )?;
         let input = Input {

@@ -33,12 +33,13 @@ use r2r::{Parameter, ParameterValue, RosParams};
 use serde_yaml::Value;
 
 pub use super::settings::NodeSettings;
+use crate::camera::vins::VinsConfig;
 use crate::config::Config;
 
 /// The node setting that turns the `matches` output on.
 pub const MATCH_PREVIOUS: &str = "match.previous";
 
-const READ_ONLY: [&str; 8] = [
+const READ_ONLY: [&str; 9] = [
     "backend",
     "cuda.device",
     "inputs",
@@ -46,6 +47,7 @@ const READ_ONLY: [&str; 8] = [
     "image_qos.depth",
     "diagnostics_period",
     "feature_format",
+    "vins_config",
     "keep_freed_memory",
 ];
 
@@ -64,6 +66,9 @@ pub struct Live {
 pub struct NodeParams {
     pub settings: NodeSettings,
     pub live: Live,
+    /// The VINS config `vins_config` names, read at start; or why it could not be read.
+    pub vins: Option<VinsConfig>,
+    pub vins_problem: Option<String>,
     /// Updates checked together by SetParametersAtomically (r2r checks each name, then sets
     /// each): checked as one set, applied as one set.
     pending: RefCell<Vec<(String, Value)>>,
@@ -135,6 +140,8 @@ impl NodeParams {
                 match_previous: false,
                 generation: 0,
             },
+            vins: None,
+            vins_problem: None,
             pending: RefCell::new(Vec::new()),
         }
     }
@@ -167,13 +174,30 @@ impl NodeParams {
             }
         }
         settings.validate()?;
-        let config = self
+        let mut config = self
             .live
             .config
             .with_values(&config_updates)
             .map_err(|e| e.to_string())?;
+        // The VINS config's front-end keys win over the parameters' at start (a params file
+        // sets every key; `ros2 param set` changes them later). A file that cannot be read
+        // does not stop the node: it tracks on camera_info (or pixels) and says why in
+        // /diagnostics.
+        let (vins, vins_problem) = match settings.vins_config.as_str() {
+            "" => (None, None),
+            path => match VinsConfig::load(std::path::Path::new(path)) {
+                Ok(v) => {
+                    v.apply(&mut config.track);
+                    config.validate().map_err(|e| format!("vins_config: {e}"))?;
+                    (Some(v), None)
+                }
+                Err(e) => (None, Some(e)),
+            },
+        };
         one_camera_for_vins_mono(&settings, &config)?;
         self.settings = settings;
+        self.vins = vins;
+        self.vins_problem = vins_problem;
         self.live.config = config;
         self.live.debug_image = debug_image;
         self.live.match_previous = match_previous;
@@ -217,6 +241,10 @@ impl NodeParams {
             (
                 "feature_format".to_string(),
                 ParameterValue::String(s.feature_format.clone()),
+            ),
+            (
+                "vins_config".to_string(),
+                ParameterValue::String(s.vins_config.clone()),
             ),
             (
                 "keep_freed_memory".to_string(),
@@ -371,6 +399,8 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
         ("diagnostics_period", ParameterValue::Double(x)) => s.diagnostics_period = *x,
         ("feature_format", ParameterValue::String(x)) => s.feature_format = x.clone(),
         ("feature_format", _) => return Err(wrong("a string")),
+        ("vins_config", ParameterValue::String(x)) => s.vins_config = x.clone(),
+        ("vins_config", _) => return Err(wrong("a string (a file path)")),
         ("keep_freed_memory", ParameterValue::Bool(x)) => s.keep_freed_memory = *x,
         ("keep_freed_memory", _) => return Err(wrong("a bool")),
         ("diagnostics_period", ParameterValue::Integer(x)) => s.diagnostics_period = *x as f64,
@@ -591,6 +621,63 @@ mod tests {
             .check("track.stereo", &ParameterValue::Bool(true))
             .is_err());
         assert!(!p.live.config.track.stereo && p.live.generation == g);
+    }
+
+    #[test]
+    fn vins_config_sets_the_tracker_and_cameras_and_a_bad_one_does_not_stop_the_node() {
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/vins/seq_640x360_config.yaml"
+        );
+        let start = |extra: &[(&str, ParameterValue)]| {
+            let mut p = NodeParams::new();
+            let mut v = vec![(
+                "vins_config".to_string(),
+                ParameterValue::String(file.into()),
+            )];
+            v.extend(extra.iter().map(|(k, x)| (k.to_string(), x.clone())));
+            p.apply_initial(&v).map(|_| p)
+        };
+        let p = start(&[]).unwrap();
+        let v = p.vins.as_ref().expect("read");
+        assert_eq!(v.cameras.len(), 1);
+        let t = &p.live.config.track;
+        assert!(t.enabled && t.max_features == v.max_cnt && t.min_distance == v.min_dist);
+        assert!(p.vins_problem.is_none());
+        assert!(p
+            .all()
+            .contains(&("vins_config".into(), ParameterValue::String(file.into()))));
+        // The file wins over the parameters at start (a params file sets every key) ...
+        let mut p = start(&[
+            ("track.max_features", ParameterValue::Integer(77)),
+            ("track.enabled", ParameterValue::Bool(false)),
+        ])
+        .unwrap();
+        assert!(p.live.config.track.enabled && p.live.config.track.max_features == 150);
+        // ... and a run-time change over the file.
+        p.set("track.max_features", &ParameterValue::Integer(77))
+            .unwrap();
+        assert_eq!(p.live.config.track.max_features, 77);
+        // A missing file: the node starts, the problem names the file, the tracker default.
+        let mut p = NodeParams::new();
+        p.apply_initial(&[(
+            "vins_config".into(),
+            ParameterValue::String("/nonexistent/vins.yaml".into()),
+        )])
+        .unwrap();
+        assert!(p.vins.is_none());
+        let e = p.vins_problem.as_deref().unwrap();
+        assert!(e.contains("/nonexistent/vins.yaml"), "{e}");
+        assert_eq!(p.live.config, Config::default());
+        // Read-only at run time; a string.
+        assert!(p
+            .set("vins_config", &ParameterValue::String(file.into()))
+            .unwrap_err()
+            .contains("read-only"));
+        let e = NodeParams::new()
+            .apply_initial(&[("vins_config".into(), ParameterValue::Integer(1))])
+            .unwrap_err();
+        assert!(e.contains("vins_config"), "{e}");
     }
 
     #[test]

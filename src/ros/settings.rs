@@ -19,6 +19,11 @@ pub struct NodeSettings {
     pub diagnostics_period: f64,
     /// Layout of the `feature` topic (with `track.enabled`): `vins_fusion` or `vins_mono`.
     pub feature_format: String,
+    /// A VINS-Fusion config file (what `vins_node` is started with): its front-end keys set
+    /// the tracker at start (over the parameters' values) and its camodocal camera files the
+    /// inputs' cameras (input k: `camk_calib`), instead of `camera_info`
+    /// ([`crate::camera::vins::VinsConfig`]); empty = none.
+    pub vins_config: String,
     /// glibc's malloc keeps freed frame buffers for the next frames instead of returning
     /// them to the kernel ([`NodeSettings::apply_memory_policy`]).
     pub keep_freed_memory: bool,
@@ -34,6 +39,7 @@ impl Default for NodeSettings {
             depth: 1,
             diagnostics_period: 1.0,
             feature_format: "vins_fusion".into(),
+            vins_config: String::new(),
             keep_freed_memory: true,
         }
     }

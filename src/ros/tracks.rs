@@ -38,6 +38,8 @@ pub(super) enum CameraState {
     #[default]
     Missing,
     Ready(CameraModel),
+    /// From the VINS config (`vins_config`): fixed, `camera_info` is not read.
+    Vins(CameraModel),
     Invalid(String),
 }
 
@@ -235,6 +237,8 @@ pub(super) struct TrackOutputs {
     /// both cameras (diagnostics).
     pub(super) stereo_missed: u64,
     pub(super) stereo_pairs: u64,
+    /// Why `vins_config` could not be read (the node tracks on camera_info or pixels).
+    pub(super) vins_problem: Option<String>,
     /// The last frame's times, ms ([`TRACK_PARTS`]; NaN where a part did not run).
     pub(super) times: [f64; 3],
 }
@@ -255,10 +259,20 @@ fn usable_camera(
         CameraState::Ready(m) if (m.width as usize, m.height as usize) == (width, height) => {
             (Some(m), None)
         }
+        CameraState::Vins(m) if (m.width as usize, m.height as usize) == (width, height) => {
+            (Some(m), None)
+        }
         CameraState::Ready(m) => (
             None,
             Some(format!(
                 "camera_info is {}x{}, the images {width}x{height}: tracks in pixels only",
+                m.width, m.height
+            )),
+        ),
+        CameraState::Vins(m) => (
+            None,
+            Some(format!(
+                "vins_config's camera is {}x{}, the images {width}x{height}: tracks in pixels only",
                 m.width, m.height
             )),
         ),
@@ -378,7 +392,13 @@ impl TrackOutputs {
             self.resets = resets;
             let _ = self.pub_restart.publish(&Bool { data: true });
         }
-        problem
+        match (&self.vins_problem, problem) {
+            (Some(v), None) => Some(format!(
+                "vins_config not used ({v}): camera from camera_info"
+            )),
+            (Some(v), Some(p)) => Some(format!("vins_config not used ({v}); {p}")),
+            (None, p) => p,
+        }
     }
 }
 

@@ -728,6 +728,91 @@ def main():
     R.case('tracks: IDs persist, camera_info WARN, VINS feature layout, restart on a time jump',
            t_tracks)
 
+    # ---- vins_config: VINS's own config file gives the tracker and the camera
+    def lift_pinhole(u, v, cam):
+        """camodocal's PinholeCamera::liftProjective (8 recursive distortion steps)."""
+        fx, fy, cx, cy, k1, k2, p1, p2 = cam
+        mxd, myd = (u - cx) / fx, (v - cy) / fy
+
+        def dist(x, y):
+            x2, y2, xy = x * x, y * y, x * y
+            r2 = x2 + y2
+            rad = k1 * r2 + k2 * r2 * r2
+            return x * rad + 2 * p1 * xy + p2 * (r2 + 2 * x2), y * rad + 2 * p2 * xy + p1 * (r2 + 2 * y2)
+        dx, dy = dist(mxd, myd)
+        mxu, myu = mxd - dx, myd - dy
+        for _ in range(1, 8):
+            dx, dy = dist(mxu, myu)
+            mxu, myu = mxd - dx, myd - dy
+        return mxu, myu
+
+    def t_vins_config():
+        ns = '/gf_vins'
+        seq = [to_encoding(f'cockatoo_{k}', raw, 'mono8') for k, raw in enumerate(seq_gray(3))]
+        cfg = os.path.join(DATA, 'vins', 'seq_640x360_config.yaml')
+        cam = (390.0, 390.0, 320.5, 179.5, -0.2834, 0.07396, 0.00019359, 1.76187e-05)
+        for t, kind in (('tracks', PointCloud2), ('feature', PointCloud)):
+            H.listen(f'{ns}/{t}', kind)
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         history=HistoryPolicy.KEEP_LAST)
+        pub_info = H.node.create_publisher(CameraInfo, f'{ns}/camera_info', qos)
+        other = CameraInfo()   # another camera, which the node must not use
+        other.width, other.height = 640, 360
+        other.distortion_model = 'plumb_bob'
+        other.k = [500.0, 0.0, 300.0, 0.0, 500.0, 200.0, 0.0, 0.0, 1.0]
+        other.d = [0.0] * 5
+        p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                     '-p', f'vins_config:={cfg}', '-p', 'detector.method:=none',
+                                     '-p', 'canny.enabled:=false', '-p', 'describe.enabled:=false'],
+                          os.path.join(tmp, 'vins.log'))
+        try:
+            assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
+            worst, n = 0.0, 0
+            for k in range(3):
+                pub_info.publish(other)
+                got = H.send_and_wait(f'{ns}/image', seq[k], (600 + k, 0), 'cam',
+                                      [(f'{ns}/tracks', PointCloud2), (f'{ns}/feature', PointCloud)])
+                fe = got[f'{ns}/feature']
+                tr = decode_tracks(got[f'{ns}/tracks'])
+                # The file's tracker (track.enabled, max_cnt 150) and camera (not camera_info's).
+                assert 20 < len(fe.points) <= 150 and len(fe.points) == len(tr), len(fe.points)
+                us, vs = fe.channels[2].values, fe.channels[3].values
+                for pt, u, v in zip(fe.points, us, vs):
+                    xn, yn = lift_pinhole(u, v, cam)
+                    worst = max(worst, abs(pt.x - xn), abs(pt.y - yn))
+                    n += 1
+            assert worst < 1e-5, worst
+            log(f'  vins_config: feature from the first frame, {n} points lifted by the file\'s '
+                f'camodocal camera (largest difference to a Python liftProjective {worst:.1e}), '
+                'camera_info ignored')
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+        # A file that cannot be read: the node runs on camera_info and says so.
+        ns = '/gf_vins_bad'
+        H.listen(f'{ns}/tracks', PointCloud2)
+        p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                     '-p', 'vins_config:=/nonexistent/vins.yaml',
+                                     '-p', 'track.enabled:=true', '-p', 'detector.method:=none',
+                                     '-p', 'canny.enabled:=false', '-p', 'describe.enabled:=false',
+                                     '-p', 'diagnostics_period:=0.5'],
+                          os.path.join(tmp, 'vins_bad.log'))
+        try:
+            assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
+            got = H.send_and_wait(f'{ns}/image', seq[0], (700, 0), 'cam', [(f'{ns}/tracks', PointCloud2)])
+            assert len(decode_tracks(got[f'{ns}/tracks'])) > 20
+            st, kv = H.wait_diag('gf_vins_bad/gpu_features', lambda kv: True)
+            assert 'vins_config not used' in st.message and '/nonexistent/vins.yaml' in st.message, \
+                st.message
+            log(f'  unreadable vins_config: node tracks on, /diagnostics says "{st.message}"')
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('vins_config: the tracker and camodocal camera from VINS\'s own file; a bad file is reported',
+           t_vins_config)
+
     # ---- stereo tracks (VINS-Fusion's mode): two inputs, track.stereo
     def t_stereo_tracks():
         ns = '/gf_stereo_track'
