@@ -36,6 +36,14 @@ echo "[test-ros] setup done in $((SECONDS - T0)) s"
 export CARGO_TARGET_DIR=${GF_ROS_TARGET:-$ROOT/target/ros}
 T1=$SECONDS
 cargo build --release --features ros --bin gpu_features_node
+# For the node-against-replay case of test_node.py: the CLI (replay) and two examples that
+# write the frames as a bag and digest the replay's messages, linked to one folder.
+cargo build --release --features ros --bin gpu_features --example images_bag --example bag_digest
+TOOLS=$CARGO_TARGET_DIR/test-tools
+mkdir -p "$TOOLS"
+for b in release/gpu_features release/examples/images_bag release/examples/bag_digest; do
+  ln -sf "$CARGO_TARGET_DIR/$b" "$TOOLS/"
+done
 echo "[test-ros] build done in $((SECONDS - T1)) s"
 # The node's code under the lints the default build gets (scripts/test.sh): the MSRV
 # included, which only this feature's code could break unseen.
@@ -62,7 +70,7 @@ echo "[test-ros] ROS_DOMAIN_ID=$ROS_DOMAIN_ID"
 rc=0
 if [ "${GF_ROS_NODE_TEST:-1}" = 1 ]; then
   T3=$SECONDS
-  "$ROS_VENV/bin/python" -u tests/ros/test_node.py --node "$NODE" \
+  "$ROS_VENV/bin/python" -u tests/ros/test_node.py --node "$NODE" --tools "$TOOLS" \
     --load-seconds "${GF_ROS_LOAD_SECONDS:-20}" --backend "${GF_ROS_TEST_BACKEND:-cpu}" || rc=$?
   echo "[test-ros] integration test done in $((SECONDS - T3)) s"
 fi

@@ -88,16 +88,7 @@ fn cloud_message(
 }
 
 pub(super) fn edges_message(header: &Header, edges: &GrayImage) -> Vec<u8> {
-    cdr::Image {
-        header: header.clone(),
-        height: edges.height as u32,
-        width: edges.width as u32,
-        encoding: "mono8".into(),
-        is_bigendian: 0,
-        step: edges.width as u32,
-        data: Cow::Borrowed(&edges.data),
-    }
-    .encode()
+    cdr::Image::mono8(header.clone(), edges.width, edges.height, &edges.data).encode()
 }
 
 /// One colour per pyramid level (cycled), as Foxglove colours.

@@ -9,7 +9,7 @@ binary's `--reference` mode, no ROS involved), that headers are copied, that par
 over the SetParameters service apply on the next frame (and invalid ones are rejected),
 that malformed input is counted in /diagnostics while the node stays up, multi-camera
 inputs, the debug image, and clean shutdown on SIGTERM/SIGINT. Then measures latency under
-a 30 Hz load. Prints 'N passed, N failed' last; exit status 1 if anything failed.
+a 30 Hz load. Prints 'N passed, N failed[, N skipped]' last; exit status 1 if anything failed.
 """
 import argparse
 import os
@@ -331,9 +331,13 @@ def check_header(msg, stamp, frame_id):
     assert got == (stamp[0], stamp[1], frame_id), got
 
 
+class Skipped(Exception):
+    """A case that cannot run here (what it needs is missing): said, not counted as failed."""
+
+
 class Runner:
     def __init__(self, only=''):
-        self.passed, self.failed, self.only = 0, 0, only
+        self.passed, self.failed, self.skipped, self.only = 0, 0, 0, only
 
     def case(self, name, fn):
         if self.only and self.only not in name:
@@ -343,6 +347,9 @@ class Runner:
             fn()
             self.passed += 1
             log(f'PASS {name} ({time.monotonic() - t0:.1f} s)')
+        except Skipped as e:
+            self.skipped += 1
+            log(f'SKIPPED {name}: {e}')
         except Exception as e:  # noqa: BLE001 - report every failure and go on
             self.failed += 1
             log(f'FAIL {name}: {e}')
@@ -379,6 +386,9 @@ def main():
     ap.add_argument('--backend', default=os.environ.get('GF_ROS_TEST_BACKEND', 'cpu'))
     ap.add_argument('--load-seconds', type=float, default=20.0)
     ap.add_argument('--only', default='', help='run only the cases whose name contains this')
+    ap.add_argument('--tools', default='',
+                    help='folder with the gpu_features CLI and the examples images_bag and '
+                         'bag_digest (the node-against-replay case; skipped without)')
     ap.add_argument('--load-rate', type=float, default=30.0)
     ap.add_argument('--load-encoding', default='bgr8')
     # Fast DDS drops large best-effort samples on loopback (UDP fragments overflow the
@@ -813,6 +823,63 @@ def main():
     R.case('vins_config: the tracker and camodocal camera from VINS\'s own file; a bad file is reported',
            t_vins_config)
 
+    # ---- the node's feature messages are the replay's, byte for byte
+    def fnv(data):
+        h = 0xcbf29ce484222325
+        for b in data:
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        return h
+
+    def t_node_is_replay():
+        if not args.tools:
+            raise Skipped('no --tools (the gpu_features CLI, images_bag, bag_digest)')
+        tools = args.tools
+        ns, n, t0, period = '/gf_vs_replay', 8, 1_000_000_000, 50_000_000
+        cfg = os.path.join(DATA, 'vins', 'seq_640x360_config.yaml')
+        pngs = [os.path.join(DATA, 'seq', f'cockatoo_{k:02d}.png') for k in range(n)]
+        bag, out = os.path.join(tmp, 'seq.mcap'), os.path.join(tmp, 'replay')
+        subprocess.run([os.path.join(tools, 'images_bag'), bag, '/cam/image', 'cam', str(t0),
+                        str(period)] + pngs, check=True)
+        subprocess.run([os.path.join(tools, 'gpu_features'), 'replay', '--backend', args.backend,
+                        '--vins-config', cfg, '--out', out, bag], check=True,
+                       stdout=subprocess.DEVNULL)
+        lines = subprocess.run([os.path.join(tools, 'bag_digest'), os.path.join(out, 'out.mcap'),
+                                '--each'], check=True, capture_output=True, text=True).stdout
+        want = [int(l.split()[2], 16) for l in lines.splitlines()
+                if l.startswith('/cam/image/feature ') and 'messages' not in l]
+        assert len(want) == n, lines
+        raw = []
+        H.node.create_subscription(PointCloud, f'{ns}/feature', lambda m: raw.append(m), 100,
+                                   raw=True)
+        H.listen(f'{ns}/tracks', PointCloud2)
+        frames = [to_encoding(f'cockatoo_{k}', g, 'mono8') for k, g in enumerate(seq_gray(n))]
+        p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                     '-p', f'vins_config:={cfg}'],
+                          os.path.join(tmp, 'vs_replay.log'))
+        try:
+            assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
+            end = time.monotonic() + 10
+            while H.node.count_publishers(f'{ns}/feature') == 0 and time.monotonic() < end:
+                time.sleep(0.05)
+            for k, fr in enumerate(frames):
+                t = t0 + k * period
+                H.send_and_wait(f'{ns}/image', fr, (t // 1_000_000_000, t % 1_000_000_000), 'cam',
+                                [(f'{ns}/tracks', PointCloud2)])
+            end = time.monotonic() + 5
+            while len(raw) < n and time.monotonic() < end:
+                time.sleep(0.05)
+            got = [fnv(bytes(m)) for m in raw]
+            same = sum(a == b for a, b in zip(got, want))
+            assert len(got) == n and same == n, (len(got), same, [hex(x) for x in got[:3]],
+                                                 [hex(x) for x in want[:3]])
+            log(f'  {n} frames: the node\'s {len(got)} feature messages equal the replay\'s '
+                f'(--vins-config, same frames and stamps) byte for byte')
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('the node\'s feature messages equal the replay\'s, byte for byte', t_node_is_replay)
+
     # ---- stereo tracks (VINS-Fusion's mode): two inputs, track.stereo
     def t_stereo_tracks():
         ns = '/gf_stereo_track'
@@ -966,7 +1033,7 @@ def main():
     H.thread.join(timeout=5.0)
     H.node.destroy_node()
     rclpy.try_shutdown()
-    log(f'{R.passed} passed, {R.failed} failed')
+    log(f'{R.passed} passed, {R.failed} failed' + (f', {R.skipped} skipped' if R.skipped else ''))
     # The node's logs and the reference outputs (~20 MB) stay only where a case failed.
     if R.failed == 0:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -50,6 +50,21 @@ pub struct Image<'a> {
     pub data: Cow<'a, [u8]>,
 }
 
+impl<'a> Image<'a> {
+    /// A mono8 image of `width` x `height` bytes `data` (rows packed).
+    pub fn mono8(header: Header, width: usize, height: usize, data: &'a [u8]) -> Self {
+        Image {
+            header,
+            height: height as u32,
+            width: width as u32,
+            encoding: "mono8".into(),
+            is_bigendian: 0,
+            step: width as u32,
+            data: Cow::Borrowed(data),
+        }
+    }
+}
+
 /// `sensor_msgs/msg/CompressedImage`; `data` borrows from the serialized message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompressedImage<'a> {
