@@ -16,7 +16,7 @@
 #      GF_ROS_CLIPPY (1), GF_ROS_DISTRO (kilted | jazzy), ROS_DOMAIN_ID (default: random 1..100).
 # GF_ROS_DISTRO=jazzy: the same against the Jazzy wheels: the build and the integration test;
 # the unit tests, clippy, soak and workflow default to off there (the same code, and the
-# ros2 CLI is Kilted's). It shares target/ros with Kilted: a switch rebuilds only r2r and
+# ros2 CLI is Kilted's), the load cases run 5 s instead of 20. It shares target/ros with Kilted: a switch rebuilds only r2r and
 # this crate (~1.5 min on 2 cores, against ~8 for a target dir of its own).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,7 +24,7 @@ cd "$ROOT"
 T0=$SECONDS
 DISTRO=${GF_ROS_DISTRO:-kilted}
 if [ "$DISTRO" != kilted ]; then
-  : "${GF_ROS_UNIT:=0}" "${GF_ROS_SOAK:=0}" \
+  : "${GF_ROS_UNIT:=0}" "${GF_ROS_SOAK:=0}" "${GF_ROS_LOAD_SECONDS:=5}" \
     "${GF_ROS_WORKFLOW:=0}" "${GF_ROS_CLIPPY:=0}"
 fi
 eval "$(scripts/setup-ros.sh --env)"

@@ -18,6 +18,18 @@ cargo clippy --no-default-features --lib --bins -- -D warnings
 step "Python for the bag tests (rosbags venv in target/py-bags, idempotent)"
 bash scripts/setup-bags-python.sh
 bash scripts/setup-chromium.sh  # headless Chromium for the report.html test (idempotent)
+# Downloads and installs of later steps (network-bound) while `cargo test` compiles: the
+# aarch64 toolchain, CUDA 13's NVRTC, the Jazzy wheels. Idempotent: each step below runs its
+# setup again (a no-op then, or the same error said where it belongs); waited for after
+# `cargo test`, before NVRTC 13 is used and before the VIO step's apt-get.
+PREFETCH_LOG=target/prefetch.log
+mkdir -p target
+(
+  [ "${SKIP_AARCH64:-0}" = 1 ] || bash scripts/setup-aarch64.sh
+  bash scripts/setup-nvrtc.sh 13 >/dev/null
+  [ "${SKIP_ROS:-0}" = 1 ] || GF_ROS_DISTRO=jazzy bash scripts/setup-ros.sh >/dev/null
+) >"$PREFETCH_LOG" 2>&1 &
+PREFETCH=$!
 step "cargo test"
 # Property tests draw a fixed sequence here so a run is reproducible; run `cargo test` by
 # hand (or set another PROPTEST_RNG_SEED) to explore new inputs.
@@ -25,6 +37,7 @@ export PROPTEST_RNG_SEED=${PROPTEST_RNG_SEED:-20261122}
 # --nocapture so the GPU tests' "SKIPPED: no CUDA device" lines show in the log.
 cargo test --all-targets -- --nocapture
 cargo test --doc
+wait "$PREFETCH" || echo "(the prefetch of later steps' downloads failed; they retry: $PREFETCH_LOG)"
 step "the kernels compile with NVRTC 12 and 13 (from PyPI; no GPU needed): sm_90 and every Jetson"
 for major in 12 13; do
   NVRTC_LIB=$(bash scripts/setup-nvrtc.sh $major)
