@@ -120,7 +120,7 @@ impl TrackState {
 /// The topic's tracker: its LK stage on the GPU when the pipeline runs on CUDA.
 fn make_tracker(cfg: &Config, backend: BackendKind) -> Tracker {
     let params = TrackParams::from_config(&cfg.track);
-    if backend.name() != "cuda" {
+    if backend != BackendKind::Cuda {
         return Tracker::new(params);
     }
     let (t, why) = Tracker::with_cuda(params);

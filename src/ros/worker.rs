@@ -17,7 +17,7 @@ use super::publish::listened;
 use super::take::NativeImage;
 use super::tracks::TrackOutputs;
 use crate::image::GrayImage;
-use crate::pipeline::{BackendChoice, Features, Pipeline};
+use crate::pipeline::{BackendChoice, BackendKind, Features, Pipeline};
 
 /// Node-side latencies kept for the shutdown summary (bounded).
 const MAX_KEPT_LATENCIES: usize = 1 << 20;
@@ -72,7 +72,7 @@ impl Worker {
             );
         }
         self.stats.lock().unwrap().backend = pipeline.backend().name().to_string();
-        self.tracks.cuda = pipeline.backend().name() == "cuda";
+        self.tracks.cuda = pipeline.backend() == BackendKind::Cuda;
         let backend = pipeline.backend().name().to_string();
 
         let bad_input_log = RateLimit::new(Duration::from_secs(2));
