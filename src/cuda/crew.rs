@@ -33,15 +33,12 @@ const PREWAKE_AUTO_US: u64 = 200;
 
 /// Asks for `n` crew threads (0 = automatic, [`auto_threads`]) for a pipeline on an
 /// `integrated` GPU or not. Takes effect only before the crew's first use (the first CUDA
-/// pipeline's frame); later calls change nothing and return false when the running crew
-/// has another size.
-pub fn set_threads(n: usize, integrated: bool) -> bool {
-    if let Some(Some(crew)) = CREW.get() {
-        return n == 0 || crew.threads.load(Ordering::SeqCst) == n;
+/// pipeline's frame); later calls change nothing.
+pub fn set_threads(n: usize, integrated: bool) {
+    if CREW.get().is_none() {
+        CREW_THREADS.store(n, Ordering::SeqCst);
+        INTEGRATED.store(integrated, Ordering::SeqCst);
     }
-    CREW_THREADS.store(n, Ordering::SeqCst);
-    INTEGRATED.store(integrated, Ordering::SeqCst);
-    true
 }
 
 /// The automatic crew size for `cores`: half of them, at most [`CREW_MAX`] (8); on an

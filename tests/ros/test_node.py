@@ -357,6 +357,9 @@ class Runner:
 
 
 NODE_ARGS = []
+# The node as a tracker only: no ORB keypoints, no descriptors, no edges.
+TRACKS_ONLY = ['-p', 'detector.method:=none', '-p', 'canny.enabled:=false',
+               '-p', 'describe.enabled:=false']
 
 
 def start_node(node_bin, extra, logpath, default_qos=False):
@@ -677,9 +680,7 @@ def main():
         info.k = [500.0, 0.0, 320.0, 0.0, 500.0, 180.0, 0.0, 0.0, 1.0]
         info.d = [-0.1, 0.01, 0.0, 0.0, 0.0]
         p5, f5 = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
-                                       '-p', 'track.enabled:=true', '-p', 'detector.method:=none',
-                                       '-p', 'canny.enabled:=false', '-p', 'describe.enabled:=false',
-                                       '-p', 'diagnostics_period:=0.5'],
+                                       '-p', 'track.enabled:=true', '-p', 'diagnostics_period:=0.5'] + TRACKS_ONLY,
                             os.path.join(tmp, 'track.log'))
         try:
             assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
@@ -772,8 +773,7 @@ def main():
         other.k = [500.0, 0.0, 300.0, 0.0, 500.0, 200.0, 0.0, 0.0, 1.0]
         other.d = [0.0] * 5
         p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
-                                     '-p', f'vins_config:={cfg}', '-p', 'detector.method:=none',
-                                     '-p', 'canny.enabled:=false', '-p', 'describe.enabled:=false'],
+                                     '-p', f'vins_config:={cfg}'] + TRACKS_ONLY,
                           os.path.join(tmp, 'vins.log'))
         try:
             assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
@@ -804,9 +804,7 @@ def main():
         H.listen(f'{ns}/tracks', PointCloud2)
         p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
                                      '-p', 'vins_config:=/nonexistent/vins.yaml',
-                                     '-p', 'track.enabled:=true', '-p', 'detector.method:=none',
-                                     '-p', 'canny.enabled:=false', '-p', 'describe.enabled:=false',
-                                     '-p', 'diagnostics_period:=0.5'],
+                                     '-p', 'track.enabled:=true', '-p', 'diagnostics_period:=0.5'] + TRACKS_ONLY,
                           os.path.join(tmp, 'vins_bad.log'))
         try:
             assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
@@ -892,9 +890,7 @@ def main():
         H.listen(f'{ns}/left/feature', PointCloud)
         p6, f6 = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
                                        '-p', 'inputs:=[left, right]',
-                                       '-p', 'track.enabled:=true', '-p', 'track.stereo:=true',
-                                       '-p', 'detector.method:=none', '-p', 'canny.enabled:=false',
-                                       '-p', 'describe.enabled:=false'],
+                                       '-p', 'track.enabled:=true', '-p', 'track.stereo:=true'] + TRACKS_ONLY,
                             os.path.join(tmp, 'stereo_track.log'))
         try:
             for side in ('left', 'right'):
