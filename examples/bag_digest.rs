@@ -52,7 +52,7 @@ fn main() {
         }
         e.0 += 1;
         e.1 = fnv(e.1, m.data);
-        Ok(())
+        Ok(gpu_features::bag::reader::Flow::Continue(()))
     });
     if let Err(e) = r {
         eprintln!("error: {e}");

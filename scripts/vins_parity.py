@@ -11,6 +11,9 @@ summary; exits 1 when a frame differs (unless --report-only).
   scripts/vins_parity.py --bag DIR --vins-config FILE --out DIR \\
       --gpu-features target/release/gpu_features --harness target/vins-harness/track_harness
   (--images tests/data/seq/*.png instead of --bag: a real sequence)
+
+With a stereo config (num_of_cam 2) both image topics go to both trackers (the harness
+calls trackImage with the pair) and both cameras' features are compared.
 """
 import argparse
 import json
@@ -63,14 +66,29 @@ def images_bag(paths, topic, fps, out):
     return out
 
 
-def parse_harness(text):
+def harness_index(bag, topics, out_dir, max_frames=None):
+    """The harness's index of the frames of `topics` (one, or a stereo pair: each line the
+    first camera's frame and its partner of the same stamp) under out_dir/frames*."""
+    index, n = extract_frames(bag, topics[0], out_dir / "frames", max_frames)
+    if len(topics) == 1:
+        return index, n
+    index1, n1 = extract_frames(bag, topics[1], out_dir / "frames1", max_frames)
+    left, right = index.read_text().splitlines(), index1.read_text().splitlines()
+    if n1 != n or any(abs(float(x.split()[0]) - float(y.split()[0])) > 0.003 for x, y in zip(left, right)):
+        raise SystemExit(f"{bag}: the two cameras' frames do not pair one to one by stamp")
+    index = out_dir / "frames" / "index_stereo.txt"
+    index.write_text("".join(f"{x} {y.split()[1]}\n" for x, y in zip(left, right)))
+    return index, n
+
+
+def parse_harness(text, camera=0):
     frames, cur = [], None
     for line in text.splitlines():
         f = line.split()
         if f[0] == "F":
             cur = {"stamp": float(f[2]), "ms": float(f[3]), "points": {}}
             frames.append(cur)
-        elif f[0] == "P" and int(f[2]) == 0:
+        elif f[0] == "P" and int(f[2]) == camera:
             cur["points"][int(f[1])] = tuple(np.float32(v) for v in f[3:10])
     return frames
 
@@ -126,36 +144,47 @@ def main():
         a.bag = images_bag(a.images, topic, a.fps, a.out / "images_bag")
     elif a.bag is None:
         raise SystemExit("give --bag or --images")
-    index, n = extract_frames(a.bag, topic, a.out / "frames", a.max_frames)
+    stereo = int(cfg.get("num_of_cam", 1)) == 2
+    topics = [topic, cfg["image1_topic"]] if stereo else [topic]
+    index, n = harness_index(a.bag, topics, a.out, a.max_frames)
     copy = vt.config_copy(a.vins_config, a.out / "vins", {"output_path": str((a.out / "vins").resolve()) + "/"})
     res = subprocess.run([str(a.harness), str(copy), str(index)], capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(f"harness failed ({res.returncode}): {res.stderr[-2000:]}")
     (a.out / "vins_tracker.txt").write_text(res.stdout)
-    vins = parse_harness(res.stdout)
     cmd = [str(a.gpu_features), "replay", str(a.bag), "--out", str(a.out / "replay"), "--vins-config",
-           str(a.vins_config), "--topic", topic, "--backend", a.backend, "--no-progress"]
+           str(a.vins_config), "--backend", a.backend, "--no-progress"]
+    for t in topics:
+        cmd += ["--topic", t]
     for s in a.set:
         cmd += ["--set", s]
     if a.max_frames:
-        cmd += ["--max-frames", str(a.max_frames)]
+        cmd += ["--max-frames", str(a.max_frames * len(topics))]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    ours = {}
-    for i, (_, _, _, raw) in enumerate(vt.read_bag(a.out / "replay" / "out.mcap", {topic.rstrip("/") + "/feature"})):
-        ours[i] = vt.feature_points(raw)[1]
-    rows = compare(vins, ours)
-    bad = [r for r in rows if r.get("ours") is None or r["only_vins"] or r["only_ours"] or r["pixel"]
-           or r["normalised"] or r["velocity"]]
-    first = bad[0]["frame"] if bad else None
-    summary = {"frames": n, "frames_equal": n - len(bad), "first_difference": first,
-               "points": int(sum(r.get("vins", 0) for r in rows)),
+    rows, bad, points = {}, [], 0
+    for cam in range(len(topics)):
+        vins = parse_harness(res.stdout, cam)
+        ours = {}
+        for i, (_, _, _, raw) in enumerate(vt.read_bag(a.out / "replay" / "out.mcap",
+                                                       {topic.rstrip("/") + "/feature"})):
+            ours[i] = vt.feature_points(raw, camera=cam)[1]
+        rows[cam] = compare(vins, ours)
+        bad += [dict(r, camera=cam) for r in rows[cam] if r.get("ours") is None or r["only_vins"] or r["only_ours"]
+                or r["pixel"] or r["normalised"] or r["velocity"]]
+        points += int(sum(r.get("vins", 0) for r in rows[cam]))
+    vins = parse_harness(res.stdout)
+    bad_frames = sorted({r["frame"] for r in bad})
+    first = bad_frames[0] if bad_frames else None
+    summary = {"frames": n, "frames_equal": n - len(bad_frames), "first_difference": first, "points": points,
+               "cameras": len(topics),
                "vins_tracker_ms_median": float(np.median([f["ms"] for f in vins])) if vins else None,
-               "backend": a.backend, "topic": topic, "set": a.set, "rows": rows}
+               "backend": a.backend, "topic": topic, "set": a.set, "rows": rows[0],
+               **({"rows_camera1": rows[1]} if stereo else {})}
     (a.out / "parity.json").write_text(json.dumps(summary, indent=1))
-    print(f"parity: {n - len(bad)} of {n} frames identical to VINS-Fusion's FeatureTracker "
-          f"({summary['points']} features); first difference: {first}")
+    print(f"parity: {n - len(bad_frames)} of {n} frames identical to VINS-Fusion's FeatureTracker "
+          f"({points} features, {len(topics)} camera(s)); first difference: {first}")
     if bad:
-        print("  first differing frame:", json.dumps(bad[0]))
+        print("  first difference:", json.dumps(bad[0]))
     sys.exit(0 if (not bad or a.report_only) else 1)
 
 

@@ -87,14 +87,17 @@ def write_rosbag2(path, items, ts=None):
             w.write(conns[topic], t, raw)
 
 
-def feature_points(raw, ts=None):
-    """Our `feature` message (VINS-Fusion layout) as {id: (x, y, z, u, v, vx, vy)} of f32,
-    and the stamp in seconds (sec + nsec * 1e-9, as ROS's toSec)."""
+def feature_points(raw, ts=None, camera=0):
+    """Our `feature` message (VINS-Fusion layout) as {id: (x, y, z, u, v, vx, vy)} of f32
+    for one camera (0, or 1 for a stereo pair's second), and the stamp in seconds (sec +
+    nsec * 1e-9, as ROS's toSec)."""
     ts = ts or typestore2()
     m = ts.deserialize_cdr(raw, "sensor_msgs/msg/PointCloud")
     ch = {c.name: np.asarray(c.values, dtype=np.float32) for c in m.channels}
     out = {}
     for i, p in enumerate(m.points):
+        if int(ch["camera"][i]) != camera:
+            continue
         out[int(ch["id"][i])] = tuple(np.float32(v) for v in (
             p.x, p.y, p.z, ch["u"][i], ch["v"][i], ch["velocity_x"][i], ch["velocity_y"][i]))
     return m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, out

@@ -182,17 +182,17 @@ def main():
     ap.add_argument("--harness", help="VINS-Fusion's FeatureTracker harness (scripts/setup-vio.sh): "
                                       "times VINS's own tracker on the same frames (VINS does not log it)")
     a = ap.parse_args()
-    if a.stereo:
-        raise SystemExit("--stereo: the replay does not pair two cameras yet (docs/tracking.md); "
-                         "VINS-Fusion stereo + IMU can only be run on its own tracker here")
     out = a.out
     out.mkdir(parents=True, exist_ok=True)
     cfg = vt.read_opencv_yaml(a.vins_config)
-    if int(cfg.get("num_of_cam", 1)) != 1:
-        raise SystemExit(f"{a.vins_config}: num_of_cam {cfg.get('num_of_cam')}: give --stereo")
+    ncam = int(cfg.get("num_of_cam", 1))
+    if ncam != (2 if a.stereo else 1):
+        raise SystemExit(f"{a.vins_config}: num_of_cam {ncam}: " + ("give --stereo" if ncam == 2 else
+                                                                    "--stereo needs num_of_cam 2"))
     imu, img0 = cfg.get("imu_topic"), cfg.get("image0_topic")
+    images = [img0, cfg.get("image1_topic")] if a.stereo else [img0]
     topics = vt.bag_topics(a.bag)
-    for t in (imu, img0):
+    for t in (imu, *images):
         if t not in topics:
             raise SystemExit(f"{a.bag}: no topic {t} (the config's); the bag has {sorted(topics)}")
     multiple_thread = int(cfg.get("multiple_thread", 0)) != 0
@@ -209,13 +209,15 @@ def main():
 
     # (a) own: IMU + images.
     own_bag = out / "own.bag"
-    to_ros1(a.bag, own_bag, a.rosbags_convert, [imu, img0])
+    to_ros1(a.bag, own_bag, a.rosbags_convert, [imu, *images])
 
     # (b) ours: replay, then IMU + feature (+ restart), decimated as VINS's own path is.
     t_rep = time.time()
     rep = out / "replay"
     cmd = [str(a.gpu_features), "replay", str(a.bag), "--out", str(rep), "--vins-config", str(a.vins_config),
-           "--topic", img0, "--backend", a.backend, "--no-progress"]
+           "--backend", a.backend, "--no-progress"]
+    for t in images:  # with two, the replay pairs them as the node does (track.stereo)
+        cmd += ["--topic", t]
     for s in a.set:
         cmd += ["--set", s]
     subprocess.run(cmd, check=True, stdout=log, stderr=log)
@@ -244,12 +246,13 @@ def main():
 
     own_ms = None
     if a.harness:
-        from vins_parity import extract_frames, parse_harness  # noqa: PLC0415
-        index, _ = extract_frames(a.bag, img0, out / "frames")
+        from vins_parity import harness_index, parse_harness  # noqa: PLC0415
+        index, _ = harness_index(a.bag, images, out)
         copy = vt.config_copy(a.vins_config, out / "harness", {"output_path": str((out / "harness").resolve()) + "/"})
         res = subprocess.run([a.harness, str(copy), str(index)], capture_output=True, text=True, check=True)
         own_ms = float(np.median([f["ms"] for f in parse_harness(res.stdout)]))
         shutil.rmtree(out / "frames", ignore_errors=True)
+        shutil.rmtree(out / "frames1", ignore_errors=True)
 
     sides = {"own": (own_bag, {}), "gpu_features": (ours_bag, {"image0_topic": "/gpu_features/unused/image0",
                                                                  "image1_topic": "/gpu_features/unused/image1"})}
@@ -280,7 +283,7 @@ def main():
         agg["frontend_ms"] = ours_ms if name == "gpu_features" else own_ms
         results[name] = agg
     results["sequence"] = {"bag": str(a.bag), "frames": len(stamps), "frames_fed": fed, "duration_s": duration,
-                           "multiple_thread": multiple_thread, "feed_every": every, "repeats": a.repeats, "backend": a.backend,
+                           "cameras": len(images), "multiple_thread": multiple_thread, "feed_every": every, "repeats": a.repeats, "backend": a.backend,
                            "set": a.set, "replay_wall_s": replay_wall}
     (out / "summary.json").write_text(json.dumps(results, indent=1))
     (out / "summary.md").write_text(table(results))

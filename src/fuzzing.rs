@@ -291,7 +291,7 @@ pub fn bag(data: &[u8]) -> bool {
         if m.msgtype == cdr::IMAGE || m.msgtype == cdr::COMPRESSED_IMAGE {
             image_message(m.msgtype, m.data, n);
         }
-        Ok(())
+        Ok(crate::bag::reader::Flow::Continue(()))
     });
     r.is_ok()
 }

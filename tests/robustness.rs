@@ -849,7 +849,7 @@ fn read_all(path: &Path) -> gpu_features::Result<usize> {
                 let _ = f.view();
             }
         }
-        Ok(())
+        Ok(gpu_features::bag::reader::Flow::Continue(()))
     })?;
     Ok(n)
 }

@@ -4,12 +4,14 @@
 // it links VINS-Fusion (GPL-3.0) and is built at test time, never shipped.
 //
 //   track_harness CONFIG.yaml INDEX.txt > out.txt
-// INDEX.txt: one frame per line, "stamp_seconds path.pgm" (8-bit gray).
+// INDEX.txt: one frame per line, "stamp_seconds path.pgm" (8-bit gray), or with a stereo
+// config "stamp_seconds left.pgm right.pgm" (trackImage with both images).
 // Output, per frame: "F index stamp ms" (trackImage's wall time), then one line per feature
 // in id order: "P id camera x y z u v vx vy" (each value as the float VINS holds, %.9g).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <opencv2/imgcodecs.hpp>
@@ -26,17 +28,22 @@ int main(int argc, char **argv) {
   FeatureTracker tracker;
   tracker.readIntrinsicParameter(CAM_NAMES);
   std::ifstream index(argv[2]);
-  double stamp;
-  std::string path;
+  std::string line;
   int n = 0;
-  while (index >> stamp >> path) {
-    cv::Mat img = cv::imread(path, cv::IMREAD_GRAYSCALE);
-    if (img.empty()) {
-      std::fprintf(stderr, "cannot read %s\n", path.c_str());
+  while (std::getline(index, line)) {
+    std::istringstream fields(line);
+    double stamp;
+    std::string path, path1;
+    if (!(fields >> stamp >> path)) continue;
+    fields >> path1;
+    cv::Mat img = cv::imread(path, cv::IMREAD_GRAYSCALE), img1;
+    if (!path1.empty()) img1 = cv::imread(path1, cv::IMREAD_GRAYSCALE);
+    if (img.empty() || (!path1.empty() && img1.empty())) {
+      std::fprintf(stderr, "cannot read %s %s\n", path.c_str(), path1.c_str());
       return 1;
     }
     auto t0 = std::chrono::steady_clock::now();
-    auto frame = tracker.trackImage(stamp, img);
+    auto frame = tracker.trackImage(stamp, img, img1);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("F %d %.9f %.6f\n", n++, stamp, ms);
     for (auto &f : frame) {

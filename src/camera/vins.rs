@@ -109,6 +109,9 @@ impl VinsConfig {
         track.quality = 0.01;
         track.mask_order = MaskOrder::Vins;
         track.lifting = Lifting::Camodocal;
+        // `num_of_cam: 2`: VINS-Fusion's stereo mode (the node's first two inputs, the
+        // replay's two image topics).
+        track.stereo = self.cameras.len() == 2;
     }
 }
 

@@ -5,6 +5,7 @@
 //! `std_msgs/Bool` true when the tracker started over); the cameras beside the image topics.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 use super::messages::{feature_topic, restart_topic, tracks_message, tracks_topic};
 use super::report::FeatureTrackFrame;
@@ -30,6 +31,8 @@ pub(super) struct TrackState {
     /// Resets seen (a new one writes `restart`).
     resets: usize,
     feature_cdr: FeatureCdr,
+    /// A stereo step failed (said once).
+    right_failed: bool,
 }
 
 /// The camera beside each image topic: from `camera_info` (the last one read), or the
@@ -60,27 +63,47 @@ impl TrackState {
             prev: Vec::new(),
             resets: 0,
             feature_cdr: FeatureCdr::default(),
+            right_failed: false,
         })
     }
 
     /// One frame (`at`: its log and publish times) tracked and its outputs written; returns
-    /// the frame's tracking measures for the report.
+    /// the frame's tracking measures for the report. With `right` (stereo: the second
+    /// camera's frame of the same instant) the tracks are found in it too, written on its
+    /// own `tracks` channel, and the `feature` message carries both cameras, as the node's.
     pub(super) fn frame(
         &mut self,
         writer: &mut McapBagWriter,
-        at: (u64, u64),
-        header: &Header,
-        gray: &GrayImage,
-        camera: Option<&CameraModel>,
+        left: TrackFrame,
+        right: Option<(TrackFrame, u16)>,
         scratch: &mut Vec<u8>,
     ) -> Result<FeatureTrackFrame> {
+        let TrackFrame {
+            at,
+            header,
+            gray,
+            camera,
+        } = left;
         // As ROS's Time::toSec / the node: seconds plus nanoseconds * 1e-9.
         let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
         let tracker = &mut self.tracker;
         tracker.track(gray, stamp, camera);
-        let tracks = tracker.tracks();
-        let msg = tracks_message(header, tracks, scratch);
+        let msg = tracks_message(header, tracker.tracks(), scratch);
         writer.write(self.tracks, at.0, at.1, &msg)?;
+        let mut right_ms = 0.0;
+        if let Some((r, channel)) = &right {
+            let t0 = Instant::now();
+            if let Err(e) = tracker.track_right(r.gray, r.camera) {
+                if !self.right_failed {
+                    eprintln!("replay: {e}");
+                    self.right_failed = true;
+                }
+            }
+            right_ms = t0.elapsed().as_secs_f64() * 1e3;
+            let msg = tracks_message(r.header, tracker.right_tracks(), scratch);
+            writer.write(*channel, r.at.0, r.at.1, &msg)?;
+        }
+        let tracks = tracker.tracks();
         let resets = tracker.resets().len();
         if resets > self.resets {
             self.resets = resets;
@@ -90,7 +113,13 @@ impl TrackState {
         // No `feature` before the camera is known: VINS cannot use pixels.
         if camera.is_some() {
             self.feature_cdr.header_mut().clone_from(header);
-            let bytes = self.feature_cdr.encode(&[tracks], VinsFormat::Fusion);
+            let both = [tracks, tracker.right_tracks()];
+            let cameras = if right.is_some() {
+                &both[..]
+            } else {
+                &both[..1]
+            };
+            let bytes = self.feature_cdr.encode(cameras, VinsFormat::Fusion);
             writer.write(self.feature, at.0, at.1, bytes)?;
         }
         let alive: HashSet<u64> = tracks.iter().map(|t| t.id).collect();
@@ -112,9 +141,18 @@ impl TrackState {
             added: s.added,
             flow_back_error: s.flow_back_error,
             ended,
-            tracker_ms: s.total_ms,
+            tracker_ms: s.total_ms + right_ms,
         })
     }
+}
+
+/// A frame for [`TrackState::frame`]: its log and publish times, header, gray image and
+/// camera (the first camera's, or in stereo the second's, with its `tracks` channel).
+pub(super) struct TrackFrame<'a> {
+    pub at: (u64, u64),
+    pub header: &'a Header,
+    pub gray: &'a GrayImage,
+    pub camera: Option<&'a CameraModel>,
 }
 
 /// The topic's tracker: its LK stage on the GPU when the pipeline runs on CUDA.

@@ -67,7 +67,8 @@ pub(super) fn mcap_topics(path: &Path) -> Result<Vec<TopicInfo>> {
         }
         _ => {
             // No summary (a bag that was not closed cleanly, or written without one): scan.
-            mcap_messages(path, &map, &mut |ch, _, _| {
+            // (Never stopped early: every message counts.)
+            let _: Flow = mcap_messages(path, &map, &mut |ch, _, _| {
                 let t = by_topic
                     .entry(ch.topic.clone())
                     .or_insert_with(|| TopicInfo {
@@ -77,7 +78,7 @@ pub(super) fn mcap_topics(path: &Path) -> Result<Vec<TopicInfo>> {
                         count: None,
                     });
                 t.count = Some(t.count.unwrap_or(0) + 1);
-                Ok(())
+                Ok(Flow::Continue(()))
             })?;
         }
     }
@@ -87,12 +88,12 @@ pub(super) fn mcap_topics(path: &Path) -> Result<Vec<TopicInfo>> {
 pub(super) fn mcap_read(
     path: &Path,
     topics: &HashSet<String>,
-    f: &mut dyn FnMut(RawMessage) -> Result<()>,
-) -> Result<()> {
+    f: &mut dyn FnMut(RawMessage) -> Result<Flow>,
+) -> Result<Flow> {
     let map = map_file(path)?;
     mcap_messages(path, &map, &mut |ch, header, data| {
         if !topics.contains(&ch.topic) {
-            return Ok(());
+            return Ok(Flow::Continue(()));
         }
         if ch.message_encoding != "cdr" {
             return Err(bag_err(
@@ -197,7 +198,7 @@ pub(super) fn mcap_chunk<'a>(
 
 /// What [`mcap_messages`] calls on each message: its channel, header and data.
 pub(super) type McapMessageFn<'f> =
-    dyn FnMut(&McapChannel, &mcap::records::MessageHeader, &[u8]) -> Result<()> + 'f;
+    dyn FnMut(&McapChannel, &mcap::records::MessageHeader, &[u8]) -> Result<Flow> + 'f;
 
 /// Schemas and channels seen so far in an MCAP file, as `mcap::MessageStream` keeps them.
 #[derive(Default)]
@@ -213,7 +214,7 @@ impl McapChannels {
         path: &Path,
         record: mcap::records::Record,
         f: &mut McapMessageFn,
-    ) -> Result<()> {
+    ) -> Result<Flow> {
         use mcap::records::Record;
         match record {
             Record::Schema { header, .. } => {
@@ -275,11 +276,11 @@ impl McapChannels {
                         mcap::McapError::UnknownChannel(header.sequence, header.channel_id),
                     )
                 })?;
-                f(ch, &header, &data)?;
+                return f(ch, &header, &data);
             }
             _ => {}
         }
-        Ok(())
+        Ok(Flow::Continue(()))
     }
 }
 
@@ -452,7 +453,8 @@ pub(super) fn mcap_check_summary(path: &Path, buf: &[u8]) -> Result<()> {
 /// Calls `f` on every message of an MCAP file, in file order, with its channel: what
 /// `mcap::MessageStream` does, with every length bounded (records by the bytes that hold
 /// them, chunks by [`mcap_chunk_limit`]) and each chunk checked whole before it is used.
-pub(super) fn mcap_messages(path: &Path, buf: &[u8], f: &mut McapMessageFn) -> Result<()> {
+/// Stops early when `f` says [`Flow::Break`] (and returns that).
+pub(super) fn mcap_messages(path: &Path, buf: &[u8], f: &mut McapMessageFn) -> Result<Flow> {
     use mcap::records::Record;
     use mcap::sans_io::{LinearReadEvent, LinearReader, LinearReaderOptions};
     let limit = mcap_chunk_limit(buf.len());
@@ -485,12 +487,18 @@ pub(super) fn mcap_messages(path: &Path, buf: &[u8], f: &mut McapMessageFn) -> R
                     let (opcode, body, after) = mcap_split_record(path, rest)?;
                     mcap_check_lengths(path, opcode, body)?;
                     let r = mcap::parse_record(opcode, body).map_err(|e| mcap_err(path, e))?;
-                    seen.record(path, r, f)?;
+                    if seen.record(path, r, f)?.is_break() {
+                        return Ok(Flow::Break(()));
+                    }
                     rest = after;
                 }
             }
-            other => seen.record(path, other, f)?,
+            other => {
+                if seen.record(path, other, f)?.is_break() {
+                    return Ok(Flow::Break(()));
+                }
+            }
         }
     }
-    Ok(())
+    Ok(Flow::Continue(()))
 }

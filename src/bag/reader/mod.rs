@@ -38,6 +38,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// What a reader's callback says after each message: go on, or stop the read there.
+pub type Flow = std::ops::ControlFlow<()>;
+
 mod mcap_file;
 mod sqlite;
 
@@ -276,17 +279,21 @@ impl Bag {
     }
 
     /// Calls `f` on every message of `topics`, file by file, in storage order (MCAP: file
-    /// order; sqlite3: by timestamp). Any error (a corrupt chunk, a truncated file, or one
-    /// returned by `f`) stops the read and is returned.
+    /// order; sqlite3: by timestamp), until `f` returns [`Flow::Break`]. Any error (a
+    /// corrupt chunk, a truncated file, or one returned by `f`) stops the read and is
+    /// returned.
     pub fn read(
         &self,
         topics: &HashSet<String>,
-        f: &mut dyn FnMut(RawMessage) -> Result<()>,
+        f: &mut dyn FnMut(RawMessage) -> Result<Flow>,
     ) -> Result<()> {
         for file in &self.files {
-            match file.kind {
+            let flow = match file.kind {
                 StorageKind::Mcap => mcap_read(&file.path, topics, f)?,
                 StorageKind::Sqlite3 => sqlite_read(&file.path, topics, f)?,
+            };
+            if flow.is_break() {
+                break;
             }
         }
         Ok(())

@@ -67,8 +67,8 @@ pub(super) fn sqlite_topics(path: &Path) -> Result<Vec<TopicInfo>> {
 pub(super) fn sqlite_read(
     path: &Path,
     topics: &HashSet<String>,
-    f: &mut dyn FnMut(RawMessage) -> Result<()>,
-) -> Result<()> {
+    f: &mut dyn FnMut(RawMessage) -> Result<Flow>,
+) -> Result<Flow> {
     let conn = sqlite_open(path)?;
     let mut wanted: HashMap<i64, (String, String)> = HashMap::new();
     for (id, name, msgtype, encoding) in sqlite_topic_rows(path, &conn)? {
@@ -83,7 +83,7 @@ pub(super) fn sqlite_read(
         }
     }
     if wanted.is_empty() {
-        return Ok(());
+        return Ok(Flow::Continue(()));
     }
     let ids: Vec<String> = wanted.keys().map(|k| k.to_string()).collect();
     let sql = format!(
@@ -101,13 +101,17 @@ pub(super) fn sqlite_read(
             .and_then(|v| v.as_blob().map_err(rusqlite::Error::from))
             .map_err(|e| sql_err(path, e))?;
         let (topic, msgtype) = &wanted[&id];
-        f(RawMessage {
+        if f(RawMessage {
             topic,
             msgtype,
             log_time: t.max(0) as u64,
             publish_time: t.max(0) as u64,
             data,
-        })?;
+        })?
+        .is_break()
+        {
+            return Ok(Flow::Break(()));
+        }
     }
-    Ok(())
+    Ok(Flow::Continue(()))
 }
