@@ -2,8 +2,9 @@
 # Idempotent: everything the VINS-Fusion end-to-end needs, installed by the project itself.
 #  - the real VINS-Fusion (ROS 1, Debian 12's own packages) from ../shared/vins-fusion into
 #    target/vins-ws (its setup.sh: apt packages + catkin_make, ~7 min the first time);
-#  - the harness that runs VINS's own FeatureTracker (scripts/vins/track_harness.cpp) linked
-#    against that build, into target/vins-harness;
+#  - the harnesses that run VINS's own FeatureTracker (scripts/vins/track_harness.cpp) and
+#    camodocal's liftProjective (scripts/vins/lift_harness.cpp), linked against that build,
+#    into target/vins-harness;
 #  - a venv (target/py-vio) with rosbags, numpy, pillow and evo (trajectory metrics).
 # Prints shell assignments: VINS_SETUP, VINS_NODE, VINS_HARNESS, VIO_PY, ROSBAGS_CONVERT.
 set -euo pipefail
@@ -19,17 +20,21 @@ if ! "$VENV/bin/python" -c "import rosbags, numpy, PIL, evo" 2>/dev/null; then
 fi
 H=$ROOT/target/vins-harness
 SRC=$WS/src/VINS-Fusion
-stamp=$(cat "$ROOT/scripts/vins/track_harness.cpp" "$WS/.vins-stamp" | sha256sum | cut -c1-16)
-if [ "$(cat "$H/.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -x "$H/track_harness" ]; then
+stamp=$(cat "$ROOT/scripts/vins/track_harness.cpp" "$ROOT/scripts/vins/lift_harness.cpp" "$WS/.vins-stamp" | sha256sum | cut -c1-16)
+if [ "$(cat "$H/.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -x "$H/track_harness" ] || [ ! -x "$H/lift_harness" ]; then
   mkdir -p "$H"
   g++ -O2 -std=c++17 -o "$H/track_harness" "$ROOT/scripts/vins/track_harness.cpp" \
     -I"$SRC/vins_estimator/src" -I"$SRC/camera_models/include" -I/usr/include/opencv4 -I/usr/include/eigen3 \
     -L"$WS/devel/lib" -Wl,-rpath,"$WS/devel/lib" -lvins_lib -lcamera_models \
     $(pkg-config --libs opencv4) -lroscpp -lrosconsole -lroscpp_serialization -lrostime -lboost_system >&2
+  g++ -O2 -std=c++17 -o "$H/lift_harness" "$ROOT/scripts/vins/lift_harness.cpp" \
+    -I"$SRC/camera_models/include" -I/usr/include/opencv4 -I/usr/include/eigen3 \
+    -L"$WS/devel/lib" -Wl,-rpath,"$WS/devel/lib" -lcamera_models $(pkg-config --libs opencv4) -lboost_system >&2
   echo "$stamp" > "$H/.stamp"
 fi
 echo "VINS_SETUP=$SETUP"
 echo "VINS_NODE=$WS/devel/lib/vins/vins_node"
 echo "VINS_HARNESS=$H/track_harness"
+echo "VINS_LIFT_HARNESS=$H/lift_harness"
 echo "VIO_PY=$VENV/bin/python"
 echo "ROSBAGS_CONVERT=$VENV/bin/rosbags-convert"

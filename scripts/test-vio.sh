@@ -6,7 +6,9 @@
 #  2. render a 12 s slow-walk sequence (scripts/render_vi_sequence.py, ~1-2 min);
 #  3. parity: our tracker (CPU, VINS preset from the config) against VINS-Fusion's own
 #     FeatureTracker on every frame of that sequence and of the real frames in
-#     tests/data/seq: ids, pixels, normalised points, velocities identical;
+#     tests/data/seq: ids, pixels, normalised points, velocities identical; and our lifting
+#     against camodocal's own liftProjective (scripts/lift_parity.py) on every pixel grid
+#     of PINHOLE, MEI and KANNALA_BRANDT camera files, identical as the f32 VINS keeps;
 #  4. end-to-end (scripts/vio-e2e.sh, one run per side): VINS on its own tracker and VINS fed
 #     only by our `feature` messages; fails unless ours has ATE <= 1.1 x own + 1 cm, no
 #     divergence, initialisation no later (1 s of slack: the estimator's own run-to-run
@@ -18,7 +20,7 @@ cd "$ROOT"
 T0=$SECONDS
 eval "$(bash scripts/setup-vio.sh)"
 echo "[test-vio] setup done in $((SECONDS - T0)) s"
-cargo build --release --quiet --bin gpu_features
+cargo build --release --quiet --bin gpu_features --example lift
 OUT=$ROOT/target/vio-ci
 SEQ=$OUT/walk
 T1=$SECONDS
@@ -29,6 +31,10 @@ T2=$SECONDS
   --gpu-features target/release/gpu_features --harness "$VINS_HARNESS"
 "$VIO_PY" scripts/vins_parity.py --images tests/data/seq/*.png --vins-config tests/data/vins/seq_640x360_config.yaml \
   --out "$OUT/parity-seq" --gpu-features target/release/gpu_features --harness "$VINS_HARNESS"
+VCFG=target/vins-ws/src/VINS-Fusion/config
+"$VIO_PY" scripts/lift_parity.py --harness "$VINS_LIFT_HARNESS" --ours target/release/examples/lift \
+  --out "$OUT/lift_parity.json" tests/data/vins/cam_kb_848x800.yaml tests/data/vins/cam_kb_fewer_terms.yaml \
+  tests/data/vins/cam0_640x360.yaml "$VCFG/mynteye/left_mei.yaml"
 echo "[test-vio] parity done in $((SECONDS - T2)) s"
 T3=$SECONDS
 bash scripts/vio-e2e.sh --bag "$SEQ/bag" --gt "$SEQ/groundtruth.tum" --vins-config "$SEQ/vins_config.yaml" \

@@ -176,9 +176,9 @@ def main():
     ap.add_argument("--set", action="append", default=[], help="replay --set KEY=VALUE (e.g. an option to compare)")
     ap.add_argument("--only", choices=["own", "gpu_features"], help="run one side only")
     ap.add_argument("--feed-every", type=int,
-                    help="hand VINS every Nth of our feature messages (default: 2 with the config's "
-                         "multiple_thread, as VINS's own image path does, else 1); 1 = what the node "
-                         "gives a VINS that keeps every message")
+                    help="the replay's track.feature_every: a feature message for every Nth frame "
+                         "(default: what --vins-config gives the node and the replay, 2 with "
+                         "multiple_thread as VINS's own image path, else 1)")
     ap.add_argument("--harness", help="VINS-Fusion's FeatureTracker harness (scripts/setup-vio.sh): "
                                       "times VINS's own tracker on the same frames (VINS does not log it)")
     a = ap.parse_args()
@@ -218,21 +218,22 @@ def main():
            "--backend", a.backend, "--no-progress"]
     for t in images:  # with two, the replay pairs them as the node does (track.stereo)
         cmd += ["--topic", t]
+    if a.feed_every:
+        cmd += ["--set", f"track.feature_every={a.feed_every}"]
     for s in a.set:
         cmd += ["--set", s]
     subprocess.run(cmd, check=True, stdout=log, stderr=log)
     replay_wall = time.time() - t_rep
     ftopic, rtopic = img0.rstrip("/") + "/feature", img0.rstrip("/") + "/restart"
-    items, k = [], 0
+    items, n_ours = [], 0
     for topic, t, mt, raw in vt.read_bag(a.bag, {imu}):
         items.append((imu, mt, t, raw))
+    # Every feature message the replay wrote (it keeps the node's rate, track.feature_every).
     for topic, t, mt, raw in vt.read_bag(rep / "out.mcap", {ftopic, rtopic}):
         if topic == rtopic:
             items.append(("/vins_restart", mt, t, raw))
             continue
-        k += 1
-        if k % every != 0:
-            continue
+        n_ours += 1
         items.append(("/feature_tracker/feature", mt, t, raw))
     items.sort(key=lambda x: x[2])
     vt.write_rosbag2(out / "ours2", items, ts)
@@ -268,7 +269,7 @@ def main():
             log.write(f"\n==== {name} run {r} ====\n")
             log.flush()
             poses, wall = run_vins(a.vins_node, conf, bag1, rd, duration, imu, log)
-            n_fed = fed if name == "own" else len(stamps) // every
+            n_fed = fed if name == "own" else n_ours
             s = score(poses, a.gt, stamps[0], n_fed, rd)
             s["wall_s"] = wall
             runs.append(s)

@@ -8,9 +8,15 @@
 //! - `MEI` (`CataCamera::liftProjective`): the same with `gamma1 gamma2 u0 v0` (8 steps too),
 //!   then the lift to the sphere, `z = 1 - xi (r2 + 1) / (xi + sqrt(1 + (1 - xi^2) r2))`
 //!   (`(1 - r2) / 2` when `xi == 1`).
-//! - `KANNALA_BRANDT` becomes OpenCV's `equidistant` model (same polynomial, k2..k5 as
-//!   k1..k4) lifted by `cv::fisheye::undistortPoints`: camodocal solves that polynomial
-//!   through Eigen's companion-matrix roots, which is not reproduced (docs/tracking.md).
+//! - `KANNALA_BRANDT` (`EquidistantCamera::liftProjective`) becomes OpenCV's `equidistant`
+//!   model (same polynomial, k2..k5 as k1..k4). camodocal takes `theta` as the smallest
+//!   real, non-negative root of `theta + k2 t^3 + k3 t^5 + k4 t^7 + k5 t^9 = |m|` (each
+//!   zero coefficient shortens the polynomial by two degrees from the top, as its `npow`
+//!   does), found as eigenvalues of the companion matrix by Eigen; here the same root is
+//!   found by Newton's method to full f64 precision ([`smallest_root`]), so the two agree
+//!   to a few units in the last place of an f64, and the `cv::Point2f` VINS keeps is the
+//!   same (checked against camodocal itself by scripts/lift_parity.py). Then the ray
+//!   `(sin t cos phi, sin t sin phi, cos t)`, `phi = atan2(m_y, m_x)`.
 //!
 //! VINS then keeps `(x / z, y / z)` as a `cv::Point2f`; [`super::CameraModel::undistort`]
 //! rounds to f32 the same way.
@@ -47,9 +53,98 @@ fn undistort_recursive(d: &[f64; 14], md: (f64, f64), steps: usize) -> (f64, f64
     mu
 }
 
+/// camodocal's `backprojectSymmetric` for `r = |m|`: the smallest real root `t >= 0` of
+/// `-r + t + k2 t^3 + k3 t^5 + k4 t^7 + k5 t^9` (`d[0..4]` = k2..k5), with camodocal's
+/// `npow`: each zero coefficient takes the top two degrees off. `r` when there is no such
+/// root.
+///
+/// Newton's method from `t = r` converges to it when the polynomial rises on `[0, t]`
+/// (checked by a lower bound of its slope there, true for real lenses inside their field
+/// of view); otherwise the first sign change is found on a grid and refined by bisection.
+pub fn smallest_root(d: &[f64; 14], r: f64) -> f64 {
+    let zeros = d[..4].iter().filter(|&&k| k == 0.0).count();
+    let npow = 9 - 2 * zeros;
+    // Coefficients of t^1, t^3, ... t^npow (camodocal sets coeffs(3..) only up to npow).
+    let mut c = [0.0f64; 4];
+    for (j, k) in d[..4].iter().enumerate() {
+        if 2 * j + 3 <= npow {
+            c[j] = *k;
+        }
+    }
+    if npow == 1 || r == 0.0 {
+        return r;
+    }
+    let f = |t: f64| {
+        let t2 = t * t;
+        -r + t * (1.0 + t2 * (c[0] + t2 * (c[1] + t2 * (c[2] + t2 * c[3]))))
+    };
+    let df = |t: f64| {
+        let t2 = t * t;
+        1.0 + t2 * (3.0 * c[0] + t2 * (5.0 * c[1] + t2 * (7.0 * c[2] + t2 * 9.0 * c[3])))
+    };
+    let mut t = r;
+    let mut converged = false;
+    for _ in 0..100 {
+        let step = f(t) / df(t);
+        if !step.is_finite() {
+            break;
+        }
+        let next = t - step;
+        if next == t || (next - t).abs() <= 1e-16 * t.abs() {
+            t = next;
+            converged = true;
+            break;
+        }
+        t = next;
+    }
+    // The slope on [0, t] is at least 1 + the negative terms at t.
+    let slope_floor = |t: f64| {
+        let t2 = t * t;
+        let mut s = 1.0;
+        let mut p = t2;
+        for (j, k) in c.iter().enumerate() {
+            s += (((2 * j + 3) as f64) * k).min(0.0) * p;
+            p *= t2;
+        }
+        s
+    };
+    if converged && t >= 0.0 && slope_floor(t) > 0.0 {
+        return t;
+    }
+    first_root_on_grid(&f, r)
+}
+
+/// The first sign change of `f` (with `f(0) = -r < 0`) on a grid up to the Cauchy bound of
+/// the roots, refined by bisection; `r` when there is none.
+fn first_root_on_grid(f: &dyn Fn(f64) -> f64, r: f64) -> f64 {
+    let hi = 1.0 + r.abs().max(1.0) * 1e3;
+    let n = 1 << 16;
+    let mut a = 0.0;
+    for i in 1..=n {
+        let b = hi * i as f64 / n as f64;
+        if f(b) >= 0.0 {
+            let (mut lo, mut up) = (a, b);
+            for _ in 0..200 {
+                let mid = 0.5 * (lo + up);
+                if mid <= lo || mid >= up {
+                    break;
+                }
+                if f(mid) >= 0.0 {
+                    up = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            return up;
+        }
+        a = b;
+    }
+    r
+}
+
 /// `liftProjective` of pixel `p` for a `PlumbBob` (PINHOLE: k1 k2 p1 p2; a k3 is ignored,
-/// as camodocal has none) or `Mei` camera, as the projective point `(x/z, y/z)` in f64.
-/// Other models fall back to their OpenCV inverse.
+/// as camodocal has none), `Mei` or `Equidistant` (KANNALA_BRANDT) camera, as the
+/// projective point `(x/z, y/z)` in f64. Other models fall back to their OpenCV inverse.
 pub fn lift(cam: &CameraModel, p: Point2<f64>) -> Point2<f64> {
     let (fx, fy, cx, cy) = (cam.k[(0, 0)], cam.k[(1, 1)], cam.k[(0, 2)], cam.k[(1, 2)]);
     let (ik11, ik13, ik22, ik23) = (1.0 / fx, -cx / fx, 1.0 / fy, -cy / fy);
@@ -69,6 +164,17 @@ pub fn lift(cam: &CameraModel, p: Point2<f64>) -> Point2<f64> {
                 1.0 - xi * (rho2 + 1.0) / (xi + (1.0 + (1.0 - xi * xi) * rho2).sqrt())
             };
             Point2::new(mx / z, my / z)
+        }
+        Distortion::Equidistant => {
+            let r = (md.0 * md.0 + md.1 * md.1).sqrt();
+            let phi = if r < 1e-10 { 0.0 } else { md.1.atan2(md.0) };
+            let theta = smallest_root(&cam.d, r);
+            let (x, y, z) = (
+                theta.sin() * phi.cos(),
+                theta.sin() * phi.sin(),
+                theta.cos(),
+            );
+            Point2::new(x / z, y / z)
         }
         _ => {
             let mut c = cam.clone();
@@ -252,6 +358,42 @@ mod tests {
         let kb = "model_type: KANNALA_BRANDT\nimage_width: 640\nimage_height: 480\nprojection_parameters:\n  k2: 0.01\n  k3: 0.0\n  k4: 0.0\n  k5: 0.0\n  mu: 300.0\n  mv: 300.0\n  u0: 320.0\n  v0: 240.0\n";
         let c = from_yaml(kb).unwrap();
         assert_eq!((c.model, c.d[0]), (Distortion::Equidistant, 0.01));
+    }
+
+    #[test]
+    fn kannala_brandt_root_inverts_the_polynomial() {
+        // k2..k5 of a real fisheye lens (T265-like): theta -> r and back.
+        let mut d = [0.0; 14];
+        d[..4].copy_from_slice(&[-0.00931863, 0.0428543, -0.0401651, 0.00760284]);
+        let r_of = |t: f64| {
+            let t2 = t * t;
+            t * (1.0 + t2 * (d[0] + t2 * (d[1] + t2 * (d[2] + t2 * d[3]))))
+        };
+        for i in 0..=150 {
+            let theta = 1.5 * i as f64 / 150.0;
+            let got = smallest_root(&d, r_of(theta));
+            assert!((got - theta).abs() < 1e-13, "theta {theta}: {got}");
+        }
+        // camodocal's npow: one zero coefficient takes the top two degrees off, so k5 is
+        // not used when k3 is zero.
+        let mut gap = d;
+        gap[1] = 0.0;
+        for r in [0.3, 0.6, 0.9] {
+            let t = smallest_root(&gap, r);
+            let (t3, t7) = (t.powi(3), t.powi(7));
+            assert!((t + d[0] * t3 + d[2] * t7 - r).abs() < 1e-14, "{r}: {t}");
+            assert!((t + d[0] * t3 + d[2] * t7 + d[3] * t.powi(9) - r).abs() > 1e-9);
+        }
+        // No real non-negative root (t - 0.5 t^3 peaks at 0.544): r itself, as camodocal.
+        let mut bump = [0.0; 14];
+        bump[0] = -0.5;
+        assert_eq!(smallest_root(&bump, 0.6), 0.6);
+        // Below the peak the first root, where the slope test sends it to the grid.
+        let t = smallest_root(&bump, 0.54);
+        assert!(
+            (t - 0.5 * t * t * t - 0.54).abs() < 1e-12 && t < 0.8165,
+            "{t}"
+        );
     }
 
     #[test]

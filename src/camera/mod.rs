@@ -146,7 +146,10 @@ impl CameraModel {
     /// Whether pixels are lifted as camodocal does (f32 results, as VINS keeps them).
     pub fn lifts_as_camodocal(&self) -> bool {
         self.lifting == Lifting::Camodocal
-            && matches!(self.model, Distortion::PlumbBob | Distortion::Mei)
+            && matches!(
+                self.model,
+                Distortion::PlumbBob | Distortion::Mei | Distortion::Equidistant
+            )
     }
 
     /// The normalised coordinates of pixel `p` (`cv::undistortPoints` or

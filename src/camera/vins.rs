@@ -1,7 +1,8 @@
 //! A VINS-Fusion config file (what `vins_node` is started with), read so that our tracker
 //! runs as that VINS would: its camodocal camera files (`cam0_calib`, `cam1_calib`, relative
 //! to the config's folder, [`super::camodocal`]), its image and IMU topics, and the front-end
-//! keys `max_cnt`, `min_dist`, `flow_back`, `F_threshold`, `multiple_thread`, `num_of_cam`.
+//! keys `max_cnt`, `min_dist`, `flow_back`, `F_threshold`, `multiple_thread` (-> the `feature`
+//! rate), `num_of_cam` (-> stereo).
 //!
 //! Errors name the file and the key. [`VinsConfig::apply`] sets the tracker's settings as
 //! VINS-Fusion's `FeatureTracker` runs: its mask order, camodocal's lifting, no F test (VINS-
@@ -112,6 +113,9 @@ impl VinsConfig {
         // `num_of_cam: 2`: VINS-Fusion's stereo mode (the node's first two inputs, the
         // replay's two image topics).
         track.stereo = self.cameras.len() == 2;
+        // `multiple_thread: 1`: VINS's own image path hands its estimator every second
+        // frame; its `feature` path keeps every message, so we send what it would keep.
+        track.feature_every = if self.multiple_thread { 2 } else { 1 };
     }
 }
 

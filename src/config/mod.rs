@@ -56,6 +56,11 @@ pub struct TrackConfig {
     pub mask_order: MaskOrder,
     /// How pixels become normalised coordinates (`x_n`, `y_n`) and velocities.
     pub lifting: Lifting,
+    /// `feature` (VINS's message) for every Nth tracked frame only, counted from the
+    /// tracker's start and each restart: the 2nd, 4th, ... with 2, as VINS-Fusion's own
+    /// image path hands its estimator frames with `multiple_thread: 1`. Every frame is still
+    /// tracked and its `tracks` published.
+    pub feature_every: u32,
 }
 
 /// The order of VINS's `setMask` among tracks of one age.
@@ -108,6 +113,7 @@ impl Default for TrackConfig {
             fast_threshold: 20,
             mask_order: MaskOrder::Vins,
             lifting: Lifting::Camodocal,
+            feature_every: 1,
         }
     }
 }

@@ -195,6 +195,11 @@ impl Config {
             "track.fast_threshold",
             || format!("{} is not in 1..=255", t.fast_threshold),
         )?;
+        check(
+            (1..=100).contains(&t.feature_every),
+            "track.feature_every",
+            || format!("{} is not in 1..=100", t.feature_every),
+        )?;
         Ok(())
     }
 }

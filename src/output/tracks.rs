@@ -215,6 +215,25 @@ pub fn vins_feature_into(cameras: &[&[Track]], format: VinsFormat, out: &mut Vin
     }
 }
 
+/// Which tracked frames get a `feature` message (`track.feature_every`): every Nth since the
+/// tracker started or last restarted, the Nth first; what the node and the replay share.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FeatureRate {
+    since_start: u64,
+}
+
+impl FeatureRate {
+    /// One tracked frame (`restarted`: the tracker started over on it); true when its
+    /// `feature` message is due.
+    pub fn due(&mut self, restarted: bool, every: u32) -> bool {
+        if restarted {
+            self.since_start = 0;
+        }
+        self.since_start += 1;
+        self.since_start % u64::from(every.max(1)) == 0
+    }
+}
+
 /// VINS's `feature` message (`sensor_msgs/PointCloud`, [`vins_feature`]) serialized as CDR,
 /// what the node publishes and the replay writes: the message, its channels and bytes kept
 /// from frame to frame (nothing allocated once they have grown).
@@ -269,6 +288,20 @@ impl FeatureCdr {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn feature_rate_every_nth_since_the_restart() {
+        let mut r = FeatureRate::default();
+        let got: Vec<bool> = [false, false, false, false, true, false, false]
+            .iter()
+            .map(|&restart| r.due(restart, 2))
+            .collect();
+        // Frames 2 and 4 of the start, then frame 2 after the restart on frame 5.
+        assert_eq!(got, [false, true, false, true, false, true, false]);
+        let mut one = FeatureRate::default();
+        assert!((0..5).all(|k| one.due(k == 3, 1)));
+    }
+
     use super::*;
 
     fn t(id: u64, x_n: f64) -> Track {

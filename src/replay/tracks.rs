@@ -14,7 +14,7 @@ use crate::bag::writer::McapBagWriter;
 use crate::camera::CameraModel;
 use crate::error::Result;
 use crate::image::GrayImage;
-use crate::output::tracks::{FeatureCdr, VinsFormat};
+use crate::output::tracks::{FeatureCdr, FeatureRate, VinsFormat};
 use crate::pipeline::BackendKind;
 use crate::track::{TrackParams, Tracker};
 use crate::Config;
@@ -33,6 +33,9 @@ pub(super) struct TrackState {
     feature_cdr: FeatureCdr,
     /// A stereo step failed (said once).
     right_failed: bool,
+    /// `track.feature_every`.
+    rate: FeatureRate,
+    every: u32,
 }
 
 /// The camera beside each image topic: from `camera_info` (the last one read), or the
@@ -64,6 +67,8 @@ impl TrackState {
             resets: 0,
             feature_cdr: FeatureCdr::default(),
             right_failed: false,
+            rate: FeatureRate::default(),
+            every: config.track.feature_every,
         })
     }
 
@@ -105,13 +110,14 @@ impl TrackState {
         }
         let tracks = tracker.tracks();
         let resets = tracker.resets().len();
-        if resets > self.resets {
+        let restarted = resets > self.resets;
+        if restarted {
             self.resets = resets;
             let msg = cdr::encode(&cdr::Bool { data: true });
             writer.write(self.restart, at.0, at.1, &msg)?;
         }
         // No `feature` before the camera is known: VINS cannot use pixels.
-        if camera.is_some() {
+        if self.rate.due(restarted, self.every) && camera.is_some() {
             self.feature_cdr.header_mut().clone_from(header);
             let both = [tracks, tracker.right_tracks()];
             let cameras = if right.is_some() {

@@ -102,6 +102,7 @@ fn track_outputs(
         tracks_cdr: Default::default(),
         feature_cdr: Default::default(),
         resets: 0,
+        rate: Default::default(),
         cuda: false,
         started: false,
         stereo,

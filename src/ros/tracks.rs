@@ -228,6 +228,8 @@ pub(super) struct TrackOutputs {
     pub(super) tracks_cdr: convert::TracksCdr,
     pub(super) feature_cdr: convert::FeatureCdr,
     pub(super) resets: usize,
+    /// Which frames get a `feature` message (`track.feature_every`).
+    pub(super) rate: crate::output::tracks::FeatureRate,
     /// Run the LK stage on the GPU (the input's pipeline is on CUDA); decided on the first
     /// tracked frame.
     pub(super) cuda: bool,
@@ -381,14 +383,19 @@ impl TrackOutputs {
         let tracks = self.tracker.tracks();
         let cameras: [&[Track]; 2] = [tracks, self.tracker.right_tracks()];
         let cameras = if stereo { &cameras[..] } else { &cameras[..1] };
+        let resets = self.tracker.resets().len();
+        let restarted = resets > self.resets;
         // No `feature` before the camera model is known: VINS cannot use pixels (its
         // initialisation does not check the count), and an empty message would still count.
-        if camera.is_some() && listened(self.pub_feature.get_inter_process_subscription_count()) {
+        // Only every `feature_every`-th frame since the (re)start.
+        if self.rate.due(restarted, cfg.feature_every)
+            && camera.is_some()
+            && listened(self.pub_feature.get_inter_process_subscription_count())
+        {
             let bytes = self.feature_cdr.encode(header, cameras, self.format);
             let _ = self.pub_feature.publish_raw(bytes);
         }
-        let resets = self.tracker.resets().len();
-        if resets > self.resets {
+        if restarted {
             self.resets = resets;
             let _ = self.pub_restart.publish(&Bool { data: true });
         }

@@ -1,7 +1,8 @@
-//! `replay` with `track.stereo`: two image topics paired by stamp and tracked as VINS-
-//! Fusion's stereo mode, whatever order the bag holds the two cameras' frames in; a
-//! first-camera frame without a partner tracked alone; the `feature` bytes equal the
-//! library tracker's on the same frames.
+//! `replay` as VINS-Fusion's front-end: with `track.stereo` two image topics paired by stamp
+//! and tracked as VINS-Fusion's stereo mode, whatever order the bag holds the two cameras'
+//! frames in (a first-camera frame without a partner tracked alone; the `feature` bytes
+//! equal the library tracker's on the same frames); `track.feature_every` counting from
+//! the tracker's restarts.
 
 mod bag_common;
 
@@ -145,4 +146,46 @@ fn stereo_needs_two_topics() {
     o.config.track.enabled = true;
     let e = replay::run(&o).unwrap_err().to_string();
     assert!(e.contains("track.stereo pairs two image topics"), "{e}");
+}
+
+/// `track.feature_every: 2`: the 2nd, 4th, ... frame since the start or a restart (here
+/// the time going back on frame 3) has its `feature` message, the same bytes as with 1.
+#[test]
+fn feature_every_counts_from_the_restart() {
+    let dir = scratch("replay_feature_every");
+    let frames = pan("graf1.png", 6, 320, 240);
+    let stamps = [0usize, 1, 2, 1, 2, 3];
+    let bag_path = dir.join("in.mcap");
+    {
+        let mut w = bag::writer::McapBagWriter::create(&bag_path).unwrap();
+        let raw = w.channel(RAW, cdr::IMAGE).unwrap();
+        let ci = w.channel("/cam/camera_info", cdr::CAMERA_INFO).unwrap();
+        w.write(ci, log_time(0) - 1, log_time(0) - 1, &info(0))
+            .unwrap();
+        for (n, &i) in stamps.iter().enumerate() {
+            w.write(raw, log_time(n), log_time(n), &image_msg(i, &frames[n]))
+                .unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let run = |every: u32| {
+        let out = dir.join(format!("out{every}"));
+        let mut o = options(&bag_path, &out);
+        o.config = Config::default()
+            .with_set("track.enabled=true")
+            .unwrap()
+            .with_set(&format!("track.feature_every={every}"))
+            .unwrap();
+        let msgs = read_out(&replay::run(&o).unwrap().out_bag);
+        let restarts = msgs.get(&replay::restart_topic(RAW)).map_or(0, Vec::len);
+        let feats: Vec<Vec<u8>> = msgs[&replay::feature_topic(RAW)]
+            .iter()
+            .map(|m| m.data.clone())
+            .collect();
+        (feats, restarts)
+    };
+    let (all, restarts) = run(1);
+    assert_eq!((all.len(), restarts), (6, 1));
+    let (half, _) = run(2);
+    assert_eq!(half, vec![all[1].clone(), all[4].clone()]);
 }
