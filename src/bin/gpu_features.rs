@@ -144,12 +144,26 @@ fn vins_config(config: &Path, out: Option<&Path>) -> ExitCode {
                 "wrote {}: image topics pointed nowhere, all else kept",
                 out.display()
             );
+            let mut t = gpu_features::config::TrackConfig::default();
+            v.apply(&mut t);
+            let topics = match &v.image_topics[..] {
+                [] => "your image topic".to_string(),
+                [one] => one.clone(),
+                [first, second, ..] if t.stereo => format!("{first} and {second} (two inputs)"),
+                [first, ..] => first.clone(),
+            };
             println!(
-                "run the node on {} with -p track.enabled:=true -p track.max_features:={} \\\n  -p track.min_distance:={} -p track.flow_back:={} -p track.ransac_threshold:=0.0 \\\n  -r feature:=/feature_tracker/feature -r restart:=/vins_restart, and camera_info (README, \"Replace VINS-Fusion's feature_tracker\")",
-                v.image_topics.first().map_or("your image topic", |s| s.as_str()),
-                v.max_cnt,
-                v.min_dist,
-                v.flow_back
+                "run the node on {topics} with -p vins_config:={}, or by hand with \\\n  \
+                 -p track.enabled:=true -p track.max_features:={} -p track.min_distance:={} \\\n  \
+                 -p track.flow_back:={} -p track.ransac_threshold:=0.0 -p track.feature_every:={}{} \\\n  \
+                 and camera_info; with -r feature:=/feature_tracker/feature -r restart:=/vins_restart \
+                 (README, \"Replace VINS-Fusion's feature_tracker\")",
+                v.path.display(),
+                t.max_features,
+                t.min_distance,
+                t.flow_back,
+                t.feature_every,
+                if t.stereo { " -p track.stereo:=true" } else { "" },
             );
             ExitCode::SUCCESS
         }
