@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use gpu_features::bag::cdr::{self, Header, Time};
 use gpu_features::bag::writer::McapBagWriter;
+use gpu_features::cdr::{self, Header, Time};
 
 fn run(args: &[String]) -> Result<(), String> {
     let [out, topic, frame_id, t0, period, images @ ..] = args else {

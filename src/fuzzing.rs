@@ -19,10 +19,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use crate::bag::{cdr, Bag};
+use crate::bag::Bag;
+use crate::cdr;
 use crate::config::{Config, DetectorMethod};
+use crate::features::Features;
 use crate::image::{decode_encoded, load_view_owned, ImageView};
-use crate::pipeline::{BackendChoice, Features, Pipeline};
+use crate::pipeline::{BackendChoice, Pipeline};
 use crate::replay;
 
 /// A harness: arbitrary bytes in, whether the input was accepted out.

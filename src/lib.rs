@@ -18,6 +18,7 @@
 pub mod bag;
 pub mod bench;
 pub mod camera;
+pub mod cdr;
 pub mod config;
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -41,7 +42,6 @@ pub mod track;
 
 pub use config::Config;
 pub use error::{DecodeError, Error, Result};
+pub use features::{Descriptor, Features, Keypoint, StageTiming};
 pub use image::{Encoding, FrameLayout, GrayImage, ImageView};
-pub use pipeline::{
-    BackendChoice, BackendKind, Descriptor, Features, Keypoint, Pipeline, StageTiming,
-};
+pub use pipeline::{BackendChoice, BackendKind, Pipeline};

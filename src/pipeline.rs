@@ -5,7 +5,7 @@ use crate::cpu::CpuPipeline;
 use crate::error::Result;
 // The shared types live in `features` (no import circle with the backends); re-exported
 // here for the callers that name them through the pipeline.
-pub use crate::features::{Descriptor, Features, Keypoint, StageTiming};
+use crate::features::Features;
 use crate::image::{FrameLayout, GrayImage, ImageView};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

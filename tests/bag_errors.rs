@@ -5,8 +5,8 @@ mod bag_common;
 use std::path::{Path, PathBuf};
 
 use bag_common::*;
-use gpu_features::bag::{self, cdr};
 use gpu_features::replay;
+use gpu_features::{bag, cdr};
 
 fn frames() -> Vec<Frame> {
     pan("graf1.png", 3, 160, 128)

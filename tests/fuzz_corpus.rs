@@ -260,7 +260,7 @@ fn write_seed_corpus() {
     let mut m = vec![1u8];
     m.extend(compressed_msg(0, f));
     put("cdr", "compressed_png", &m);
-    let jpeg = gpu_features::bag::cdr::CompressedImage {
+    let jpeg = gpu_features::cdr::CompressedImage {
         header: header(1),
         format: "jpeg".into(),
         data: encode_image(f, C::Rgb8, F::Jpeg).into(),

@@ -6,9 +6,9 @@
 //! Without a usable GPU the GPU tests print `SKIPPED: no CUDA device: <reason>` and return.
 
 use gpu_features::matching::{
-    cpu, knn2, match_descriptors, Descriptor, Knn2, Match, MatchParams, Matcher, Neighbor,
+    cpu, knn2, match_descriptors, Knn2, Match, MatchParams, Matcher, Neighbor,
 };
-use gpu_features::{BackendChoice, BackendKind};
+use gpu_features::{BackendChoice, BackendKind, Descriptor};
 use proptest::prelude::*;
 
 mod shared;

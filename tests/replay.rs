@@ -607,7 +607,7 @@ fn rosbags_written_bags_both_formats() {
         let first_descriptors: Vec<String> = msgs["/camera/image_raw/keypoints"]
             .iter()
             .map(|m| {
-                let pc = gpu_features::bag::cdr::PointCloud2::decode(&m.data).unwrap();
+                let pc = gpu_features::cdr::PointCloud2::decode(&m.data).unwrap();
                 let (_, d) = pointcloud::decode(&pc.data, pc.point_step as usize).unwrap();
                 d.first().map_or("-".into(), |d| {
                     d.iter().map(|b| format!("{b:02x}")).collect::<String>()
@@ -639,7 +639,7 @@ fn jpeg_compressed_images_decode() {
         ::image::ImageFormat::Jpeg,
     )
     .unwrap();
-    let msg = gpu_features::bag::cdr::CompressedImage {
+    let msg = gpu_features::cdr::CompressedImage {
         header: header(0),
         format: "jpeg".into(),
         data: std::borrow::Cow::Owned(jpg.into_inner()),
@@ -661,7 +661,7 @@ fn jpeg_compressed_images_decode() {
         .sum();
     assert!((diff as f64 / f.rgb.len() as f64) < 12.0, "{diff}");
     // Not an image at all: skipped with a reason, not a crash.
-    let bad = gpu_features::bag::cdr::CompressedImage {
+    let bad = gpu_features::cdr::CompressedImage {
         header: header(0),
         format: "jpeg".into(),
         data: std::borrow::Cow::Owned(vec![1, 2, 3]),
@@ -696,7 +696,7 @@ fn replay_writes_the_tracks_topic() {
     let mut prev_ids: Vec<u64> = Vec::new();
     for (i, (m, f)) in got.iter().zip(&frames).enumerate() {
         assert_eq!(m.schema, "sensor_msgs/msg/PointCloud2");
-        let pc = gpu_features::bag::cdr::PointCloud2::decode(&m.data).unwrap();
+        let pc = gpu_features::cdr::PointCloud2::decode(&m.data).unwrap();
         let pts = tracks::decode(&pc.data).unwrap();
         assert_eq!(pc.header.stamp.as_nanos(), T0 + i as u64 * PERIOD);
         let stamp = (T0 + i as u64 * PERIOD) as f64 * 1e-9;
@@ -740,8 +740,8 @@ fn replay_writes_the_tracks_topic() {
 /// then the time going back).
 #[test]
 fn replay_writes_vins_feature_and_restart() {
-    use gpu_features::bag::cdr;
     use gpu_features::camera::CameraModel;
+    use gpu_features::cdr;
     use gpu_features::output::tracks::{FeatureCdr, VinsFormat};
     use gpu_features::track::{TrackParams, Tracker};
     let dir = scratch("replay_feature");

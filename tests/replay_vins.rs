@@ -7,12 +7,12 @@
 mod bag_common;
 
 use bag_common::*;
-use gpu_features::bag::{self, cdr};
 use gpu_features::camera::CameraModel;
 use gpu_features::output::tracks::{FeatureCdr, VinsFormat};
 use gpu_features::replay;
 use gpu_features::track::{TrackParams, Tracker};
 use gpu_features::Config;
+use gpu_features::{bag, cdr};
 
 const LEFT: &str = "/cam0/image_raw";
 const RIGHT: &str = "/cam1/image_raw";

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use bag_common::*;
-use gpu_features::bag::cdr;
 use gpu_features::bag::writer::write_metadata_yaml;
 use gpu_features::bag::{Bag, StorageKind};
+use gpu_features::cdr;
 use gpu_features::config::{
     CannyConfig, DescribeConfig, DetectorConfig, DetectorMethod, Interpolation, OrientConfig,
     PyramidConfig, ScoreType, SelectConfig, Spread,

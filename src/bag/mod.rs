@@ -1,16 +1,13 @@
 //! ROS 2 bags without ROS: reading MCAP / sqlite3 bags, writing MCAP (and small `.db3` for
-//! tests and tools), and the CDR of the few messages involved. Bags only: the replay command
-//! that runs their images through the pipeline is [`crate::replay`].
+//! tests and tools). Bags only: the messages' CDR is [`crate::cdr`], the replay command that
+//! runs their images through the pipeline is [`crate::replay`].
 //!
-//! * [`cdr`]: CDR (de)serialisation of the messages (serde + `cdr-encoding`).
 //! * [`reader`]: MCAP files, `.db3` files and bag directories (`metadata.yaml`).
 //! * [`writer`]: MCAP output (atomic: temporary file, renamed when complete), and a small
 //!   `.db3` writer.
 //!
-//! May import: `error`, `image` (the frame size limit) and external crates; never the
-//! pipeline, replay, eval or report.
+//! May import: `error`, `image` (the frame size limit), `cdr`.
 
-pub mod cdr;
 pub mod reader;
 pub mod writer;
 

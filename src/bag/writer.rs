@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use super::cdr;
+use crate::cdr;
 use crate::error::{Error, Result};
 
 fn partial_path(path: &Path) -> PathBuf {

@@ -28,9 +28,11 @@ use serde_json::{json, Value};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::features::Descriptor;
+use crate::features::Features;
 use crate::image::{load_gray, save_gray_png, Encoding, GrayImage, ImageView};
-use crate::matching::{Descriptor, MatchParams, Matcher};
-use crate::pipeline::{BackendChoice, BackendKind, Features, Pipeline};
+use crate::matching::{MatchParams, Matcher};
+use crate::pipeline::{BackendChoice, BackendKind, Pipeline};
 
 const DEFAULT_YAML: &str = include_str!("../../config/default.yaml");
 const OPENCV_SCRIPT: &str = include_str!("../../scripts/bench_opencv.py");

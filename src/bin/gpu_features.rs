@@ -95,7 +95,7 @@ enum Command {
 #[derive(Args)]
 struct SoakArgs {
     /// How long: seconds, or with a unit (90s, 30m, 1h).
-    #[arg(long, default_value = "30m", value_parser = gpu_features::soak::parse_duration)]
+    #[arg(long, default_value = "30m", value_parser = gpu_features::config::parse_duration)]
     duration: std::time::Duration,
     /// Target frame rate, Hz.
     #[arg(long, default_value_t = 30.0)]

@@ -10,7 +10,10 @@ use crate::error::{Error, Result};
 use crate::levels::MAX_LEVELS;
 
 mod dotted;
+mod duration;
 mod validate;
+
+pub use duration::parse_duration;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

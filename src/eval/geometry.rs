@@ -3,7 +3,7 @@
 
 use nalgebra::{Matrix2, Matrix3, Point2};
 
-use crate::pipeline::Keypoint;
+use crate::features::Keypoint;
 
 /// `h` applied to `p` in homogeneous coordinates: `(h00 x + h01 y + h02) / w` and
 /// `(h10 x + h11 y + h12) / w`, `w = h20 x + h21 y + h22` (summed in this order).

@@ -11,9 +11,9 @@ use super::Grid;
 use crate::config::Config;
 use crate::cpu::CpuPipeline;
 use crate::error::{Error, Result};
+use crate::features::{Descriptor, Keypoint};
 use crate::image::{load_view_owned, ImageView};
 use crate::matching::{match_descriptors, MatchParams};
-use crate::pipeline::{Descriptor, Keypoint};
 
 /// An image pair with its ground-truth homography (image 1 -> image 2).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -70,7 +70,7 @@
 //! * `homography`: the homography protocol (pairs, descriptors, scores).
 //! * `geometry`: the homography's maths and the overlap error of two regions.
 
-use crate::pipeline::Keypoint;
+use crate::features::Keypoint;
 
 mod geometry;
 mod homography;

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Grid, TRACK_MIN_ZNCC, TRACK_RADIUS};
 use crate::error::Result;
+use crate::features::{Descriptor, Keypoint};
 use crate::image::GrayImage;
 use crate::matching::{Match, MatchParams, Matcher};
-use crate::pipeline::{Descriptor, Keypoint};
 
 const TRACK_PATCH_R: i32 = 7;
 

@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::{BackendChoice, BackendKind};
 
 /// One 256-bit binary descriptor, `[u8; 32]` (the pipeline's `Features::descriptors`).
-pub use crate::pipeline::Descriptor;
+use crate::features::Descriptor;
 
 pub use self::keys::MAX_DESCRIPTORS;
 pub(crate) use self::keys::{insert2, key, INDEX_BITS, NO_KEY};

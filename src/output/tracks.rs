@@ -240,19 +240,19 @@ impl FeatureRate {
 #[derive(Default)]
 pub struct FeatureCdr {
     feature: VinsFeature,
-    msg: crate::bag::cdr::PointCloud,
+    msg: crate::cdr::PointCloud,
     bytes: Vec<u8>,
 }
 
 impl FeatureCdr {
     /// The header the next [`FeatureCdr::encode`] writes (the image's).
-    pub fn header_mut(&mut self) -> &mut crate::bag::cdr::Header {
+    pub fn header_mut(&mut self) -> &mut crate::cdr::Header {
         &mut self.msg.header
     }
 
     /// `cameras[c]`: camera c's tracks (one camera, or left and right).
     pub fn encode(&mut self, cameras: &[&[Track]], format: VinsFormat) -> &[u8] {
-        use crate::bag::cdr;
+        use crate::cdr;
         vins_feature_into(cameras, format, &mut self.feature);
         let m = &mut self.msg;
         m.points.clear();

@@ -1,7 +1,7 @@
 //! Input frames: an `Image` or `CompressedImage` message decoded into something the
 //! pipeline takes.
 
-use crate::bag::cdr::{self, Header};
+use crate::cdr::{self, Header};
 use crate::error::{Error, Result};
 use crate::image::{Encoding, ImageView};
 

@@ -2,10 +2,10 @@
 
 use std::borrow::Cow;
 
-use crate::bag::cdr::{self, Header};
+use crate::cdr::{self, Header};
+use crate::features::{Descriptor, Keypoint};
 use crate::image::GrayImage;
 use crate::output::pointcloud;
-use crate::pipeline::{Descriptor, Keypoint};
 
 /// Output topic names for an input image topic.
 pub fn keypoints_topic(t: &str) -> String {

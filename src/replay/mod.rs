@@ -40,13 +40,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use self::report::MatcherInfo;
-use crate::bag::cdr;
 use crate::bag::reader::{Bag, TopicInfo};
 use crate::camera::vins::VinsConfig;
+use crate::cdr;
 use crate::error::{Error, Result};
 use crate::eval::{self, HomographyPair};
+use crate::features::{Descriptor, Keypoint};
 use crate::matching::{MatchParams, Matcher};
-use crate::pipeline::{BackendChoice, BackendKind, Descriptor, Keypoint};
+use crate::pipeline::{BackendChoice, BackendKind};
 use crate::Config;
 
 mod cli;

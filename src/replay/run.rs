@@ -16,14 +16,15 @@ use super::{
     edges_topic, is_image_type, keypoints_message, keypoints_topic, select_topics, FrameSkip,
     ReplayOptions, ReplaySummary, TrackMatcher,
 };
-use crate::bag::cdr::{self, Header};
 use crate::bag::reader::{Bag, Flow, RawMessage};
 use crate::bag::writer::McapBagWriter;
 use crate::camera::CameraModel;
+use crate::cdr::{self, Header};
 use crate::error::{Error, Result};
 use crate::eval;
+use crate::features::{Descriptor, Features, Keypoint};
 use crate::image::GrayImage;
-use crate::pipeline::{Descriptor, Features, Keypoint, Pipeline};
+use crate::pipeline::Pipeline;
 
 /// Runs a replay: see the module docs for the outputs.
 pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary> {

@@ -14,9 +14,9 @@ use std::collections::VecDeque;
 use super::report::FeatureTrackFrame;
 use super::tracks::{TrackFrame, TrackState};
 use super::tracks_topic;
-use crate::bag::cdr::{self, Header};
 use crate::bag::writer::McapBagWriter;
 use crate::camera::CameraModel;
+use crate::cdr::{self, Header};
 use crate::error::{Error, Result};
 use crate::image::GrayImage;
 

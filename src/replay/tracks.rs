@@ -9,9 +9,9 @@ use std::time::Instant;
 
 use super::messages::{feature_topic, restart_topic, tracks_message, tracks_topic};
 use super::report::FeatureTrackFrame;
-use crate::bag::cdr::{self, Header};
 use crate::bag::writer::McapBagWriter;
 use crate::camera::CameraModel;
+use crate::cdr::{self, Header};
 use crate::error::Result;
 use crate::image::GrayImage;
 use crate::output::tracks::{FeatureCdr, FeatureRate, VinsFormat};

@@ -4,10 +4,10 @@ use r2r::sensor_msgs::msg::{Image, PointCloud2, PointField};
 use r2r::std_msgs::msg::Header;
 
 use crate::error::DecodeError;
+use crate::features::{Descriptor, Features, Keypoint};
 use crate::image::{GrayImage, ImageView};
 use crate::matching::Match;
 use crate::output::{matches as output_matches, overlay, pointcloud};
-use crate::pipeline::{Descriptor, Features, Keypoint};
 
 /// A header stamp (`sec`, `nanosec`) in ns: the key frames are paired and traced by.
 pub fn stamp_ns(sec: i32, nanosec: u32) -> i64 {
@@ -39,14 +39,14 @@ pub fn matches_cloud(header: &Header, matches: &[Match], mut buf: Vec<u8>) -> Po
 /// nothing is allocated, and the points are copied once (into the message's data, then by
 /// the serializer into the bytes) instead of being converted into r2r's C message.
 pub struct KeypointsCdr {
-    msg: crate::bag::cdr::PointCloud2<'static>,
+    msg: crate::cdr::PointCloud2<'static>,
     bytes: Vec<u8>,
     with_descriptors: Option<bool>,
 }
 
 impl Default for KeypointsCdr {
     fn default() -> Self {
-        use crate::bag::cdr;
+        use crate::cdr;
         KeypointsCdr {
             msg: cdr::PointCloud2 {
                 header: cdr::Header {
@@ -89,13 +89,13 @@ impl KeypointsCdr {
         pointcloud::encode(keypoints, descriptors, m.data.to_mut());
         m.width = keypoints.len() as u32;
         m.row_step = m.point_step * m.width;
-        crate::bag::cdr::encode_into(&*m, &mut self.bytes);
+        crate::cdr::encode_into(&*m, &mut self.bytes);
         &self.bytes
     }
 }
 
 /// `header` into a CDR header (its `frame_id` string reused).
-fn cdr_header(header: &Header, out: &mut crate::bag::cdr::Header) {
+fn cdr_header(header: &Header, out: &mut crate::cdr::Header) {
     out.stamp.sec = header.stamp.sec;
     out.stamp.nanosec = header.stamp.nanosec;
     out.frame_id.clone_from(&header.frame_id);
@@ -105,13 +105,13 @@ fn cdr_header(header: &Header, out: &mut crate::bag::cdr::Header) {
 /// not dense: NaN without a camera model), the message and its bytes kept from frame to
 /// frame as [`KeypointsCdr`]'s: nothing allocated once they have grown.
 pub struct TracksCdr {
-    msg: crate::bag::cdr::PointCloud2<'static>,
+    msg: crate::cdr::PointCloud2<'static>,
     bytes: Vec<u8>,
 }
 
 impl Default for TracksCdr {
     fn default() -> Self {
-        use crate::bag::cdr;
+        use crate::cdr;
         use crate::output::tracks;
         TracksCdr {
             msg: cdr::PointCloud2 {
@@ -137,7 +137,7 @@ impl TracksCdr {
         crate::output::tracks::encode(tracks, m.data.to_mut());
         m.width = tracks.len() as u32;
         m.row_step = m.point_step * m.width;
-        crate::bag::cdr::encode_into(&*m, &mut self.bytes);
+        crate::cdr::encode_into(&*m, &mut self.bytes);
         &self.bytes
     }
 }
@@ -198,7 +198,7 @@ fn unorganized_cloud(
 /// ([`ImageCdr::mono8_in_place`], `Pipeline::process_into_edges`): no copy of ours at all.
 #[derive(Default)]
 pub struct ImageCdr {
-    header: crate::bag::cdr::Header,
+    header: crate::cdr::Header,
     encoding: String,
     bytes: Vec<u8>,
     /// The serialized head of an in-place message (all but its pixels).
@@ -216,7 +216,7 @@ impl ImageCdr {
         (width, height, step): (usize, usize, usize),
         pixels: &[u8],
     ) -> &[u8] {
-        use crate::bag::cdr;
+        use crate::cdr;
         cdr_header(header, &mut self.header);
         self.encoding.clear();
         self.encoding.push_str(encoding);
@@ -354,7 +354,7 @@ mod tests {
     /// format).
     #[test]
     fn feature_and_tracks_bytes_decode_to_their_messages() {
-        use crate::bag::cdr;
+        use crate::cdr;
         use crate::output::tracks::{self as out, VinsFormat};
         let (mut f, mut t) = (FeatureCdr::default(), TracksCdr::default());
         let left = [
@@ -404,7 +404,7 @@ mod tests {
         }];
         let mut w = KeypointsCdr::default();
         let bytes = w.encode(&header(), &kps, None).to_vec();
-        let c = crate::bag::cdr::PointCloud2::decode(&bytes).unwrap();
+        let c = crate::cdr::PointCloud2::decode(&bytes).unwrap();
         assert_eq!(
             (
                 c.header.stamp.sec,
@@ -430,7 +430,7 @@ mod tests {
         // The same writer, now with descriptors (the layout changes), then without again.
         let d = [[0x5au8; 32]];
         let bytes = w.encode(&header(), &kps, Some(&d)).to_vec();
-        let c = crate::bag::cdr::PointCloud2::decode(&bytes).unwrap();
+        let c = crate::cdr::PointCloud2::decode(&bytes).unwrap();
         assert_eq!(
             (c.width, c.point_step, c.row_step, c.data.len()),
             (1, 56, 56, 56)
@@ -446,7 +446,7 @@ mod tests {
         );
         let two = [kps[0], kps[0]];
         let c2 = w.encode(&header(), &two, None).to_vec();
-        let c2 = crate::bag::cdr::PointCloud2::decode(&c2).unwrap();
+        let c2 = crate::cdr::PointCloud2::decode(&c2).unwrap();
         assert_eq!((c2.width, c2.point_step, c2.fields.len()), (2, 24, 6));
         let g = GrayImage::new(8, 8);
         let features = Features {
@@ -455,7 +455,7 @@ mod tests {
             ..Default::default()
         };
         let mut enc = ImageCdr::default();
-        let d = crate::bag::cdr::Image::decode(enc.debug_overlay(&header(), &g, &features))
+        let d = crate::cdr::Image::decode(enc.debug_overlay(&header(), &g, &features))
             .unwrap()
             .data
             .len();
@@ -467,7 +467,7 @@ mod tests {
     /// allocates nothing (the bytes keep their address).
     #[test]
     fn image_bytes_decode_to_their_images() {
-        use crate::bag::cdr;
+        use crate::cdr;
         let mut enc = ImageCdr::default();
         let mut g = GrayImage::new(5, 3);
         for (i, v) in g.data.iter_mut().enumerate() {

@@ -5,7 +5,8 @@ use r2r::sensor_msgs::msg::PointCloud2;
 use r2r::std_msgs::msg::Header;
 
 use super::convert;
-use crate::matching::{Descriptor, Match, MatchParams, Matcher};
+use crate::features::Descriptor;
+use crate::matching::{Match, MatchParams, Matcher};
 use crate::pipeline::BackendChoice;
 
 /// The previous frame's descriptors and the matcher, owned by one input's worker.

@@ -84,7 +84,7 @@ fn track_outputs(
         pub_tracks: node
             .create_publisher_untyped(
                 &topic(name, "tracks"),
-                crate::bag::cdr::POINT_CLOUD2,
+                crate::cdr::POINT_CLOUD2,
                 out_qos.clone(),
             )
             .map_err(err)?,
@@ -215,22 +215,18 @@ async fn run_async() -> Result<(), String> {
         let pub_kp = node
             .create_publisher_untyped(
                 &topic(name, "keypoints"),
-                crate::bag::cdr::POINT_CLOUD2,
+                crate::cdr::POINT_CLOUD2,
                 out_qos.clone(),
             )
             .map_err(|e| format!("publisher: {e}"))?;
         // The images are published as bytes serialized by us (convert::ImageCdr).
         let pub_edges = node
-            .create_publisher_untyped(
-                &topic(name, "edges"),
-                crate::bag::cdr::IMAGE,
-                out_qos.clone(),
-            )
+            .create_publisher_untyped(&topic(name, "edges"), crate::cdr::IMAGE, out_qos.clone())
             .map_err(|e| format!("publisher: {e}"))?;
         let pub_debug = node
             .create_publisher_untyped(
                 &topic(name, "debug_image"),
-                crate::bag::cdr::IMAGE,
+                crate::cdr::IMAGE,
                 out_qos.clone(),
             )
             .map_err(|e| format!("publisher: {e}"))?;
@@ -244,7 +240,7 @@ async fn run_async() -> Result<(), String> {
                 pub_right_tracks: node
                     .create_publisher_untyped(
                         &topic(&names[1], "tracks"),
-                        crate::bag::cdr::POINT_CLOUD2,
+                        crate::cdr::POINT_CLOUD2,
                         out_qos.clone(),
                     )
                     .map_err(|e| format!("publisher: {e}"))?,

@@ -16,8 +16,9 @@ use super::params::NodeParams;
 use super::publish::listened;
 use super::take::NativeImage;
 use super::tracks::TrackOutputs;
+use crate::features::Features;
 use crate::image::GrayImage;
-use crate::pipeline::{BackendChoice, BackendKind, Features, Pipeline};
+use crate::pipeline::{BackendChoice, BackendKind, Pipeline};
 
 /// Node-side latencies kept for the shutdown summary (bounded).
 const MAX_KEPT_LATENCIES: usize = 1 << 20;

@@ -6,9 +6,9 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gpu_features::bag::cdr::{self, Header, Time};
 use gpu_features::bag::writer::{write_metadata_yaml, Db3Writer, McapBagWriter};
 use gpu_features::bag::StorageKind;
+use gpu_features::cdr::{self, Header, Time};
 use gpu_features::output::pointcloud;
 use gpu_features::replay;
 use gpu_features::{BackendChoice, Config, ImageView, Pipeline};

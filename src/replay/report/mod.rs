@@ -163,7 +163,7 @@ pub fn write(inp: &ReportInput, dir: &Path) -> Result<Written> {
 mod tests {
     use super::*;
     use crate::eval::MatchTrackStats;
-    use crate::pipeline::Features;
+    use crate::features::Features;
     use crate::report::plot;
 
     pub(super) fn input(frames: Vec<FrameStats>, matcher: Option<MatcherInfo>) -> ReportInput {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Report, ReportInput};
 use crate::eval::{MatchTrackStats, TrackStats, TRACK_MIN_ZNCC, TRACK_RADIUS};
-use crate::pipeline::Features;
+use crate::features::Features;
 use crate::report::Dist;
 
 /// Side of the square cells of the coverage measure, level-0 pixels.
@@ -38,7 +38,7 @@ impl Heatmap {
     /// Adds one frame of `width` x `height` pixels and its keypoints.
     pub fn add(
         &mut self,
-        keypoints: &[crate::pipeline::Keypoint],
+        keypoints: &[crate::features::Keypoint],
         (width, height): (usize, usize),
     ) {
         let (cols, rows) = (
@@ -420,7 +420,7 @@ mod tests {
 
     #[test]
     fn coverage_counts_cells() {
-        use crate::pipeline::Keypoint;
+        use crate::features::Keypoint;
         let kp = |x, y| Keypoint {
             x,
             y,
@@ -443,7 +443,7 @@ mod tests {
 
     #[test]
     fn heatmap_grows_and_counts() {
-        use crate::pipeline::Keypoint;
+        use crate::features::Keypoint;
         let kp = |x, y| Keypoint {
             x,
             y,

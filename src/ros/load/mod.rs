@@ -106,7 +106,7 @@ pub struct LoadArgs {
 
 impl LoadArgs {
     fn duration(&self) -> Result<Duration, String> {
-        crate::soak::parse_duration(&self.duration)
+        crate::config::parse_duration(&self.duration)
     }
     fn sizes(&self) -> Result<Vec<(usize, usize)>, String> {
         self.sizes

@@ -167,7 +167,7 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
             let (keypoints, descriptors) = made_up_keypoints(args.points);
             Answer::Header(Box::new(HeaderAnswer {
                 publisher: node
-                    .create_publisher_untyped(&t, crate::bag::cdr::POINT_CLOUD2, out_qos)
+                    .create_publisher_untyped(&t, crate::cdr::POINT_CLOUD2, out_qos)
                     .map_err(|e| format!("publisher {t}: {e}"))?,
                 header: Header::default(),
                 keypoints,

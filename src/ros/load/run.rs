@@ -105,7 +105,7 @@ pub(super) fn topic(ns: &str, input: &str, name: &str) -> String {
 
 pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     let duration = args.duration()?;
-    let sample_every = crate::soak::parse_duration(&args.sample_every)?;
+    let sample_every = crate::config::parse_duration(&args.sample_every)?;
     let sizes = args.sizes()?;
     let pan = args.pan()?;
     for e in &args.encodings {

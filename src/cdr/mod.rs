@@ -1,5 +1,6 @@
 //! CDR (XCDR1, as ROS 2's rmw layers put on the wire and rosbag2 stores) of the few messages
-//! the replay reads and writes, with no ROS install.
+//! the replay reads and writes and the node publishes as bytes, with no ROS install: a room
+//! below `bag`, `output` and `ros`, which all speak these messages.
 //!
 //! A serialized message is a 4-byte encapsulation header (`00 01 00 00` little-endian,
 //! `00 00 00 00` big-endian) and the fields in declaration order. Every primitive is aligned
@@ -58,6 +59,8 @@
 //! * [`bytes`], [`string`]: the field codecs above.
 //! * `schema`: type names and `ros2msg` schema texts ([`schema_text`]).
 //! * this module: the encapsulation header, [`decode`] and [`encode`].
+//!
+//! May import: `error`.
 
 use byteorder::{BigEndian, ByteOrder, LittleEndian};
 use serde::{Deserialize, Serialize};
