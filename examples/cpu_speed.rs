@@ -8,8 +8,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::{fast, harris};
-use gpu_features::image::load_gray;
 use gpu_features::GrayImage;
 
 #[path = "common/mod.rs"]

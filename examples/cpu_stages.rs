@@ -22,8 +22,8 @@ use gpu_features::cpu::blur::{gaussian_blur, BlurScratch};
 use gpu_features::cpu::canny::{
     canny, hysteresis, nms_classify, sobel_magnitude, thresholds, CannyScratch, Gradients,
 };
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::pyramid;
-use gpu_features::image::load_gray;
 use gpu_features::GrayImage;
 
 #[path = "common/mod.rs"]

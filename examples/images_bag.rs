@@ -19,7 +19,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut w = McapBagWriter::create(Path::new(out)).map_err(|e| e.to_string())?;
     let ch = w.channel(topic, cdr::IMAGE).map_err(|e| e.to_string())?;
     for (k, path) in images.iter().enumerate() {
-        let g = gpu_features::image::load_gray(Path::new(path)).map_err(|e| e.to_string())?;
+        let g = gpu_features::cpu::decode::load_gray(Path::new(path)).map_err(|e| e.to_string())?;
         let t = t0 + k as u64 * period;
         let header = Header {
             stamp: Time::from_nanos(t),

@@ -5,11 +5,11 @@
 //! doing the same on one thread.
 use std::time::Instant;
 
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::gftt::{good_features_to_track, GfttParams, GfttScratch};
 use gpu_features::cpu::lk::{track, FlowPyramid, LkParams, LkScratch};
 use gpu_features::cuda::lk::{GpuFlowPyramid, GpuLk};
 use gpu_features::cuda::Gpu;
-use gpu_features::image::load_gray;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

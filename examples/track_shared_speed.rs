@@ -14,7 +14,7 @@
 use std::time::Instant;
 
 use gpu_features::bench::Pacer;
-use gpu_features::image::load_gray;
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::track::{RightInput, TrackInput, TrackParams, Tracker};
 use gpu_features::{BackendChoice, Config, Features, GrayImage, ImageView, Pipeline};
 

@@ -3,7 +3,7 @@
 //! 1000 features, with the LK stage on the CPU and (with a CUDA device) on the GPU.
 use std::time::Instant;
 
-use gpu_features::image::load_gray;
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::track::{TrackParams, Tracker};
 
 fn main() {

@@ -1,4 +1,6 @@
 //! One error type for the whole library; input problems are values, never panics.
+//!
+//! May import: nothing of the crate.
 
 use std::path::PathBuf;
 

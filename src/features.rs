@@ -1,5 +1,7 @@
 //! What a frame produces, shared by the pipeline and both backends (which import it from
 //! here, not from `pipeline`, so that no module imports its own caller).
+//!
+//! May import: `config`, `error`, `image`.
 
 use crate::config::Config;
 use crate::image::GrayImage;

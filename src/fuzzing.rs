@@ -12,6 +12,9 @@
 //! for compressed images, whose decoded size is bounded by the frame limits
 //! ([`crate::image::MAX_SIDE`], [`crate::image::MAX_PIXELS`]); the pipeline runs on decoded
 //! images only up to [`PIPELINE_MAX_PIXELS`].
+//!
+//! May import: `bag`, `cdr`, `config`, `cpu`, `features`, `image`, `pipeline`, `replay` (the
+//! fuzz harnesses drive the rooms they test).
 
 use std::cell::RefCell;
 use std::collections::HashSet;

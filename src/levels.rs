@@ -1,5 +1,7 @@
 //! ORB's pyramid geometry, shared by the backends and the host-side selection: the scale
 //! and the size of every level.
+//!
+//! May import: nothing of the crate.
 
 /// The most pyramid levels (`pyramid.levels`); the GPU kernels' level tables hold this
 /// many (`MAX_LEVELS` in kernels/common.cuh).

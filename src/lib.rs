@@ -32,6 +32,7 @@ pub mod levels;
 pub mod matching;
 pub mod output;
 pub mod pipeline;
+pub mod process;
 pub mod replay;
 pub mod report;
 #[cfg(feature = "ros")]

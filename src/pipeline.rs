@@ -1,4 +1,6 @@
 //! `Pipeline`: a backend plus its per-resolution state; `process(frame) -> Features`.
+//!
+//! May import: `config`, `cpu`, `cuda`, `error`, `features`, `image`.
 
 use crate::config::Config;
 use crate::cpu::CpuPipeline;

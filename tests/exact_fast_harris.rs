@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::{fast, harris};
-use gpu_features::image::load_gray;
 use gpu_features::select::Corner;
 use gpu_features::GrayImage;
 use proptest::prelude::*;

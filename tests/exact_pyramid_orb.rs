@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use gpu_features::config::{Interpolation, ScoreType, Spread};
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::{detect_keypoints, orient, pyramid};
-use gpu_features::image::load_gray;
 use gpu_features::{Config, GrayImage};
 
 mod shared;

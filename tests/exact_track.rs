@@ -7,9 +7,9 @@ mod shared;
 
 use std::path::Path;
 
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::gftt::{good_features_to_track, min_eigen_map, GfttParams, GfttScratch};
 use gpu_features::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
-use gpu_features::image::load_gray;
 use gpu_features::track::mask::{fill_circle, round_px};
 use gpu_features::GrayImage;
 use serde_json::Value;

@@ -12,11 +12,11 @@ mod counting_alloc;
 
 use std::path::Path;
 
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::gftt::{good_features_to_track, GfttParams, GfttScratch};
 use gpu_features::cpu::lk::{track, FlowPyramid, LkParams, LkScratch};
 use gpu_features::cuda::lk::{GpuFlowPyramid, GpuLk};
 use gpu_features::cuda::Gpu;
-use gpu_features::image::load_gray;
 
 fn frame(k: usize) -> gpu_features::GrayImage {
     load_gray(

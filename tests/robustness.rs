@@ -1475,7 +1475,7 @@ fn sequence() -> Vec<gpu_features::GrayImage> {
     assert!(names.len() >= 8, "{dir:?}");
     names
         .iter()
-        .map(|p| gpu_features::image::load_gray(p).unwrap())
+        .map(|p| gpu_features::cpu::decode::load_gray(p).unwrap())
         .collect()
 }
 

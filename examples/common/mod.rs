@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use gpu_features::image::load_gray;
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::GrayImage;
 
 /// The repository root: the examples read tests/data and bench-data from it.

@@ -16,6 +16,9 @@
 //!   with `describe.enabled: false`: ORB's detect), are timed the same way.
 //! - OpenCV: scripts/bench_opencv.py (embedded, run as a subprocess on the frames written
 //!   as PNG) with 1 thread and with all threads.
+//!
+//! May import: `config`, `cpu`, `cuda`, `error`, `features`, `image`, `matching`, `pipeline`,
+//! `report`, `track` (the stages it times and the peers it runs on the same frames).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -27,10 +30,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use crate::config::Config;
+use crate::cpu::decode::load_gray;
 use crate::error::{Error, Result};
 use crate::features::Descriptor;
 use crate::features::Features;
-use crate::image::{load_gray, save_gray_png, Encoding, GrayImage, ImageView};
+use crate::image::{save_gray_png, Encoding, GrayImage, ImageView};
 use crate::matching::{MatchParams, Matcher};
 use crate::pipeline::{BackendChoice, BackendKind, Pipeline};
 

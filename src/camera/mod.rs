@@ -18,6 +18,8 @@
 //! The intrinsics are an nalgebra `Matrix3` (the design card's geometry crate).
 //! [`CameraModel::from_camera_info`] validates what a `CameraInfo` carries (sizes, finite
 //! values, non-zero focal lengths, a known model) and says what is wrong.
+//!
+//! May import: `config`.
 
 pub mod camodocal;
 pub mod vins;

@@ -1,6 +1,8 @@
 //! The configuration tree: YAML files, ROS parameters and the CLI's `--set key=value` all use
 //! the same dotted names (`canny.low_threshold`, `pyramid.levels`, ...), derived from this one
 //! serde tree. `config/default.yaml` documents every field.
+//!
+//! May import: `error`, `levels`.
 
 use std::path::Path;
 

@@ -7,7 +7,10 @@
 //!   `cv::Mat::convertTo(CV_8U, 1.0/256)` (and so `cv_bridge`) produces. The byte order
 //!   follows the message's `is_bigendian`.
 
-use crate::image::{Encoding, GrayImage, ImageView};
+use std::path::Path;
+
+use crate::error::Result;
+use crate::image::{load_view_owned, Encoding, GrayImage, ImageView};
 
 pub use super::rgb_gray::{gray_from_rgb, GRAY_B, GRAY_G, GRAY_R, GRAY_SHIFT};
 
@@ -17,6 +20,14 @@ pub fn gray_from_mono16(v: u16) -> u8 {
     let (q, r) = ((v >> 8) as u32, (v & 0xff) as u32);
     let up = r > 128 || (r == 128 && q & 1 == 1);
     (q + up as u32).min(255) as u8
+}
+
+/// Loads an image file and converts it to gray exactly as `cv::cvtColor(..., RGB2GRAY)`.
+pub fn load_gray(path: &Path) -> Result<GrayImage> {
+    let frame = load_view_owned(path)?;
+    let mut gray = GrayImage::default();
+    decode(&frame.view()?, &mut gray);
+    Ok(gray)
 }
 
 /// Converts any supported frame to a packed gray image (reshaping `out`).

@@ -1,6 +1,9 @@
 //! CPU reference: plain Rust, OpenCV-exact, the oracle for the GPU backend's tests and the
 //! fallback when no GPU is present. One module per stage; `kernels/<stage>.cu` and
 //! `src/cuda/<stage>.rs` are its GPU twins.
+//!
+//! May import: `config`, `error`, `features`, `image`, `levels`, `select` (the CPU reference
+//! of every stage).
 
 pub mod blur;
 pub mod canny;

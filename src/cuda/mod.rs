@@ -40,6 +40,10 @@
 //!
 //! Still on the host: the grid and quadtree spreads (from the downloaded candidates, with the
 //! CPU reference's own functions).
+//!
+//! May import: `config`, `cpu`, `error`, `features`, `image`, `levels`, `matching`, `select`
+//! (`cpu` for reference tables and the fallback; `matching::keys`, the neighbour keys the GPU
+//! matcher shares).
 
 /// Kernel argument list: `kargs![a, b, c]` -> `[*mut c_void; 3]` pointing at the variables
 /// (locals only, so that they outlive the launch call).

@@ -3,8 +3,8 @@
 //! (repeatability, matching score). The replay computes them per frame; `replay::report`
 //! aggregates and prints them.
 //!
-//! May import: the pipeline and its types, `matching`, `config`, `image`; never `replay`,
-//! `report`, `bag` or `ros`.
+//! May import: `config`, `cpu`, `error`, `features`, `image`, `matching`; never `replay`,
+//! `report` or `bag`.
 //!
 //! # Frame-to-frame tracking ([`track`])
 //!
@@ -153,7 +153,7 @@ mod testutil {
 
     /// A `w` x `h` gray crop at (x0, y0) of a test photo.
     pub(super) fn crop(name: &str, x0: usize, y0: usize, w: usize, h: usize) -> GrayImage {
-        let g = crate::image::load_gray(
+        let g = crate::cpu::decode::load_gray(
             &Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("tests/data")
                 .join(name),

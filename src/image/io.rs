@@ -210,14 +210,6 @@ fn jpeg_is_complete<R: std::io::BufRead>(r: &mut R) -> std::io::Result<bool> {
     }
 }
 
-/// Loads an image file and converts it to gray exactly as `cv::cvtColor(..., RGB2GRAY)`.
-pub fn load_gray(path: &Path) -> Result<GrayImage> {
-    let frame = load_view_owned(path)?;
-    let mut gray = GrayImage::default();
-    crate::cpu::decode::decode(&frame.view()?, &mut gray);
-    Ok(gray)
-}
-
 pub fn save_gray_png(img: &GrayImage, path: &Path) -> Result<()> {
     save_png(
         &img.data,

@@ -1,10 +1,12 @@
 //! Image types: a borrowed, strided view of a camera frame (as in `sensor_msgs/Image`) and an
 //! owned, tightly packed 8-bit gray image used by every stage.
+//!
+//! May import: `error`.
 
 mod io;
 mod view;
 
-pub use io::{decode_encoded, load_gray, load_view_owned, save_gray_png, save_rgb_png, OwnedFrame};
+pub use io::{decode_encoded, load_view_owned, save_gray_png, save_rgb_png, OwnedFrame};
 pub use view::{Encoding, FrameLayout, ImageView, MAX_PIXELS, MAX_SIDE};
 
 /// Tightly packed 8-bit single-channel image (`step == width`).

@@ -20,6 +20,9 @@
 //! The matches come sorted by query index, at most one per query. Internally a neighbour is
 //! one `u32` key, `distance << 23 | index`, so that "lower key" is exactly the order above;
 //! hence at most [`MAX_DESCRIPTORS`] descriptors per set.
+//!
+//! May import: `cuda`, `error`, `features`, `pipeline` (`cuda::matcher` for the GPU matcher,
+//! `pipeline` for the backend choice).
 
 pub mod cpu;
 pub mod keys;

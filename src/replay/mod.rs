@@ -33,8 +33,9 @@
 //! * this module: the options, the topics' choice and the descriptor matcher of the
 //!   tracking measure.
 //!
-//! May import: `bag`, `eval`, `report`, the pipeline, `matching`, `output`; nothing imports
-//! this room but the CLI, the fuzz harnesses and the tests.
+//! May import: `bag`, `camera`, `cdr`, `config`, `cpu`, `error`, `eval`, `features`, `image`,
+//! `matching`, `output`, `pipeline`, `report`, `track`; nothing imports this room but the CLI,
+//! the fuzz harnesses and the tests.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -3,8 +3,7 @@
 //! ([`html`]). The replay's report (`replay::report`), `bench`, the soak and the node's load
 //! generator all draw on these.
 //!
-//! May import: `error` and external crates only. Nothing here knows about frames, bags or
-//! the pipeline; the rooms that measure (replay, eval, bench, soak, ros::load) import this one.
+//! May import: `error`; nothing here knows about frames, bags or backends.
 
 pub mod dist;
 pub mod html;

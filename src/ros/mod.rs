@@ -17,6 +17,10 @@
 //! The binary also has a reference mode that needs no ROS graph, used by the integration
 //! test to get "what the library gives" for the exact bytes it publishes:
 //! `gpu_features_node --reference MANIFEST.yaml` (see [`reference`]).
+//!
+//! May import: `camera`, `cdr`, `config`, `cpu`, `cuda`, `error`, `features`, `image`,
+//! `matching`, `output`, `pipeline`, `process`, `report`, `track` (the node and the load
+//! generator are shells around the library).
 
 pub mod convert;
 mod diagnostics;

@@ -6,6 +6,8 @@
 //!
 //! Everything here is deterministic: equal responses are broken by position, `(y, x)`
 //! ascending, so the GPU twin can reproduce the exact same set.
+//!
+//! May import: `config`, `features`, `levels`.
 
 mod grid;
 mod quadtree;

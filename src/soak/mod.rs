@@ -18,6 +18,8 @@
 //!   `Pipeline::process_into` (`/proc/thread-self/schedstat`), so that other processes
 //!   competing for the cores do not make the run fail; the wall-clock rate is reported too.
 //!   Where that file is missing the wall-clock busy time is used.
+//!
+//! May import: `config`, `error`, `features`, `image`, `pipeline`, `process`.
 
 use std::time::{Duration, Instant};
 
@@ -26,6 +28,7 @@ use crate::error::Result;
 use crate::features::Features;
 use crate::image::ImageView;
 use crate::pipeline::{BackendChoice, Pipeline};
+use crate::process::{rss_kib, thread_cpu_ns};
 
 /// Knobs of a soak run; [`Default`] is the documented 30 Hz, 1% malformed mix.
 #[derive(Clone, Debug)]
@@ -71,25 +74,6 @@ mod stream;
 use self::report::judge;
 pub use self::report::{MalformedCounts, MinuteStat, RssSample, SoakReport};
 use self::stream::*;
-
-/// `VmRSS` of this process in KiB (Linux), `None` elsewhere.
-pub fn rss_kib() -> Option<u64> {
-    rss_kib_of("self")
-}
-
-/// `VmRSS` of process `pid` ("self" or a number) in KiB (Linux), `None` elsewhere or when
-/// it is gone.
-pub fn rss_kib_of(pid: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// CPU time of the calling thread in nanoseconds (Linux schedstat), `None` elsewhere.
-pub fn thread_cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
 
 /// Runs the soak; the report says whether it passed ([`SoakReport::failures`]).
 pub fn run(opts: &SoakOptions) -> Result<SoakReport> {

@@ -25,6 +25,9 @@
 //! Deliberate differences from VINS: the mask's sort is stable (VINS's `std::sort` leaves
 //! equal ages in an order that depends on the standard library), and the F test runs on
 //! VINS-Fusion's path too (it left it commented out) when configured.
+//!
+//! May import: `camera`, `config`, `cpu`, `cuda`, `error`, `image` (`cpu` and `cuda` for LK
+//! and the corner detectors).
 
 mod engine;
 pub mod fundamental;

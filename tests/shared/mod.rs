@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gpu_features::image::load_gray;
+use gpu_features::cpu::decode::load_gray;
 use gpu_features::GrayImage;
 
 /// The real-image fixtures of tests/data with goldens in tests/golden (scripts/gen_golden.py).

@@ -24,7 +24,7 @@ pub fn sample_rss(
         let mut next = t_start;
         while !done.load(Ordering::SeqCst) && t_start.elapsed() < duration {
             if Instant::now() >= next {
-                if let Some(kib) = crate::soak::rss_kib_of(&pid.to_string()) {
+                if let Some(kib) = crate::process::rss_kib_of(&pid.to_string()) {
                     v.push(RssSample {
                         seconds: t_start.elapsed().as_secs_f64(),
                         rss_kib: kib,
@@ -38,23 +38,6 @@ pub fn sample_rss(
     })
 }
 
-/// Clock ticks per second of `/proc/PID/stat`'s times: Linux's USER_HZ, 100 on every
-/// architecture it runs on (x86-64 and aarch64 included).
-const USER_HZ: f64 = 100.0;
-
-/// User + system CPU seconds of process `pid` ("self" or a number), all threads; `None`
-/// where there is no /proc or the process is gone.
-pub fn cpu_seconds_of(pid: &str) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces: count the fields after its ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut f = rest.split_whitespace();
-    // After ')': state is field 3, utime field 14, stime field 15.
-    let utime: u64 = f.nth(11)?.parse().ok()?;
-    let stime: u64 = f.next()?.parse().ok()?;
-    Some((utime + stime) as f64 / USER_HZ)
-}
-
 /// CPU seconds of the node and of this process from [`CpuClock::start`] to [`CpuClock::stop`].
 pub struct CpuClock {
     node: Option<(String, f64)>,
@@ -63,6 +46,7 @@ pub struct CpuClock {
 
 impl CpuClock {
     pub fn start(node_pid: Option<u32>) -> Self {
+        use crate::process::cpu_seconds_of;
         let node = node_pid.and_then(|p| Some((p.to_string(), cpu_seconds_of(&p.to_string())?)));
         CpuClock {
             node,
@@ -72,6 +56,7 @@ impl CpuClock {
 
     /// (node, load generator) CPU seconds since the start.
     pub fn stop(&self) -> (Option<f64>, Option<f64>) {
+        use crate::process::cpu_seconds_of;
         let node = self
             .node
             .as_ref()
@@ -101,6 +86,6 @@ mod tests {
         for v in [node.unwrap(), load.unwrap()] {
             assert!((0.1..5.0).contains(&v), "{v} s");
         }
-        assert_eq!(cpu_seconds_of("0123456789"), None);
+        assert_eq!(crate::process::cpu_seconds_of("0123456789"), None);
     }
 }
