@@ -102,7 +102,7 @@ fn stereo(seq: &[GrayImage], cfg: &Config, params: TrackParams, pace: &mut Pacer
                         }
                     }
                 }
-                assert_eq!(t.backend(), "cuda");
+                assert_eq!(t.backend(), gpu_features::BackendKind::Cuda);
                 let ((h50, h90), (s50, s90)) = (p50_p90(&mut hand), p50_p90(&mut step));
                 let what = if on_device { "kept on the GPU" } else { "host" };
                 row += &format!(" {what} {h50:.3} ({h90:.3}) / {s50:.3} ({s90:.3}) ms;");

@@ -51,7 +51,7 @@ fn main() {
         let n: usize = times.iter().map(|t| t.1).sum::<usize>() / times.len();
         println!(
             "640x360, max_features {max}, LK on {}: median {ms:.2} ms per frame, {n} tracks on average (1 CPU thread)",
-            t.backend()
+            t.backend().name()
         );
     }
 }

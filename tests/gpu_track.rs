@@ -17,6 +17,7 @@ use gpu_features::cpu::gftt::{good_features_to_track, GfttParams, GfttScratch};
 use gpu_features::cpu::lk::{track, FlowPyramid, LkParams, LkScratch};
 use gpu_features::cuda::lk::{GpuFlowPyramid, GpuLk};
 use gpu_features::cuda::Gpu;
+use gpu_features::BackendKind;
 
 fn frame(k: usize) -> gpu_features::GrayImage {
     load_gray(
@@ -145,7 +146,7 @@ fn gpu_lk_matches_cpu_on_the_sequence() {
 fn gpu_tracker_equals_cpu_tracker() {
     use gpu_features::track::{TrackParams, Tracker};
     let (mut g, why) = Tracker::with_cuda(TrackParams::default());
-    if g.backend() != "cuda" {
+    if g.backend() != BackendKind::Cuda {
         return shared::skip_without_gpu(
             "gpu_tracker_equals_cpu_tracker",
             &why.unwrap_or_default(),
@@ -168,7 +169,12 @@ fn gpu_tracker_equals_cpu_tracker() {
         assert_eq!(a, b, "frame {k}");
         total += a.len();
     }
-    assert_eq!(g.backend(), "cuda", "no fallback: {:?}", g.gpu_failure());
+    assert_eq!(
+        g.backend(),
+        BackendKind::Cuda,
+        "no fallback: {:?}",
+        g.gpu_failure()
+    );
     eprintln!("gpu_tracker_equals_cpu_tracker: 8 frames, {total} tracks, identical");
 }
 
@@ -249,7 +255,7 @@ fn gpu_stereo_equals_cpu_stereo() {
         ..Default::default()
     };
     let (mut g, why) = Tracker::with_cuda(p);
-    if g.backend() != "cuda" {
+    if g.backend() != BackendKind::Cuda {
         return shared::skip_without_gpu("gpu_stereo_equals_cpu_stereo", &why.unwrap_or_default());
     }
     let mut c = Tracker::new(p);
@@ -273,7 +279,12 @@ fn gpu_stereo_equals_cpu_stereo() {
         assert_eq!(a, b, "frame {k} right");
         right += a.len();
     }
-    assert_eq!(g.backend(), "cuda", "no fallback: {:?}", g.gpu_failure());
+    assert_eq!(
+        g.backend(),
+        BackendKind::Cuda,
+        "no fallback: {:?}",
+        g.gpu_failure()
+    );
     assert!(right > 400, "{right}");
     eprintln!("gpu_stereo_equals_cpu_stereo: 8 pairs, {right} right tracks, identical");
 }
@@ -288,7 +299,7 @@ fn gpu_tracker_allocates_nothing_per_frame_after_the_first_two() {
         ransac_threshold: 1.0,
         ..Default::default()
     });
-    if mono.backend() != "cuda" {
+    if mono.backend() != BackendKind::Cuda {
         return shared::skip_without_gpu(
             "gpu_tracker_allocates_nothing_per_frame_after_the_first_two",
             &why.unwrap_or_default(),
@@ -311,8 +322,18 @@ fn gpu_tracker_allocates_nothing_per_frame_after_the_first_two() {
             }
         }
     }
-    assert_eq!(mono.backend(), "cuda", "{:?}", mono.gpu_failure());
-    assert_eq!(stereo.backend(), "cuda", "{:?}", stereo.gpu_failure());
+    assert_eq!(
+        mono.backend(),
+        BackendKind::Cuda,
+        "{:?}",
+        mono.gpu_failure()
+    );
+    assert_eq!(
+        stereo.backend(),
+        BackendKind::Cuda,
+        "{:?}",
+        stereo.gpu_failure()
+    );
     // (pass, frame, mono allocations, stereo allocations) of every frame that allocated
     assert!(found.is_empty(), "{found:?}");
     eprintln!("gpu tracker: 22 mono and 22 stereo frames counted, no allocation");
@@ -327,7 +348,7 @@ fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
     use gpu_features::track::{Track, TrackInput, TrackParams, Tracker};
     use gpu_features::{BackendChoice, Config, Features, ImageView, Pipeline};
     let (probe, why) = Tracker::with_cuda(TrackParams::default());
-    if probe.backend() != "cuda" {
+    if probe.backend() != BackendKind::Cuda {
         return shared::skip_without_gpu(
             "gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker",
             &why.unwrap_or_default(),
@@ -368,7 +389,12 @@ fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
             assert_eq!(a, b, "{enc} frame {k}");
             total += a.len();
         }
-        assert_eq!(g.backend(), "cuda", "no fallback: {:?}", g.gpu_failure());
+        assert_eq!(
+            g.backend(),
+            BackendKind::Cuda,
+            "no fallback: {:?}",
+            g.gpu_failure()
+        );
     }
     assert!(total > 1000, "{total}");
     eprintln!("gpu_tracker_on_the_pipelines_gray: 16 frames, {total} tracks, identical");
@@ -384,7 +410,7 @@ fn gpu_stereo_from_the_kept_device_frame_equals_cpu_stereo() {
     use gpu_features::{BackendChoice, Config, Features, ImageView, Pipeline};
     let p = TrackParams::default();
     let (mut g, why) = Tracker::with_cuda(p);
-    if g.backend() != "cuda" {
+    if g.backend() != BackendKind::Cuda {
         return shared::skip_without_gpu(
             "gpu_stereo_from_the_kept_device_frame_equals_cpu_stereo",
             &why.unwrap_or_default(),
@@ -424,7 +450,12 @@ fn gpu_stereo_from_the_kept_device_frame_equals_cpu_stereo() {
         }
         right += c.right_tracks().len();
     }
-    assert_eq!(g.backend(), "cuda", "no fallback: {:?}", g.gpu_failure());
+    assert_eq!(
+        g.backend(),
+        BackendKind::Cuda,
+        "no fallback: {:?}",
+        g.gpu_failure()
+    );
     assert!(right > 400, "{right}");
     // A CPU tracker given a frame on the GPU: an error for that frame, no right tracks.
     let (l, _) = &pairs[0];

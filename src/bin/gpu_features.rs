@@ -9,7 +9,7 @@ use gpu_features::camera::CameraModel;
 use gpu_features::image::{load_view_owned, save_gray_png, save_rgb_png};
 use gpu_features::output::{csv, overlay};
 use gpu_features::track::{TrackParams, Tracker};
-use gpu_features::{BackendChoice, BackendKind, Config, Error, GrayImage, Pipeline};
+use gpu_features::{BackendChoice, Config, Error, GrayImage, Pipeline};
 
 #[derive(Parser)]
 #[command(
@@ -315,15 +315,10 @@ fn detect(
             },
         };
         let params = TrackParams::from_config(&pipeline.config().track);
-        let tracker = if pipeline.backend() == BackendKind::Cuda {
-            let (t, why) = Tracker::with_cuda(params);
-            if let Some(why) = why {
-                eprintln!("note: tracker on the CPU: {why}");
-            }
-            t
-        } else {
-            Tracker::new(params)
-        };
+        let (tracker, why) = Tracker::on(pipeline.backend(), params);
+        if let Some(why) = why {
+            eprintln!("note: tracker on the CPU: {why}");
+        }
         tracking = Some(SequenceTracker {
             tracker,
             camera,

@@ -163,11 +163,7 @@ pub(super) struct TrackFrame<'a> {
 
 /// The topic's tracker: its LK stage on the GPU when the pipeline runs on CUDA.
 fn make_tracker(cfg: &Config, backend: BackendKind) -> Tracker {
-    let params = TrackParams::from_config(&cfg.track);
-    if backend != BackendKind::Cuda {
-        return Tracker::new(params);
-    }
-    let (t, why) = Tracker::with_cuda(params);
+    let (t, why) = Tracker::on(backend, TrackParams::from_config(&cfg.track));
     if let Some(why) = why {
         eprintln!("replay: tracker on the CPU: {why}");
     }

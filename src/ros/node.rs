@@ -103,7 +103,7 @@ fn track_outputs(
         feature_cdr: Default::default(),
         resets: 0,
         rate: Default::default(),
-        cuda: false,
+        backend: crate::pipeline::BackendKind::Cpu,
         started: false,
         stereo,
         stereo_missed: 0,

@@ -29,7 +29,7 @@ use crate::camera::CameraModel;
 use crate::config::TrackConfig;
 use crate::image::{GrayImage, ImageView};
 use crate::output::tracks::VinsFormat;
-use crate::pipeline::Pipeline;
+use crate::pipeline::{BackendKind, Pipeline};
 use crate::track::{RightInput, Track, TrackInput, TrackParams, Tracker};
 
 /// What the input's `camera_info` subscription last saw.
@@ -230,9 +230,9 @@ pub(super) struct TrackOutputs {
     pub(super) resets: usize,
     /// Which frames get a `feature` message (`track.feature_every`).
     pub(super) rate: crate::output::tracks::FeatureRate,
-    /// Run the LK stage on the GPU (the input's pipeline is on CUDA); decided on the first
-    /// tracked frame.
-    pub(super) cuda: bool,
+    /// The input's pipeline's backend: the tracker's LK stage runs there (CUDA, or the CPU
+    /// when CUDA cannot start it); the tracker is made on the first tracked frame.
+    pub(super) backend: BackendKind,
     pub(super) started: bool,
     pub(super) stereo: StereoRole,
     /// Stereo frames of the first camera whose pair did not come, and those tracked in
@@ -303,12 +303,10 @@ impl TrackOutputs {
         let params = TrackParams::from_config(cfg);
         if !self.started {
             self.started = true;
-            if self.cuda {
-                let (t, why) = Tracker::with_cuda(params);
-                self.tracker = t;
-                if let Some(why) = why {
-                    return Some(format!("tracker on the CPU: {why}"));
-                }
+            let (t, why) = Tracker::on(self.backend, params);
+            self.tracker = t;
+            if let Some(why) = why {
+                return Some(format!("tracker on the CPU: {why}"));
             }
         }
         if *self.tracker.params() != params {
@@ -340,7 +338,7 @@ impl TrackOutputs {
         {
             let tracker = &mut self.tracker;
             // The next frames of the second camera come on the GPU while this tracker is.
-            let on_gpu = tracker.backend() == "cuda";
+            let on_gpu = tracker.backend() == BackendKind::Cuda;
             link.host_only.store(!on_gpu, Ordering::Relaxed);
             let t0 = Instant::now();
             let times = &mut self.times;

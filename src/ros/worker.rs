@@ -18,7 +18,7 @@ use super::take::NativeImage;
 use super::tracks::TrackOutputs;
 use crate::features::Features;
 use crate::image::GrayImage;
-use crate::pipeline::{BackendChoice, BackendKind, Pipeline};
+use crate::pipeline::{BackendChoice, Pipeline};
 
 /// Node-side latencies kept for the shutdown summary (bounded).
 const MAX_KEPT_LATENCIES: usize = 1 << 20;
@@ -73,7 +73,7 @@ impl Worker {
             );
         }
         self.stats.lock().unwrap().backend = pipeline.backend().name().to_string();
-        self.tracks.cuda = pipeline.backend() == BackendKind::Cuda;
+        self.tracks.backend = pipeline.backend();
         let backend = pipeline.backend().name().to_string();
 
         let bad_input_log = RateLimit::new(Duration::from_secs(2));

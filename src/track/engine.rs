@@ -1,11 +1,13 @@
 //! Where the tracker's LK stage and Shi-Tomasi top-up run: [`FlowEngine`] holds the two
 //! frames' pyramids on the CPU (`cpu::lk`) or on the GPU (`cuda::lk`, `cuda::gftt`, equal
-//! bit for bit) and tracks points between them.
+//! bit for bit) and tracks points between them; `Tracker::with_cuda` makes a tracker with the
+//! GPU engine (`Tracker::on` picks by the pipeline's backend).
 
 use super::input::{HostFrame, RightInput};
 #[cfg(feature = "cuda")]
 use crate::cpu::gftt::GfttParams;
 use crate::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
+use crate::pipeline::BackendKind;
 
 /// Where the LK stage runs: the CPU reference, or the GPU (`cuda::lk`, equal bit for bit;
 /// a GPU failure moves the tracker to the CPU and starts its tracks over).
@@ -76,11 +78,11 @@ impl FlowEngine {
         }
     }
 
-    pub(super) fn name(&self) -> &'static str {
+    pub(super) fn kind(&self) -> BackendKind {
         match self {
-            FlowEngine::Cpu { .. } => "cpu",
+            FlowEngine::Cpu { .. } => BackendKind::Cpu,
             #[cfg(feature = "cuda")]
-            FlowEngine::Gpu(_) => "cuda",
+            FlowEngine::Gpu(_) => BackendKind::Cuda,
         }
     }
 
@@ -357,5 +359,66 @@ impl GpuFlow {
             spans: discs.spans(),
         };
         m.finish(&self.gpu, g, mask, out)
+    }
+}
+
+/// Making a tracker for a backend (its LK stage on the GPU or the CPU).
+impl super::Tracker {
+    /// A tracker whose LK stage runs on the GPU (window up to 31); the CPU's when CUDA
+    /// cannot start, with the reason.
+    #[cfg(feature = "cuda")]
+    pub fn with_cuda(params: super::TrackParams) -> (super::Tracker, Option<String>) {
+        let mut t = super::Tracker::new(params);
+        if params.window > crate::cuda::lk::MAX_WINDOW {
+            return (
+                t,
+                Some(format!(
+                    "track.window {} > {}: LK on the CPU",
+                    params.window,
+                    crate::cuda::lk::MAX_WINDOW
+                )),
+            );
+        }
+        match crate::cuda::Gpu::new().and_then(|gpu| {
+            let lk = crate::cuda::lk::GpuLk::new(&gpu, params.max_features.max(64))?;
+            Ok(GpuFlow {
+                gpu,
+                prev: Default::default(),
+                cur: Default::default(),
+                right: Default::default(),
+                lk,
+                gftt: None,
+                map_marked: false,
+                map_started: false,
+            })
+        }) {
+            Ok(g) => {
+                t.engine = FlowEngine::Gpu(Box::new(g));
+                (t, None)
+            }
+            Err(e) => (t, Some(e.to_string())),
+        }
+    }
+
+    /// Without the `cuda` feature: the CPU tracker, and why.
+    #[cfg(not(feature = "cuda"))]
+    pub fn with_cuda(params: super::TrackParams) -> (super::Tracker, Option<String>) {
+        (
+            super::Tracker::new(params),
+            Some("built without the cuda feature".into()),
+        )
+    }
+
+    /// The tracker for a pipeline on `backend`: its LK stage on the GPU with CUDA (the
+    /// CPU's when CUDA cannot start it, with the reason), else the CPU's. What the CLI, the
+    /// replay and the node start their trackers with.
+    pub fn on(
+        backend: BackendKind,
+        params: super::TrackParams,
+    ) -> (super::Tracker, Option<String>) {
+        match backend {
+            BackendKind::Cuda => super::Tracker::with_cuda(params),
+            BackendKind::Cpu => (super::Tracker::new(params), None),
+        }
     }
 }

@@ -26,7 +26,7 @@
 //! equal ages in an order that depends on the standard library), and the F test runs on
 //! VINS-Fusion's path too (it left it commented out) when configured.
 //!
-//! May import: `camera`, `config`, `cpu`, `cuda`, `error`, `image` (`cpu` and `cuda` for LK
+//! May import: `camera`, `config`, `cpu`, `cuda`, `error`, `image`, `pipeline` (`BackendKind`) (`cpu` and `cuda` for LK
 //! and the corner detectors).
 
 mod engine;
@@ -43,8 +43,6 @@ use std::collections::HashMap;
 use nalgebra::Point2;
 
 use self::engine::FlowEngine;
-#[cfg(feature = "cuda")]
-use self::engine::GpuFlow;
 use self::fundamental::{Ransac, RansacParams};
 use self::input::HostFrame;
 pub use self::input::{RightInput, TrackInput};
@@ -56,6 +54,7 @@ use crate::config::MaskOrder;
 use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams, GfttScratch};
 use crate::cpu::lk::{Flow, LkParams};
 use crate::image::GrayImage;
+use crate::pipeline::BackendKind;
 
 /// VINS's feature tracker for one camera. Buffers are kept from frame to frame; a
 /// resolution change reallocates them once.
@@ -152,54 +151,9 @@ impl Tracker {
         self.engine.reserve(m);
     }
 
-    /// A tracker whose LK stage runs on the GPU (window up to 31); the CPU's when CUDA
-    /// cannot start, with the reason.
-    #[cfg(feature = "cuda")]
-    pub fn with_cuda(params: TrackParams) -> (Tracker, Option<String>) {
-        let mut t = Tracker::new(params);
-        if params.window > crate::cuda::lk::MAX_WINDOW {
-            return (
-                t,
-                Some(format!(
-                    "track.window {} > {}: LK on the CPU",
-                    params.window,
-                    crate::cuda::lk::MAX_WINDOW
-                )),
-            );
-        }
-        match crate::cuda::Gpu::new().and_then(|gpu| {
-            let lk = crate::cuda::lk::GpuLk::new(&gpu, params.max_features.max(64))?;
-            Ok(GpuFlow {
-                gpu,
-                prev: Default::default(),
-                cur: Default::default(),
-                right: Default::default(),
-                lk,
-                gftt: None,
-                map_marked: false,
-                map_started: false,
-            })
-        }) {
-            Ok(g) => {
-                t.engine = FlowEngine::Gpu(Box::new(g));
-                (t, None)
-            }
-            Err(e) => (t, Some(e.to_string())),
-        }
-    }
-
-    /// Without the `cuda` feature: the CPU tracker, and why.
-    #[cfg(not(feature = "cuda"))]
-    pub fn with_cuda(params: TrackParams) -> (Tracker, Option<String>) {
-        (
-            Tracker::new(params),
-            Some("built without the cuda feature".into()),
-        )
-    }
-
-    /// `cpu` or `cuda`: where the LK stage runs.
-    pub fn backend(&self) -> &'static str {
-        self.engine.name()
+    /// Where the LK stage runs.
+    pub fn backend(&self) -> BackendKind {
+        self.engine.kind()
     }
 
     /// Why the GPU was given up (the tracker runs on the CPU since), if it was.

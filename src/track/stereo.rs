@@ -11,6 +11,8 @@ use super::{Track, Tracker};
 use crate::camera::CameraModel;
 use crate::cpu::lk::LkParams;
 use crate::image::GrayImage;
+#[cfg(feature = "cuda")]
+use crate::pipeline::BackendKind;
 
 impl Tracker {
     /// Stereo: the second camera's tracks of the last [`Tracker::track_stereo`] frame (the
@@ -70,7 +72,7 @@ impl Tracker {
             ));
         }
         #[cfg(feature = "cuda")]
-        if let (RightInput::Device(_), "cpu") = (right, self.engine.name()) {
+        if let (RightInput::Device(_), BackendKind::Cpu) = (right, self.engine.kind()) {
             self.prev_right.clear();
             return Err(
                 "the second camera's frame is on the GPU, the tracker on the CPU: no stereo \
