@@ -15,7 +15,9 @@
 //!   '-> canny (blur, sobel, magnitude, nms, hysteresis) ------------------> edge map
 //! ```
 
+#[cfg(feature = "tools")]
 pub mod bag;
+#[cfg(feature = "tools")]
 pub mod bench;
 pub mod camera;
 pub mod cdr;
@@ -24,8 +26,10 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod error;
+#[cfg(feature = "tools")]
 pub mod eval;
 pub mod features;
+#[cfg(feature = "tools")]
 pub mod fuzzing;
 pub mod image;
 pub mod levels;
@@ -33,11 +37,14 @@ pub mod matching;
 pub mod output;
 pub mod pipeline;
 pub mod process;
+#[cfg(feature = "tools")]
 pub mod replay;
+#[cfg(feature = "tools")]
 pub mod report;
 #[cfg(feature = "ros")]
 pub mod ros;
 pub mod select;
+#[cfg(feature = "tools")]
 pub mod soak;
 pub mod track;
 

@@ -24,6 +24,7 @@
 
 pub mod convert;
 mod diagnostics;
+#[cfg(feature = "tools")]
 pub mod load;
 mod matches;
 pub mod node;
