@@ -39,12 +39,26 @@ fn series(name: &str, points: Vec<(f64, f64)>) -> Series {
 
 pub(super) fn plots(r: &Report, dir: &Path) -> Result<Vec<PlotRef>> {
     let mut out: Vec<PlotRef> = Vec::new();
-    let fr = &r.per_frame;
-    if fr.is_empty() {
+    if r.per_frame.is_empty() {
         return Ok(out);
     }
+    latency(r, dir, &mut out)?;
+    keypoints(r, dir, &mut out)?;
+    coverage(r, dir, &mut out)?;
+    tracking(r, dir, &mut out)?;
+    feature_tracks(r, dir, &mut out)?;
+    homography(r, dir, &mut out)?;
+    Ok(out)
+}
+
+/// The x axis of the per-frame charts.
+const FRAME_INDEX: &str = "frame index (replay order, all topics)";
+
+/// The latency distribution per stage and the pipeline time per frame.
+fn latency(r: &Report, dir: &Path, out: &mut Vec<PlotRef>) -> Result<()> {
+    let fr = &r.per_frame;
+    let idx = FRAME_INDEX;
     let mut add = |file: &str, caption: String| out.push((file.to_string(), caption));
-    let idx = "frame index (replay order, all topics)";
 
     // Latency distribution per stage, `frame` (the whole call) last.
     let stages: Vec<&String> = r
@@ -105,6 +119,14 @@ pub(super) fn plots(r: &Report, dir: &Path) -> Result<Vec<PlotRef>> {
         "frame_latency.png",
         "Pipeline time per frame (ms) against frame index".into(),
     );
+    Ok(())
+}
+
+/// Keypoints (and descriptor matches) per frame, per pyramid level, and where they land.
+fn keypoints(r: &Report, dir: &Path, out: &mut Vec<PlotRef>) -> Result<()> {
+    let fr = &r.per_frame;
+    let idx = FRAME_INDEX;
+    let mut add = |file: &str, caption: String| out.push((file.to_string(), caption));
 
     let mut kp = vec![series(
         "keypoints",
@@ -182,6 +204,14 @@ pub(super) fn plots(r: &Report, dir: &Path) -> Result<Vec<PlotRef>> {
             ),
         );
     }
+    Ok(())
+}
+
+/// The image's coverage by keypoints (and the edge density) per frame.
+fn coverage(r: &Report, dir: &Path, out: &mut Vec<PlotRef>) -> Result<()> {
+    let fr = &r.per_frame;
+    let idx = FRAME_INDEX;
+    let mut add = |file: &str, caption: String| out.push((file.to_string(), caption));
 
     let mut cov = vec![series(
         "coverage (cells with a keypoint)",
@@ -211,6 +241,14 @@ pub(super) fn plots(r: &Report, dir: &Path) -> Result<Vec<PlotRef>> {
             "Spatial coverage against frame index".into()
         },
     );
+    Ok(())
+}
+
+/// Frame-to-frame tracking: keypoints re-found and descriptor-match inliers.
+fn tracking(r: &Report, dir: &Path, out: &mut Vec<PlotRef>) -> Result<()> {
+    let fr = &r.per_frame;
+    let idx = FRAME_INDEX;
+    let mut add = |file: &str, caption: String| out.push((file.to_string(), caption));
 
     let tr = over_frames(fr, |s| {
         s.track
@@ -243,6 +281,14 @@ pub(super) fn plots(r: &Report, dir: &Path) -> Result<Vec<PlotRef>> {
                 .into(),
         );
     }
+    Ok(())
+}
+
+/// The feature tracker's tracks alive per frame and the lengths of the ended ones.
+fn feature_tracks(r: &Report, dir: &Path, out: &mut Vec<PlotRef>) -> Result<()> {
+    let fr = &r.per_frame;
+    let idx = FRAME_INDEX;
+    let mut add = |file: &str, caption: String| out.push((file.to_string(), caption));
 
     if r.feature_tracks.is_some() {
         let alive = over_frames(fr, |s| s.feature_tracks.as_ref().map(|t| t.alive as f64));
@@ -300,6 +346,12 @@ pub(super) fn plots(r: &Report, dir: &Path) -> Result<Vec<PlotRef>> {
             );
         }
     }
+    Ok(())
+}
+
+/// The homography protocol: repeatability and matching score per image pair.
+fn homography(r: &Report, dir: &Path, out: &mut Vec<PlotRef>) -> Result<()> {
+    let mut add = |file: &str, caption: String| out.push((file.to_string(), caption));
 
     if !r.homography.is_empty() {
         let cats: Vec<String> = r.homography.iter().map(|h| h.name.clone()).collect();
@@ -362,7 +414,7 @@ pub(super) fn plots(r: &Report, dir: &Path) -> Result<Vec<PlotRef>> {
             },
         );
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
