@@ -153,7 +153,10 @@ def main():
         raise SystemExit(f"harness failed ({res.returncode}): {res.stderr[-2000:]}")
     (a.out / "vins_tracker.txt").write_text(res.stdout)
     cmd = [str(a.gpu_features), "replay", str(a.bag), "--out", str(a.out / "replay"), "--vins-config",
-           str(a.vins_config), "--backend", a.backend, "--no-progress"]
+           str(a.vins_config), "--backend", a.backend, "--no-progress",
+           # Every frame's features (the harness prints every trackImage result), whatever
+           # rate the config's multiple_thread gives the feature messages.
+           "--set", "track.feature_every=1"]
     for t in topics:
         cmd += ["--topic", t]
     for s in a.set:
