@@ -12,9 +12,10 @@ step() { echo; echo "== $* =="; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
-step "cargo clippy (default features, and without CUDA)"
+step "cargo clippy (default features, without CUDA, and CUDA without the tools as the lean node build)"
 cargo clippy --all-targets -- -D warnings
 cargo clippy --no-default-features --lib --bins -- -D warnings
+cargo clippy --no-default-features --features cuda --lib -- -D warnings
 step "Python for the bag tests (rosbags venv in target/py-bags, idempotent)"
 bash scripts/setup-bags-python.sh
 bash scripts/setup-chromium.sh  # headless Chromium for the report.html test (idempotent)
