@@ -164,18 +164,16 @@ def main():
     if a.max_frames:
         cmd += ["--max-frames", str(a.max_frames * len(topics))]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    rows, bad, points = {}, [], 0
+    feature = [raw for _, _, _, raw in vt.read_bag(a.out / "replay" / "out.mcap", {topic.rstrip("/") + "/feature"})]
+    rows, bad, points, vins_by_cam = {}, [], 0, {}
     for cam in range(len(topics)):
-        vins = parse_harness(res.stdout, cam)
-        ours = {}
-        for i, (_, _, _, raw) in enumerate(vt.read_bag(a.out / "replay" / "out.mcap",
-                                                       {topic.rstrip("/") + "/feature"})):
-            ours[i] = vt.feature_points(raw, camera=cam)[1]
-        rows[cam] = compare(vins, ours)
+        vins_by_cam[cam] = parse_harness(res.stdout, cam)
+        ours = {i: vt.feature_points(raw, camera=cam)[1] for i, raw in enumerate(feature)}
+        rows[cam] = compare(vins_by_cam[cam], ours)
         bad += [dict(r, camera=cam) for r in rows[cam] if r.get("ours") is None or r["only_vins"] or r["only_ours"]
                 or r["pixel"] or r["normalised"] or r["velocity"]]
         points += int(sum(r.get("vins", 0) for r in rows[cam]))
-    vins = parse_harness(res.stdout)
+    vins = vins_by_cam[0]
     bad_frames = sorted({r["frame"] for r in bad})
     first = bad_frames[0] if bad_frames else None
     summary = {"frames": n, "frames_equal": n - len(bad_frames), "first_difference": first, "points": points,

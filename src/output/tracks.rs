@@ -288,6 +288,7 @@ impl FeatureCdr {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn feature_rate_every_nth_since_the_restart() {
@@ -301,8 +302,6 @@ mod tests {
         let mut one = FeatureRate::default();
         assert!((0..5).all(|k| one.due(k == 3, 1)));
     }
-
-    use super::*;
 
     fn t(id: u64, x_n: f64) -> Track {
         Track {

@@ -326,14 +326,6 @@ impl<'a> Replayer<'a> {
         *self.skip_reasons.entry(why).or_default() += 1;
     }
 
-    /// The topic's camera: the VINS config's, or the last good `camera_info`.
-    fn camera(&self, topic: &str) -> Option<&CameraModel> {
-        match &self.opts.vins {
-            Some(v) => Some(v.camera_for(topic)),
-            None => self.cameras.get(topic).and_then(|c| c.as_ref().ok()),
-        }
-    }
-
     /// The frame handed to the tracking. Per topic it is tracked now and its measures
     /// returned; in a stereo pair the frames wait for their partners, and the measures of
     /// the first camera's frames are set in `stats` when they are tracked.
@@ -345,7 +337,7 @@ impl<'a> Replayer<'a> {
         gray: &GrayImage,
         stats_index: usize,
     ) -> Result<Option<report::FeatureTrackFrame>> {
-        let camera = self.camera(topic).cloned();
+        let camera = camera_of(self.opts, &self.cameras, topic);
         match &mut self.tracking {
             Tracking::Off => Ok(None),
             Tracking::PerTopic(t) => {
@@ -354,7 +346,7 @@ impl<'a> Replayer<'a> {
                     at,
                     header,
                     gray,
-                    camera: camera.as_ref(),
+                    camera,
                 };
                 let f = ts.frame(&mut self.writer, frame, None, &mut self.scratch)?;
                 Ok(Some(f))
@@ -364,7 +356,7 @@ impl<'a> Replayer<'a> {
                     at,
                     header: header.clone(),
                     gray: gray.clone(),
-                    camera,
+                    camera: camera.cloned(),
                     stats_index,
                 };
                 for (index, f) in pair.put(&mut self.writer, topic, w, &mut self.scratch)? {
@@ -449,6 +441,18 @@ impl<'a> Replayer<'a> {
             plots: written.plots,
             wall_s,
         })
+    }
+}
+
+/// The topic's camera: the VINS config's, or the last good `camera_info`.
+fn camera_of<'c>(
+    opts: &'c ReplayOptions,
+    cameras: &'c Cameras,
+    topic: &str,
+) -> Option<&'c CameraModel> {
+    match &opts.vins {
+        Some(v) => Some(v.camera_for(topic)),
+        None => cameras.get(topic).and_then(|c| c.as_ref().ok()),
     }
 }
 

@@ -19,9 +19,8 @@ use crate::camera::CameraModel;
 use crate::cdr::{self, Header};
 use crate::error::{Error, Result};
 use crate::image::GrayImage;
+use crate::track::STEREO_PAIR_TOLERANCE_NS;
 
-/// Stamps closer than this make a pair.
-const TOLERANCE_NS: i128 = 3_000_000;
 /// Frames of one camera kept waiting for their partner.
 const KEPT: usize = 4;
 
@@ -35,8 +34,8 @@ pub(super) struct Waiting {
 }
 
 impl Waiting {
-    fn stamp_ns(&self) -> i128 {
-        self.header.stamp.as_nanos() as i128
+    fn stamp_ns(&self) -> i64 {
+        self.header.stamp.as_nanos() as i64
     }
 
     fn frame(&self) -> TrackFrame<'_> {
@@ -124,7 +123,7 @@ impl StereoPair {
             while self
                 .rights
                 .front()
-                .is_some_and(|r| r.stamp_ns() < t - TOLERANCE_NS)
+                .is_some_and(|r| r.stamp_ns() < t - STEREO_PAIR_TOLERANCE_NS)
             {
                 self.rights.pop_front();
             }
@@ -139,7 +138,7 @@ impl StereoPair {
             while self
                 .lefts
                 .front()
-                .is_some_and(|l| l.stamp_ns() < t - TOLERANCE_NS)
+                .is_some_and(|l| l.stamp_ns() < t - STEREO_PAIR_TOLERANCE_NS)
             {
                 let l = self.lefts.pop_front().expect("not empty");
                 done.push(self.track(writer, l, None, scratch)?);
@@ -155,7 +154,7 @@ impl StereoPair {
             let Some(k) = self
                 .rights
                 .iter()
-                .position(|r| (r.stamp_ns() - t).abs() <= TOLERANCE_NS)
+                .position(|r| (r.stamp_ns() - t).abs() <= STEREO_PAIR_TOLERANCE_NS)
             else {
                 break;
             };

@@ -30,7 +30,7 @@ use crate::config::TrackConfig;
 use crate::image::{GrayImage, ImageView};
 use crate::output::tracks::VinsFormat;
 use crate::pipeline::{BackendKind, Pipeline};
-use crate::track::{RightInput, Track, TrackInput, TrackParams, Tracker};
+use crate::track::{RightInput, Track, TrackInput, TrackParams, Tracker, STEREO_PAIR_TOLERANCE_NS};
 
 /// What the input's `camera_info` subscription last saw.
 #[derive(Clone, Debug, Default)]
@@ -129,8 +129,6 @@ impl Default for StereoLink {
 
 /// Frames of the second camera kept waiting for their pair.
 const STEREO_KEPT: usize = 4;
-/// Stamps closer than this make a pair (VINS-Fusion's sync takes 3 ms).
-const STEREO_TOLERANCE_NS: i64 = 3_000_000;
 /// How long the first camera's worker waits for the second camera's frame (while the second
 /// camera is alive).
 const STEREO_WAIT: Duration = Duration::from_millis(30);
@@ -176,14 +174,14 @@ impl StereoLink {
             while g
                 .0
                 .front()
-                .is_some_and(|f| f.stamp_ns < stamp_ns - STEREO_TOLERANCE_NS)
+                .is_some_and(|f| f.stamp_ns < stamp_ns - STEREO_PAIR_TOLERANCE_NS)
             {
                 let old = g.0.pop_front().expect("not empty");
                 g.1.push(old);
             }
             if let Some(i) =
                 g.0.iter()
-                    .position(|f| (f.stamp_ns - stamp_ns).abs() <= STEREO_TOLERANCE_NS)
+                    .position(|f| (f.stamp_ns - stamp_ns).abs() <= STEREO_PAIR_TOLERANCE_NS)
             {
                 let frame = g.0.remove(i).expect("found");
                 drop(g);

@@ -48,6 +48,7 @@ use self::input::HostFrame;
 pub use self::input::{RightInput, TrackInput};
 use self::lift::{normalised, velocity};
 use self::mask::{round_px, Discs};
+pub use self::stereo::STEREO_PAIR_TOLERANCE_NS;
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;
 use crate::config::MaskOrder;

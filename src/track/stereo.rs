@@ -14,6 +14,10 @@ use crate::image::GrayImage;
 #[cfg(feature = "cuda")]
 use crate::pipeline::BackendKind;
 
+/// Stamps of the two cameras closer than this make a stereo pair (VINS-Fusion's
+/// `sync_process` takes 3 ms); what the node and the replay pair frames by.
+pub const STEREO_PAIR_TOLERANCE_NS: i64 = 3_000_000;
+
 impl Tracker {
     /// Stereo: the second camera's tracks of the last [`Tracker::track_stereo`] frame (the
     /// first camera's IDs and ages, the second camera's positions).
