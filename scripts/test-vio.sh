@@ -8,7 +8,9 @@
 #     FeatureTracker on every frame of that sequence and of the real frames in
 #     tests/data/seq: ids, pixels, normalised points, velocities identical; and our lifting
 #     against camodocal's own liftProjective (scripts/lift_parity.py) on every pixel grid
-#     of PINHOLE, MEI and KANNALA_BRANDT camera files, identical as the f32 VINS keeps;
+#     of PINHOLE, MEI and KANNALA_BRANDT camera files, identical as the f32 VINS keeps; and
+#     our CLAHE (VINS-Mono's equalize) against OpenCV's on real images of several sizes
+#     (scripts/clahe_parity.py), identical pixel for pixel;
 #  4. end-to-end (scripts/vio-e2e.sh, one run per side): VINS on its own tracker and VINS fed
 #     only by our `feature` messages; fails unless ours has ATE <= 1.1 x own + 1 cm, no
 #     divergence, initialisation no later (1 s of slack: the estimator's own run-to-run
@@ -20,7 +22,7 @@ cd "$ROOT"
 T0=$SECONDS
 eval "$(bash scripts/setup-vio.sh)"
 echo "[test-vio] setup done in $((SECONDS - T0)) s"
-cargo build --release --quiet --bin gpu_features --example lift
+cargo build --release --quiet --bin gpu_features --example lift --example clahe
 OUT=$ROOT/target/vio-ci
 SEQ=$OUT/walk
 T1=$SECONDS
@@ -35,6 +37,8 @@ VCFG=target/vins-ws/src/VINS-Fusion/config
 "$VIO_PY" scripts/lift_parity.py --harness "$VINS_LIFT_HARNESS" --ours target/release/examples/lift \
   --out "$OUT/lift_parity.json" tests/data/vins/cam_kb_848x800.yaml tests/data/vins/cam_kb_fewer_terms.yaml \
   tests/data/vins/cam0_640x360.yaml "$VCFG/mynteye/left_mei.yaml"
+"$VIO_PY" scripts/clahe_parity.py --harness "$VINS_HARNESS" --ours target/release/examples/clahe \
+  --out "$OUT/clahe" tests/data/graf1.png tests/data/left01.png tests/data/coffee_odd.png tests/data/seq/*.png
 echo "[test-vio] parity done in $((SECONDS - T2)) s"
 T3=$SECONDS
 bash scripts/vio-e2e.sh --bag "$SEQ/bag" --gt "$SEQ/groundtruth.tum" --vins-config "$SEQ/vins_config.yaml" \

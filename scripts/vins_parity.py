@@ -14,6 +14,12 @@ summary; exits 1 when a frame differs (unless --report-only).
 
 With a stereo config (num_of_cam 2) both image topics go to both trackers (the harness
 calls trackImage with the pair) and both cameras' features are compared.
+
+With --mono (and --harness the VINS-Mono harness, scripts/setup-vins-mono.sh) the check is
+against VINS-Mono's feature_tracker instead: a VINS-Mono config is made from the one-camera
+VINS-Fusion config (its camera, max_cnt, min_dist; --freq, --equalize, F_threshold 1) and
+given to both, and the `feature` messages VINS-Mono's node would send are compared, message
+for message (the replay then runs track.frontend: vins_mono from that config).
 """
 import argparse
 import json
@@ -136,10 +142,17 @@ def main():
     ap.add_argument("--max-frames", type=int)
     ap.add_argument("--set", action="append", default=[], help="extra replay --set KEY=VALUE")
     ap.add_argument("--report-only", action="store_true", help="exit 0 even when frames differ")
+    ap.add_argument("--mono", action="store_true", help="against VINS-Mono's feature_tracker (see above)")
+    ap.add_argument("--freq", type=int, default=10, help="--mono: VINS-Mono's freq")
+    ap.add_argument("--equalize", type=int, default=1, help="--mono: VINS-Mono's equalize (0 or 1)")
+    ap.add_argument("--f-threshold", type=float, default=1.0, help="--mono: VINS-Mono's F_threshold")
     a = ap.parse_args()
-    cfg = vt.read_opencv_yaml(a.vins_config)
-    topic = a.topic or cfg["image0_topic"]
     a.out.mkdir(parents=True, exist_ok=True)
+    if a.mono:
+        a.vins_config = vt.mono_config(a.vins_config, a.out / "mono" / "mono_config.yaml", a.freq, a.equalize,
+                                       a.f_threshold)
+    cfg = vt.read_opencv_yaml(a.vins_config)
+    topic = a.topic or cfg.get("image0_topic") or cfg["image_topic"]
     if a.images:
         a.bag = images_bag(a.images, topic, a.fps, a.out / "images_bag")
     elif a.bag is None:
@@ -147,7 +160,8 @@ def main():
     stereo = int(cfg.get("num_of_cam", 1)) == 2
     topics = [topic, cfg["image1_topic"]] if stereo else [topic]
     index, n = harness_index(a.bag, topics, a.out, a.max_frames)
-    copy = vt.config_copy(a.vins_config, a.out / "vins", {"output_path": str((a.out / "vins").resolve()) + "/"})
+    copy = (a.vins_config if a.mono else
+            vt.config_copy(a.vins_config, a.out / "vins", {"output_path": str((a.out / "vins").resolve()) + "/"}))
     res = subprocess.run([str(a.harness), str(copy), str(index)], capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(f"harness failed ({res.returncode}): {res.stderr[-2000:]}")
@@ -174,6 +188,13 @@ def main():
                 or r["pixel"] or r["normalised"] or r["velocity"]]
         points += int(sum(r.get("vins", 0) for r in rows[cam]))
     vins = vins_by_cam[0]
+    if len(feature) != len(vins):
+        bad.append({"frame": min(len(feature), len(vins)), "messages_ours": len(feature), "messages_vins": len(vins)})
+    stamps = [vt.feature_points(raw)[0] for raw in feature]
+    for i, (v, st) in enumerate(zip(vins, stamps)):
+        if abs(v["stamp"] - st) > 1e-6:
+            bad.append({"frame": i, "stamp_vins": v["stamp"], "stamp_ours": st})
+            break
     bad_frames = sorted({r["frame"] for r in bad})
     first = bad_frames[0] if bad_frames else None
     summary = {"frames": n, "frames_equal": n - len(bad_frames), "first_difference": first, "points": points,
@@ -182,8 +203,12 @@ def main():
                "backend": a.backend, "topic": topic, "set": a.set, "rows": rows[0],
                **({"rows_camera1": rows[1]} if stereo else {})}
     (a.out / "parity.json").write_text(json.dumps(summary, indent=1))
-    print(f"parity: {n - len(bad_frames)} of {n} frames identical to VINS-Fusion's FeatureTracker "
-          f"({points} features, {len(topics)} camera(s)); first difference: {first}")
+    who = "VINS-Mono's feature_tracker (messages)" if a.mono else "VINS-Fusion's FeatureTracker"
+    m = len(vins)
+    summary.update(messages=m, messages_ours=len(feature), mono=a.mono)
+    (a.out / "parity.json").write_text(json.dumps(summary, indent=1))
+    print(f"parity: {m - len(bad_frames)} of {m} {'messages' if a.mono else 'frames'} identical to {who} "
+          f"({points} features, {len(topics)} camera(s), {n} frames); first difference: {first}")
     if bad:
         print("  first difference:", json.dumps(bad[0]))
     sys.exit(0 if (not bad or a.report_only) else 1)

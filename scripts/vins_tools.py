@@ -88,12 +88,16 @@ def write_rosbag2(path, items, ts=None):
 
 
 def feature_points(raw, ts=None, camera=0):
-    """Our `feature` message (VINS-Fusion layout) as {id: (x, y, z, u, v, vx, vy)} of f32
-    for one camera (0, or 1 for a stereo pair's second), and the stamp in seconds (sec +
-    nsec * 1e-9, as ROS's toSec)."""
+    """Our `feature` message (VINS-Fusion's layout, or VINS-Mono's one-camera layout) as
+    {id: (x, y, z, u, v, vx, vy)} of f32 for one camera (0, or 1 for a stereo pair's second),
+    and the stamp in seconds (sec + nsec * 1e-9, as ROS's toSec)."""
     ts = ts or typestore2()
     m = ts.deserialize_cdr(raw, "sensor_msgs/msg/PointCloud")
     ch = {c.name: np.asarray(c.values, dtype=np.float32) for c in m.channels}
+    if "id_of_point" in ch:
+        ch = {"id": ch["id_of_point"], "camera": np.zeros_like(ch["id_of_point"]), "u": ch["u_of_point"],
+              "v": ch["v_of_point"], "velocity_x": ch["velocity_x_of_point"],
+              "velocity_y": ch["velocity_y_of_point"]}
     out = {}
     for i, p in enumerate(m.points):
         if int(ch["camera"][i]) != camera:
@@ -101,3 +105,21 @@ def feature_points(raw, ts=None, camera=0):
         out[int(ch["id"][i])] = tuple(np.float32(v) for v in (
             p.x, p.y, p.z, ch["u"][i], ch["v"][i], ch["velocity_x"][i], ch["velocity_y"][i]))
     return m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, out
+
+
+def mono_config(fusion_config, out, freq=10, equalize=1, f_threshold=1.0):
+    """A VINS-Mono config (camera and front-end keys in one file, as its euroc_config.yaml)
+    made from a one-camera VINS-Fusion config: its camera file's keys, then image_topic,
+    imu_topic, max_cnt, min_dist and the given freq, F_threshold, equalize (fisheye 0)."""
+    fusion_config, out = Path(fusion_config), Path(out)
+    keys = read_opencv_yaml(fusion_config)
+    cam = (fusion_config.parent / keys["cam0_calib"]).read_text().splitlines()
+    body = [l for l in cam if not l.startswith("%") and l.strip() != "---"]
+    lines = ["%YAML:1.0", "---", *body,
+             f'image_topic: "{keys["image0_topic"]}"', f'imu_topic: "{keys.get("imu_topic", "/imu0")}"',
+             f'max_cnt: {int(float(keys.get("max_cnt", 150)))}', f'min_dist: {int(float(keys.get("min_dist", 30)))}',
+             f"freq: {freq}", f"F_threshold: {f_threshold}", f"equalize: {equalize}", "fisheye: 0",
+             'output_path: "/tmp/vins_mono_output/"']
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    return out

@@ -807,7 +807,7 @@ fn replay_writes_vins_feature_and_restart() {
             continue;
         }
         *enc.header_mut() = h;
-        let want = enc.encode(&[&tracks], VinsFormat::Fusion).to_vec();
+        let want = enc.encode(&[&tracks], VinsFormat::Fusion, 1).to_vec();
         assert_eq!(got.next().unwrap().data, want, "frame {n}");
         let pc: cdr::PointCloud = cdr::decode(&want, cdr::POINT_CLOUD).unwrap();
         assert_eq!(pc.points.len(), tracks.len());

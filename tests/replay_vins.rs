@@ -119,9 +119,9 @@ fn stereo_pairs_by_stamp_in_any_order_and_equals_the_library() {
             lib.track_right(&right[i].gray(), Some(&cam)).unwrap();
             let r = lib.right_tracks().to_vec();
             assert!(r.len() > 20, "frame {i}: {} right tracks", r.len());
-            enc.encode(&[&tracks, &r], VinsFormat::Fusion).to_vec()
+            enc.encode(&[&tracks, &r], VinsFormat::Fusion, 1).to_vec()
         } else {
-            enc.encode(&[&tracks], VinsFormat::Fusion).to_vec()
+            enc.encode(&[&tracks], VinsFormat::Fusion, 1).to_vec()
         };
         assert_eq!(feats[i].data, want, "frame {i}");
         let pc: cdr::PointCloud = cdr::decode(&want, cdr::POINT_CLOUD).unwrap();
@@ -188,4 +188,77 @@ fn feature_every_counts_from_the_restart() {
     assert_eq!((all.len(), restarts), (6, 1));
     let (half, _) = run(2);
     assert_eq!(half, vec![all[1].clone(), all[4].clone()]);
+}
+
+/// `track.frontend: vins_mono` (config/vins_mono.yaml, 30 Hz frames, freq 10): the first
+/// frame only starts the clock, every third frame after it gets VINS-Mono's mask, new
+/// corners and a `feature` message in VINS-Mono's layout (the first not sent) with only the
+/// tracks seen twice; a 1.3 s gap sends `restart` instead of its frame. The replay's bytes
+/// are the library tracker's driven by `FeatureGate`, frame for frame.
+#[test]
+fn vins_mono_frontend_gates_frames_as_vins_mono() {
+    use gpu_features::output::tracks::{Before, FeatureGate};
+    let dir = scratch("replay_vins_mono");
+    let stamps = [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 9, 49, 50, 51, 52, 53, 54];
+    let frames = pan("graf1.png", stamps.len(), 320, 240);
+    let bag_path = dir.join("in.mcap");
+    {
+        let mut w = bag::writer::McapBagWriter::create(&bag_path).unwrap();
+        let raw = w.channel(RAW, cdr::IMAGE).unwrap();
+        let ci = w.channel("/cam/camera_info", cdr::CAMERA_INFO).unwrap();
+        w.write(ci, log_time(0) - 1, log_time(0) - 1, &info(0))
+            .unwrap();
+        for (n, &i) in stamps.iter().enumerate() {
+            w.write(raw, log_time(i), log_time(i), &image_msg(i, &frames[n]))
+                .unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let out = dir.join("out");
+    let mut o = options(&bag_path, &out);
+    o.config = Config::from_yaml(include_str!("../config/vins_mono.yaml")).unwrap();
+    let msgs = read_out(&replay::run(&o).unwrap().out_bag);
+    let feats = &msgs[&replay::feature_topic(RAW)];
+    let restarts = msgs.get(&replay::restart_topic(RAW)).map_or(0, Vec::len);
+    assert_eq!(restarts, 1, "the gap");
+    // Published: stamps 3, 6, 9 and, after the gap, 53; the first (3) is not sent.
+    let sent: Vec<u64> = feats.iter().map(|m| m.log_time).collect();
+    assert_eq!(sent, [6, 9, 53].map(log_time));
+    let tracked = msgs[&replay::tracks_topic(RAW)].len();
+    assert_eq!(
+        tracked,
+        stamps.len() - 3,
+        "the first frame, the gap and the one after it"
+    );
+
+    let cam = CameraModel::from_camera_info(320, 240, "plumb_bob", &K, &D).unwrap();
+    let track_cfg = &o.config.track;
+    let mut lib = Tracker::new(TrackParams::from_config(track_cfg));
+    let (mut gate, mut enc, mut want) = (FeatureGate::default(), FeatureCdr::default(), vec![]);
+    let mut left_out = 0;
+    for (n, &i) in stamps.iter().enumerate() {
+        let h = header(i);
+        let stamp = h.stamp.sec as f64 + h.stamp.nanosec as f64 * 1e-9;
+        let gray = frames[n].gray();
+        match gate.before(stamp, track_cfg) {
+            Before::Skip { .. } => continue,
+            Before::Track { full: true } => lib.track(&gray, stamp, Some(&cam)),
+            Before::Track { full: false } => lib.track_flow_only(
+                gpu_features::track::TrackInput::Gray(&gray),
+                stamp,
+                Some(&cam),
+            ),
+        };
+        if gate.after(lib.resets(), track_cfg).feature {
+            *enc.header_mut() = h;
+            let bytes = enc.encode(&[lib.tracks()], VinsFormat::Mono, 2).to_vec();
+            let pc: cdr::PointCloud = cdr::decode(&bytes, cdr::POINT_CLOUD).unwrap();
+            assert_eq!(pc.channels.len(), 5, "VINS-Mono's layout");
+            left_out += lib.tracks().len() - pc.points.len();
+            want.push(bytes);
+        }
+    }
+    assert!(left_out > 0, "new tracks are left out of the messages");
+    let got: Vec<Vec<u8>> = feats.iter().map(|m| m.data.clone()).collect();
+    assert_eq!(got, want);
 }

@@ -8,6 +8,10 @@
 // config "stamp_seconds left.pgm right.pgm" (trackImage with both images).
 // Output, per frame: "F index stamp ms" (trackImage's wall time), then one line per feature
 // in id order: "P id camera x y z u v vx vy" (each value as the float VINS holds, %.9g).
+//
+//   track_harness --clahe CLIP TILES IN.pgm OUT.pgm [...]
+// OpenCV's CLAHE (createCLAHE(CLIP, Size(TILES, TILES))->apply, what VINS-Mono's equalize
+// runs) on each image, for scripts/clahe_parity.py.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -15,11 +19,25 @@
 #include <string>
 
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "estimator/parameters.h"
 #include "featureTracker/feature_tracker.h"
 
 int main(int argc, char **argv) {
+  if (argc >= 6 && std::string(argv[1]) == "--clahe") {
+    auto clahe = cv::createCLAHE(std::atof(argv[2]), cv::Size(std::atoi(argv[3]), std::atoi(argv[3])));
+    for (int i = 4; i + 1 < argc; i += 2) {
+      cv::Mat in = cv::imread(argv[i], cv::IMREAD_GRAYSCALE), out;
+      if (in.empty()) {
+        std::fprintf(stderr, "cannot read %s\n", argv[i]);
+        return 1;
+      }
+      clahe->apply(in, out);
+      if (!cv::imwrite(argv[i + 1], out)) return 1;
+    }
+    return 0;
+  }
   if (argc != 3) {
     std::fprintf(stderr, "usage: %s CONFIG.yaml INDEX.txt\n", argv[0]);
     return 2;

@@ -138,6 +138,21 @@ fn vins_config(config: &Path, out: Option<&Path>) -> ExitCode {
             .map_err(|e| format!("{}: {e}", out.display()))?;
         Ok((out, v))
     };
+    if let Ok(v) = VinsConfig::load(config).map(|v| v.mono) {
+        if v {
+            // VINS-Mono's estimator never reads images: nothing to point elsewhere.
+            println!(
+                "{}: a VINS-Mono config (its estimator reads only the feature and restart \
+                 topics): leave feature_tracker out of your launch file and run the node on \
+                 its image topic with -p vins_config:={} -r feature:=/feature_tracker/feature \
+                 -r restart:=/feature_tracker/restart (the config sets track.frontend: \
+                 vins_mono and feature_format: vins_mono)",
+                config.display(),
+                config.display()
+            );
+            return ExitCode::SUCCESS;
+        }
+    }
     match run() {
         Ok((out, v)) => {
             println!(

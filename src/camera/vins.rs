@@ -1,17 +1,23 @@
-//! A VINS-Fusion config file (what `vins_node` is started with), read so that our tracker
-//! runs as that VINS would: its camodocal camera files (`cam0_calib`, `cam1_calib`, relative
-//! to the config's folder, [`super::camodocal`]), its image and IMU topics, and the front-end
-//! keys `max_cnt`, `min_dist`, `flow_back`, `F_threshold`, `multiple_thread` (-> the `feature`
-//! rate), `num_of_cam` (-> stereo).
+//! A VINS config file, read so that our tracker runs as that VINS would:
+//! - VINS-Fusion's (what `vins_node` is started with): its camodocal camera files
+//!   (`cam0_calib`, `cam1_calib`, relative to the config's folder, [`super::camodocal`]), its
+//!   image and IMU topics, and the front-end keys `max_cnt`, `min_dist`, `flow_back`,
+//!   `F_threshold`, `multiple_thread` (-> the `feature` rate), `num_of_cam` (-> stereo);
+//! - VINS-Mono's (its `feature_tracker` and estimator share one file, which is also the
+//!   camera file: `model_type` at the top, no `cam0_calib`): `image_topic`, `imu_topic`,
+//!   `max_cnt`, `min_dist`, `freq`, `F_threshold`, `equalize`; `fisheye: 1` (a mask image from
+//!   VINS-Mono's package) is refused.
 //!
 //! Errors name the file and the key. [`VinsConfig::apply`] sets the tracker's settings as
-//! VINS-Fusion's `FeatureTracker` runs: its mask order, camodocal's lifting, no F test (VINS-
-//! Fusion reads `F_threshold` but leaves `rejectWithF` out).
+//! that VINS's front-end runs: VINS-Fusion's `FeatureTracker` (its mask order, camodocal's
+//! lifting, no F test: VINS-Fusion reads `F_threshold` but leaves `rejectWithF` out), or
+//! VINS-Mono's node (`track.frontend: vins_mono`, its `freq`, CLAHE with `equalize`, the F
+//! test, no flow back).
 
 use std::path::{Path, PathBuf};
 
 use super::{camodocal, CameraModel};
-use crate::config::{Lifting, MaskOrder, TrackConfig, TrackDetector};
+use crate::config::{Frontend, Lifting, MaskOrder, TrackConfig, TrackDetector};
 
 /// What our front-end takes from a VINS-Fusion config.
 #[derive(Clone, Debug)]
@@ -28,6 +34,11 @@ pub struct VinsConfig {
     pub f_threshold: Option<f64>,
     /// `multiple_thread`: VINS's own image path then hands every second frame on.
     pub multiple_thread: bool,
+    /// VINS-Mono's config (the file is its own camera file).
+    pub mono: bool,
+    /// VINS-Mono: `freq` (0 when missing: 100 Hz, as VINS-Mono) and `equalize`.
+    pub freq: u32,
+    pub equalize: bool,
 }
 
 impl VinsConfig {
@@ -46,13 +57,23 @@ impl VinsConfig {
             }
         };
         let text_key = |key: &str| root.get(key).and_then(|v| v.as_str()).map(str::to_string);
+        // VINS-Mono's file is its camera file: `model_type` at the top, no `cam0_calib`.
+        let mono = root.get("cam0_calib").is_none() && root.get("model_type").is_some();
+        if mono && num("fisheye")?.unwrap_or(0.0) != 0.0 {
+            return Err(here(
+                "`fisheye: 1` (VINS-Mono's fisheye mask image) is not supported".into(),
+            ));
+        }
         let ncam = num("num_of_cam")?.unwrap_or(1.0);
         if ncam != 1.0 && ncam != 2.0 {
             return Err(here(format!("`num_of_cam` is {ncam}, not 1 or 2")));
         }
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut cameras = Vec::new();
-        for c in 0..ncam as usize {
+        if mono {
+            cameras.push(camodocal::from_yaml(&text).map_err(here)?);
+        }
+        for c in 0..if mono { 0 } else { ncam as usize } {
             let key = format!("cam{c}_calib");
             let name = text_key(&key).ok_or_else(|| here(format!("no `{key}`")))?;
             let file = dir.join(&name);
@@ -62,10 +83,12 @@ impl VinsConfig {
                 .map_err(|e| here(format!("`{key}`: {}: {e}", file.display())))?;
             cameras.push(cam);
         }
-        let image_topics = ["image0_topic", "image1_topic"]
-            .iter()
-            .filter_map(|k| text_key(k))
-            .collect();
+        let topic_keys: &[&str] = if mono {
+            &["image_topic"]
+        } else {
+            &["image0_topic", "image1_topic"]
+        };
+        let image_topics = topic_keys.iter().filter_map(|k| text_key(k)).collect();
         let positive = |key: &str, v: Option<f64>| -> Result<Option<f64>, String> {
             match v {
                 Some(x) if x <= 0.0 => Err(here(format!("`{key}` is {x}, not positive"))),
@@ -82,6 +105,14 @@ impl VinsConfig {
             flow_back: num("flow_back")?.unwrap_or(0.0) != 0.0,
             f_threshold: num("F_threshold")?,
             multiple_thread: num("multiple_thread")?.unwrap_or(0.0) != 0.0,
+            mono,
+            freq: match num("freq")? {
+                Some(f) if !(0.0..=1000.0).contains(&f) => {
+                    return Err(here(format!("`freq` is {f}, not in 0..=1000")))
+                }
+                f => f.unwrap_or(0.0).round() as u32,
+            },
+            equalize: num("equalize")?.unwrap_or(0.0) != 0.0,
         })
     }
 
@@ -97,8 +128,13 @@ impl VinsConfig {
         &self.cameras[c]
     }
 
-    /// The tracker as VINS-Fusion's `FeatureTracker` with this config.
+    /// The tracker as VINS-Fusion's `FeatureTracker` with this config, or as VINS-Mono's
+    /// `feature_tracker` node with a VINS-Mono config.
     pub fn apply(&self, track: &mut TrackConfig) {
+        if self.mono {
+            self.apply_mono(track);
+            return;
+        }
         track.enabled = true;
         track.max_features = self.max_cnt;
         track.min_distance = self.min_dist;
@@ -116,6 +152,30 @@ impl VinsConfig {
         // `multiple_thread: 1`: VINS's own image path hands its estimator every second
         // frame; its `feature` path keeps every message, so we send what it would keep.
         track.feature_every = if self.multiple_thread { 2 } else { 1 };
+        track.frontend = Frontend::VinsFusion;
+        track.equalize = false;
+    }
+
+    /// VINS-Mono's node: its frequency control, CLAHE with `equalize`, the F test on the
+    /// published frames (`F_threshold`, 1 px when missing), no flow back, `min_dist` as the
+    /// whole pixels VINS-Mono reads it as.
+    fn apply_mono(&self, track: &mut TrackConfig) {
+        track.enabled = true;
+        track.frontend = Frontend::VinsMono;
+        track.freq = self.freq;
+        track.equalize = self.equalize;
+        track.max_features = self.max_cnt;
+        track.min_distance = self.min_dist.round();
+        track.flow_back = false;
+        track.ransac_threshold = self.f_threshold.unwrap_or(1.0);
+        track.window = 21;
+        track.levels = 3;
+        track.detector = TrackDetector::Gftt;
+        track.quality = 0.01;
+        track.mask_order = MaskOrder::Vins;
+        track.lifting = Lifting::Camodocal;
+        track.stereo = false;
+        track.feature_every = 1;
     }
 }
 
@@ -228,6 +288,54 @@ mod tests {
         assert_eq!(other(&copy), other(CONFIG));
         let e = VinsConfig::load(&dir.join("missing.yaml")).unwrap_err();
         assert!(e.contains("missing.yaml"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn reads_a_vins_mono_config_which_is_its_camera_file() {
+        let dir = std::env::temp_dir().join(format!("gf-vins-mono-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mono = format!(
+            "{CAM}imu_topic: \"/imu0\"\nimage_topic: \"/cam0/image_raw\"\nmax_cnt: 150\n\
+             min_dist: 30\nfreq: 10\nF_threshold: 1.0\nequalize: 1\nfisheye: 0\n"
+        );
+        let p = write(&dir, "euroc_config.yaml", &mono);
+        let v = VinsConfig::load(&p).unwrap();
+        assert!(v.mono);
+        assert_eq!(v.cameras.len(), 1);
+        assert_eq!(v.cameras[0].k[(0, 0)], 458.6);
+        assert_eq!(v.image_topics, vec!["/cam0/image_raw".to_string()]);
+        assert_eq!((v.freq, v.equalize), (10, true));
+        let mut t = TrackConfig {
+            flow_back: true,
+            feature_every: 2,
+            ..Default::default()
+        };
+        v.apply(&mut t);
+        assert_eq!(t.frontend, Frontend::VinsMono);
+        assert_eq!((t.freq, t.equalize, t.flow_back), (10, true, false));
+        assert_eq!(
+            (t.ransac_threshold, t.feature_every, t.stereo),
+            (1.0, 1, false)
+        );
+        let c = crate::Config {
+            track: t,
+            ..Default::default()
+        };
+        c.validate().unwrap();
+        // Missing keys: freq 0 (100 Hz, as VINS-Mono), no equalize, F test 1 px.
+        let bare = write(&dir, "bare.yaml", CAM);
+        let v = VinsConfig::load(&bare).unwrap();
+        let mut t = TrackConfig::default();
+        v.apply(&mut t);
+        assert_eq!((t.freq, t.equalize, t.ransac_threshold), (0, false, 1.0));
+        // A fisheye mask and a negative rate are refused, naming the file and the key.
+        let fish = write(&dir, "fish.yaml", &mono.replace("fisheye: 0", "fisheye: 1"));
+        let e = VinsConfig::load(&fish).unwrap_err();
+        assert!(e.contains("fish.yaml") && e.contains("fisheye"), "{e}");
+        let neg = write(&dir, "neg.yaml", &mono.replace("freq: 10", "freq: -5"));
+        let e = VinsConfig::load(&neg).unwrap_err();
+        assert!(e.contains("neg.yaml") && e.contains("freq"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

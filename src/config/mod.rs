@@ -66,6 +66,32 @@ pub struct TrackConfig {
     /// image path hands its estimator frames with `multiple_thread: 1`. Every frame is still
     /// tracked and its `tracks` published.
     pub feature_every: u32,
+    /// Whose front-end the tracker and its `feature` messages follow ([`Frontend`]).
+    pub frontend: Frontend,
+    /// `vins_mono`: VINS-Mono's `freq`, the `feature` messages per second it aims at (its
+    /// frequency control picks the frames; only those get the F test, the mask and new
+    /// corners); 0 = 100, as VINS-Mono reads a missing value.
+    pub freq: u32,
+    /// Equalise each frame before tracking with OpenCV's CLAHE, clip 3, 8x8 tiles
+    /// (VINS-Mono's `equalize: 1`; `cpu::clahe`, on the host for either backend).
+    pub equalize: bool,
+}
+
+/// Whose front-end the tracker follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Frontend {
+    /// VINS-Fusion's `FeatureTracker::trackImage`: every frame fully tracked (flow, mask, new
+    /// corners, lifting), a `feature` message per frame or per `feature_every` frames.
+    VinsFusion,
+    /// VINS-Mono's `feature_tracker` node: the first frame only starts the clock; the
+    /// frequency control (`freq`) picks the frames that get the F test, the mask, new corners
+    /// and a `feature` message (the first such message is not sent, as VINS-Mono's), which
+    /// carries only tracks seen at least twice; a new track's velocity is 0 on its second
+    /// frame too (VINS-Mono lifts new points before they have an ID); a gap over 1 s or a
+    /// time going back sends `restart` instead of that frame, and the next frame starts the
+    /// clock again.
+    VinsMono,
 }
 
 /// The order of VINS's `setMask` among tracks of one age.
@@ -119,6 +145,9 @@ impl Default for TrackConfig {
             mask_order: MaskOrder::Vins,
             lifting: Lifting::Camodocal,
             feature_every: 1,
+            frontend: Frontend::VinsFusion,
+            freq: 10,
+            equalize: false,
         }
     }
 }

@@ -200,6 +200,17 @@ impl Config {
             "track.feature_every",
             || format!("{} is not in 1..=100", t.feature_every),
         )?;
+        check(t.freq <= 1000, "track.freq", || {
+            format!("{} is not in 0..=1000 (0 = 100 Hz, as VINS-Mono)", t.freq)
+        })?;
+        if t.frontend == super::Frontend::VinsMono {
+            check(t.feature_every == 1, "track.feature_every", || {
+                "is not 1 with frontend: vins_mono (its rate is track.freq)".into()
+            })?;
+            check(!t.stereo, "track.stereo", || {
+                "is on with frontend: vins_mono (VINS-Mono has one camera)".into()
+            })?;
+        }
         Ok(())
     }
 }

@@ -8,6 +8,7 @@
 pub mod blur;
 pub mod canny;
 pub mod cells;
+pub mod clahe;
 pub mod decode;
 pub mod describe;
 pub mod fast;

@@ -1,6 +1,6 @@
 //! Output formats shared by the CLI, the node and the replay.
 //!
-//! May import: `cdr`, `features`, `image`, `matching`, `track`.
+//! May import: `cdr`, `config`, `features`, `image`, `matching`, `track`.
 
 pub mod csv;
 pub mod matches;

@@ -348,8 +348,7 @@ impl<'a> Replayer<'a> {
                     gray,
                     camera,
                 };
-                let f = ts.frame(&mut self.writer, frame, None, &mut self.scratch)?;
-                Ok(Some(f))
+                ts.frame(&mut self.writer, frame, None, &mut self.scratch)
             }
             Tracking::Stereo(pair) => {
                 let w = Waiting {
@@ -457,9 +456,13 @@ fn camera_of<'c>(
 }
 
 /// A stereo frame's measures, set when it was tracked (after its stats were collected).
-fn set_feature_tracks(stats: &mut [FrameStats], index: usize, f: report::FeatureTrackFrame) {
+fn set_feature_tracks(
+    stats: &mut [FrameStats],
+    index: usize,
+    f: Option<report::FeatureTrackFrame>,
+) {
     if let Some(s) = stats.get_mut(index) {
-        s.feature_tracks = Some(f);
+        s.feature_tracks = f;
     }
 }
 

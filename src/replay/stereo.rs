@@ -63,7 +63,7 @@ pub(super) struct StereoPair {
 }
 
 /// A tracked first-camera frame: its report index and measures.
-pub(super) type Tracked = (usize, FeatureTrackFrame);
+pub(super) type Tracked = (usize, Option<FeatureTrackFrame>);
 
 impl StereoPair {
     /// The first and second cameras' topics among the replayed `topics`: the VINS config's

@@ -1,8 +1,10 @@
 //! The replay's feature tracker per image topic ([`TrackState`], with `track.enabled`): the
 //! tracker, and its three outputs written as the node publishes them: `T/tracks`
-//! (`output::tracks` layout), `T/feature` (VINS-Fusion's `sensor_msgs/PointCloud`, the
-//! node's bytes from [`FeatureCdr`], only once the camera is known) and `T/restart` (a
-//! `std_msgs/Bool` true when the tracker started over); the cameras beside the image topics.
+//! (`output::tracks` layout), `T/feature` (VINS's `sensor_msgs/PointCloud`, the node's bytes
+//! from [`FeatureCdr`], only once the camera is known; VINS-Fusion's layout, or VINS-Mono's
+//! with `track.frontend: vins_mono`) and `T/restart` (a `std_msgs/Bool` true when the
+//! tracker started over); which frames get them is [`FeatureGate`]'s, as the node's; the
+//! cameras beside the image topics.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -12,9 +14,10 @@ use super::report::FeatureTrackFrame;
 use crate::bag::writer::McapBagWriter;
 use crate::camera::CameraModel;
 use crate::cdr::{self, Header};
+use crate::config::{Frontend, TrackConfig};
 use crate::error::Result;
 use crate::image::GrayImage;
-use crate::output::tracks::{FeatureCdr, FeatureRate, VinsFormat};
+use crate::output::tracks::{Before, FeatureCdr, FeatureGate, VinsFormat};
 use crate::pipeline::BackendKind;
 use crate::track::{TrackParams, Tracker};
 use crate::Config;
@@ -28,14 +31,14 @@ pub(super) struct TrackState {
     tracker: Tracker,
     /// The previous frame's (id, age).
     prev: Vec<(u64, u32)>,
-    /// Resets seen (a new one writes `restart`).
-    resets: usize,
     feature_cdr: FeatureCdr,
     /// A stereo step failed (said once).
     right_failed: bool,
-    /// `track.feature_every`.
-    rate: FeatureRate,
-    every: u32,
+    /// Which frames are tracked and which get `feature` and `restart` (`track.frontend`).
+    gate: FeatureGate,
+    cfg: TrackConfig,
+    /// VINS-Fusion's layout, or VINS-Mono's with `frontend: vins_mono`.
+    format: VinsFormat,
 }
 
 /// The camera beside each image topic: from `camera_info` (the last one read), or the
@@ -64,16 +67,20 @@ impl TrackState {
             restart: writer.channel(&restart_topic(topic), cdr::BOOL)?,
             tracker: make_tracker(config, backend),
             prev: Vec::new(),
-            resets: 0,
             feature_cdr: FeatureCdr::default(),
             right_failed: false,
-            rate: FeatureRate::default(),
-            every: config.track.feature_every,
+            gate: FeatureGate::default(),
+            cfg: config.track.clone(),
+            format: match config.track.frontend {
+                Frontend::VinsFusion => VinsFormat::Fusion,
+                Frontend::VinsMono => VinsFormat::Mono,
+            },
         })
     }
 
     /// One frame (`at`: its log and publish times) tracked and its outputs written; returns
-    /// the frame's tracking measures for the report. With `right` (stereo: the second
+    /// the frame's tracking measures for the report (none for a frame VINS-Mono's front-end
+    /// does not track). With `right` (stereo: the second
     /// camera's frame of the same instant) the tracks are found in it too, written on its
     /// own `tracks` channel, and the `feature` message carries both cameras, as the node's.
     pub(super) fn frame(
@@ -82,7 +89,7 @@ impl TrackState {
         left: TrackFrame,
         right: Option<(TrackFrame, u16)>,
         scratch: &mut Vec<u8>,
-    ) -> Result<FeatureTrackFrame> {
+    ) -> Result<Option<FeatureTrackFrame>> {
         let TrackFrame {
             at,
             header,
@@ -92,7 +99,19 @@ impl TrackState {
         // As ROS's Time::toSec / the node: seconds plus nanoseconds * 1e-9.
         let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
         let tracker = &mut self.tracker;
-        tracker.track(gray, stamp, camera);
+        match self.gate.before(stamp, &self.cfg) {
+            Before::Skip { restart } => {
+                if restart {
+                    let msg = cdr::encode(&cdr::Bool { data: true });
+                    writer.write(self.restart, at.0, at.1, &msg)?;
+                }
+                return Ok(None);
+            }
+            Before::Track { full: true } => tracker.track(gray, stamp, camera),
+            Before::Track { full: false } => {
+                tracker.track_flow_only(crate::track::TrackInput::Gray(gray), stamp, camera)
+            }
+        };
         let msg = tracks_message(header, tracker.tracks(), scratch);
         writer.write(self.tracks, at.0, at.1, &msg)?;
         let mut right_ms = 0.0;
@@ -109,15 +128,13 @@ impl TrackState {
             writer.write(*channel, r.at.0, r.at.1, &msg)?;
         }
         let tracks = tracker.tracks();
-        let resets = tracker.resets().len();
-        let restarted = resets > self.resets;
-        if restarted {
-            self.resets = resets;
+        let after = self.gate.after(tracker.resets(), &self.cfg);
+        if after.restart {
             let msg = cdr::encode(&cdr::Bool { data: true });
             writer.write(self.restart, at.0, at.1, &msg)?;
         }
         // No `feature` before the camera is known: VINS cannot use pixels.
-        if self.rate.due(restarted, self.every) && camera.is_some() {
+        if after.feature && camera.is_some() {
             self.feature_cdr.header_mut().clone_from(header);
             let both = [tracks, tracker.right_tracks()];
             let cameras = if right.is_some() {
@@ -125,7 +142,8 @@ impl TrackState {
             } else {
                 &both[..1]
             };
-            let bytes = self.feature_cdr.encode(cameras, VinsFormat::Fusion);
+            let min_age = FeatureGate::min_age(&self.cfg);
+            let bytes = self.feature_cdr.encode(cameras, self.format, min_age);
             writer.write(self.feature, at.0, at.1, bytes)?;
         }
         let alive: HashSet<u64> = tracks.iter().map(|t| t.id).collect();
@@ -138,7 +156,7 @@ impl TrackState {
         self.prev.clear();
         self.prev.extend(tracks.iter().map(|t| (t.id, t.age)));
         let s = tracker.stats();
-        Ok(FeatureTrackFrame {
+        Ok(Some(FeatureTrackFrame {
             alive: tracks.len(),
             tried: s.tried,
             flow_back_rejected: s.flow_back_rejected,
@@ -148,7 +166,7 @@ impl TrackState {
             flow_back_error: s.flow_back_error,
             ended,
             tracker_ms: s.total_ms + right_ms,
-        })
+        }))
     }
 }
 

@@ -154,9 +154,10 @@ impl FeatureCdr {
         header: &Header,
         cameras: &[&[crate::track::Track]],
         format: crate::output::tracks::VinsFormat,
+        min_age: u32,
     ) -> &[u8] {
         cdr_header(header, self.0.header_mut());
-        self.0.encode(cameras, format)
+        self.0.encode(cameras, format, min_age)
     }
 }
 
@@ -368,7 +369,7 @@ mod tests {
             (&[&left[..], &right[..]][..], VinsFormat::Fusion),
             (&[&left[..2]][..], VinsFormat::Mono),
         ] {
-            let bytes = f.encode(&header(), cams, format).to_vec();
+            let bytes = f.encode(&header(), cams, format, 1).to_vec();
             let m: cdr::PointCloud = cdr::decode(&bytes, "sensor_msgs/PointCloud").unwrap();
             let want = out::vins_feature(cams, format);
             assert_eq!(m.header.frame_id, "cam");

@@ -28,7 +28,7 @@ use super::publish::listened;
 use crate::camera::CameraModel;
 use crate::config::TrackConfig;
 use crate::image::{GrayImage, ImageView};
-use crate::output::tracks::VinsFormat;
+use crate::output::tracks::{Before, FeatureGate, VinsFormat};
 use crate::pipeline::{BackendKind, Pipeline};
 use crate::track::{RightInput, Track, TrackInput, TrackParams, Tracker, STEREO_PAIR_TOLERANCE_NS};
 
@@ -225,9 +225,9 @@ pub(super) struct TrackOutputs {
     pub(super) format: VinsFormat,
     pub(super) tracks_cdr: convert::TracksCdr,
     pub(super) feature_cdr: convert::FeatureCdr,
-    pub(super) resets: usize,
-    /// Which frames get a `feature` message (`track.feature_every`).
-    pub(super) rate: crate::output::tracks::FeatureRate,
+    /// Which frames are tracked and which get `feature` and `restart` (`track.frontend`,
+    /// `feature_every`, `freq`): the replay's rule.
+    pub(super) gate: FeatureGate,
     /// The input's pipeline's backend: the tracker's LK stage runs there (CUDA, or the CPU
     /// when CUDA cannot start it); the tracker is made on the first tracked frame.
     pub(super) backend: BackendKind,
@@ -318,7 +318,19 @@ impl TrackOutputs {
         let (camera, mut problem) = usable_camera(&self.camera, view.width(), view.height());
         let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
         let input = track_input(pipeline, view);
-        self.tracker.track_input(input, stamp, camera.as_ref());
+        match self.gate.before(stamp, cfg) {
+            Before::Skip { restart } => {
+                if restart {
+                    let _ = self.pub_restart.publish(&Bool { data: true });
+                }
+                self.times = [f64::NAN; 3];
+                return problem;
+            }
+            Before::Track { full: true } => self.tracker.track_input(input, stamp, camera.as_ref()),
+            Before::Track { full: false } => {
+                self.tracker.track_flow_only(input, stamp, camera.as_ref())
+            }
+        };
         self.times = [self.tracker.stats().total_ms, f64::NAN, f64::NAN];
         if listened(self.pub_tracks.get_inter_process_subscription_count()) {
             let bytes = self.tracks_cdr.encode(header, self.tracker.tracks());
@@ -379,20 +391,20 @@ impl TrackOutputs {
         let tracks = self.tracker.tracks();
         let cameras: [&[Track]; 2] = [tracks, self.tracker.right_tracks()];
         let cameras = if stereo { &cameras[..] } else { &cameras[..1] };
-        let resets = self.tracker.resets().len();
-        let restarted = resets > self.resets;
+        let after = self.gate.after(self.tracker.resets(), cfg);
         // No `feature` before the camera model is known: VINS cannot use pixels (its
         // initialisation does not check the count), and an empty message would still count.
-        // Only every `feature_every`-th frame since the (re)start.
-        if self.rate.due(restarted, cfg.feature_every)
+        if after.feature
             && camera.is_some()
             && listened(self.pub_feature.get_inter_process_subscription_count())
         {
-            let bytes = self.feature_cdr.encode(header, cameras, self.format);
+            let min_age = FeatureGate::min_age(cfg);
+            let bytes = self
+                .feature_cdr
+                .encode(header, cameras, self.format, min_age);
             let _ = self.pub_feature.publish_raw(bytes);
         }
-        if restarted {
-            self.resets = resets;
+        if after.restart {
             let _ = self.pub_restart.publish(&Bool { data: true });
         }
         match (&self.vins_problem, problem) {

@@ -54,11 +54,12 @@ impl CvRng {
 fn collinear(p: &[(f32, f32)]) -> bool {
     let i = p.len() - 1;
     for j in 0..i {
-        let dx1 = p[j].0 as f64 - p[i].0 as f64;
-        let dy1 = p[j].1 as f64 - p[i].1 as f64;
+        // OpenCV subtracts the float coordinates in float, then widens.
+        let dx1 = (p[j].0 - p[i].0) as f64;
+        let dy1 = (p[j].1 - p[i].1) as f64;
         for k in 0..j {
-            let dx2 = p[k].0 as f64 - p[i].0 as f64;
-            let dy2 = p[k].1 as f64 - p[i].1 as f64;
+            let dx2 = (p[k].0 - p[i].0) as f64;
+            let dy2 = (p[k].1 - p[i].1) as f64;
             if (dx2 * dy1 - dy2 * dx1).abs()
                 <= f32::EPSILON as f64 * (dx1.abs() + dy1.abs() + dx2.abs() + dy2.abs())
             {

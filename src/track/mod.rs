@@ -16,6 +16,11 @@
 //! 6. normalised coordinates through the camera model (none without `camera_info`) and
 //!    velocities against the previous frame's positions of the same IDs.
 //!
+//! VINS-Mono's front-end (`TrackParams::frontend`, the frames picked by
+//! `output::tracks::FeatureGate`): its unpublished frames get steps 1, 2 and 6 only
+//! ([`Tracker::track_flow_only`]); a new track's velocity is 0 on its second frame too. With
+//! `equalize` every frame is first equalised by OpenCV's CLAHE (`cpu::clahe`, on the host).
+//!
 //! Stereo (VINS-Fusion's second camera): `Tracker::track_stereo` (track/stereo.rs).
 //!
 //! IDs are `u64`, never reused within a tracker; the state resets (all tracks dropped, IDs
@@ -52,10 +57,20 @@ pub use self::stereo::STEREO_PAIR_TOLERANCE_NS;
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;
 use crate::config::MaskOrder;
+use crate::cpu::clahe::{clahe, ClaheScratch};
 use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams, GfttScratch};
 use crate::cpu::lk::{Flow, LkParams};
 use crate::image::GrayImage;
 use crate::pipeline::BackendKind;
+
+/// How much of VINS's per-frame work a frame gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// Everything (VINS-Fusion's every frame; VINS-Mono's published frames).
+    Full,
+    /// Flow, border and lifting only (VINS-Mono's frames without a `feature` message).
+    FlowOnly,
+}
 
 /// VINS's feature tracker for one camera. Buffers are kept from frame to frame; a
 /// resolution change reallocates them once.
@@ -105,6 +120,9 @@ pub struct Tracker {
     ransac: Ransac,
     ransac_a: Vec<(f32, f32)>,
     ransac_b: Vec<(f32, f32)>,
+    /// The equalised frame (`equalize`) and CLAHE's tables.
+    equalized: GrayImage,
+    clahe: ClaheScratch,
 }
 
 impl Tracker {
@@ -225,15 +243,53 @@ impl Tracker {
         stamp: f64,
         camera: Option<&CameraModel>,
     ) -> &[Track] {
+        self.track_step(input, stamp, camera, Step::Full)
+    }
+
+    /// VINS-Mono's frames without a `feature` message: the tracks followed into the frame
+    /// (flow, border) and lifted, but no F test, no mask and no new corners.
+    pub fn track_flow_only(
+        &mut self,
+        input: TrackInput,
+        stamp: f64,
+        camera: Option<&CameraModel>,
+    ) -> &[Track] {
+        self.track_step(input, stamp, camera, Step::FlowOnly)
+    }
+
+    fn track_step(
+        &mut self,
+        input: TrackInput,
+        stamp: f64,
+        camera: Option<&CameraModel>,
+        step: Step,
+    ) -> &[Track] {
         let mut frame = HostFrame::new(input, std::mem::take(&mut self.gray));
-        self.track_frame(&mut frame, stamp, camera);
-        self.gray = frame.buf;
+        if self.params.equalize {
+            // CLAHE on the host pixels; the tracker then sees only the equalised frame.
+            let mut eq = std::mem::take(&mut self.equalized);
+            clahe(frame.pixels(), 3.0, 8, &mut eq, &mut self.clahe);
+            self.gray = frame.buf;
+            let mut frame = HostFrame::new(TrackInput::Gray(&eq), GrayImage::default());
+            self.track_frame(&mut frame, stamp, camera, step);
+            self.equalized = eq;
+        } else {
+            self.track_frame(&mut frame, stamp, camera, step);
+            self.gray = frame.buf;
+        }
         self.release_inputs();
         &self.tracks
     }
 
-    fn track_frame(&mut self, frame: &mut HostFrame, stamp: f64, camera: Option<&CameraModel>) {
+    fn track_frame(
+        &mut self,
+        frame: &mut HostFrame,
+        stamp: f64,
+        camera: Option<&CameraModel>,
+        step: Step,
+    ) {
         let p = self.params;
+        let full = step == Step::Full;
         let size = frame.input.size();
         // The camera lifted as `track.lifting` asks (a camodocal file's MEI always is).
         let camera = camera.map(|c| c.clone().lifted(p.lifting));
@@ -266,7 +322,7 @@ impl Tracker {
         // last frame wanted some: tracks lost on one frame are mostly lost on the next
         // too); else it starts only if the flow loses some, and LK has the GPU to itself.
         #[cfg(feature = "cuda")]
-        if let (FlowEngine::Gpu(gf), TopUp::Gftt) = (&mut self.engine, p.top_up) {
+        if let (FlowEngine::Gpu(gf), TopUp::Gftt, true) = (&mut self.engine, p.top_up, full) {
             if self.prev_pts.len() < p.max_features || self.last_wanted {
                 if let Err(e) = gf.mark_corner_map(size) {
                     self.fall_back(e);
@@ -343,7 +399,7 @@ impl Tracker {
 
         // 3. Fundamental-matrix test (OpenCV's RANSAC from 15 pairs; below, where OpenCV
         // would switch to LMeDS, the tracks are kept).
-        if p.ransac_threshold > 0.0 && kept.len() >= 15 {
+        if full && p.ransac_threshold > 0.0 && kept.len() >= 15 {
             // The kept point buffers taken out for the calls on `self`, put back below.
             let (mut a, mut b) = (
                 std::mem::take(&mut self.ransac_a),
@@ -372,13 +428,29 @@ impl Tracker {
         // in one frame, in the order of their IDs, and every step since kept their order:
         // so the ID breaks the ties as a stable sort would, and the unstable sort needs no
         // scratch memory (the stable one allocates beyond a few dozen tracks).
+        if full {
+            self.mask_and_top_up(frame, &mut kept);
+        } else {
+            self.corners.clear();
+        }
+
+        // 6. Normalised coordinates and velocities.
+        self.lift(&kept, stamp);
+        self.kept = kept;
+        self.stats.total_ms = ms(t0);
+    }
+
+    /// Steps 4 and 5: the mask over `kept` and the new corners (into `self.corners`).
+    fn mask_and_top_up(&mut self, frame: &mut HostFrame, kept: &mut Vec<(Track, (f32, f32))>) {
+        let p = self.params;
+        let size = frame.input.size();
         match p.mask_order {
             MaskOrder::Stable => {
                 kept.sort_unstable_by_key(|(t, _)| (std::cmp::Reverse(t.age), t.id))
             }
             // VINS's std::sort by count, `a.first > b.first`, from the tracks' current order
             // (last frame's mask order, then its new corners, as VINS's vectors).
-            MaskOrder::Vins => std_sort::sort_by(&mut kept, |a, b| a.0.age > b.0.age),
+            MaskOrder::Vins => std_sort::sort_by(kept, |a, b| a.0.age > b.0.age),
         }
         let before = kept.len();
         self.discs.start(size, p.min_distance.round() as i32);
@@ -394,10 +466,16 @@ impl Tracker {
         if want > 0 {
             self.detect(frame, want);
         }
-        self.stats.detect_ms = ms(t2);
+        self.stats.detect_ms = t2.elapsed().as_secs_f64() * 1e3;
         self.stats.added = self.corners.len();
+    }
 
-        // 6. Normalised coordinates and velocities.
+    /// Step 6: the kept tracks and the new corners lifted to the normalised plane, with
+    /// their velocities; they become the frame's tracks.
+    fn lift(&mut self, kept: &[(Track, (f32, f32))], stamp: f64) {
+        // VINS-Mono lifts a new point before it has an ID, so on its second frame the
+        // previous position is not found by ID and its velocity is 0.
+        let mono = self.params.frontend == crate::config::Frontend::VinsMono;
         let dt = self.prev_time.map(|t| stamp - t).filter(|&d| d > 0.0);
         self.stereo_dt = dt;
         let cam = self.camera.clone();
@@ -405,12 +483,16 @@ impl Tracker {
         let norm = |x: f32, y: f32| normalised(cam.as_ref(), (x, y));
         let mut out = std::mem::take(&mut self.spare_tracks);
         out.clear();
-        for &(mut t, prev) in &kept {
+        for &(mut t, prev) in kept {
             let prev_n = (t.x_n, t.y_n);
             (t.x_n, t.y_n) = norm(t.x, t.y);
             match dt {
                 Some(dt) => {
-                    (t.vx, t.vy) = velocity((t.x_n, t.y_n), prev_n, dt, f32_lift);
+                    (t.vx, t.vy) = if mono && t.age == 2 {
+                        (0.0, 0.0)
+                    } else {
+                        velocity((t.x_n, t.y_n), prev_n, dt, f32_lift)
+                    };
                     t.px_vx = (t.x - prev.0) as f64 / dt;
                     t.px_vy = (t.y - prev.1) as f64 / dt;
                 }
@@ -438,12 +520,10 @@ impl Tracker {
             });
             self.next_id += 1;
         }
-        self.kept = kept;
         self.prev_pts.clear();
         self.prev_pts.extend(out.iter().map(|t| (t.x, t.y)));
         self.spare_tracks = std::mem::replace(&mut self.tracks, out);
         self.prev_time = Some(stamp);
-        self.stats.total_ms = ms(t0);
     }
 
     /// A GPU failure: the CPU engine from now on; the tracks start over (their previous

@@ -24,6 +24,11 @@ pub struct TrackParams {
     pub quality: f64,
     pub mask_order: crate::config::MaskOrder,
     pub lifting: crate::config::Lifting,
+    /// VINS-Mono's front-end (a new track's velocity is 0 on its second frame too; the
+    /// frames without a `feature` message are only tracked: `Tracker::track_flow_only`).
+    pub frontend: crate::config::Frontend,
+    /// CLAHE before tracking (`cpu::clahe`, clip 3, 8x8 tiles: VINS-Mono's `equalize`).
+    pub equalize: bool,
 }
 
 impl TrackParams {
@@ -43,6 +48,8 @@ impl TrackParams {
             quality: c.quality,
             mask_order: c.mask_order,
             lifting: c.lifting,
+            frontend: c.frontend,
+            equalize: c.equalize,
         }
     }
 }

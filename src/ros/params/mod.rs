@@ -188,6 +188,10 @@ impl NodeParams {
             path => match VinsConfig::load(std::path::Path::new(path)) {
                 Ok(v) => {
                     v.apply(&mut config.track);
+                    // VINS-Mono's estimator reads VINS-Mono's layout.
+                    if v.mono {
+                        settings.feature_format = "vins_mono".into();
+                    }
                     config.validate().map_err(|e| format!("vins_config: {e}"))?;
                     (Some(v), None)
                 }
