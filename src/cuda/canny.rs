@@ -81,24 +81,32 @@ impl Canny {
         let mut img = src;
         if let Some((tmp, blurred, kernel, ksize)) = &self.blur {
             let (t, b, k, ks) = (tmp.ptr(), blurred.ptr(), kernel.ptr(), *ksize as i32);
-            gpu.launch_on(
-                stream,
-                "blur_h",
-                &gpu.k.blur_h,
-                grid,
-                block,
-                0,
-                &mut kargs![src, w, h, k, ks, t],
-            )?;
-            gpu.launch_on(
-                stream,
-                "blur_v",
-                &gpu.k.blur_v,
-                grid,
-                block,
-                0,
-                &mut kargs![t, w, h, k, ks, b],
-            )?;
+            // SAFETY: the arguments are `blur_h`'s parameters (kernels/canny.cu) in order and type;
+            // its buffers are this context's, sized for this grid when the stage was built.
+            unsafe {
+                gpu.launch_on(
+                    stream,
+                    "blur_h",
+                    &gpu.k.blur_h,
+                    grid,
+                    block,
+                    0,
+                    &mut kargs![src, w, h, k, ks, t],
+                )
+            }?;
+            // SAFETY: the arguments are `blur_v`'s parameters (kernels/canny.cu) in order and type;
+            // its buffers are this context's, sized for this grid when the stage was built.
+            unsafe {
+                gpu.launch_on(
+                    stream,
+                    "blur_v",
+                    &gpu.k.blur_v,
+                    grid,
+                    block,
+                    0,
+                    &mut kargs![t, w, h, k, ks, b],
+                )
+            }?;
             img = b;
         }
         let (low, high) = thresholds(cfg);
@@ -116,48 +124,64 @@ impl Canny {
             self.h.div_ceil(8) as u32,
             1,
         );
-        gpu.launch_on(
-            stream,
-            "canny_classify",
-            &gpu.k.canny_classify,
-            tiles,
-            block,
-            0,
-            &mut kargs![img, w, h, l2, low, high, cls, label],
-        )?;
-        gpu.launch_on(
-            stream,
-            "uf_merge",
-            &gpu.k.uf_merge,
-            tiles,
-            // A tile's border pixels (kernels/canny.cu).
-            ((32 + 2 * (CANNY_TILE_H - 1)) as u32, 1, 1),
-            0,
-            &mut kargs![label, cls, w, h],
-        )?;
-        gpu.launch_on(
-            stream,
-            "uf_resolve",
-            &gpu.k.uf_resolve,
-            grid,
-            block,
-            0,
-            &mut kargs![label, cls, w, h],
-        )?;
+        // SAFETY: the arguments are `canny_classify`'s parameters (kernels/canny.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_on(
+                stream,
+                "canny_classify",
+                &gpu.k.canny_classify,
+                tiles,
+                block,
+                0,
+                &mut kargs![img, w, h, l2, low, high, cls, label],
+            )
+        }?;
+        // SAFETY: the arguments are `uf_merge`'s parameters (kernels/canny.cu) in order and type;
+        // its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_on(
+                stream,
+                "uf_merge",
+                &gpu.k.uf_merge,
+                tiles,
+                // A tile's border pixels (kernels/canny.cu).
+                ((32 + 2 * (CANNY_TILE_H - 1)) as u32, 1, 1),
+                0,
+                &mut kargs![label, cls, w, h],
+            )
+        }?;
+        // SAFETY: the arguments are `uf_resolve`'s parameters (kernels/canny.cu) in order and type;
+        // its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_on(
+                stream,
+                "uf_resolve",
+                &gpu.k.uf_resolve,
+                grid,
+                block,
+                0,
+                &mut kargs![label, cls, w, h],
+            )
+        }?;
         let wpr = self.words_per_row as i32;
         let bits = match self.host_bits.dev_ptr() {
             0 => self.bits.ptr(),
             mapped => mapped,
         };
-        gpu.launch_on(
-            stream,
-            "uf_final",
-            &gpu.k.uf_final,
-            words,
-            block,
-            0,
-            &mut kargs![label, cls, w, h, wpr, bits],
-        )
+        // SAFETY: the arguments are `uf_final`'s parameters (kernels/canny.cu) in order and type;
+        // its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_on(
+                stream,
+                "uf_final",
+                &gpu.k.uf_final,
+                words,
+                block,
+                0,
+                &mut kargs![label, cls, w, h, wpr, bits],
+            )
+        }
     }
 
     /// Queues the download of the packed edge map into pinned memory; nothing where that

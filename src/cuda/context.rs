@@ -345,8 +345,20 @@ impl Gpu {
             .store(on && self.programmatic_capable, Ordering::Relaxed);
     }
 
-    /// Launches `f` on the pipeline's stream. `args` are pointers to the kernel arguments.
-    pub fn launch(
+    /// Launches `f` on the pipeline's stream. `args` are pointers to the kernel arguments
+    /// (`kargs!`).
+    ///
+    /// # Safety
+    /// The GPU runs `f` on whatever `args` describe, and nothing here can check it:
+    /// - `args` holds one pointer per parameter of `f`, in order, each to a live value of
+    ///   exactly that parameter's type (device pointers as `u64`, `int` as `i32`, ...);
+    /// - every device address among them is memory of this context that stays allocated
+    ///   until the launch has run on the stream, large enough for every access `f` makes at
+    ///   this `grid` and `block` (the stages size their buffers when they are built, per
+    ///   resolution and config);
+    /// - no host code writes memory `f` reads, or reads memory it writes, before the
+    ///   stream's work is waited for.
+    pub unsafe fn launch(
         &self,
         name: &str,
         f: &CudaFunction,
@@ -355,12 +367,16 @@ impl Gpu {
         shared: u32,
         args: &mut [*mut c_void],
     ) -> Result<()> {
-        self.launch_on(&self.stream, name, f, grid, block, shared, args)
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.launch_on(&self.stream, name, f, grid, block, shared, args) }
     }
 
     /// [`Gpu::launch`] on `stream` (the pipeline's or [`Gpu::side`]).
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
     #[allow(clippy::too_many_arguments)]
-    pub fn launch_on(
+    pub unsafe fn launch_on(
         &self,
         stream: &CudaStream,
         name: &str,
@@ -370,14 +386,18 @@ impl Gpu {
         shared: u32,
         args: &mut [*mut c_void],
     ) -> Result<()> {
-        self.launch_with(stream, None, name, f, (grid, block, shared), args)
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.launch_with(stream, None, name, f, (grid, block, shared), args) }
     }
 
     /// [`Gpu::launch`] at `priority` (a stream priority) for this launch alone, or at the
     /// stream's with `None`; captured into a graph, its node keeps it (graphs run with their
     /// nodes' priorities).
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
     #[allow(clippy::too_many_arguments)]
-    pub fn launch_at_priority(
+    pub unsafe fn launch_at_priority(
         &self,
         priority: Option<i32>,
         name: &str,
@@ -387,11 +407,15 @@ impl Gpu {
         shared: u32,
         args: &mut [*mut c_void],
     ) -> Result<()> {
-        self.launch_with(&self.stream, priority, name, f, (grid, block, shared), args)
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.launch_with(&self.stream, priority, name, f, (grid, block, shared), args) }
     }
 
     /// The launches' one body: `shape` is (grid, block, dynamic shared bytes).
-    fn launch_with(
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
+    unsafe fn launch_with(
         &self,
         stream: &CudaStream,
         priority: Option<i32>,
@@ -422,8 +446,8 @@ impl Gpu {
             n += 1;
         }
         let launched = if n == 0 {
-            // SAFETY: `args` holds one pointer per kernel parameter (kargs!), alive for the
-            // call.
+            // SAFETY: the contract of `launch_with` (the caller's: one live argument per
+            // kernel parameter, buffers of this context large enough for the grid).
             unsafe {
                 result::launch_kernel(
                     f.cu_function(),

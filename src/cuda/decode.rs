@@ -246,14 +246,19 @@ impl Decoder {
             if packed_mono8 && raw % 16 == 0 && gray % 16 == 0 {
                 let n64 = n as u64;
                 let blocks = n.div_ceil(16 * 256).max(1) as u32;
-                return gpu.launch(
-                    "copy_frame16",
-                    &gpu.k.copy_frame16,
-                    (blocks, 1, 1),
-                    (256, 1, 1),
-                    0,
-                    &mut kargs![raw, gray, n64],
-                );
+                // SAFETY: the arguments are `copy_frame16`'s parameters (kernels/decode.cu) in
+                // order and type; its buffers are this context's, sized for this grid when the
+                // stage was built.
+                return unsafe {
+                    gpu.launch(
+                        "copy_frame16",
+                        &gpu.k.copy_frame16,
+                        (blocks, 1, 1),
+                        (256, 1, 1),
+                        0,
+                        &mut kargs![raw, gray, n64],
+                    )
+                };
             }
             return self.convert(gpu, raw, gray);
         }
@@ -279,14 +284,18 @@ impl Decoder {
         let out = gray;
         use crate::cpu::decode::{GRAY_B, GRAY_G, GRAY_R, GRAY_SHIFT};
         let wt: [u32; 4] = [GRAY_R, GRAY_G, GRAY_B, GRAY_SHIFT];
-        gpu.launch(
-            "decode_gray",
-            &gpu.k.decode_gray,
-            (l.width.div_ceil(32) as u32, l.height.div_ceil(8) as u32, 1),
-            (32, 8, 1),
-            0,
-            &mut kargs![raw, step, wi, hi, enc, be, wt, out],
-        )
+        // SAFETY: the arguments are `decode_gray`'s parameters (kernels/decode.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "decode_gray",
+                &gpu.k.decode_gray,
+                (l.width.div_ceil(32) as u32, l.height.div_ceil(8) as u32, 1),
+                (32, 8, 1),
+                0,
+                &mut kargs![raw, step, wi, hi, enc, be, wt, out],
+            )
+        }
     }
 }
 

@@ -128,14 +128,18 @@ impl Describer {
         let p = crate::cuda::fast_harris::atan_coefficients();
         let eps = f64::EPSILON as f32;
         // One block per record, one thread per test pair.
-        gpu.launch(
-            "orb_describe",
-            &gpu.k.orb_describe,
-            (n.max(1) as u32, 1, 1),
-            (32, 8, 1),
-            0,
-            &mut kargs![src, lv, nlev, header, recs, mode, k, half, umax, p, eps, out],
-        )?;
+        // SAFETY: the arguments are `orb_describe`'s parameters (kernels/describe.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "orb_describe",
+                &gpu.k.orb_describe,
+                (n.max(1) as u32, 1, 1),
+                (32, 8, 1),
+                0,
+                &mut kargs![src, lv, nlev, header, recs, mode, k, half, umax, p, eps, out],
+            )
+        }?;
         if download_them {
             download(&gpu.stream, out, &mut self.host_desc, 0, n * 32)?;
         }

@@ -242,17 +242,21 @@ impl Detector {
         let cap = self.cap as i32;
         let (rc, slots) = (self.rc.ptr(), self.slots.ptr());
         let groups = self.block_groups.ptr();
-        gpu.launch(
-            "fast_harris",
-            &gpu.k.fast_harris,
-            (self.ngroups as u32, 1, 1),
-            (TILE_W as u32, TILE_H as u32, 1),
-            0,
-            &mut kargs![
-                pyr_p, descs, groups, thr, nms, border, harris, harris_bs, k, sss, halo, cap, rc,
-                slots
-            ],
-        )?;
+        // SAFETY: the arguments are `fast_harris`'s parameters (kernels/fast_harris.cu) in order
+        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "fast_harris",
+                &gpu.k.fast_harris,
+                (self.ngroups as u32, 1, 1),
+                (TILE_W as u32, TILE_H as u32, 1),
+                0,
+                &mut kargs![
+                    pyr_p, descs, groups, thr, nms, border, harris, harris_bs, k, sss, halo, cap,
+                    rc, slots
+                ],
+            )
+        }?;
         self.compact(gpu, pyr, orient)
     }
 
@@ -297,25 +301,35 @@ impl Detector {
         let k = d.harris_k;
         let cap = self.cap as i32;
         let (rc, slots) = (self.rc.ptr(), self.slots.ptr());
-        gpu.launch(
-            "fast_cells",
-            &gpu.k.fast_cells,
-            (self.ntiles as u32, 1, 1),
-            (TILE_W as u32, TILE_H as u32, 1),
-            0,
-            &mut kargs![
-                pyr_p, descs, nlev, cp, nms, harris, harris_bs, k, sss, halo, cap, flags, rc, slots
-            ],
-        )?;
-        if cp.lo < cp.ini {
+        // SAFETY: the arguments are `fast_cells`'s parameters (kernels/fast_harris.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
             gpu.launch(
-                "cell_filter",
-                &gpu.k.cell_filter,
+                "fast_cells",
+                &gpu.k.fast_cells,
                 (self.ntiles as u32, 1, 1),
-                (256, 1, 1),
+                (TILE_W as u32, TILE_H as u32, 1),
                 0,
-                &mut kargs![descs, nlev, cp, flags, cap, rc, slots],
-            )?;
+                &mut kargs![
+                    pyr_p, descs, nlev, cp, nms, harris, harris_bs, k, sss, halo, cap, flags, rc,
+                    slots
+                ],
+            )
+        }?;
+        if cp.lo < cp.ini {
+            // SAFETY: the arguments are `cell_filter`'s parameters (kernels/fast_harris.cu) in
+            // order and type; its buffers are this context's, sized for this grid when the stage
+            // was built.
+            unsafe {
+                gpu.launch(
+                    "cell_filter",
+                    &gpu.k.cell_filter,
+                    (self.ntiles as u32, 1, 1),
+                    (256, 1, 1),
+                    0,
+                    &mut kargs![descs, nlev, cp, flags, cap, rc, slots],
+                )
+            }?;
         }
         self.compact(gpu, pyr, orient)
     }
@@ -332,22 +346,30 @@ impl Detector {
             self.tr_base.ptr(),
         );
         let (header, slots, out) = (self.header.ptr(), self.slots.ptr(), self.out.ptr());
-        gpu.launch(
-            "scan_tile_rows",
-            &gpu.k.scan_tile_rows,
-            (self.ntr as u32, 1, 1),
-            (256, 1, 1),
-            0,
-            &mut kargs![descs, nlev, rc, rc_off, tr_total],
-        )?;
-        gpu.launch(
-            "scan_levels",
-            &gpu.k.scan_levels,
-            (1, 1, 1),
-            (1024, 1, 1),
-            0,
-            &mut kargs![descs, nlev, tr_total, tr_base, header],
-        )?;
+        // SAFETY: the arguments are `scan_tile_rows`'s parameters (kernels/fast_harris.cu) in order
+        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "scan_tile_rows",
+                &gpu.k.scan_tile_rows,
+                (self.ntr as u32, 1, 1),
+                (256, 1, 1),
+                0,
+                &mut kargs![descs, nlev, rc, rc_off, tr_total],
+            )
+        }?;
+        // SAFETY: the arguments are `scan_levels`'s parameters (kernels/fast_harris.cu) in order
+        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "scan_levels",
+                &gpu.k.scan_levels,
+                (1, 1, 1),
+                (1024, 1, 1),
+                0,
+                &mut kargs![descs, nlev, tr_total, tr_base, header],
+            )
+        }?;
         let orient = orient as i32;
         let half = self.half;
         let umax = self.umax.ptr();
@@ -355,18 +377,22 @@ impl Detector {
         let eps = f64::EPSILON as f32;
         let out_cap = self.out_cap as u32;
         let ntiles = self.ntiles as i32;
-        gpu.launch(
-            "gather_orient",
-            &gpu.k.gather_orient,
-            // 8 warps of GATHER_TILES tiles (kernels/orient.cu).
-            (self.ntiles.div_ceil(8 * 4) as u32, 1, 1),
-            (256, 1, 1),
-            0,
-            &mut kargs![
-                pyr_p, descs, nlev, ntiles, cap, rc, rc_off, tr_base, slots, orient, half, umax, p,
-                eps, out, out_cap
-            ],
-        )?;
+        // SAFETY: the arguments are `gather_orient`'s parameters (kernels/fast_harris.cu) in order
+        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "gather_orient",
+                &gpu.k.gather_orient,
+                // 8 warps of GATHER_TILES tiles (kernels/orient.cu).
+                (self.ntiles.div_ceil(8 * 4) as u32, 1, 1),
+                (256, 1, 1),
+                0,
+                &mut kargs![
+                    pyr_p, descs, nlev, ntiles, cap, rc, rc_off, tr_base, slots, orient, half,
+                    umax, p, eps, out, out_cap
+                ],
+            )
+        }?;
         Ok(())
     }
 
@@ -413,23 +439,27 @@ impl Detector {
         let (desc, host_desc) = desc.unwrap_or((0, 0));
         let (nlev, cap_u32) = (self.nlev as i32, cap as u32);
         let words = cap * if desc != 0 { 3 } else { 1 };
-        gpu.launch(
-            "copy_results",
-            &gpu.k.copy_results,
-            (words.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
-            (256, 1, 1),
-            0,
-            &mut kargs![
-                header,
-                nlev,
-                cap_u32,
-                recs,
-                desc,
-                host_header,
-                host_recs,
-                host_desc
-            ],
-        )?;
+        // SAFETY: the arguments are `copy_results`'s parameters (kernels/fast_harris.cu) in order
+        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "copy_results",
+                &gpu.k.copy_results,
+                (words.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
+                (256, 1, 1),
+                0,
+                &mut kargs![
+                    header,
+                    nlev,
+                    cap_u32,
+                    recs,
+                    desc,
+                    host_header,
+                    host_recs,
+                    host_desc
+                ],
+            )
+        }?;
         Ok(true)
     }
 

@@ -246,47 +246,63 @@ impl GpuGftt {
         let [sxx, sxy, syy] = [self.sums[0].ptr(), self.sums[1].ptr(), self.sums[2].ptr()];
         let (eig, words) = (self.eig.ptr(), self.words.ptr());
         let tiles = ((w.div_ceil(32) * h.div_ceil(8)) as u32, 1, 1);
-        gpu.launch_on(
-            ms,
-            "harris_sobel",
-            &gpu.k.harris_sobel,
-            tiles,
-            (32, 8, 1),
-            0,
-            &mut kargs![gray, desc, nlev, dp, gx, gy],
-        )?;
-        gpu.launch_on(
-            ms,
-            "harris_rowsum",
-            &gpu.k.harris_rowsum,
-            tiles,
-            (32, 8, 1),
-            0,
-            &mut kargs![desc, nlev, dp, gx, gy, sxx, sxy, syy, words],
-        )?;
+        // SAFETY: the arguments are `harris_sobel`'s parameters (kernels/gftt.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_on(
+                ms,
+                "harris_sobel",
+                &gpu.k.harris_sobel,
+                tiles,
+                (32, 8, 1),
+                0,
+                &mut kargs![gray, desc, nlev, dp, gx, gy],
+            )
+        }?;
+        // SAFETY: the arguments are `harris_rowsum`'s parameters (kernels/gftt.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_on(
+                ms,
+                "harris_rowsum",
+                &gpu.k.harris_rowsum,
+                tiles,
+                (32, 8, 1),
+                0,
+                &mut kargs![desc, nlev, dp, gx, gy, sxx, sxy, syy, words],
+            )
+        }?;
         let (wi, hi, block) = (w as i32, h as i32, p.block_size as i32);
         let (sa, sb, sc) = (gx, gy, self.box_c.ptr());
-        gpu.launch_on(
-            ms,
-            "gftt_boxsum",
-            &gpu.k.gftt_boxsum,
-            // A warp per block and a thread per column and product: each is a serial
-            // chain, latency-bound, so spread over as many SMs as there are chains.
-            (w.div_ceil(32) as u32, 3, 1),
-            (32, 1, 1),
-            0,
-            &mut kargs![wi, hi, block, sxx, sxy, syy, sa, sb, sc],
-        )?;
+        // SAFETY: the arguments are `gftt_boxsum`'s parameters (kernels/gftt.cu) in order and type;
+        // its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_on(
+                ms,
+                "gftt_boxsum",
+                &gpu.k.gftt_boxsum,
+                // A warp per block and a thread per column and product: each is a serial
+                // chain, latency-bound, so spread over as many SMs as there are chains.
+                (w.div_ceil(32) as u32, 3, 1),
+                (32, 1, 1),
+                0,
+                &mut kargs![wi, hi, block, sxx, sxy, syy, sa, sb, sc],
+            )
+        }?;
         let ni = n as i32;
-        gpu.launch_on(
-            ms,
-            "gftt_eig",
-            &gpu.k.gftt_eig,
-            (n.div_ceil(256) as u32, 1, 1),
-            (256, 1, 1),
-            0,
-            &mut kargs![sa, sb, sc, eig, ni],
-        )?;
+        // SAFETY: the arguments are `gftt_eig`'s parameters (kernels/gftt.cu) in order and type;
+        // its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_on(
+                ms,
+                "gftt_eig",
+                &gpu.k.gftt_eig,
+                (n.div_ceil(256) as u32, 1, 1),
+                (256, 1, 1),
+                0,
+                &mut kargs![sa, sb, sc, eig, ni],
+            )
+        }?;
         self.map_done
             .record(ms)
             .map_err(|e| cuda_err("recording an event", e))
@@ -342,23 +358,31 @@ impl GpuGftt {
         unsafe { result::memset_d8_async(words + 4, 0, 8, gpu.stream.cu_stream()) }
             .map_err(|e| cuda_err("clearing the GFTT counters", e))?;
         let (ni, mx, cnt) = (n as i32, words + 4, words + 8);
-        gpu.launch(
-            "gftt_max",
-            &gpu.k.gftt_max,
-            (n.div_ceil(256).min(1024) as u32, 1, 1),
-            (256, 1, 1),
-            0,
-            &mut kargs![eig, mask_ptr, ni, mx],
-        )?;
+        // SAFETY: the arguments are `gftt_max`'s parameters (kernels/gftt.cu) in order and type;
+        // its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "gftt_max",
+                &gpu.k.gftt_max,
+                (n.div_ceil(256).min(1024) as u32, 1, 1),
+                (256, 1, 1),
+                0,
+                &mut kargs![eig, mask_ptr, ni, mx],
+            )
+        }?;
         let (q, cand, cap) = (p.quality, self.cand.ptr(), self.cap as i32);
-        gpu.launch(
-            "gftt_candidates",
-            &gpu.k.gftt_candidates,
-            (n.div_ceil(256) as u32, 1, 1),
-            (256, 1, 1),
-            0,
-            &mut kargs![eig, mask_ptr, wi, hi, mx, q, cand, cnt, cap],
-        )?;
+        // SAFETY: the arguments are `gftt_candidates`'s parameters (kernels/gftt.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "gftt_candidates",
+                &gpu.k.gftt_candidates,
+                (n.div_ceil(256) as u32, 1, 1),
+                (256, 1, 1),
+                0,
+                &mut kargs![eig, mask_ptr, wi, hi, mx, q, cand, cnt, cap],
+            )
+        }?;
         // The count and the first FIRST_CANDIDATES candidates come back in one wait; a
         // second download only when there are more.
         let first = FIRST_CANDIDATES.min(self.cap);
@@ -439,14 +463,18 @@ impl GpuGftt {
             h as i32,
         );
         let rows = 2 * spans.len() - 1;
-        gpu.launch(
-            "gftt_discs",
-            &gpu.k.gftt_discs,
-            (centers.len() as u32, rows.div_ceil(128) as u32, 1),
-            (128, 1, 1),
-            0,
-            &mut kargs![pts, nc, sp, radius, mask, wi, hi],
-        )
+        // SAFETY: the arguments are `gftt_discs`'s parameters (kernels/gftt.cu) in order and type;
+        // its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "gftt_discs",
+                &gpu.k.gftt_discs,
+                (centers.len() as u32, rows.div_ceil(128) as u32, 1),
+                (128, 1, 1),
+                0,
+                &mut kargs![pts, nc, sp, radius, mask, wi, hi],
+            )
+        }
     }
 }
 

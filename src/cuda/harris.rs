@@ -104,40 +104,56 @@ impl Dense {
         let (resp, maxkey) = (self.resp.ptr(), self.maxkey.ptr());
         let tiles = (det.ntiles() as u32, 1, 1);
         let tile_block = (32, 8, 1);
-        gpu.launch(
-            "harris_sobel",
-            &gpu.k.harris_sobel,
-            tiles,
-            tile_block,
-            0,
-            &mut kargs![pyr_p, descs, nlev, p, gx, gy],
-        )?;
-        gpu.launch(
-            "harris_rowsum",
-            &gpu.k.harris_rowsum,
-            tiles,
-            tile_block,
-            0,
-            &mut kargs![descs, nlev, p, gx, gy, sxx, sxy, syy, maxkey],
-        )?;
-        gpu.launch(
-            "harris_colsum",
-            &gpu.k.harris_colsum,
-            (nlev as u32, self.w0.div_ceil(128).max(1) as u32, 1),
-            (128, 1, 1),
-            0,
-            &mut kargs![descs, nlev, p, sxx, sxy, syy, resp, maxkey],
-        )?;
+        // SAFETY: the arguments are `harris_sobel`'s parameters (kernels/harris.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "harris_sobel",
+                &gpu.k.harris_sobel,
+                tiles,
+                tile_block,
+                0,
+                &mut kargs![pyr_p, descs, nlev, p, gx, gy],
+            )
+        }?;
+        // SAFETY: the arguments are `harris_rowsum`'s parameters (kernels/harris.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "harris_rowsum",
+                &gpu.k.harris_rowsum,
+                tiles,
+                tile_block,
+                0,
+                &mut kargs![descs, nlev, p, gx, gy, sxx, sxy, syy, maxkey],
+            )
+        }?;
+        // SAFETY: the arguments are `harris_colsum`'s parameters (kernels/harris.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "harris_colsum",
+                &gpu.k.harris_colsum,
+                (nlev as u32, self.w0.div_ceil(128).max(1) as u32, 1),
+                (128, 1, 1),
+                0,
+                &mut kargs![descs, nlev, p, sxx, sxy, syy, resp, maxkey],
+            )
+        }?;
         let cap = det.cap() as i32;
         let (rc, slots) = (det.rc_ptr(), det.slots_ptr());
-        gpu.launch(
-            "harris_nms",
-            &gpu.k.harris_nms,
-            tiles,
-            tile_block,
-            0,
-            &mut kargs![descs, nlev, p, resp, maxkey, cap, rc, slots],
-        )?;
+        // SAFETY: the arguments are `harris_nms`'s parameters (kernels/harris.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "harris_nms",
+                &gpu.k.harris_nms,
+                tiles,
+                tile_block,
+                0,
+                &mut kargs![descs, nlev, p, resp, maxkey, cap, rc, slots],
+            )
+        }?;
         det.compact(gpu, pyr, orient)
     }
 }

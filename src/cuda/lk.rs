@@ -277,14 +277,19 @@ impl GpuFlowPyramid {
                 let (d, dw, dh) = (dst.img.ptr(), dst.w as i32, dst.h as i32);
                 let (dpad, dstride) = (pad as i32, (dst.w + 2 * pad) as i32);
                 let n = (dst.w * dst.h) as u32;
-                gpu.launch(
-                    "lk_pyrdown",
-                    &gpu.k.lk_pyrdown,
-                    (n.div_ceil(256), 1, 1),
-                    (256, 1, 1),
-                    0,
-                    &mut kargs![s, spad, sstride, d, dw, dh, dpad, dstride],
-                )?;
+                // SAFETY: the arguments are `lk_pyrdown`'s parameters (kernels/lk.cu) in order and
+                // type; its buffers are this context's, sized for this grid when the stage was
+                // built.
+                unsafe {
+                    gpu.launch(
+                        "lk_pyrdown",
+                        &gpu.k.lk_pyrdown,
+                        (n.div_ceil(256), 1, 1),
+                        (256, 1, 1),
+                        0,
+                        &mut kargs![s, spad, sstride, d, dw, dh, dpad, dstride],
+                    )
+                }?;
             }
             let lv = &self.levels[l];
             let (p, w, h, padi, stride) = (
@@ -295,14 +300,18 @@ impl GpuFlowPyramid {
                 (lv.w + 2 * pad) as i32,
             );
             let n = ((lv.w + 2 * pad) * (lv.h + 2 * pad)) as u32;
-            gpu.launch(
-                "lk_border",
-                &gpu.k.lk_border,
-                (n.div_ceil(256), 1, 1),
-                (256, 1, 1),
-                0,
-                &mut kargs![p, w, h, padi, stride],
-            )?;
+            // SAFETY: the arguments are `lk_border`'s parameters (kernels/lk.cu) in order and type;
+            // its buffers are this context's, sized for this grid when the stage was built.
+            unsafe {
+                gpu.launch(
+                    "lk_border",
+                    &gpu.k.lk_border,
+                    (n.div_ceil(256), 1, 1),
+                    (256, 1, 1),
+                    0,
+                    &mut kargs![p, w, h, padi, stride],
+                )
+            }?;
         }
         Ok(())
     }
@@ -325,14 +334,18 @@ impl GpuFlowPyramid {
             let stride = (lv.w + 2 * pad) as i32;
             let (der, dstride) = (lv.der.ptr(), stride * 2);
             let n = (lv.w * lv.h) as u32;
-            gpu.launch(
-                "lk_scharr",
-                &gpu.k.lk_scharr,
-                (n.div_ceil(256), 1, 1),
-                (256, 1, 1),
-                0,
-                &mut kargs![img, w, h, padi, stride, der, dstride],
-            )?;
+            // SAFETY: the arguments are `lk_scharr`'s parameters (kernels/lk.cu) in order and type;
+            // its buffers are this context's, sized for this grid when the stage was built.
+            unsafe {
+                gpu.launch(
+                    "lk_scharr",
+                    &gpu.k.lk_scharr,
+                    (n.div_ceil(256), 1, 1),
+                    (256, 1, 1),
+                    0,
+                    &mut kargs![img, w, h, padi, stride, der, dstride],
+                )
+            }?;
         }
         Ok(())
     }
@@ -524,14 +537,18 @@ impl GpuLk {
         self.start
             .record(&gpu.stream)
             .map_err(|e| cuda_err("recording an event", e))?;
-        gpu.launch(
-            "lk_track",
-            &gpu.k.lk_track,
-            (n as u32, 1, 1),
-            (32 * warps, 1, 1),
-            shared,
-            &mut kargs![pa, pb, pts, init, res, args],
-        )?;
+        // SAFETY: the arguments are `lk_track`'s parameters (kernels/lk.cu) in order and type; its
+        // buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "lk_track",
+                &gpu.k.lk_track,
+                (n as u32, 1, 1),
+                (32 * warps, 1, 1),
+                shared,
+                &mut kargs![pa, pb, pts, init, res, args],
+            )
+        }?;
         self.end
             .record(&gpu.stream)
             .map_err(|e| cuda_err("recording an event", e))?;

@@ -160,33 +160,42 @@ impl CudaMatcher {
         let (n_i, m_i) = (n as i32, m as i32);
         let split_len = p.split_len as i32;
         let cross_i = cross as i32;
-        gpu.launch(
-            "match_knn",
-            &gpu.k.match_knn,
-            (p.query_tiles as u32, p.splits as u32, 1),
-            (THREADS as u32, 1, 1),
-            0,
-            &mut kargs![
-                query_ptr,
-                train_ptr,
-                n_i,
-                m_i,
-                split_len,
-                cross_i,
-                partial_ptr,
-                reverse_ptr
-            ],
-        )?;
+        // SAFETY: the arguments are `match_knn`'s parameters (kernels/matcher.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "match_knn",
+                &gpu.k.match_knn,
+                (p.query_tiles as u32, p.splits as u32, 1),
+                (THREADS as u32, 1, 1),
+                0,
+                &mut kargs![
+                    query_ptr,
+                    train_ptr,
+                    n_i,
+                    m_i,
+                    split_len,
+                    cross_i,
+                    partial_ptr,
+                    reverse_ptr
+                ],
+            )
+        }?;
         if p.splits > 1 {
             let splits = p.splits as i32;
-            gpu.launch(
-                "match_merge",
-                &gpu.k.match_merge,
-                (n.div_ceil(256) as u32, 1, 1),
-                (256, 1, 1),
-                0,
-                &mut kargs![partial_ptr, n_i, splits, knn_ptr],
-            )?;
+            // SAFETY: the arguments are `match_merge`'s parameters (kernels/matcher.cu) in order
+            // and type; its buffers are this context's, sized for this grid when the stage was
+            // built.
+            unsafe {
+                gpu.launch(
+                    "match_merge",
+                    &gpu.k.match_merge,
+                    (n.div_ceil(256) as u32, 1, 1),
+                    (256, 1, 1),
+                    0,
+                    &mut kargs![partial_ptr, n_i, splits, knn_ptr],
+                )
+            }?;
         }
         download(&gpu.stream, knn_ptr, &mut self.host_keys, 0, key_bytes)?;
         gpu.sync()?;

@@ -46,7 +46,9 @@
 //! matcher shares).
 
 /// Kernel argument list: `kargs![a, b, c]` -> `[*mut c_void; 3]` pointing at the variables
-/// (locals only, so that they outlive the launch call).
+/// (locals only, so that they outlive the launch call). Only the `unsafe` launches
+/// ([`Gpu::launch`]) take it: whether the locals' types are the kernel's parameters is the
+/// caller's promise, written beside each launch.
 macro_rules! kargs {
     ($($a:ident),* $(,)?) => {
         [$( &$a as *const _ as *mut ::std::ffi::c_void ),*]

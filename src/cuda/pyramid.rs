@@ -122,16 +122,20 @@ impl Pyramid {
             t.yw.ptr(),
             self.exact,
         );
-        gpu.launch_at_priority(
-            priority,
-            "resize_linear",
-            &gpu.k.resize_linear,
-            // 4 pixels per thread (kernels/pyramid.cu).
-            (d.w.div_ceil(128) as u32, d.h.div_ceil(8) as u32, 1),
-            (32, 8, 1),
-            0,
-            &mut kargs![src, sw, sh, dst, dw, dh, xo, xw, yo, yw, ex],
-        )
+        // SAFETY: the arguments are `resize_linear`'s parameters (kernels/pyramid.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_at_priority(
+                priority,
+                "resize_linear",
+                &gpu.k.resize_linear,
+                // 4 pixels per thread (kernels/pyramid.cu).
+                (d.w.div_ceil(128) as u32, d.h.div_ceil(8) as u32, 1),
+                (32, 8, 1),
+                0,
+                &mut kargs![src, sw, sh, dst, dw, dh, xo, xw, yo, yw, ex],
+            )
+        }
     }
 
     /// Levels `l` and `l + 1` from level `l - 1` in one launch.
@@ -149,21 +153,26 @@ impl Pyramid {
         let (xo1, xw1, yo1, yw1) = (t1.xofs.ptr(), t1.xw.ptr(), t1.yofs.ptr(), t1.yw.ptr());
         let (xo2, xw2, yo2, yw2) = (t2.xofs.ptr(), t2.xw.ptr(), t2.yofs.ptr(), t2.yw.ptr());
         let ex = self.exact;
-        gpu.launch_at_priority(
-            priority,
-            "resize_linear2",
-            &gpu.k.resize_linear2,
-            (
-                d.w.div_ceil(TWO_LEVEL_TILE.0) as u32,
-                d.h.div_ceil(TWO_LEVEL_TILE.1) as u32,
-                1,
-            ),
-            (32, 8, 1),
-            0,
-            &mut kargs![
-                src, sw, sh, mid, mw, mh, dst, dw, dh, xo1, xw1, yo1, yw1, xo2, xw2, yo2, yw2, ex
-            ],
-        )
+        // SAFETY: the arguments are `resize_linear2`'s parameters (kernels/pyramid.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch_at_priority(
+                priority,
+                "resize_linear2",
+                &gpu.k.resize_linear2,
+                (
+                    d.w.div_ceil(TWO_LEVEL_TILE.0) as u32,
+                    d.h.div_ceil(TWO_LEVEL_TILE.1) as u32,
+                    1,
+                ),
+                (32, 8, 1),
+                0,
+                &mut kargs![
+                    src, sw, sh, mid, mw, mh, dst, dw, dh, xo1, xw1, yo1, yw1, xo2, xw2, yo2, yw2,
+                    ex
+                ],
+            )
+        }
     }
 }
 

@@ -108,14 +108,18 @@ impl Selector {
         let (header, cand) = (det.header_ptr(), det.out_ptr());
         let (sel_idx, kept) = (self.sel_idx.ptr(), self.kept.ptr());
         let nlev_i = nlev as i32;
-        gpu.launch(
-            "select_level",
-            &gpu.k.select_level,
-            (nlev as u32, 1, 1),
-            (1024, 1, 1),
-            0,
-            &mut kargs![header, nlev_i, p, precut, cand, sel_idx, kept],
-        )?;
+        // SAFETY: the arguments are `select_level`'s parameters (kernels/select.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "select_level",
+                &gpu.k.select_level,
+                (nlev as u32, 1, 1),
+                (1024, 1, 1),
+                0,
+                &mut kargs![header, nlev_i, p, precut, cand, sel_idx, kept],
+            )
+        }?;
         // One warp per kept corner (its orientation), 8 per block.
         let warps = 8usize;
         let most = self.per_level.iter().copied().max().unwrap_or(0);
@@ -127,17 +131,21 @@ impl Selector {
         let atan = super::fast_harris::atan_coefficients();
         let eps = f64::EPSILON as f32;
         let (kp, kp_header) = (self.kp.ptr(), self.kp_header.ptr());
-        gpu.launch(
-            "orient_kept",
-            &gpu.k.orient_kept,
-            (nlev as u32, blocks_y, 1),
-            (32 * warps as u32, 1, 1),
-            0,
-            &mut kargs![
-                pyr_p, descs, nlev_i, header, kept, sel_idx, cand, orient, half, umax, atan, eps,
-                kp, kp_header
-            ],
-        )
+        // SAFETY: the arguments are `orient_kept`'s parameters (kernels/select.cu) in order and
+        // type; its buffers are this context's, sized for this grid when the stage was built.
+        unsafe {
+            gpu.launch(
+                "orient_kept",
+                &gpu.k.orient_kept,
+                (nlev as u32, blocks_y, 1),
+                (32 * warps as u32, 1, 1),
+                0,
+                &mut kargs![
+                    pyr_p, descs, nlev_i, header, kept, sel_idx, cand, orient, half, umax, atan,
+                    eps, kp, kp_header
+                ],
+            )
+        }
     }
 
     /// Queues `copy_results` (kernels/select.cu, [`Detector::copy_to_host`]): the header and
