@@ -260,7 +260,7 @@ impl Pipeline {
     /// CUDA backend; valid until the next frame (`CudaPipeline::gray_on_device`). None on
     /// the CPU backend.
     #[cfg(feature = "cuda")]
-    pub fn gray_on_device(&self) -> Option<crate::cuda::DeviceGray> {
+    pub fn gray_on_device(&self) -> Option<crate::cuda::DeviceGray<'_>> {
         match &self.backend {
             Backend::Cuda(p) => p.gray_on_device(),
             Backend::Cpu(_) => None,

@@ -146,13 +146,23 @@ fn first_root_on_grid(f: &dyn Fn(f64) -> f64, r: f64) -> f64 {
 /// as camodocal has none), `Mei` or `Equidistant` (KANNALA_BRANDT) camera, as the
 /// projective point `(x/z, y/z)` in f64. Other models fall back to their OpenCV inverse.
 pub fn lift(cam: &CameraModel, p: Point2<f64>) -> Point2<f64> {
+    let (x, y, z) = lift_ray(cam, p);
+    if z == 1.0 {
+        return Point2::new(x, y);
+    }
+    Point2::new(x / z, y / z)
+}
+
+/// camodocal's `liftProjective` before the division: the ray `(x, y, z)` it returns (z = 1
+/// for PINHOLE; VINS-Mono's `rejectWithF` divides by z itself, after scaling x and y).
+pub fn lift_ray(cam: &CameraModel, p: Point2<f64>) -> (f64, f64, f64) {
     let (fx, fy, cx, cy) = (cam.k[(0, 0)], cam.k[(1, 1)], cam.k[(0, 2)], cam.k[(1, 2)]);
     let (ik11, ik13, ik22, ik23) = (1.0 / fx, -cx / fx, 1.0 / fy, -cy / fy);
     let md = (ik11 * p.x + ik13, ik22 * p.y + ik23);
     match cam.model {
         Distortion::PlumbBob => {
             let mu = undistort_recursive(&cam.d, md, 8);
-            Point2::new(mu.0, mu.1)
+            (mu.0, mu.1, 1.0)
         }
         Distortion::Mei => {
             let (mx, my) = undistort_recursive(&cam.d, md, 8);
@@ -163,23 +173,23 @@ pub fn lift(cam: &CameraModel, p: Point2<f64>) -> Point2<f64> {
                 let rho2 = mx * mx + my * my;
                 1.0 - xi * (rho2 + 1.0) / (xi + (1.0 + (1.0 - xi * xi) * rho2).sqrt())
             };
-            Point2::new(mx / z, my / z)
+            (mx, my, z)
         }
         Distortion::Equidistant => {
             let r = (md.0 * md.0 + md.1 * md.1).sqrt();
             let phi = if r < 1e-10 { 0.0 } else { md.1.atan2(md.0) };
             let theta = smallest_root(&cam.d, r);
-            let (x, y, z) = (
+            (
                 theta.sin() * phi.cos(),
                 theta.sin() * phi.sin(),
                 theta.cos(),
-            );
-            Point2::new(x / z, y / z)
+            )
         }
         _ => {
             let mut c = cam.clone();
             c.lifting = Lifting::Opencv;
-            c.undistort(p).unwrap_or(Point2::new(f64::NAN, f64::NAN))
+            let q = c.undistort(p).unwrap_or(Point2::new(f64::NAN, f64::NAN));
+            (q.x, q.y, 1.0)
         }
     }
 }

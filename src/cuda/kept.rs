@@ -15,12 +15,13 @@ pub struct KeptGray {
 
 impl KeptGray {
     /// The kept frame, rows packed (`pitch == width`).
-    pub fn gray(&self) -> DeviceGray {
+    pub fn gray(&self) -> DeviceGray<'_> {
         DeviceGray {
             ptr: self.buf.ptr(),
             width: self.width,
             height: self.height,
             pitch: self.width,
+            owner: std::marker::PhantomData,
         }
     }
 }
@@ -33,7 +34,7 @@ impl CudaPipeline {
         let Some(src) = self.gray_on_device() else {
             return Ok(false);
         };
-        let (w, h) = (src.width, src.height);
+        let (w, h) = (src.width(), src.height());
         let kept = match dst {
             Some(k) if (k.width, k.height) == (w, h) => k,
             _ => {
@@ -47,7 +48,7 @@ impl CudaPipeline {
         };
         buffers::copy_rows_on_device(
             &self.gpu.stream,
-            (src.ptr, src.pitch),
+            (src.ptr(), src.pitch()),
             (kept.buf.ptr(), w),
             (w, h),
             "keeping the gray frame",

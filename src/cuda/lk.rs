@@ -206,20 +206,20 @@ impl GpuFlowPyramid {
     pub fn build_from_device(
         &mut self,
         gpu: &Gpu,
-        src: super::DeviceGray,
+        src: super::DeviceGray<'_>,
         window: usize,
         max_level: usize,
     ) -> Result<()> {
-        self.prepare(gpu, (src.width, src.height), window, max_level)?;
+        self.prepare(gpu, (src.width(), src.height()), window, max_level)?;
         // Into level 0's interior (`prepare` sized it for this frame); the source lives
         // until the caller's next frame, which comes after the wait below.
-        let (pad, stride) = (window, src.width + 2 * window);
+        let (pad, stride) = (window, src.width() + 2 * window);
         let interior = self.levels[0].img.ptr() + (pad * stride + pad) as u64;
         copy_rows_on_device(
             &gpu.stream,
-            (src.ptr, src.pitch),
+            (src.ptr(), src.pitch()),
             (interior, stride),
-            (src.width, src.height),
+            (src.width(), src.height()),
             "copying the pipeline's gray frame",
         )?;
         let copied = match &mut self.copied {

@@ -125,13 +125,58 @@ pub struct CudaPipeline {
     gray_ready: bool,
 }
 
-/// A gray image on the device: `height` rows of `width` bytes, `pitch` bytes apart.
+/// A gray image on the device: `height` rows of `width` bytes, `pitch` bytes apart,
+/// borrowed from its owner (a pipeline's last frame, valid until its next one, or a
+/// [`KeptGray`]) for `'a`: the owner cannot run its next frame, or be dropped, while the
+/// tracker reads it. Its address stays inside this module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceGray {
-    pub ptr: u64,
-    pub width: usize,
-    pub height: usize,
-    pub pitch: usize,
+pub struct DeviceGray<'a> {
+    ptr: u64,
+    width: usize,
+    height: usize,
+    pitch: usize,
+    owner: std::marker::PhantomData<&'a ()>,
+}
+
+impl DeviceGray<'_> {
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// The device address (this module's kernels and copies only).
+    pub(crate) fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    pub(crate) fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// A handle to gray bytes at `ptr`, owned by nobody.
+    ///
+    /// # Safety
+    /// Whoever reads through it must find `height` rows of `width` bytes, `pitch` apart, at
+    /// `ptr` in this context for as long as it is used (tests hand a CPU tracker one that
+    /// is never read).
+    #[cfg(test)]
+    pub(crate) unsafe fn from_raw(
+        ptr: u64,
+        width: usize,
+        height: usize,
+        pitch: usize,
+    ) -> DeviceGray<'static> {
+        DeviceGray {
+            ptr,
+            width,
+            height,
+            pitch,
+            owner: std::marker::PhantomData,
+        }
+    }
 }
 
 impl CudaPipeline {
@@ -304,7 +349,7 @@ impl CudaPipeline {
     /// wrote), after a frame that ran to its end; valid until the next frame, which
     /// overwrites it. The feature tracker builds its pyramid from it instead of uploading
     /// the frame again (`Tracker::track_input`).
-    pub fn gray_on_device(&self) -> Option<DeviceGray> {
+    pub fn gray_on_device(&self) -> Option<DeviceGray<'_>> {
         let st = self.state.as_ref().filter(|_| self.gray_ready)?;
         let l = st.pyr.levels.first()?;
         Some(DeviceGray {
@@ -312,6 +357,7 @@ impl CudaPipeline {
             width: l.w,
             height: l.h,
             pitch: l.w,
+            owner: std::marker::PhantomData,
         })
     }
 

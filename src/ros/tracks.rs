@@ -420,7 +420,7 @@ impl TrackOutputs {
 /// The frame for the tracker: with the pipeline's gray image on the GPU when it has one (the
 /// GPU tracker then builds its pyramid from it: no second conversion, no second upload).
 #[cfg(feature = "cuda")]
-fn track_input<'a>(pipeline: &Pipeline, view: &'a ImageView<'a>) -> TrackInput<'a> {
+fn track_input<'a>(pipeline: &'a Pipeline, view: &'a ImageView<'a>) -> TrackInput<'a> {
     match pipeline.gray_on_device() {
         Some(gray) => TrackInput::Device(gray, view),
         None => TrackInput::View(view),

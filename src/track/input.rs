@@ -18,7 +18,7 @@ pub enum TrackInput<'a> {
     /// pyramid from the device copy (no host conversion, no upload); the view is decoded on
     /// the host only when the CPU needs the pixels (the FAST top-up, a GPU failure).
     #[cfg(feature = "cuda")]
-    Device(crate::cuda::DeviceGray, &'a ImageView<'a>),
+    Device(crate::cuda::DeviceGray<'a>, &'a ImageView<'a>),
 }
 
 impl TrackInput<'_> {
@@ -41,7 +41,7 @@ pub enum RightInput<'a> {
     /// `crate::cuda::KeptGray`): the GPU tracker builds the right pyramid from it with a
     /// device copy; a tracker on the CPU cannot read it (an error for that frame).
     #[cfg(feature = "cuda")]
-    Device(crate::cuda::DeviceGray),
+    Device(crate::cuda::DeviceGray<'a>),
 }
 
 impl<'a> RightInput<'a> {
@@ -58,7 +58,7 @@ impl<'a> RightInput<'a> {
         match self {
             RightInput::Gray(g) => (g.width, g.height),
             #[cfg(feature = "cuda")]
-            RightInput::Device(g) => (g.width, g.height),
+            RightInput::Device(g) => (g.width(), g.height()),
         }
     }
 }
@@ -76,7 +76,7 @@ impl<'a> HostFrame<'a> {
     pub(super) fn new(input: TrackInput<'a>, buf: GrayImage) -> Self {
         let input = match input {
             #[cfg(feature = "cuda")]
-            TrackInput::Device(g, v) if (g.width, g.height) != (v.width(), v.height()) => {
+            TrackInput::Device(g, v) if (g.width(), g.height()) != (v.width(), v.height()) => {
                 TrackInput::View(v)
             }
             i => i,
@@ -105,7 +105,7 @@ impl<'a> HostFrame<'a> {
 
     /// The gray image on the GPU, if the frame came with one.
     #[cfg(feature = "cuda")]
-    pub(super) fn device(&self) -> Option<crate::cuda::DeviceGray> {
+    pub(super) fn device(&self) -> Option<crate::cuda::DeviceGray<'a>> {
         match self.input {
             TrackInput::Device(g, _) => Some(g),
             _ => None,

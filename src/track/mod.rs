@@ -554,15 +554,21 @@ impl Tracker {
     }
 
     /// VINS-Mono's `rejectWithF` coordinates: undistorted and put on a virtual 460 px camera
-    /// centred in the image; pixels as they are without a camera model.
+    /// centred in the image; pixels as they are without a camera model. With camodocal's
+    /// lifting, as VINS-Mono computes them: `460 * x / z + width / 2` from the ray
+    /// `liftProjective` returns, in f64, then f32.
     fn ransac_point(&self, pt: (f32, f32)) -> (f32, f32) {
         const FOCAL: f64 = 460.0;
         let (w, h) = (self.size.0 as f64, self.size.1 as f64);
-        match self
-            .camera
-            .as_ref()
-            .and_then(|c| c.undistort(Point2::new(pt.0 as f64, pt.1 as f64)))
-        {
+        let p = Point2::new(pt.0 as f64, pt.1 as f64);
+        if let Some(c) = self.camera.as_ref().filter(|c| c.lifts_as_camodocal()) {
+            let (x, y, z) = crate::camera::camodocal::lift_ray(c, p);
+            return (
+                (FOCAL * x / z + w / 2.0) as f32,
+                (FOCAL * y / z + h / 2.0) as f32,
+            );
+        }
+        match self.camera.as_ref().and_then(|c| c.undistort(p)) {
             Some(q) => (
                 (FOCAL * q.x + w / 2.0) as f32,
                 (FOCAL * q.y + h / 2.0) as f32,
