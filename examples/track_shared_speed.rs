@@ -2,7 +2,8 @@
 //! tracks only, so the pipeline decodes and little else) then the tracker, the tracker fed
 //! (a) the message as the node fed it before: converted to gray on the host and uploaded
 //! again (`Tracker::track_view`), (b) the pipeline's gray image on the GPU
-//! (`TrackInput::Device`). Camera pans over the real sequence's frames, mono8 and bgr8,
+//! (`TrackInput::Device`) in a GPU session of the tracker's own, (c) the same in the
+//! pipeline's session (`Tracker::for_pipeline`). Camera pans over the real sequence's frames, mono8 and bgr8,
 //! 752x480 and 1920x1080 (crops / tiles of tests/data/seq). Prints the median and p90 ms
 //! per frame of each, same process. Then stereo (the node's `track.stereo`): the second
 //! camera's frame handed over (a) decoded to gray on the host, the tracker uploading it
@@ -127,9 +128,16 @@ fn main() {
         for (enc, bpp) in [("mono8", 1), ("bgr8", 3)] {
             let frames = pan(&seq, (w, h), bpp, 0);
             let mut row = format!("{w}x{h} {enc}:");
-            for shared in [false, true] {
+            // The tracker uploading the frame itself, reading the pipeline's gray image in a
+            // GPU session of its own, and in the pipeline's session (one context, its work
+            // on the pipeline's streams: what the CLI, the replay and the node run).
+            for (shared, one_session) in [(false, false), (true, false), (true, true)] {
                 let mut pipe = Pipeline::new(cfg.clone(), BackendChoice::Cuda).unwrap();
-                let (mut t, why) = Tracker::with_cuda(params);
+                let (mut t, why) = if one_session {
+                    Tracker::for_pipeline(&pipe, params)
+                } else {
+                    Tracker::with_cuda(params)
+                };
                 if let Some(why) = why {
                     println!("no GPU tracker: {why}");
                     return;
@@ -154,7 +162,11 @@ fn main() {
                     }
                 }
                 let (p50, p90) = p50_p90(&mut ms);
-                let what = if shared { "shared" } else { "own upload" };
+                let what = match (shared, one_session) {
+                    (false, _) => "own upload",
+                    (true, false) => "shared gray, own session",
+                    (true, true) => "one session",
+                };
                 row += &format!(" {what} {p50:.3} / {p90:.3} ms;");
             }
             println!("{row}");

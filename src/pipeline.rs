@@ -267,6 +267,16 @@ impl Pipeline {
         }
     }
 
+    /// The CUDA backend's GPU session (`CudaPipeline::session`), for the feature tracker of
+    /// the same frames; None on the CPU backend.
+    #[cfg(feature = "cuda")]
+    pub fn gpu_session(&self) -> Option<std::sync::Arc<crate::cuda::Gpu>> {
+        match &self.backend {
+            Backend::Cuda(p) => Some(p.session()),
+            Backend::Cpu(_) => None,
+        }
+    }
+
     /// [`Pipeline::gray_on_device`] copied into `dst` to outlive the next frame
     /// (`CudaPipeline::keep_gray`); Ok(false) on the CPU backend or without a gray image.
     #[cfg(feature = "cuda")]

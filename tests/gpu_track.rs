@@ -342,7 +342,8 @@ fn gpu_tracker_allocates_nothing_per_frame_after_the_first_two() {
 /// The GPU tracker fed the pipeline's gray image on the GPU (`TrackInput::Device`: its
 /// pyramid built from a device copy, nothing converted on the host or uploaded again)
 /// equals the CPU tracker on the same messages, mono8 and bgr8 (the pipeline's GPU decode
-/// converts the bgr8 one).
+/// converts the bgr8 one), in a GPU session of its own and in the pipeline's
+/// (`Tracker::for_pipeline`: one context, its work on the pipeline's streams).
 #[test]
 fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
     use gpu_features::track::{Track, TrackInput, TrackParams, Tracker};
@@ -358,8 +359,18 @@ fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
     let mut pipe = Pipeline::new(Config::default(), BackendChoice::Cuda).unwrap();
     let mut features = Features::default();
     let mut total = 0;
-    for enc in ["mono8", "bgr8"] {
-        let (mut g, _) = Tracker::with_cuda(TrackParams::default());
+    for (enc, one_session) in [
+        ("mono8", false),
+        ("bgr8", false),
+        ("mono8", true),
+        ("bgr8", true),
+    ] {
+        let (mut g, why) = if one_session {
+            Tracker::for_pipeline(&pipe, TrackParams::default())
+        } else {
+            Tracker::with_cuda(TrackParams::default())
+        };
+        assert!(why.is_none(), "{why:?}");
         let mut c = Tracker::new(TrackParams::default());
         for k in 0..8 {
             let img = frame(k);
@@ -386,7 +397,7 @@ fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
                 .iter()
                 .map(key)
                 .collect();
-            assert_eq!(a, b, "{enc} frame {k}");
+            assert_eq!(a, b, "{enc} frame {k}, one session: {one_session}");
             total += a.len();
         }
         assert_eq!(
@@ -396,8 +407,11 @@ fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
             g.gpu_failure()
         );
     }
-    assert!(total > 1000, "{total}");
-    eprintln!("gpu_tracker_on_the_pipelines_gray: 16 frames, {total} tracks, identical");
+    assert!(total > 2000, "{total}");
+    eprintln!(
+        "gpu_tracker_on_the_pipelines_gray: 32 frames (own and shared session), {total} tracks, \
+         identical"
+    );
 }
 
 /// Stereo with the second camera's frame kept on the GPU (`Pipeline::keep_gray` after that

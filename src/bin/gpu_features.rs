@@ -330,7 +330,7 @@ fn detect(
             },
         };
         let params = TrackParams::from_config(&pipeline.config().track);
-        let (tracker, why) = Tracker::on(pipeline.backend(), params);
+        let (tracker, why) = Tracker::for_pipeline(&pipeline, params);
         if let Some(why) = why {
             eprintln!("note: tracker on the CPU: {why}");
         }

@@ -111,7 +111,9 @@ const STAGE_SPANS: [(usize, usize); 7] = [(0, 1), (1, 2), (1, 3), (3, 4), (4, 5)
 const SPAN_END: usize = MARKS.len();
 
 pub struct CudaPipeline {
-    gpu: Gpu,
+    /// The pipeline's GPU session (context, streams, kernels), shared with the feature
+    /// tracker of the same frames ([`CudaPipeline::session`]).
+    gpu: std::sync::Arc<Gpu>,
     /// The input's staging and upload buffers, per frame layout (not per config: a frame
     /// written into [`CudaPipeline::input_buffer`] survives a config change).
     decoder: Option<decode::Decoder>,
@@ -183,7 +185,7 @@ impl CudaPipeline {
     /// Opens the GPU and compiles (or loads) the kernels; a clear `Error::Cuda` when there
     /// is no driver, no device, no libnvrtc, or the kernels do not compile.
     pub fn new() -> Result<Self> {
-        let gpu = Gpu::new()?;
+        let gpu = std::sync::Arc::new(Gpu::new()?);
         let mut events = Vec::new();
         for _ in 0..=SPAN_END {
             events.push(
@@ -205,6 +207,13 @@ impl CudaPipeline {
 
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
+    }
+
+    /// The pipeline's GPU session, for the stages that run on the same frames outside it
+    /// (the feature tracker: `Tracker::for_pipeline`): one context, one set of compiled
+    /// kernels, and its work queued on the same streams, after the frame's.
+    pub fn session(&self) -> std::sync::Arc<Gpu> {
+        self.gpu.clone()
     }
 
     /// Whether `cfg` maps the input buffer (`cuda.zero_copy`) on this GPU.

@@ -18,7 +18,7 @@ use crate::config::{Frontend, TrackConfig};
 use crate::error::Result;
 use crate::image::GrayImage;
 use crate::output::tracks::{Before, FeatureCdr, FeatureGate, VinsFormat};
-use crate::pipeline::BackendKind;
+use crate::pipeline::Pipeline;
 use crate::track::{TrackParams, Tracker};
 use crate::Config;
 
@@ -59,13 +59,13 @@ impl TrackState {
         writer: &mut McapBagWriter,
         topic: &str,
         config: &Config,
-        backend: BackendKind,
+        pipeline: &Pipeline,
     ) -> Result<TrackState> {
         Ok(TrackState {
             tracks: writer.channel(&tracks_topic(topic), cdr::POINT_CLOUD2)?,
             feature: writer.channel(&feature_topic(topic), cdr::POINT_CLOUD)?,
             restart: writer.channel(&restart_topic(topic), cdr::BOOL)?,
-            tracker: make_tracker(config, backend),
+            tracker: make_tracker(config, pipeline),
             prev: Vec::new(),
             feature_cdr: FeatureCdr::default(),
             right_failed: false,
@@ -179,9 +179,10 @@ pub(super) struct TrackFrame<'a> {
     pub camera: Option<&'a CameraModel>,
 }
 
-/// The topic's tracker: its LK stage on the GPU when the pipeline runs on CUDA.
-fn make_tracker(cfg: &Config, backend: BackendKind) -> Tracker {
-    let (t, why) = Tracker::on(backend, TrackParams::from_config(&cfg.track));
+/// The topic's tracker: its LK stage on the GPU, in the pipeline's GPU session, when the
+/// pipeline runs on CUDA.
+fn make_tracker(cfg: &Config, pipeline: &Pipeline) -> Tracker {
+    let (t, why) = Tracker::for_pipeline(pipeline, TrackParams::from_config(&cfg.track));
     if let Some(why) = why {
         eprintln!("replay: tracker on the CPU: {why}");
     }

@@ -102,7 +102,6 @@ fn track_outputs(
         tracks_cdr: Default::default(),
         feature_cdr: Default::default(),
         gate: Default::default(),
-        backend: crate::pipeline::BackendKind::Cpu,
         started: false,
         stereo,
         stereo_missed: 0,

@@ -228,9 +228,8 @@ pub(super) struct TrackOutputs {
     /// Which frames are tracked and which get `feature` and `restart` (`track.frontend`,
     /// `feature_every`, `freq`): the replay's rule.
     pub(super) gate: FeatureGate,
-    /// The input's pipeline's backend: the tracker's LK stage runs there (CUDA, or the CPU
-    /// when CUDA cannot start it); the tracker is made on the first tracked frame.
-    pub(super) backend: BackendKind,
+    /// The tracker was made: on the first tracked frame, beside the input's pipeline (in its
+    /// GPU session on CUDA: `Tracker::for_pipeline`).
     pub(super) started: bool,
     pub(super) stereo: StereoRole,
     /// Stereo frames of the first camera whose pair did not come, and those tracked in
@@ -301,7 +300,7 @@ impl TrackOutputs {
         let params = TrackParams::from_config(cfg);
         if !self.started {
             self.started = true;
-            let (t, why) = Tracker::on(self.backend, params);
+            let (t, why) = Tracker::for_pipeline(pipeline, params);
             self.tracker = t;
             if let Some(why) = why {
                 return Some(format!("tracker on the CPU: {why}"));

@@ -61,7 +61,7 @@ impl Worker {
     }
 
     /// Makes the input's pipeline and the state its frames need; the backend's name.
-    pub(super) fn start(mut self, choice: BackendChoice) -> Result<(Running, String), String> {
+    pub(super) fn start(self, choice: BackendChoice) -> Result<(Running, String), String> {
         let (pipeline, generation, debug) = self
             .make_pipeline(choice)
             .map_err(|e| format!("input {}: pipeline: {e}", self.label))?;
@@ -73,7 +73,6 @@ impl Worker {
             );
         }
         self.stats.lock().unwrap().backend = pipeline.backend().name().to_string();
-        self.tracks.backend = pipeline.backend();
         let backend = pipeline.backend().name().to_string();
 
         let bad_input_log = RateLimit::new(Duration::from_secs(2));

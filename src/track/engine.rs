@@ -1,7 +1,8 @@
 //! Where the tracker's LK stage and Shi-Tomasi top-up run: [`FlowEngine`] holds the two
 //! frames' pyramids on the CPU (`cpu::lk`) or on the GPU (`cuda::lk`, `cuda::gftt`, equal
-//! bit for bit) and tracks points between them; `Tracker::with_cuda` makes a tracker with the
-//! GPU engine (`Tracker::on` picks by the pipeline's backend).
+//! bit for bit) and tracks points between them; `Tracker::for_pipeline` makes the tracker of
+//! a pipeline's frames, on the GPU in the pipeline's own GPU session when it runs on CUDA
+//! (`Tracker::with_gpu`; `Tracker::with_cuda` opens a session of its own).
 
 use super::input::{HostFrame, RightInput};
 #[cfg(feature = "cuda")]
@@ -30,7 +31,9 @@ pub(super) enum FlowEngine {
 
 #[cfg(feature = "cuda")]
 pub(super) struct GpuFlow {
-    pub(super) gpu: crate::cuda::Gpu,
+    /// The GPU session: the pipeline's when the tracker was made for one
+    /// (`Tracker::for_pipeline`), else its own.
+    pub(super) gpu: std::sync::Arc<crate::cuda::Gpu>,
     pub(super) prev: crate::cuda::lk::GpuFlowPyramid,
     pub(super) cur: crate::cuda::lk::GpuFlowPyramid,
     /// The second camera's frame (stereo).
@@ -364,10 +367,25 @@ impl GpuFlow {
 
 /// Making a tracker for a backend (its LK stage on the GPU or the CPU).
 impl super::Tracker {
-    /// A tracker whose LK stage runs on the GPU (window up to 31); the CPU's when CUDA
-    /// cannot start, with the reason.
+    /// A tracker whose LK stage runs on the GPU (window up to 31) in a GPU session of its
+    /// own; the CPU's when CUDA cannot start, with the reason. Beside a pipeline,
+    /// [`super::Tracker::for_pipeline`] shares the pipeline's session instead.
     #[cfg(feature = "cuda")]
     pub fn with_cuda(params: super::TrackParams) -> (super::Tracker, Option<String>) {
+        match crate::cuda::Gpu::new() {
+            Ok(gpu) => super::Tracker::with_gpu(params, std::sync::Arc::new(gpu)),
+            Err(e) => (super::Tracker::new(params), Some(e.to_string())),
+        }
+    }
+
+    /// A tracker whose LK stage runs in `gpu`'s session (its context, kernels and streams);
+    /// the CPU's, with the reason, when the GPU buffers cannot be made or the window is
+    /// too large for the GPU kernel.
+    #[cfg(feature = "cuda")]
+    pub fn with_gpu(
+        params: super::TrackParams,
+        gpu: std::sync::Arc<crate::cuda::Gpu>,
+    ) -> (super::Tracker, Option<String>) {
         let mut t = super::Tracker::new(params);
         if params.window > crate::cuda::lk::MAX_WINDOW {
             return (
@@ -379,7 +397,7 @@ impl super::Tracker {
                 )),
             );
         }
-        match crate::cuda::Gpu::new().and_then(|gpu| {
+        match gpu.bind().and_then(|()| {
             let lk = crate::cuda::lk::GpuLk::new(&gpu, params.max_features.max(64))?;
             Ok(GpuFlow {
                 gpu,
@@ -410,8 +428,8 @@ impl super::Tracker {
     }
 
     /// The tracker for a pipeline on `backend`: its LK stage on the GPU with CUDA (the
-    /// CPU's when CUDA cannot start it, with the reason), else the CPU's. What the CLI, the
-    /// replay and the node start their trackers with.
+    /// CPU's when CUDA cannot start it, with the reason), else the CPU's. Without a
+    /// pipeline at hand; beside one, [`super::Tracker::for_pipeline`].
     pub fn on(
         backend: BackendKind,
         params: super::TrackParams,
@@ -420,5 +438,20 @@ impl super::Tracker {
             BackendKind::Cuda => super::Tracker::with_cuda(params),
             BackendKind::Cpu => (super::Tracker::new(params), None),
         }
+    }
+
+    /// The tracker of `pipeline`'s frames: on the CUDA backend in the pipeline's own GPU
+    /// session (one context and kernel set; its work queued on the pipeline's streams after
+    /// the frame's, which it reads on the device), else on the CPU. What the CLI, the replay
+    /// and the node start their trackers with.
+    pub fn for_pipeline(
+        pipeline: &crate::pipeline::Pipeline,
+        params: super::TrackParams,
+    ) -> (super::Tracker, Option<String>) {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = pipeline.gpu_session() {
+            return super::Tracker::with_gpu(params, gpu);
+        }
+        super::Tracker::on(pipeline.backend(), params)
     }
 }
