@@ -143,59 +143,133 @@ async fn run_async() -> Result<(), String> {
         });
     }
 
-    let (settings, backend_choice, vins, vins_problem) = {
-        let p = params.lock().unwrap();
-        let choice: BackendChoice = p.settings.backend_choice()?;
-        p.settings.select_cuda_device();
-        (
-            p.settings.clone(),
-            choice,
-            p.vins.clone(),
-            p.vins_problem.clone(),
-        )
-    };
-    match (&vins, &vins_problem) {
-        (Some(v), _) => r2r::log_info!(
-            &logger,
-            "vins_config {}: {} camera(s) (input k gets cam{{k}}_calib; camera_info not read), tracker as VINS-Fusion's (max_cnt {}, min_dist {}, flow_back {})",
-            v.path.display(),
-            v.cameras.len(),
-            v.max_cnt,
-            v.min_dist,
-            v.flow_back
-        ),
-        (None, Some(e)) => r2r::log_error!(
-            &logger,
-            "vins_config not used: {e}; the cameras come from camera_info (see /diagnostics)"
-        ),
-        (None, None) => {}
+    let start = Start::read(&params, &logger)?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let (inputs, workers, takers, inline) = open_inputs(
+        &mut node,
+        &start,
+        &params,
+        &shutdown,
+        &logger,
+        trace_dir.is_some(),
+    )?;
+    spawn_diagnostics(&mut node, &inputs, start.settings.diagnostics_period)?;
+    let gpu = start.backend != BackendChoice::Cpu;
+    let spinner = spawn_spinner(node, takers, inline, &shutdown, &params, &logger, gpu);
+
+    wait_for_signal().await;
+    r2r::log_info!(&logger, "shutting down");
+    shutdown.store(true, Ordering::SeqCst);
+    for i in &inputs {
+        i.slot.ready.notify_all();
     }
-    if settings.apply_memory_policy() {
-        r2r::log_info!(&logger, "keep_freed_memory: malloc keeps freed frame buffers (mmap threshold 32 MiB, no trimming)");
+    for w in workers {
+        let _ = w.join();
     }
-    let names: Vec<String> = if settings.inputs.is_empty() {
-        vec![String::new()]
-    } else {
-        settings.inputs.clone()
-    };
-    let qos = {
-        let q = QosProfile::default().keep_last(settings.depth as usize);
-        if settings.reliability == "reliable" {
+    let node = spinner.await.ok();
+    for i in &inputs {
+        print_summary(i, trace_dir.as_deref(), &logger);
+    }
+    drop(node);
+    Ok(())
+}
+
+/// What the node starts with: its settings, the backend and the VINS config (read once,
+/// at start; logged here).
+struct Start {
+    settings: super::settings::NodeSettings,
+    backend: BackendChoice,
+    vins: Option<crate::camera::vins::VinsConfig>,
+    vins_problem: Option<String>,
+}
+
+impl Start {
+    fn read(params: &Arc<Mutex<NodeParams>>, logger: &str) -> Result<Start, String> {
+        let start = {
+            let p = params.lock().unwrap();
+            let backend: BackendChoice = p.settings.backend_choice()?;
+            p.settings.select_cuda_device();
+            Start {
+                settings: p.settings.clone(),
+                backend,
+                vins: p.vins.clone(),
+                vins_problem: p.vins_problem.clone(),
+            }
+        };
+        match (&start.vins, &start.vins_problem) {
+            (Some(v), _) => r2r::log_info!(
+                logger,
+                "vins_config {}: {} camera(s) (input k gets cam{{k}}_calib; camera_info not read), tracker as {}'s (max_cnt {}, min_dist {}, flow_back {})",
+                v.path.display(),
+                v.cameras.len(),
+                if v.mono { "VINS-Mono" } else { "VINS-Fusion" },
+                v.max_cnt,
+                v.min_dist,
+                v.flow_back
+            ),
+            (None, Some(e)) => r2r::log_error!(
+                logger,
+                "vins_config not used: {e}; the cameras come from camera_info (see /diagnostics)"
+            ),
+            (None, None) => {}
+        }
+        if start.settings.apply_memory_policy() {
+            r2r::log_info!(logger, "keep_freed_memory: malloc keeps freed frame buffers (mmap threshold 32 MiB, no trimming)");
+        }
+        Ok(start)
+    }
+
+    /// The inputs' names (one unnamed input when `inputs` is unset).
+    fn names(&self) -> Vec<String> {
+        if self.settings.inputs.is_empty() {
+            vec![String::new()]
+        } else {
+            self.settings.inputs.clone()
+        }
+    }
+
+    fn image_qos(&self) -> QosProfile {
+        let q = QosProfile::default().keep_last(self.settings.depth as usize);
+        if self.settings.reliability == "reliable" {
             q.reliable()
         } else {
             q.best_effort()
         }
-    };
+    }
+}
 
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let mut inputs = Vec::new();
-    let mut workers = Vec::new();
+/// Each input's subscription, slot and stats: what the spinning thread hands its frames to.
+type Taker = (ImageTaker, Arc<Slot>, Arc<Mutex<Stats>>);
+
+type Opened = (
+    Vec<Input>,
+    Vec<std::thread::JoinHandle<()>>,
+    Vec<Taker>,
+    Option<Running>,
+);
+
+/// Every input subscribed, with its publishers, its tracker outputs and its worker: a
+/// thread of its own with two inputs or more (started and waited for here: a start error
+/// stops the node), or with one input the state the spinning thread runs its frames with.
+fn open_inputs(
+    node: &mut r2r::Node,
+    start: &Start,
+    params: &Arc<Mutex<NodeParams>>,
+    shutdown: &Arc<AtomicBool>,
+    logger: &str,
+    tracing: bool,
+) -> Result<Opened, String> {
+    let names = start.names();
+    let settings = &start.settings;
+    let qos = start.image_qos();
+    let (mut inputs, mut workers, mut takers, mut inline) =
+        (Vec::new(), Vec::new(), Vec::new(), None);
     // Every input's camera_info slot; with two inputs or more, the first two can track as a
     // stereo pair (`track.stereo`, switchable at run time).
     // Input k takes the VINS config's camera k, when there is one.
     let cameras: Vec<CameraSlot> = (0..names.len())
         .map(|k| {
-            let state = match vins.as_ref().and_then(|v| v.cameras.get(k)) {
+            let state = match start.vins.as_ref().and_then(|v| v.cameras.get(k)) {
                 Some(m) => CameraState::Vins(m.clone()),
                 None => CameraState::Missing,
             };
@@ -203,34 +277,10 @@ async fn run_async() -> Result<(), String> {
         })
         .collect();
     let link = Arc::new(StereoLink::default());
-    let mut takers = Vec::new();
-    // The one input's state when the spinning thread runs its frames itself.
-    let mut inline: Option<Running> = None;
     for (index, name) in names.iter().enumerate() {
-        let taker = ImageTaker::subscribe(&mut node, &topic(name, "image"), qos.clone())
+        let taker = ImageTaker::subscribe(node, &topic(name, "image"), qos.clone())
             .map_err(|e| format!("subscribe {}: {e}", topic(name, "image")))?;
         let out_qos = QosProfile::default().keep_last(5);
-        let pub_kp = node
-            .create_publisher_untyped(
-                &topic(name, "keypoints"),
-                crate::cdr::POINT_CLOUD2,
-                out_qos.clone(),
-            )
-            .map_err(|e| format!("publisher: {e}"))?;
-        // The images are published as bytes serialized by us (convert::ImageCdr).
-        let pub_edges = node
-            .create_publisher_untyped(&topic(name, "edges"), crate::cdr::IMAGE, out_qos.clone())
-            .map_err(|e| format!("publisher: {e}"))?;
-        let pub_debug = node
-            .create_publisher_untyped(
-                &topic(name, "debug_image"),
-                crate::cdr::IMAGE,
-                out_qos.clone(),
-            )
-            .map_err(|e| format!("publisher: {e}"))?;
-        let pub_matches = node
-            .create_publisher::<PointCloud2>(&topic(name, "matches"), out_qos.clone())
-            .map_err(|e| format!("publisher: {e}"))?;
         let stereo = match index {
             0 if names.len() >= 2 => StereoRole::Left {
                 link: link.clone(),
@@ -247,10 +297,10 @@ async fn run_async() -> Result<(), String> {
             _ => StereoRole::Mono,
         };
         let tracks = track_outputs(
-            &mut node,
+            node,
             name,
             &out_qos,
-            (&settings, vins_problem.clone()),
+            (settings, start.vins_problem.clone()),
             (cameras[index].clone(), stereo),
         )?;
         let input = Input {
@@ -258,71 +308,89 @@ async fn run_async() -> Result<(), String> {
             slot: Arc::new(Slot::default()),
             stats: Arc::new(Mutex::new(Stats {
                 w_start: Some(Instant::now()),
-                trace: Trace::new(trace_dir.is_some()),
+                trace: Trace::new(tracing),
                 ..Stats::default()
             })),
         };
-
         // receiver: the spinning thread hands each frame to the slot (newest wins)
         takers.push((taker, input.slot.clone(), input.stats.clone()));
-
-        // worker: owns its pipeline (created on its own thread; a start error stops the node)
-        let (init_tx, init_rx) = std::sync::mpsc::channel::<Result<String, String>>();
-        let w = Worker {
-            label: if name.is_empty() {
-                "image".into()
-            } else {
-                name.clone()
-            },
-            slot: input.slot.clone(),
-            stats: input.stats.clone(),
-            params: params.clone(),
-            shutdown: shutdown.clone(),
-            logger: logger.clone(),
-            pub_kp,
-            pub_edges,
-            pub_debug,
-            pub_matches,
-            tracks,
-        };
+        let w = worker(node, &input, &out_qos, (params, shutdown, logger), tracks)?;
+        let subscribed = format!(
+            "input {:?}: subscribed to {} ({} depth {})",
+            input.name,
+            topic(name, "image"),
+            settings.reliability,
+            settings.depth
+        );
         if names.len() == 1 {
             // One input: the spinning thread runs its frames (module docs).
-            let (running, backend) = w.start(backend_choice)?;
+            let (running, backend) = w.start(start.backend)?;
             r2r::log_info!(
-                &logger,
-                "input {:?}: subscribed to {} ({} depth {}), backend {backend}, run on the spinning thread",
-                input.name,
-                topic(name, "image"),
-                settings.reliability,
-                settings.depth
+                logger,
+                "{subscribed}, backend {backend}, run on the spinning thread"
             );
             inline = Some(running);
-            inputs.push(input);
-            continue;
-        }
-        let handle = std::thread::Builder::new()
-            .name(format!("gf-worker-{}", w.label))
-            .spawn(move || w.run(backend_choice, init_tx))
-            .map_err(|e| format!("thread: {e}"))?;
-        match init_rx.recv() {
-            Ok(Ok(backend)) => {
-                r2r::log_info!(
-                    &logger,
-                    "input {:?}: subscribed to {} ({} depth {}), backend {backend}",
-                    input.name,
-                    topic(name, "image"),
-                    settings.reliability,
-                    settings.depth
-                );
+        } else {
+            let (init_tx, init_rx) = std::sync::mpsc::channel::<Result<String, String>>();
+            let backend = start.backend;
+            let handle = std::thread::Builder::new()
+                .name(format!("gf-worker-{}", w.label))
+                .spawn(move || w.run(backend, init_tx))
+                .map_err(|e| format!("thread: {e}"))?;
+            match init_rx.recv() {
+                Ok(Ok(backend)) => r2r::log_info!(logger, "{subscribed}, backend {backend}"),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err("worker thread died during start-up".into()),
             }
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err("worker thread died during start-up".into()),
+            workers.push(handle);
         }
-        workers.push(handle);
         inputs.push(input);
     }
+    Ok((inputs, workers, takers, inline))
+}
 
-    // diagnostics
+/// The input's worker with its publishers (`keypoints`, `edges`, `debug_image`, `matches`)
+/// and tracker outputs; it owns its pipeline, made when it starts.
+fn worker(
+    node: &mut r2r::Node,
+    input: &Input,
+    out_qos: &QosProfile,
+    (params, shutdown, logger): (&Arc<Mutex<NodeParams>>, &Arc<AtomicBool>, &str),
+    tracks: TrackOutputs,
+) -> Result<Worker, String> {
+    let name = &input.name;
+    let untyped = |node: &mut r2r::Node, what: &str, ty: &str| {
+        node.create_publisher_untyped(&topic(name, what), ty, out_qos.clone())
+            .map_err(|e| format!("publisher: {e}"))
+    };
+    // The images are published as bytes serialized by us (convert::ImageCdr).
+    let pub_kp = untyped(node, "keypoints", crate::cdr::POINT_CLOUD2)?;
+    let pub_edges = untyped(node, "edges", crate::cdr::IMAGE)?;
+    let pub_debug = untyped(node, "debug_image", crate::cdr::IMAGE)?;
+    let pub_matches = node
+        .create_publisher::<PointCloud2>(&topic(name, "matches"), out_qos.clone())
+        .map_err(|e| format!("publisher: {e}"))?;
+    Ok(Worker {
+        label: if name.is_empty() {
+            "image".into()
+        } else {
+            name.clone()
+        },
+        slot: input.slot.clone(),
+        stats: input.stats.clone(),
+        params: params.clone(),
+        shutdown: shutdown.clone(),
+        logger: logger.to_string(),
+        pub_kp,
+        pub_edges,
+        pub_debug,
+        pub_matches,
+        tracks,
+    })
+}
+
+/// `/diagnostics` every `period_s` seconds: a status per input.
+fn spawn_diagnostics(node: &mut r2r::Node, inputs: &[Input], period_s: f64) -> Result<(), String> {
     let pub_diag = node
         .create_publisher::<DiagnosticArray>("/diagnostics", QosProfile::default())
         .map_err(|e| format!("publisher: {e}"))?;
@@ -333,7 +401,7 @@ async fn run_async() -> Result<(), String> {
         .iter()
         .map(|i| (i.name.clone(), i.stats.clone()))
         .collect();
-    let period = Duration::from_secs_f64(settings.diagnostics_period);
+    let period = Duration::from_secs_f64(period_s);
     tokio::spawn(async move {
         let mut clock = r2r::Clock::create(r2r::ClockType::SystemTime).ok();
         let mut tick = tokio::time::interval(period);
@@ -359,14 +427,24 @@ async fn run_async() -> Result<(), String> {
             let _ = pub_diag.publish(&msg);
         }
     });
+    Ok(())
+}
 
-    // rcl is synchronous: spin it on a blocking thread until shutdown.
-    let spin_stop = shutdown.clone();
-    // The images are taken here, right after `spin_once` (ros::take).
-    let spin_params = params.clone();
-    let spin_logger = logger.clone();
-    let gpu = backend_choice != BackendChoice::Cpu;
-    let spinner = tokio::task::spawn_blocking(move || {
+/// rcl is synchronous: it spins on a blocking thread until shutdown, and the images are
+/// taken there, right after `spin_once` (ros::take); with one input that thread runs its
+/// frames too. Returns the node when it stops (dropped after the workers are joined).
+fn spawn_spinner(
+    mut node: r2r::Node,
+    mut takers: Vec<Taker>,
+    mut inline: Option<Running>,
+    shutdown: &Arc<AtomicBool>,
+    params: &Arc<Mutex<NodeParams>>,
+    logger: &str,
+    gpu: bool,
+) -> tokio::task::JoinHandle<r2r::Node> {
+    let (spin_stop, spin_params, spin_logger) =
+        (shutdown.clone(), params.clone(), logger.to_string());
+    tokio::task::spawn_blocking(move || {
         while !spin_stop.load(Ordering::SeqCst) {
             node.spin_once(Duration::from_millis(10));
             let mut taken = false;
@@ -397,64 +475,53 @@ async fn run_async() -> Result<(), String> {
             }
         }
         drop(takers);
-        node // dropped on the runtime thread after the workers are joined
-    });
+        node
+    })
+}
 
-    wait_for_signal().await;
-    r2r::log_info!(&logger, "shutting down");
-    shutdown.store(true, Ordering::SeqCst);
-    for i in &inputs {
-        i.slot.ready.notify_all();
-    }
-    for w in workers {
-        let _ = w.join();
-    }
-    let node = spinner.await.ok();
-    for i in &inputs {
-        let s = i.stats.lock().unwrap();
-        let mut l = s.all_latency_ms.clone();
-        l.sort_by(|a, b| a.total_cmp(b));
-        let parts = p50_p99_fields(&PARTS, &s.all_parts_ms);
-        println!(
-            "gpu_features_node summary input={:?} received={} processed={} dropped={} decode_errors={} process_errors={} latency_ms p50={:.2} p95={:.2} p99={:.2} max={:.2} parts_ms{parts}",
-            i.name,
-            s.received,
-            s.processed,
-            s.dropped,
-            s.decode_errors,
-            s.process_errors,
-            percentile(&l, 0.5),
-            percentile(&l, 0.95),
-            percentile(&l, 0.99),
-            l.last().copied().unwrap_or(f64::NAN)
-        );
-        if let Some(dir) = &trace_dir {
-            if let Err(e) = s
-                .trace
-                .write(dir, "node", &i.name, ["received_ns", "keypoints_ns"])
-            {
-                r2r::log_error!(
-                    &logger,
-                    "trace of input {:?} into {}: {e}",
-                    i.name,
-                    dir.display()
-                );
-            }
-        }
-        if s.tracking {
-            let parts = p50_p99_fields(&TRACK_PARTS, &s.all_track_ms);
-            println!(
-                "gpu_features_node tracking input={:?} tracks={} right_tracks={} stereo_pairs={} problem={:?} ms{parts}",
+/// The input's summary lines at exit (and its trace, when tracing).
+fn print_summary(i: &Input, trace_dir: Option<&std::path::Path>, logger: &str) {
+    let s = i.stats.lock().unwrap();
+    let mut l = s.all_latency_ms.clone();
+    l.sort_by(|a, b| a.total_cmp(b));
+    let parts = p50_p99_fields(&PARTS, &s.all_parts_ms);
+    println!(
+        "gpu_features_node summary input={:?} received={} processed={} dropped={} decode_errors={} process_errors={} latency_ms p50={:.2} p95={:.2} p99={:.2} max={:.2} parts_ms{parts}",
+        i.name,
+        s.received,
+        s.processed,
+        s.dropped,
+        s.decode_errors,
+        s.process_errors,
+        percentile(&l, 0.5),
+        percentile(&l, 0.95),
+        percentile(&l, 0.99),
+        l.last().copied().unwrap_or(f64::NAN)
+    );
+    if let Some(dir) = trace_dir {
+        if let Err(e) = s
+            .trace
+            .write(dir, "node", &i.name, ["received_ns", "keypoints_ns"])
+        {
+            r2r::log_error!(
+                logger,
+                "trace of input {:?} into {}: {e}",
                 i.name,
-                s.tracks,
-                s.right_tracks,
-                s.stereo_pairs,
-                s.camera_problem.as_deref().unwrap_or("none")
+                dir.display()
             );
         }
     }
-    drop(node);
-    Ok(())
+    if s.tracking {
+        let parts = p50_p99_fields(&TRACK_PARTS, &s.all_track_ms);
+        println!(
+            "gpu_features_node tracking input={:?} tracks={} right_tracks={} stereo_pairs={} problem={:?} ms{parts}",
+            i.name,
+            s.tracks,
+            s.right_tracks,
+            s.stereo_pairs,
+            s.camera_problem.as_deref().unwrap_or("none")
+        );
+    }
 }
 
 /// ` NAME_p50=.. NAME_p99=..` for each part's values (ms; NaN entries, parts that did not
