@@ -1,8 +1,63 @@
-//! A gray frame kept on the device past the pipeline's next frame ([`KeptGray`]): the
-//! second stereo camera's, waiting for its pair.
+//! Gray frames on the device for the feature tracker: the pipeline's last frame borrowed
+//! ([`DeviceGray`], valid while its owner is borrowed), and one kept past the pipeline's
+//! next frame ([`KeptGray`]: the second stereo camera's, waiting for its pair).
 
-use super::{buffers, CudaPipeline, DeviceGray};
+use super::{buffers, CudaPipeline};
 use crate::error::Result;
+
+/// A gray image on the device: `height` rows of `width` bytes, `pitch` bytes apart,
+/// borrowed from its owner (a pipeline's last frame, valid until its next one, or a
+/// [`KeptGray`]) for `'a`: the owner cannot run its next frame, or be dropped, while the
+/// tracker reads it. Its address stays inside this module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceGray<'a> {
+    ptr: u64,
+    width: usize,
+    height: usize,
+    pitch: usize,
+    owner: std::marker::PhantomData<&'a ()>,
+}
+
+impl DeviceGray<'_> {
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// The device address (this module's kernels and copies only).
+    pub(crate) fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    pub(crate) fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// A handle to gray bytes at `ptr`, owned by nobody.
+    ///
+    /// # Safety
+    /// Whoever reads through it must find `height` rows of `width` bytes, `pitch` apart, at
+    /// `ptr` in this context for as long as it is used (tests hand a CPU tracker one that
+    /// is never read).
+    #[cfg(test)]
+    pub(crate) unsafe fn from_raw(
+        ptr: u64,
+        width: usize,
+        height: usize,
+        pitch: usize,
+    ) -> DeviceGray<'static> {
+        DeviceGray {
+            ptr,
+            width,
+            height,
+            pitch,
+            owner: std::marker::PhantomData,
+        }
+    }
+}
 
 /// A gray frame copied out of a pipeline so that it outlives the pipeline's next frame (the
 /// second stereo camera's, waiting for its pair: [`CudaPipeline::keep_gray`]). One device
@@ -27,6 +82,22 @@ impl KeptGray {
 }
 
 impl CudaPipeline {
+    /// The last frame's gray image on the device (the pyramid's level 0, what the decode
+    /// wrote), after a frame that ran to its end; valid until the next frame, which
+    /// overwrites it. The feature tracker builds its pyramid from it instead of uploading
+    /// the frame again (`Tracker::track_input`).
+    pub fn gray_on_device(&self) -> Option<DeviceGray<'_>> {
+        let st = self.state.as_ref().filter(|_| self.gray_ready)?;
+        let l = st.pyr.levels.first()?;
+        Some(DeviceGray {
+            ptr: st.pyr.level_ptr(0),
+            width: l.w,
+            height: l.h,
+            pitch: l.w,
+            owner: std::marker::PhantomData,
+        })
+    }
+
     /// Copies the last frame's gray image ([`CudaPipeline::gray_on_device`]) into `dst` on
     /// the device and waits for the copy; `dst` is (re)allocated only when the size
     /// changes. Ok(false), `dst` untouched, when there is no gray image to keep.

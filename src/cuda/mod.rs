@@ -64,6 +64,7 @@ pub mod crew;
 pub mod decode;
 pub mod describe;
 pub mod fast_harris;
+mod frame;
 pub mod gftt;
 pub mod graph;
 pub mod harris;
@@ -80,19 +81,14 @@ mod state;
 #[cfg(test)]
 mod test_images;
 
-use std::sync::atomic::Ordering;
-use std::time::Instant;
-
-use cudarc::driver::{result, sys, CudaEvent};
+use cudarc::driver::{sys, CudaEvent};
 
 pub use self::context::{device, device_count, set_device, Gpu, ModuleInfo};
-use self::in_flight::{InFlight, FRAMES_IN_FLIGHT};
-pub use self::kept::KeptGray;
-use self::queue::{mark, queue_canny, queue_main, Marks};
-use self::state::{Graphs, State, StateKey};
-use crate::config::{Config, Spread, ZeroCopy};
+pub use self::kept::{DeviceGray, KeptGray};
+use self::state::{State, StateKey};
+use crate::config::{Config, ZeroCopy};
 use crate::error::Result;
-use crate::features::{Features, StageTiming};
+use crate::features::Features;
 use crate::image::{FrameLayout, GrayImage, ImageView};
 
 /// Stage boundaries, recorded as CUDA events: on the pipeline's stream, but "canny" (the
@@ -125,60 +121,6 @@ pub struct CudaPipeline {
     frames: u64,
     /// The last frame ran to its end: its gray image is on the device ([`CudaPipeline::gray_on_device`]).
     gray_ready: bool,
-}
-
-/// A gray image on the device: `height` rows of `width` bytes, `pitch` bytes apart,
-/// borrowed from its owner (a pipeline's last frame, valid until its next one, or a
-/// [`KeptGray`]) for `'a`: the owner cannot run its next frame, or be dropped, while the
-/// tracker reads it. Its address stays inside this module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceGray<'a> {
-    ptr: u64,
-    width: usize,
-    height: usize,
-    pitch: usize,
-    owner: std::marker::PhantomData<&'a ()>,
-}
-
-impl DeviceGray<'_> {
-    pub fn width(&self) -> usize {
-        self.width
-    }
-
-    pub fn height(&self) -> usize {
-        self.height
-    }
-
-    /// The device address (this module's kernels and copies only).
-    pub(crate) fn ptr(&self) -> u64 {
-        self.ptr
-    }
-
-    pub(crate) fn pitch(&self) -> usize {
-        self.pitch
-    }
-
-    /// A handle to gray bytes at `ptr`, owned by nobody.
-    ///
-    /// # Safety
-    /// Whoever reads through it must find `height` rows of `width` bytes, `pitch` apart, at
-    /// `ptr` in this context for as long as it is used (tests hand a CPU tracker one that
-    /// is never read).
-    #[cfg(test)]
-    pub(crate) unsafe fn from_raw(
-        ptr: u64,
-        width: usize,
-        height: usize,
-        pitch: usize,
-    ) -> DeviceGray<'static> {
-        DeviceGray {
-            ptr,
-            width,
-            height,
-            pitch,
-            owner: std::marker::PhantomData,
-        }
-    }
 }
 
 impl CudaPipeline {
@@ -354,22 +296,6 @@ impl CudaPipeline {
         self.run(cfg, decode::Source::Staged, out, None).map(|_| ())
     }
 
-    /// The last frame's gray image on the device (the pyramid's level 0, what the decode
-    /// wrote), after a frame that ran to its end; valid until the next frame, which
-    /// overwrites it. The feature tracker builds its pyramid from it instead of uploading
-    /// the frame again (`Tracker::track_input`).
-    pub fn gray_on_device(&self) -> Option<DeviceGray<'_>> {
-        let st = self.state.as_ref().filter(|_| self.gray_ready)?;
-        let l = st.pyr.levels.first()?;
-        Some(DeviceGray {
-            ptr: st.pyr.level_ptr(0),
-            width: l.w,
-            height: l.h,
-            pitch: l.w,
-            owner: std::marker::PhantomData,
-        })
-    }
-
     /// [`CudaPipeline::run_frame`], noting whether its gray image is on the device after.
     fn run(
         &mut self,
@@ -382,237 +308,5 @@ impl CudaPipeline {
         let r = self.run_frame(cfg, source, out, edges);
         self.gray_ready = r.is_ok();
         r
-    }
-
-    /// Every stage on the frame from `source`; the decoder exists for its layout. The edge
-    /// map goes into `edges` when given (Ok(true) when one was written), else `out.edges`.
-    fn run_frame(
-        &mut self,
-        cfg: &Config,
-        source: decode::Source,
-        out: &mut Features,
-        edges: Option<&mut [u8]>,
-    ) -> Result<bool> {
-        let in_flight = InFlight::enter();
-        let layout = match &self.decoder {
-            Some(d) => d.layout(),
-            None => {
-                return Err(crate::Error::Config(
-                    "no frame in the input buffer: call input_buffer first".into(),
-                ))
-            }
-        };
-        if let Some(dst) = &edges {
-            crate::features::check_edges_len(dst.len(), layout.width, layout.height)?;
-        }
-        self.ensure_state(cfg, layout)?;
-        let gpu = &self.gpu;
-        let ev = &self.events;
-        let st = self.state.as_mut().expect("state");
-        let budget = cfg.select.max_keypoints as usize;
-        // The budget selection runs on the GPU for spread none; the spread modes on the host.
-        let gpu_select = st.key.detect && budget > 0 && cfg.select.spread == Spread::None;
-
-        // Canny runs first, right after the decode, and its packed edge map reaches the host
-        // at once (uf_final writes it into mapped pinned memory, else a download follows):
-        // the host unpacks it while the GPU runs the pyramid, the detection and the selection.
-        ev[0]
-            .record(&gpu.stream)
-            .map_err(|e| context::cuda_err("recording an event", e))?;
-        // A frame that failed after queueing Canny left the side stream running: the decode
-        // must not overwrite level 0 under it.
-        if self.side_pending {
-            gpu.stream
-                .wait(&ev[2])
-                .map_err(|e| context::cuda_err("waiting for the side stream", e))?;
-            self.side_pending = false;
-        }
-        gpu.set_programmatic_launch(cfg.cuda.programmatic_launch);
-        let gray = st.pyr.level_ptr(0);
-        let decoder = self.decoder.as_mut().expect("decoder");
-        decoder.run(gpu, source, gray, cfg.cuda.host_gray)?;
-        mark(&ev[1], gpu)?;
-        // The graphs hold no host sync: only the GPU selection's path (the others size their
-        // download from a first one).
-        let use_graphs = cfg.cuda.graphs && gpu_select;
-        // Only every N-th frame reads its stage events (seven reads took ~20 us of a frame,
-        // run 57) and, with the graphs, replays the graph that holds the event nodes.
-        let every = cfg.cuda.stage_timings as u64;
-        let timed = every != 0 && self.frames % every == 0;
-        // Halfway between two such frames, one of the graphs without event nodes times the
-        // GPU's work after the decode as a whole, by events around the graphs: the stage
-        // events' nodes cost GPU time themselves (docs/performance.md, changes 22 and 44).
-        let span_timed = use_graphs && every >= 2 && self.frames % every == every / 2;
-        self.frames += 1;
-        if use_graphs && !st.graphs.as_ref().is_some_and(|g| g.cfg == *cfg) {
-            st.graphs = None;
-            let canny = match st.canny.as_mut() {
-                Some(c) => Some(graph::Graph::record(gpu, &gpu.side, || {
-                    queue_canny(gpu, c, gray, cfg)
-                })?),
-                None => None,
-            };
-            st.graphs = Some(Graphs {
-                cfg: cfg.clone(),
-                main: Default::default(),
-                canny,
-            });
-        }
-        // Derived once: on a device without the levels for it, both choices are the same
-        // launches, so one graph serves both.
-        let pyramid_priority = gpu.pyramid_priority.filter(|_| in_flight.pyramid_first);
-        let (fi, ti) = (pyramid_priority.is_some() as usize, timed as usize);
-        if use_graphs && st.graphs.as_ref().is_some_and(|g| g.main[fi][ti].is_none()) {
-            let recorded = graph::Graph::record(gpu, &gpu.stream, || {
-                queue_main(
-                    gpu,
-                    ev,
-                    st,
-                    cfg,
-                    gpu_select,
-                    pyramid_priority,
-                    Marks::InGraph(timed),
-                )
-            })?;
-            if let Some(g) = st.graphs.as_mut() {
-                g.main[fi][ti] = Some(recorded);
-            }
-        }
-        let mut graphs = st.graphs.as_mut().filter(|_| use_graphs);
-        if let Some(c) = st.canny.as_mut() {
-            // Canny and its edge-map download on the side stream, beside the pyramid and the
-            // detection: both only read level 0.
-            gpu.side
-                .wait(&ev[1])
-                .map_err(|e| context::cuda_err("ordering the side stream", e))?;
-            self.side_pending = true;
-            match graphs.as_mut().and_then(|g| g.canny.as_mut()) {
-                Some(graph) => graph.launch(gpu, "the Canny graph")?,
-                None => queue_canny(gpu, c, gray, cfg)?,
-            }
-            ev[2]
-                .record(&gpu.side)
-                .map_err(|e| context::cuda_err("recording an event", e))?;
-        } else {
-            mark(&ev[2], gpu)?; // an empty "canny" stage
-        }
-        let mut span_recorded = false;
-        match graphs.and_then(|g| g.main[fi][ti].as_mut()) {
-            Some(main) => {
-                main.launch(gpu, "the main graph")?;
-                if span_timed {
-                    mark(&ev[SPAN_END], gpu)?;
-                    span_recorded = true;
-                }
-            }
-            None => queue_main(gpu, ev, st, cfg, gpu_select, pyramid_priority, Marks::Plain)?,
-        }
-
-        // Without the GPU selection one kernel brings the candidate header and the
-        // candidates it counts where the pinned buffers are mapped; else the count is only
-        // known after a first sync on the header, then the candidates' download. Either way
-        // the header is on the host after the frame's sync.
-        if let (false, Some(det)) = (gpu_select, st.det.as_mut()) {
-            if !det.copy_candidates(gpu)? {
-                det.queue_candidate_header(gpu)?;
-                gpu.sync()?;
-                det.queue_candidates(gpu)?;
-            }
-        }
-        if !gpu_select {
-            mark(&ev[7], gpu)?;
-        }
-
-        // The edge map, as soon as its download is done (the rest of the frame still runs).
-        let edges_written = st.canny.is_some();
-        if let Some(c) = &st.canny {
-            // The crew's threads wait for the edge map themselves only when no other
-            // pipeline of the process is inside a frame (four pipelines lost 8 % of their
-            // frames/s that way, run 37).
-            let early = FRAMES_IN_FLIGHT.load(Ordering::Relaxed) == 1;
-            c.edges_out_when(&ev[2], early, edges, &mut out.edges)?;
-            self.side_pending = false;
-        } else {
-            out.edges = None;
-        }
-        gpu.sync()?;
-        let records = match (&st.det, &st.sel) {
-            (Some(det), Some(sel)) if gpu_select => sel.max_kept().min(det.out_cap()),
-            (Some(det), _) => (det.header_word(0) as usize).min(det.out_cap()),
-            (None, _) => 0,
-        };
-
-        let t_host = Instant::now();
-        out.level_sizes.clear();
-        out.level_sizes
-            .extend(st.pyr.levels.iter().map(|l| (l.w, l.h)));
-        out.keypoints.clear();
-        out.descriptors.clear();
-        if let Some(det) = &st.det {
-            if gpu_select || budget == 0 {
-                select::push_keypoints(cfg, det, &st.scales, records, &mut out.keypoints);
-            } else {
-                select::assemble(cfg, det, &out.level_sizes, records, &mut out.keypoints);
-            }
-        }
-        if let Some(d) = st.describe.as_mut() {
-            if gpu_select {
-                // Keypoints were pushed in record order (levels by base, then index).
-                out.descriptors
-                    .extend((0..out.keypoints.len()).map(|i| d.descriptor(i)));
-            } else {
-                let use_angle = true; // host keypoints carry their final angle (-1 if off)
-                d.describe_keypoints(
-                    gpu,
-                    &st.pyr,
-                    &out.keypoints,
-                    cfg.pyramid.scale_factor,
-                    use_angle,
-                )?;
-                out.descriptors
-                    .extend((0..out.keypoints.len()).map(|i| d.descriptor(i)));
-            }
-        }
-        let host_ms = t_host.elapsed().as_secs_f64() * 1e3;
-
-        out.timings.clear();
-        let canny = st.canny.is_some();
-        // Raw: cudarc's `elapsed_ms` binds the context and waits on both events first, which
-        // cost ~50 us per frame over the seven stages (run 36); both streams are synchronized
-        // above.
-        let elapsed = |from: usize, to: usize| {
-            // SAFETY: both events are alive; the callers read only events recorded in this
-            // frame.
-            unsafe { result::event::elapsed(ev[from].cu_event(), ev[to].cu_event()) }
-                .map_err(|e| context::cuda_err("reading an event", e))
-        };
-        for (stage, (from, to)) in MARKS[1..].iter().zip(STAGE_SPANS).filter(|_| timed) {
-            let overlapped = *stage == "canny" && canny;
-            let ms = elapsed(from, to)?;
-            out.timings.push(StageTiming {
-                stage,
-                ms: ms as f64,
-                overlapped,
-            });
-        }
-        if span_recorded {
-            let main = elapsed(1, SPAN_END)?;
-            let side = if canny { elapsed(1, 2)? } else { 0.0 };
-            out.timings.push(StageTiming {
-                stage: crate::features::AFTER_DECODE_STAGE,
-                ms: main.max(side) as f64,
-                overlapped: true,
-            });
-        }
-        out.timings.push(StageTiming {
-            stage: if gpu_select || budget == 0 {
-                "keypoints (host)"
-            } else {
-                "select (host)"
-            },
-            ms: host_ms,
-            overlapped: false,
-        });
-        Ok(edges_written)
     }
 }

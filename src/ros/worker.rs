@@ -17,7 +17,7 @@ use super::publish::listened;
 use super::take::NativeImage;
 use super::tracks::TrackOutputs;
 use crate::features::Features;
-use crate::image::GrayImage;
+use crate::image::{GrayImage, ImageView};
 use crate::pipeline::{BackendChoice, Pipeline};
 
 /// Node-side latencies kept for the shutdown summary (bounded).
@@ -168,112 +168,144 @@ pub(super) struct Running {
 impl Running {
     /// One frame, taken at `taken`: the pipeline, the outputs, the stats.
     pub(super) fn step(&mut self, pending: Pending, taken: Instant) {
-        let Running {
-            w,
-            choice,
-            pipeline,
-            generation,
-            debug,
-            bad_input_log,
-            error_log,
-            kp_cdr,
-            image_cdr,
-            gray,
-            features,
-            header,
-            gpu_failure_logged,
-            previous,
-            match_previous,
-        } = self;
-        // Between frames: pick up parameter changes (buffers resize on the next frame).
-        {
-            let p = w.params.lock().unwrap();
-            if p.live.generation != *generation {
-                *generation = p.live.generation;
-                *debug = p.live.debug_image;
-                *match_previous = p.live.match_previous;
-                if let Err(e) = pipeline.set_config(p.live.config.clone()) {
-                    // cannot happen: the parameter layer validated it
-                    r2r::log_error!(&w.logger, "config rejected by pipeline: {e}");
-                }
-            }
-        }
-
+        self.pick_up_params();
         let msg = &pending.msg;
         let view = match msg.view() {
             Ok(v) => v,
-            Err(e) => {
-                let text = format!("{}: {e}", msg.describe());
-                if let Some(skipped) = bad_input_log.allow() {
-                    r2r::log_warn!(
-                        &w.logger,
-                        "input {}: dropping malformed image ({text}){}",
-                        w.label,
-                        if skipped > 0 {
-                            format!(" [{skipped} similar messages suppressed]")
-                        } else {
-                            String::new()
-                        }
-                    );
-                }
-                let mut s = w.stats.lock().unwrap();
-                s.decode_errors += 1;
-                s.w_decode_errors += 1;
-                s.last_error = text;
-                return;
-            }
+            Err(e) => return self.malformed(format!("{}: {e}", msg.describe())),
         };
+        let (edges_listened, debug_listened) = self.listeners();
+        msg.header_into(&mut self.header);
+        let Some(edges_in_message) = self.process(&view, edges_listened, debug_listened) else {
+            return;
+        };
+        let computed = Instant::now();
+        self.publish_keypoints();
+        let keypoints_out = Instant::now();
+        let camera_problem =
+            self.publish_rest(&view, edges_in_message, edges_listened, debug_listened);
+        let done = Instant::now();
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+        let parts = [
+            ms(pending.received, taken),
+            ms(taken, computed),
+            ms(computed, keypoints_out),
+            ms(keypoints_out, done),
+        ];
+        let latency = (done - pending.received).as_secs_f64() * 1e3;
+        let edge_map = edges_in_message || self.features.edges.is_some();
+        self.record(
+            (pending.received, keypoints_out),
+            latency,
+            parts,
+            (edge_map, camera_problem),
+        );
+    }
 
-        // Canny only while someone subscribes to `edges` or to the debug image, which draws
-        // them (performance.md, change 70): its GPU work beside the detection and the edge
-        // map's unpack delay the keypoints. The first frame after such a subscriber comes or
-        // goes resizes the pipeline's buffers.
-        let edges_listened = pipeline.config().canny.enabled
+    /// Between frames: the parameter changes picked up (buffers resize on the next frame).
+    fn pick_up_params(&mut self) {
+        let p = self.w.params.lock().unwrap();
+        if p.live.generation != self.generation {
+            self.generation = p.live.generation;
+            self.debug = p.live.debug_image;
+            self.match_previous = p.live.match_previous;
+            if let Err(e) = self.pipeline.set_config(p.live.config.clone()) {
+                // cannot happen: the parameter layer validated it
+                r2r::log_error!(&self.w.logger, "config rejected by pipeline: {e}");
+            }
+        }
+    }
+
+    /// A message whose image cannot be read: counted and logged (rate-limited), dropped.
+    fn malformed(&mut self, text: String) {
+        let w = &self.w;
+        if let Some(skipped) = self.bad_input_log.allow() {
+            r2r::log_warn!(
+                &w.logger,
+                "input {}: dropping malformed image ({text}){}",
+                w.label,
+                if skipped > 0 {
+                    format!(" [{skipped} similar messages suppressed]")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        let mut s = w.stats.lock().unwrap();
+        s.decode_errors += 1;
+        s.w_decode_errors += 1;
+        s.last_error = text;
+    }
+
+    /// Who listens to `edges` and to the debug image; Canny runs only while someone does
+    /// (the debug image draws the edges; performance.md, change 70): its GPU work beside
+    /// the detection and the edge map's unpack delay the keypoints. The first frame after
+    /// such a subscriber comes or goes resizes the pipeline's buffers.
+    fn listeners(&mut self) -> (bool, bool) {
+        let w = &self.w;
+        let edges = self.pipeline.config().canny.enabled
             && listened(w.pub_edges.get_inter_process_subscription_count());
-        let debug_listened = *debug
+        let debug = self.debug
             && w.pub_debug
                 .get_inter_process_subscription_count()
                 .unwrap_or(0)
                 > 0;
-        pipeline.want_edges(edges_listened || debug_listened);
+        self.pipeline.want_edges(edges || debug);
+        (edges, debug)
+    }
+
+    /// The frame through the pipeline; Some(whether the edge map was written straight into
+    /// its message's bytes) when it worked. A failure is counted and logged; a panic in a
+    /// stage must not take the node down: it is counted and the pipeline rebuilt.
+    fn process(
+        &mut self,
+        view: &ImageView,
+        edges_listened: bool,
+        debug_listened: bool,
+    ) -> Option<bool> {
         // The edge map is written straight into its message's bytes, unless the debug
         // image, which draws it, needs it in `features` too.
         let edges_in_place = edges_listened && !debug_listened;
-        msg.header_into(header);
-        // A panic in a stage must not take the node down: count it, rebuild the backend.
+        let (pipeline, features, image_cdr, header) = (
+            &mut self.pipeline,
+            &mut self.features,
+            &mut self.image_cdr,
+            &self.header,
+        );
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if edges_in_place {
                 let px = image_cdr.mono8_in_place(header, view.width(), view.height());
-                pipeline.process_into_edges(&view, features, px)
+                pipeline.process_into_edges(view, features, px)
             } else {
-                pipeline.process_into(&view, features).map(|()| false)
+                pipeline.process_into(view, features).map(|()| false)
             }
         }));
-        let edges_in_message = matches!(result, Ok(Ok(true)));
+        let w = &self.w;
         match result {
-            Ok(Ok(_)) => {
-                if let (Some(why), false) = (pipeline.gpu_failure(), *gpu_failure_logged) {
+            Ok(Ok(in_message)) => {
+                if let (Some(why), false) = (self.pipeline.gpu_failure(), self.gpu_failure_logged) {
                     // Logged once; the pipeline redid the frame on the CPU and stays there.
                     r2r::log_warn!(
                         &w.logger,
                         "input {}: GPU failure, switched to the CPU backend: {why}",
                         w.label
                     );
-                    *gpu_failure_logged = true;
+                    self.gpu_failure_logged = true;
                     let mut s = w.stats.lock().unwrap();
                     s.gpu_failures += 1;
                     s.gpu_failure = why.to_string();
                 }
+                Some(in_message)
             }
             Ok(Err(e)) => {
-                if error_log.allow().is_some() {
+                if self.error_log.allow().is_some() {
                     r2r::log_error!(&w.logger, "input {}: processing failed: {e}", w.label);
                 }
                 w.stats.lock().unwrap().process_errors += 1;
-                return;
+                None
             }
             Err(_) => {
-                if error_log.allow().is_some() {
+                if self.error_log.allow().is_some() {
                     r2r::log_error!(
                         &w.logger,
                         "input {}: pipeline panicked; rebuilding it",
@@ -281,11 +313,11 @@ impl Running {
                     );
                 }
                 w.stats.lock().unwrap().process_errors += 1;
-                match w.make_pipeline(*choice) {
+                match w.make_pipeline(self.choice) {
                     Ok((p, g, d)) => {
-                        *pipeline = p;
-                        *generation = g;
-                        *debug = d;
+                        self.pipeline = p;
+                        self.generation = g;
+                        self.debug = d;
                     }
                     Err(e) => {
                         r2r::log_error!(
@@ -295,66 +327,84 @@ impl Running {
                         )
                     }
                 }
-                return;
+                None
             }
-        };
-
-        let computed = Instant::now();
-        let header = &header;
-        // Serialized by us into reused buffers and published as bytes (docs/performance.md,
-        // change 55); only while someone subscribes (change 63), as every output.
-        if listened(w.pub_kp.get_inter_process_subscription_count()) {
-            let bytes = kp_cdr.encode(
-                header,
-                &features.keypoints,
-                features.descriptors_for(pipeline.config()),
-            );
-            let _ = w.pub_kp.publish_raw(bytes);
         }
-        let keypoints_out = Instant::now();
+    }
+
+    /// `keypoints`, serialized by us into reused buffers and published as bytes
+    /// (docs/performance.md, change 55); only while someone subscribes (change 63), as
+    /// every output.
+    fn publish_keypoints(&mut self) {
+        if listened(self.w.pub_kp.get_inter_process_subscription_count()) {
+            let bytes = self.kp_cdr.encode(
+                &self.header,
+                &self.features.keypoints,
+                self.features.descriptors_for(self.pipeline.config()),
+            );
+            let _ = self.w.pub_kp.publish_raw(bytes);
+        }
+    }
+
+    /// `edges`, `matches`, the tracker's outputs and the debug image; returns the
+    /// tracker's camera problem, if any.
+    fn publish_rest(
+        &mut self,
+        view: &ImageView,
+        edges_in_message: bool,
+        edges_listened: bool,
+        debug_listened: bool,
+    ) -> Option<String> {
+        let (w, header, features) = (&mut self.w, &self.header, &self.features);
         // The edge image (2 MB at 1080p), written by the pipeline into its message's bytes,
         // costs 0.5-0.6 ms to publish, Fast DDS's copy into its sample (docs/performance.md,
         // changes 74 and 75): computed and published only while someone subscribes
         // (above), as the debug image below. A subscriber not yet matched would miss it
         // either way.
         if edges_in_message {
-            let _ = w.pub_edges.publish_raw(image_cdr.in_place());
+            let _ = w.pub_edges.publish_raw(self.image_cdr.in_place());
         } else if let (Some(edges), true) = (&features.edges, edges_listened) {
-            let _ = w.pub_edges.publish_raw(image_cdr.mono8(header, edges));
+            let _ = w.pub_edges.publish_raw(self.image_cdr.mono8(header, edges));
         }
-        match (*match_previous, features.descriptors_for(pipeline.config())) {
+        match (
+            self.match_previous,
+            features.descriptors_for(self.pipeline.config()),
+        ) {
             (true, Some(descriptors)) => {
-                let (cloud, problem) = previous.step(header, descriptors);
+                let (cloud, problem) = self.previous.step(header, descriptors);
                 let _ = w.pub_matches.publish(&cloud);
-                previous.recycle(cloud);
-                if let (Some(p), Some(_)) = (problem, error_log.allow()) {
+                self.previous.recycle(cloud);
+                if let (Some(p), Some(_)) = (problem, self.error_log.allow()) {
                     r2r::log_warn!(&w.logger, "input {}: matcher: {p}", w.label);
                 }
             }
-            _ => previous.reset(),
+            _ => self.previous.reset(),
         }
-        let tracking = pipeline.config().track.enabled;
         let mut camera_problem = None;
-        if tracking {
-            let cfg = pipeline.config().track.clone();
-            camera_problem = w.tracks.step(header, &view, pipeline, &cfg);
+        if self.pipeline.config().track.enabled {
+            let cfg = self.pipeline.config().track.clone();
+            camera_problem = w.tracks.step(header, view, &self.pipeline, &cfg);
         }
         if debug_listened {
-            crate::cpu::decode::decode(&view, gray);
+            crate::cpu::decode::decode(view, &mut self.gray);
             let _ = w
                 .pub_debug
-                .publish_raw(image_cdr.debug_overlay(header, gray, features));
+                .publish_raw(self.image_cdr.debug_overlay(header, &self.gray, features));
         }
-        let done = Instant::now();
-        let latency = (done - pending.received).as_secs_f64() * 1e3;
-        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
-        let parts = [
-            ms(pending.received, taken),
-            ms(taken, computed),
-            ms(computed, keypoints_out),
-            ms(keypoints_out, done),
-        ];
+        camera_problem
+    }
 
+    /// The frame's measures into the input's stats: `at` (received, keypoints out), its
+    /// latency and parts (ms), whether it made an edge map, the tracker's camera problem.
+    fn record(
+        &mut self,
+        at: (Instant, Instant),
+        latency: f64,
+        parts: [f64; 4],
+        (edge_map, camera_problem): (bool, Option<String>),
+    ) {
+        let (w, features) = (&self.w, &self.features);
+        let tracking = self.pipeline.config().track.enabled;
         let mut s = w.stats.lock().unwrap();
         s.tracking = tracking;
         s.camera_problem = camera_problem;
@@ -370,13 +420,11 @@ impl Running {
         }
         s.processed += 1;
         s.w_processed += 1;
-        s.edge_maps += (edges_in_message || features.edges.is_some()) as u64;
+        s.edge_maps += edge_map as u64;
         s.w_latency_ms.push(latency);
-        s.trace.push(
-            convert::stamp_ns(header.stamp.sec, header.stamp.nanosec),
-            pending.received,
-            keypoints_out,
-        );
+        let h = &self.header;
+        s.trace
+            .push(convert::stamp_ns(h.stamp.sec, h.stamp.nanosec), at.0, at.1);
         for (w, v) in s.w_parts_ms.iter_mut().zip(parts) {
             w.push(v);
         }
@@ -391,6 +439,6 @@ impl Running {
             e.0 += t.ms;
             e.1 += 1;
         }
-        s.backend = pipeline.backend().name().to_string();
+        s.backend = self.pipeline.backend().name().to_string();
     }
 }
