@@ -1,7 +1,8 @@
 //! Feature tracks for visual-inertial odometry: the front-end of VINS-Mono / VINS-Fusion's
 //! `feature_tracker`, rebuilt on the OpenCV-exact CPU reference (`cpu::lk`, `cpu::gftt`).
 //!
-//! Per frame ([`Tracker::track`]), in VINS-Fusion's order:
+//! Per frame ([`Tracker::track`]), in VINS-Fusion's order (steps 1-2 here, the rest in
+//! track/steps.rs):
 //! 1. the frame's LK pyramid (kept as the next frame's previous pyramid);
 //! 2. the previous points tracked forward (`calcOpticalFlowPyrLK`, window 21, 3 levels);
 //!    with `flow_back`, tracked back (1 level, from the previous positions) and kept only
@@ -40,26 +41,23 @@ mod input;
 mod lift;
 pub mod mask;
 pub mod std_sort;
+mod steps;
 mod stereo;
 mod types;
 
 use std::collections::HashMap;
 
-use nalgebra::Point2;
-
 use self::engine::FlowEngine;
-use self::fundamental::{Ransac, RansacParams};
+use self::fundamental::Ransac;
 use self::input::HostFrame;
 pub use self::input::{RightInput, TrackInput};
-use self::lift::{normalised, velocity};
-use self::mask::{round_px, Discs};
+use self::mask::Discs;
 pub use self::stereo::STEREO_PAIR_TOLERANCE_NS;
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
 use crate::camera::CameraModel;
-use crate::config::MaskOrder;
 use crate::cpu::clahe::{clahe, ClaheScratch};
-use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams, GfttScratch};
-use crate::cpu::lk::{Flow, LkParams};
+use crate::cpu::gftt::GfttScratch;
+use crate::cpu::lk::Flow;
 use crate::image::GrayImage;
 use crate::pipeline::BackendKind;
 
@@ -336,59 +334,7 @@ impl Tracker {
         let mut kept = std::mem::take(&mut self.kept);
         kept.clear();
         if !self.prev_pts.is_empty() {
-            let lk = LkParams {
-                window: p.window,
-                max_level: p.levels,
-                ..Default::default()
-            };
-            let back = LkParams { max_level: 1, ..lk };
-            let back = p.flow_back.then_some(&back);
-            let mut ok = std::mem::take(&mut self.ok);
-            ok.clear();
-            let n = self.prev_pts.len();
-            match self
-                .engine
-                .flow(&self.prev_pts, &lk, back, &mut self.fwd, &mut self.back)
-            {
-                Ok(()) => ok.extend(self.fwd.iter().map(|f| f.status)),
-                Err(e) => {
-                    self.fall_back(e);
-                    ok.resize(n, false);
-                }
-            }
-            if p.flow_back && ok.iter().any(|&k| k) {
-                let (mut sum, mut n) = (0.0, 0);
-                for (i, k) in ok.iter_mut().enumerate() {
-                    let (a, b) = (self.prev_pts[i], (self.back[i].x, self.back[i].y));
-                    // VINS's distance(): f32 differences, the root in f64.
-                    let (dx, dy) = (a.0 - b.0, a.1 - b.1);
-                    let d = ((dx * dx + dy * dy) as f64).sqrt();
-                    if *k && self.back[i].status {
-                        sum += d;
-                        n += 1;
-                    }
-                    let pass = *k && self.back[i].status && d <= 0.5;
-                    if *k && !pass {
-                        self.stats.flow_back_rejected += 1;
-                    }
-                    *k = pass;
-                }
-                self.stats.flow_back_error = if n > 0 { sum / n as f64 } else { 0.0 };
-            }
-            self.stats.tried = self.prev_pts.len();
-            let (w, h) = (size.0 as i32, size.1 as i32);
-            for (i, f) in self.fwd.iter().enumerate() {
-                let (rx, ry) = (round_px(f.x), round_px(f.y));
-                let inside = 1 <= rx && rx < w - 1 && 1 <= ry && ry < h - 1;
-                if ok[i] && inside {
-                    let mut t = self.tracks[i];
-                    (t.x, t.y) = (f.x, f.y);
-                    t.age += 1;
-                    kept.push((t, self.prev_pts[i]));
-                }
-            }
-            self.stats.flow_ok = kept.len() + self.stats.flow_back_rejected;
-            self.ok = ok;
+            self.flow(size, &mut kept);
         }
         self.stats.flow_ms = ms(t1);
         self.stats.lk_kernel_ms = if self.prev_pts.is_empty() {
@@ -400,27 +346,7 @@ impl Tracker {
         // 3. Fundamental-matrix test (OpenCV's RANSAC from 15 pairs; below, where OpenCV
         // would switch to LMeDS, the tracks are kept).
         if full && p.ransac_threshold > 0.0 && kept.len() >= 15 {
-            // The kept point buffers taken out for the calls on `self`, put back below.
-            let (mut a, mut b) = (
-                std::mem::take(&mut self.ransac_a),
-                std::mem::take(&mut self.ransac_b),
-            );
-            a.clear();
-            b.clear();
-            for (t, prev) in kept.iter() {
-                a.push(self.ransac_point(*prev));
-                b.push(self.ransac_point((t.x, t.y)));
-            }
-            let rp = RansacParams {
-                threshold: p.ransac_threshold,
-                ..Default::default()
-            };
-            let m = self.ransac.mask(&a, &b, &rp);
-            let before = kept.len();
-            let mut it = m.iter();
-            kept.retain(|_| *it.next().unwrap_or(&true));
-            self.stats.ransac_rejected = before - kept.len();
-            (self.ransac_a, self.ransac_b) = (a, b);
+            self.f_test(&mut kept);
         }
 
         // 4. Mask: oldest first (VINS's order among one age, or stable), each claims its
@@ -438,92 +364,6 @@ impl Tracker {
         self.lift(&kept, stamp);
         self.kept = kept;
         self.stats.total_ms = ms(t0);
-    }
-
-    /// Steps 4 and 5: the mask over `kept` and the new corners (into `self.corners`).
-    fn mask_and_top_up(&mut self, frame: &mut HostFrame, kept: &mut Vec<(Track, (f32, f32))>) {
-        let p = self.params;
-        let size = frame.input.size();
-        match p.mask_order {
-            MaskOrder::Stable => {
-                kept.sort_unstable_by_key(|(t, _)| (std::cmp::Reverse(t.age), t.id))
-            }
-            // VINS's std::sort by count, `a.first > b.first`, from the tracks' current order
-            // (last frame's mask order, then its new corners, as VINS's vectors).
-            MaskOrder::Vins => std_sort::sort_by(kept, |a, b| a.0.age > b.0.age),
-        }
-        let before = kept.len();
-        self.discs.start(size, p.min_distance.round() as i32);
-        let discs = &mut self.discs;
-        kept.retain(|(t, _)| discs.claim(round_px(t.x), round_px(t.y)));
-        self.stats.mask_dropped = before - kept.len();
-
-        // 5. New corners.
-        let want = p.max_features.saturating_sub(kept.len());
-        self.last_wanted = want > 0;
-        self.corners.clear();
-        let t2 = std::time::Instant::now();
-        if want > 0 {
-            self.detect(frame, want);
-        }
-        self.stats.detect_ms = t2.elapsed().as_secs_f64() * 1e3;
-        self.stats.added = self.corners.len();
-    }
-
-    /// Step 6: the kept tracks and the new corners lifted to the normalised plane, with
-    /// their velocities; they become the frame's tracks.
-    fn lift(&mut self, kept: &[(Track, (f32, f32))], stamp: f64) {
-        // VINS-Mono lifts a new point before it has an ID, so on its second frame the
-        // previous position is not found by ID and its velocity is 0.
-        let mono = self.params.frontend == crate::config::Frontend::VinsMono;
-        let dt = self.prev_time.map(|t| stamp - t).filter(|&d| d > 0.0);
-        self.stereo_dt = dt;
-        let cam = self.camera.clone();
-        let f32_lift = cam.as_ref().is_some_and(|c| c.lifts_as_camodocal());
-        let norm = |x: f32, y: f32| normalised(cam.as_ref(), (x, y));
-        let mut out = std::mem::take(&mut self.spare_tracks);
-        out.clear();
-        for &(mut t, prev) in kept {
-            let prev_n = (t.x_n, t.y_n);
-            (t.x_n, t.y_n) = norm(t.x, t.y);
-            match dt {
-                Some(dt) => {
-                    (t.vx, t.vy) = if mono && t.age == 2 {
-                        (0.0, 0.0)
-                    } else {
-                        velocity((t.x_n, t.y_n), prev_n, dt, f32_lift)
-                    };
-                    t.px_vx = (t.x - prev.0) as f64 / dt;
-                    t.px_vy = (t.y - prev.1) as f64 / dt;
-                }
-                None => (t.vx, t.vy, t.px_vx, t.px_vy) = (0.0, 0.0, 0.0, 0.0),
-            }
-            if cam.is_none() {
-                (t.vx, t.vy) = (f64::NAN, f64::NAN);
-            }
-            out.push(t);
-        }
-        for &(x, y) in &self.corners {
-            let (x_n, y_n) = norm(x, y);
-            let zero = if cam.is_some() { 0.0 } else { f64::NAN };
-            out.push(Track {
-                id: self.next_id,
-                x,
-                y,
-                x_n,
-                y_n,
-                vx: zero,
-                vy: zero,
-                px_vx: 0.0,
-                px_vy: 0.0,
-                age: 1,
-            });
-            self.next_id += 1;
-        }
-        self.prev_pts.clear();
-        self.prev_pts.extend(out.iter().map(|t| (t.x, t.y)));
-        self.spare_tracks = std::mem::replace(&mut self.tracks, out);
-        self.prev_time = Some(stamp);
     }
 
     /// A GPU failure: the CPU engine from now on; the tracks start over (their previous
@@ -551,91 +391,6 @@ impl Tracker {
     fn reset(&mut self, why: Reset) {
         self.resets.push(why);
         self.clear();
-    }
-
-    /// VINS-Mono's `rejectWithF` coordinates: undistorted and put on a virtual 460 px camera
-    /// centred in the image; pixels as they are without a camera model. With camodocal's
-    /// lifting, as VINS-Mono computes them: `460 * x / z + width / 2` from the ray
-    /// `liftProjective` returns, in f64, then f32.
-    fn ransac_point(&self, pt: (f32, f32)) -> (f32, f32) {
-        const FOCAL: f64 = 460.0;
-        let (w, h) = (self.size.0 as f64, self.size.1 as f64);
-        let p = Point2::new(pt.0 as f64, pt.1 as f64);
-        if let Some(c) = self.camera.as_ref().filter(|c| c.lifts_as_camodocal()) {
-            let (x, y, z) = crate::camera::camodocal::lift_ray(c, p);
-            return (
-                (FOCAL * x / z + w / 2.0) as f32,
-                (FOCAL * y / z + h / 2.0) as f32,
-            );
-        }
-        match self.camera.as_ref().and_then(|c| c.undistort(p)) {
-            Some(q) => (
-                (FOCAL * q.x + w / 2.0) as f32,
-                (FOCAL * q.y + h / 2.0) as f32,
-            ),
-            None => pt,
-        }
-    }
-
-    /// New corners where the mask allows, into `self.corners`.
-    fn detect(&mut self, frame: &mut HostFrame, want: usize) {
-        let p = self.params;
-        match p.top_up {
-            TopUp::Gftt => {
-                let g = GfttParams {
-                    max_corners: want,
-                    quality: p.quality,
-                    min_distance: p.min_distance,
-                    ..Default::default()
-                };
-                #[cfg(feature = "cuda")]
-                if let FlowEngine::Gpu(gf) = &mut self.engine {
-                    match gf.corners(frame.input.size(), &g, &self.discs, &mut self.corners) {
-                        Ok(()) => return,
-                        Err(e) => self.fall_back(e),
-                    }
-                }
-                self.discs.paint(&mut self.mask);
-                good_features_to_track(
-                    frame.pixels(),
-                    &g,
-                    Some(&self.mask),
-                    &mut self.gftt,
-                    &mut self.corners,
-                );
-            }
-            TopUp::Fast(threshold) => {
-                let img = frame.pixels();
-                let mut c = crate::cpu::fast::detect(img, threshold, true);
-                let (w, h) = (img.width, img.height);
-                let discs = &self.discs;
-                c.retain(|c| {
-                    let (x, y) = (c.x as usize, c.y as usize);
-                    x >= 3
-                        && y >= 3
-                        && x + 4 <= w
-                        && y + 4 <= h
-                        && !discs.covers(x as i32, y as i32)
-                });
-                for k in c.iter_mut() {
-                    k.response = crate::cpu::harris::orb_score(img, k.x, k.y, 7, 0.04);
-                }
-                c.sort_by(|a, b| {
-                    b.response
-                        .total_cmp(&a.response)
-                        .then((a.y, a.x).cmp(&(b.y, b.x)))
-                });
-                keep_spaced(
-                    c.iter().map(|c| (c.x, c.y)),
-                    w,
-                    h,
-                    p.min_distance,
-                    want,
-                    &mut self.grid,
-                    &mut self.corners,
-                );
-            }
-        }
     }
 }
 
