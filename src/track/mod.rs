@@ -45,8 +45,6 @@ mod steps;
 mod stereo;
 mod types;
 
-use std::collections::HashMap;
-
 use self::engine::FlowEngine;
 use self::fundamental::Ransac;
 use self::input::HostFrame;
@@ -96,14 +94,8 @@ pub struct Tracker {
     corners: Vec<(f32, f32)>,
     grid: Vec<Vec<(f32, f32)>>,
     gray: GrayImage,
-    /// Stereo: the second camera's tracks of the last frame, and the previous ones by ID
-    /// (pixel and normalised positions, for the velocities).
-    right_tracks: Vec<Track>,
-    prev_right: HashMap<u64, (f32, f32, f64, f64)>,
-    /// The last `track` call's time step (for the right tracks' velocities).
-    stereo_dt: Option<f64>,
-    /// `track_right` ran on the last frame (else the previous right positions are stale).
-    right_fresh: bool,
+    /// Stereo: the second camera's side (track/stereo.rs).
+    stereo: stereo::StereoSide,
     /// The last frame wanted new corners (the GPU then starts the next frame's corner map
     /// beside LK).
     last_wanted: bool,
@@ -111,10 +103,6 @@ pub struct Tracker {
     kept: Vec<(Track, (f32, f32))>,
     ok: Vec<bool>,
     spare_tracks: Vec<Track>,
-    stereo_pts: Vec<(f32, f32)>,
-    stereo_fwd: Vec<Flow>,
-    stereo_rev: Vec<Flow>,
-    cur_right: HashMap<u64, (f32, f32, f64, f64)>,
     ransac: Ransac,
     ransac_a: Vec<(f32, f32)>,
     ransac_b: Vec<(f32, f32)>,
@@ -138,32 +126,22 @@ impl Tracker {
     /// counts the allocations of a frame).
     fn reserve(&mut self) {
         let m = self.params.max_features;
-        for v in [&mut self.prev_pts, &mut self.corners, &mut self.stereo_pts] {
+        for v in [&mut self.prev_pts, &mut self.corners] {
             v.reserve(m);
         }
         for v in [&mut self.ransac_a, &mut self.ransac_b] {
             v.reserve(m);
         }
-        for v in [
-            &mut self.tracks,
-            &mut self.spare_tracks,
-            &mut self.right_tracks,
-        ] {
+        for v in [&mut self.tracks, &mut self.spare_tracks] {
             v.reserve(m);
         }
-        for v in [
-            &mut self.fwd,
-            &mut self.back,
-            &mut self.stereo_fwd,
-            &mut self.stereo_rev,
-        ] {
+        for v in [&mut self.fwd, &mut self.back] {
             v.reserve(m);
         }
         self.kept.reserve(m);
         self.discs.reserve(m);
         self.ok.reserve(m);
-        self.prev_right.reserve(m);
-        self.cur_right.reserve(m);
+        self.stereo.reserve(m);
         self.ransac.reserve(m);
         self.engine.reserve(m);
     }
@@ -210,8 +188,7 @@ impl Tracker {
     pub fn clear(&mut self) {
         self.prev_pts.clear();
         self.tracks.clear();
-        self.right_tracks.clear();
-        self.prev_right.clear();
+        self.stereo.clear();
         self.prev_time = None;
     }
 
@@ -304,10 +281,7 @@ impl Tracker {
         self.size = size;
         self.camera = camera.cloned();
         self.stats = FrameStats::default();
-        if !std::mem::take(&mut self.right_fresh) {
-            self.prev_right.clear();
-        }
-        self.right_tracks.clear();
+        self.stereo.start_frame();
         let t0 = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
 

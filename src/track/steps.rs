@@ -144,7 +144,7 @@ impl Tracker {
         // previous position is not found by ID and its velocity is 0.
         let mono = self.params.frontend == crate::config::Frontend::VinsMono;
         let dt = self.prev_time.map(|t| stamp - t).filter(|&d| d > 0.0);
-        self.stereo_dt = dt;
+        self.stereo.dt = dt;
         let cam = self.camera.clone();
         let f32_lift = cam.as_ref().is_some_and(|c| c.lifts_as_camodocal());
         let norm = |x: f32, y: f32| normalised(cam.as_ref(), (x, y));

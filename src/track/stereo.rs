@@ -5,11 +5,13 @@
 //! normalised coordinates and velocities against the previous right positions of the same
 //! IDs.
 
+use std::collections::HashMap;
+
 use super::input::RightInput;
 use super::mask::round_px;
 use super::{Track, Tracker};
 use crate::camera::CameraModel;
-use crate::cpu::lk::LkParams;
+use crate::cpu::lk::{Flow, LkParams};
 use crate::image::GrayImage;
 #[cfg(feature = "cuda")]
 use crate::pipeline::BackendKind;
@@ -18,11 +20,55 @@ use crate::pipeline::BackendKind;
 /// `sync_process` takes 3 ms); what the node and the replay pair frames by.
 pub const STEREO_PAIR_TOLERANCE_NS: i64 = 3_000_000;
 
+/// The second camera's side of a [`Tracker`]: its tracks of the last frame, the previous
+/// ones by ID (pixel and normalised positions, for the velocities) and its work buffers
+/// (kept from frame to frame: nothing allocated once they have grown).
+#[derive(Default)]
+pub(super) struct StereoSide {
+    pub(super) tracks: Vec<Track>,
+    pub(super) prev: HashMap<u64, (f32, f32, f64, f64)>,
+    pub(super) cur: HashMap<u64, (f32, f32, f64, f64)>,
+    /// The last `track` call's time step (for the right tracks' velocities).
+    pub(super) dt: Option<f64>,
+    /// `track_right` ran on the last frame (else the previous right positions are stale).
+    pub(super) fresh: bool,
+    pub(super) pts: Vec<(f32, f32)>,
+    pub(super) fwd: Vec<Flow>,
+    pub(super) rev: Vec<Flow>,
+}
+
+impl StereoSide {
+    /// Room for `m` tracks in every buffer.
+    pub(super) fn reserve(&mut self, m: usize) {
+        self.tracks.reserve(m);
+        self.prev.reserve(m);
+        self.cur.reserve(m);
+        self.pts.reserve(m);
+        self.fwd.reserve(m);
+        self.rev.reserve(m);
+    }
+
+    /// A new first-camera frame: last frame's right tracks are gone, and the previous right
+    /// positions too unless the last frame had a right step.
+    pub(super) fn start_frame(&mut self) {
+        if !std::mem::take(&mut self.fresh) {
+            self.prev.clear();
+        }
+        self.tracks.clear();
+    }
+
+    /// Every track dropped.
+    pub(super) fn clear(&mut self) {
+        self.tracks.clear();
+        self.prev.clear();
+    }
+}
+
 impl Tracker {
     /// Stereo: the second camera's tracks of the last [`Tracker::track_stereo`] frame (the
     /// first camera's IDs and ages, the second camera's positions).
     pub fn right_tracks(&self) -> &[Track] {
-        &self.right_tracks
+        &self.stereo.tracks
     }
 
     /// VINS-Fusion's stereo mode: the frame pair taken at `stamp`; the first camera is
@@ -62,14 +108,14 @@ impl Tracker {
         right: RightInput,
         camera: Option<&CameraModel>,
     ) -> std::result::Result<(), String> {
-        self.right_tracks.clear();
-        let dt = self.stereo_dt.take();
+        self.stereo.tracks.clear();
+        let dt = self.stereo.dt.take();
         let camera = camera.map(|c| c.clone().lifted(self.params.lifting));
         let camera = camera.as_ref();
         let f32_lift = camera.is_some_and(|c| c.lifts_as_camodocal());
         let (rw, rh) = right.size();
         if (rw, rh) != self.size {
-            self.prev_right.clear();
+            self.stereo.prev.clear();
             return Err(format!(
                 "the second camera's frame is {rw}x{rh}, the first's {}x{}: no stereo tracks",
                 self.size.0, self.size.1
@@ -77,7 +123,7 @@ impl Tracker {
         }
         #[cfg(feature = "cuda")]
         if let (RightInput::Device(_), BackendKind::Cpu) = (right, self.engine.kind()) {
-            self.prev_right.clear();
+            self.stereo.prev.clear();
             return Err(
                 "the second camera's frame is on the GPU, the tracker on the CPU: no stereo \
                  tracks for this frame"
@@ -91,12 +137,12 @@ impl Tracker {
             ..Default::default()
         };
         let back = p.flow_back.then_some(&lk);
-        let mut pts = std::mem::take(&mut self.stereo_pts);
+        let mut pts = std::mem::take(&mut self.stereo.pts);
         pts.clear();
         pts.extend(self.tracks.iter().map(|t| (t.x, t.y)));
         let (mut fwd, mut rev) = (
-            std::mem::take(&mut self.stereo_fwd),
-            std::mem::take(&mut self.stereo_rev),
+            std::mem::take(&mut self.stereo.fwd),
+            std::mem::take(&mut self.stereo.rev),
         );
         fwd.clear();
         rev.clear();
@@ -110,7 +156,7 @@ impl Tracker {
             }
         }
         let (w, h) = (rw as i32, rh as i32);
-        let mut cur = std::mem::take(&mut self.cur_right);
+        let mut cur = std::mem::take(&mut self.stereo.cur);
         cur.clear();
         for (i, f) in fwd.iter().enumerate() {
             let keep = if p.flow_back {
@@ -139,7 +185,7 @@ impl Tracker {
                 px_vy: 0.0,
                 ..*left
             };
-            if let (Some(dt), Some(&(px, py, pxn, pyn))) = (dt, self.prev_right.get(&t.id)) {
+            if let (Some(dt), Some(&(px, py, pxn, pyn))) = (dt, self.stereo.prev.get(&t.id)) {
                 (t.vx, t.vy) = super::lift::velocity((t.x_n, t.y_n), (pxn, pyn), dt, f32_lift);
                 (t.px_vx, t.px_vy) = ((t.x - px) as f64 / dt, (t.y - py) as f64 / dt);
             }
@@ -147,11 +193,11 @@ impl Tracker {
                 (t.vx, t.vy) = (f64::NAN, f64::NAN);
             }
             cur.insert(t.id, (t.x, t.y, t.x_n, t.y_n));
-            self.right_tracks.push(t);
+            self.stereo.tracks.push(t);
         }
-        self.cur_right = std::mem::replace(&mut self.prev_right, cur);
-        (self.stereo_pts, self.stereo_fwd, self.stereo_rev) = (pts, fwd, rev);
-        self.right_fresh = true;
+        self.stereo.cur = std::mem::replace(&mut self.stereo.prev, cur);
+        (self.stereo.pts, self.stereo.fwd, self.stereo.rev) = (pts, fwd, rev);
+        self.stereo.fresh = true;
         self.release_inputs();
         Ok(())
     }
