@@ -197,7 +197,7 @@ fn feature_every_counts_from_the_restart() {
 /// are the library tracker's driven by `FeatureGate`, frame for frame.
 #[test]
 fn vins_mono_frontend_gates_frames_as_vins_mono() {
-    use gpu_features::output::tracks::{Before, FeatureGate};
+    use gpu_features::output::gate::{Before, FeatureGate};
     let dir = scratch("replay_vins_mono");
     let stamps = [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 9, 49, 50, 51, 52, 53, 54];
     let frames = pan("graf1.png", stamps.len(), 320, 240);

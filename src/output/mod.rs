@@ -3,6 +3,7 @@
 //! May import: `cdr`, `config`, `features`, `image`, `matching`, `track`.
 
 pub mod csv;
+pub mod gate;
 pub mod matches;
 pub mod overlay;
 pub mod pointcloud;

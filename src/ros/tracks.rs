@@ -28,7 +28,8 @@ use super::publish::listened;
 use crate::camera::CameraModel;
 use crate::config::TrackConfig;
 use crate::image::{GrayImage, ImageView};
-use crate::output::tracks::{Before, FeatureGate, VinsFormat};
+use crate::output::gate::{Before, FeatureGate};
+use crate::output::tracks::VinsFormat;
 use crate::pipeline::{BackendKind, Pipeline};
 use crate::track::{RightInput, Track, TrackInput, TrackParams, Tracker, STEREO_PAIR_TOLERANCE_NS};
 

@@ -18,7 +18,7 @@
 //!    velocities against the previous frame's positions of the same IDs.
 //!
 //! VINS-Mono's front-end (`TrackParams::frontend`, the frames picked by
-//! `output::tracks::FeatureGate`): its unpublished frames get steps 1, 2 and 6 only
+//! `output::gate::FeatureGate`): its unpublished frames get steps 1, 2 and 6 only
 //! ([`Tracker::track_flow_only`]); a new track's velocity is 0 on its second frame too. With
 //! `equalize` every frame is first equalised by OpenCV's CLAHE (`cpu::clahe`, on the host).
 //!
