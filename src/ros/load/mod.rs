@@ -19,6 +19,7 @@ pub mod relay;
 mod report;
 mod run;
 mod schedule;
+mod wiring;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -7,49 +7,51 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use r2r::diagnostic_msgs::msg::DiagnosticArray;
-use r2r::sensor_msgs::msg::{Image, PointCloud2};
-use r2r::QosProfile;
+use r2r::sensor_msgs::msg::Image;
 
 use super::frames::{self, Malformed};
 use super::process;
 use super::report::{parse_node_summary, InputResult, LoadReport};
 use super::schedule::on_schedule;
-use super::LoadArgs;
+use super::{wiring, LoadArgs};
 use crate::report::Dist;
 use crate::ros::convert;
 
-const WARMUP_SEC: i32 = 1;
+pub(super) const WARMUP_SEC: i32 = 1;
 const MEASURED_SEC: i32 = 2;
 
 /// What the subscription tasks collect for one input.
 #[derive(Default)]
-struct Received {
+pub(super) struct Received {
     /// Send instant per measured frame number (set by the publisher thread).
-    sent_at: Vec<Option<Instant>>,
+    pub(super) sent_at: Vec<Option<Instant>>,
     /// (frame number, round trip ms, arrival) of answered measured frames.
-    answers: Vec<(u32, f64, Instant)>,
-    warmup_answered: u64,
+    pub(super) answers: Vec<(u32, f64, Instant)>,
+    pub(super) warmup_answered: u64,
     /// Points of the measured answers that are clouds: (sum, clouds).
-    answer_points: (u64, u64),
+    pub(super) answer_points: (u64, u64),
     /// Last /diagnostics values of this input, and the stage sums (ms * frames, frames).
-    node: BTreeMap<String, String>,
-    stage_sum: BTreeMap<String, (f64, f64)>,
+    pub(super) node: BTreeMap<String, String>,
+    pub(super) stage_sum: BTreeMap<String, (f64, f64)>,
 }
 
-struct Shared {
-    inputs: Vec<Mutex<Received>>,
+pub(super) struct Shared {
+    pub(super) inputs: Vec<Mutex<Received>>,
     /// The measured frames' spacing in stamp time ([`measured_stamp`]).
-    period_ns: u64,
+    pub(super) period_ns: u64,
     /// Diagnostics windows are summed only while this is set.
-    measuring: AtomicBool,
-    diag_seen: AtomicU64,
+    pub(super) measuring: AtomicBool,
+    pub(super) diag_seen: AtomicU64,
 }
 
 impl Shared {
     /// An answer of input `k` with this header stamp (and `points`, if a cloud) arrived now.
-    fn answered(&self, k: usize, stamp: &r2r::builtin_interfaces::msg::Time, points: Option<u32>) {
+    pub(super) fn answered(
+        &self,
+        k: usize,
+        stamp: &r2r::builtin_interfaces::msg::Time,
+        points: Option<u32>,
+    ) {
         let now = Instant::now();
         let mut r = self.inputs[k].lock().unwrap();
         if stamp.sec == WARMUP_SEC {
@@ -185,96 +187,8 @@ async fn run_async(
         measuring: AtomicBool::new(false),
         diag_seen: AtomicU64::new(0),
     });
-    let qos = {
-        let q = QosProfile::default().keep_last(4);
-        match args.reliability.as_str() {
-            "reliable" => q.reliable(),
-            "best_effort" => q.best_effort(),
-            r => return Err(format!("reliability {r:?}: reliable or best_effort")),
-        }
-    };
-    let mut publishers = Vec::new();
-    for (k, name) in names.iter().enumerate() {
-        let t = topic(&args.namespace, name, "image");
-        publishers.push(
-            node.create_publisher::<Image>(&t, qos.clone())
-                .map_err(|e| format!("publisher {t}: {e}"))?,
-        );
-        let answer = topic(&args.namespace, name, &args.answer);
-        let shared = shared.clone();
-        let answer_qos = QosProfile::default().keep_last(100);
-        if matches!(args.answer.as_str(), "relayed" | "edges") {
-            let mut sub = node
-                .subscribe::<Image>(&answer, answer_qos)
-                .map_err(|e| format!("subscribe {answer}: {e}"))?;
-            tokio::spawn(async move {
-                while let Some(msg) = sub.next().await {
-                    shared.answered(k, &msg.header.stamp, None);
-                }
-            });
-        } else {
-            let mut sub = node
-                .subscribe::<PointCloud2>(&answer, answer_qos)
-                .map_err(|e| format!("subscribe {answer}: {e}"))?;
-            tokio::spawn(async move {
-                while let Some(msg) = sub.next().await {
-                    let points = msg.width.saturating_mul(msg.height);
-                    shared.answered(k, &msg.header.stamp, Some(points));
-                }
-            });
-        }
-    }
-    {
-        let mut sub = node
-            .subscribe::<DiagnosticArray>("/diagnostics", QosProfile::default().keep_last(50))
-            .map_err(|e| format!("subscribe /diagnostics: {e}"))?;
-        let shared = shared.clone();
-        let labels: Vec<String> = names
-            .iter()
-            .map(|n| {
-                if n.is_empty() {
-                    "image".into()
-                } else {
-                    n.clone()
-                }
-            })
-            .collect();
-        tokio::spawn(async move {
-            while let Some(msg) = sub.next().await {
-                for st in &msg.status {
-                    let Some(k) = labels
-                        .iter()
-                        .position(|l| st.name.ends_with(&format!(": {l}")))
-                    else {
-                        continue;
-                    };
-                    let vals: BTreeMap<String, String> = st
-                        .values
-                        .iter()
-                        .map(|kv| (kv.key.clone(), kv.value.clone()))
-                        .collect();
-                    let mut r = shared.inputs[k].lock().unwrap();
-                    if shared.measuring.load(Ordering::SeqCst) {
-                        let frames: f64 = vals
-                            .get("window_frames")
-                            .and_then(|v| v.parse().ok())
-                            .unwrap_or(0.0);
-                        for (key, v) in &vals {
-                            if let (Some(stage), Ok(ms)) =
-                                (key.strip_prefix("stage_ms."), v.parse::<f64>())
-                            {
-                                let e = r.stage_sum.entry(stage.to_string()).or_default();
-                                e.0 += ms * frames;
-                                e.1 += frames;
-                            }
-                        }
-                    }
-                    r.node = vals;
-                }
-                shared.diag_seen.fetch_add(1, Ordering::SeqCst);
-            }
-        });
-    }
+    let publishers = wiring::publish_and_listen(&mut node, args, names, &shared)?;
+    wiring::watch_diagnostics(&mut node, names, &shared)?;
     let spin_stop = Arc::new(AtomicBool::new(false));
     let spinner = {
         let stop = spin_stop.clone();
@@ -284,33 +198,14 @@ async fn run_async(
             }
         })
     };
-
-    // Warm-up: one frame per input, answered, before anything is timed (the node sizes its
-    // buffers on the first frame of a resolution).
-    let mut warmup_sent = vec![0u64; names.len()];
-    for (k, p) in publishers.iter().enumerate() {
-        let mut msg = templates[0].clone();
-        msg.header.stamp.sec = WARMUP_SEC;
-        let t0 = Instant::now();
-        while shared.inputs[k].lock().unwrap().warmup_answered == 0 {
-            if t0.elapsed() > Duration::from_secs(60) {
-                spin_stop.store(true, Ordering::SeqCst);
-                return Err(format!(
-                    "no answer on {} within 60 s of publishing on {}: is the node running there?",
-                    topic(&args.namespace, &names[k], &args.answer),
-                    topic(&args.namespace, &names[k], "image")
-                ));
-            }
-            // Discovery takes a moment: repeat until the node answers.
-            if warmup_sent[k] == 0 || t0.elapsed() > Duration::from_secs(warmup_sent[k] * 2) {
-                msg.header.stamp.nanosec = warmup_sent[k] as u32;
-                p.publish(&msg).map_err(|e| format!("publish: {e}"))?;
-                warmup_sent[k] += 1;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    let warmup_sent = match wiring::warm_up(args, names, &publishers, &templates[0], &shared).await
+    {
+        Ok(w) => w,
+        Err(e) => {
+            spin_stop.store(true, Ordering::SeqCst);
+            return Err(e);
         }
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await; // late warm-up answers
+    };
 
     // Measured run: one paced publisher thread per input; the RSS sampler beside them.
     let t_start = Instant::now();
@@ -389,38 +284,14 @@ async fn run_async(
     };
     for (k, name) in names.iter().enumerate() {
         let r = shared.inputs[k].lock().unwrap();
-        let (n_sent, n_bad, late) = sent[k];
-        let mut per_minute = vec![0u64; (seconds / 60.0).ceil().max(1.0) as usize + 1];
-        for (_, _, at) in &r.answers {
-            let m = (at.saturating_duration_since(t_start).as_secs_f64() / 60.0) as usize;
-            let last = per_minute.len() - 1;
-            per_minute[m.min(last)] += 1;
-        }
-        while per_minute.len() > 1 && per_minute.last() == Some(&0) {
-            per_minute.pop();
-        }
-        rep.inputs.push(InputResult {
-            input: name.clone(),
-            sent: n_sent,
-            sent_malformed: n_bad,
-            late,
-            warmup_sent: warmup_sent[k],
-            warmup_answered: r.warmup_answered,
-            answered: r.answers.len() as u64,
-            round_trip_ms: Dist::of(r.answers.iter().map(|a| a.1)),
-            node: r.node.clone(),
-            stage_ms: r
-                .stage_sum
-                .iter()
-                .filter(|(_, (_, n))| *n > 0.0)
-                .map(|(k, (sum, n))| (k.clone(), sum / n))
-                .collect(),
-            node_latency_ms: parse_node_summary(&node_log, name).unwrap_or_default(),
-            answered_per_minute: per_minute,
-            answer_points: (r.answer_points.1 > 0)
-                .then(|| r.answer_points.0 as f64 / r.answer_points.1 as f64),
-            floor: None,
-        });
+        let counts = (sent[k], warmup_sent[k]);
+        rep.inputs.push(input_result(
+            name,
+            &r,
+            counts,
+            (t_start, seconds),
+            &node_log,
+        ));
     }
     if let Some(dir) = crate::ros::trace::dir() {
         write_trace(&dir, names, &shared)?;
@@ -429,6 +300,49 @@ async fn run_async(
         rep.judge_soak(growth);
     }
     Ok(rep)
+}
+
+/// One input's result: `counts` ((sent, malformed, late), warm-up frames sent), `run` (its
+/// start, seconds), the node's own summary from its log.
+fn input_result(
+    name: &str,
+    r: &Received,
+    counts: ((u64, u64, u64), u64),
+    (t_start, seconds): (Instant, f64),
+    node_log: &str,
+) -> InputResult {
+    let ((n_sent, n_bad, late), warmup_sent) = counts;
+    let mut per_minute = vec![0u64; (seconds / 60.0).ceil().max(1.0) as usize + 1];
+    for (_, _, at) in &r.answers {
+        let m = (at.saturating_duration_since(t_start).as_secs_f64() / 60.0) as usize;
+        let last = per_minute.len() - 1;
+        per_minute[m.min(last)] += 1;
+    }
+    while per_minute.len() > 1 && per_minute.last() == Some(&0) {
+        per_minute.pop();
+    }
+    InputResult {
+        input: name.to_string(),
+        sent: n_sent,
+        sent_malformed: n_bad,
+        late,
+        warmup_sent,
+        warmup_answered: r.warmup_answered,
+        answered: r.answers.len() as u64,
+        round_trip_ms: Dist::of(r.answers.iter().map(|a| a.1)),
+        node: r.node.clone(),
+        stage_ms: r
+            .stage_sum
+            .iter()
+            .filter(|(_, (_, n))| *n > 0.0)
+            .map(|(k, (sum, n))| (k.clone(), sum / n))
+            .collect(),
+        node_latency_ms: parse_node_summary(node_log, name).unwrap_or_default(),
+        answered_per_minute: per_minute,
+        answer_points: (r.answer_points.1 > 0)
+            .then(|| r.answer_points.0 as f64 / r.answer_points.1 as f64),
+        floor: None,
+    }
 }
 
 /// `DIR/load-<input>.tsv` ([`crate::ros::trace`]): each answered measured frame's stamp,
