@@ -182,7 +182,10 @@ def main():
     rows, bad, points, vins_by_cam = {}, [], 0, {}
     for cam in range(len(topics)):
         vins_by_cam[cam] = parse_harness(res.stdout, cam)
-        ours = {i: vt.feature_points(raw, camera=cam)[1] for i, raw in enumerate(feature)}
+        parsed = [vt.feature_points(raw, camera=cam) for raw in feature]
+        ours = {i: pts for i, (_, pts) in enumerate(parsed)}
+        if cam == 0:
+            stamps = [st for st, _ in parsed]
         rows[cam] = compare(vins_by_cam[cam], ours)
         bad += [dict(r, camera=cam) for r in rows[cam] if r.get("ours") is None or r["only_vins"] or r["only_ours"]
                 or r["pixel"] or r["normalised"] or r["velocity"]]
@@ -190,7 +193,6 @@ def main():
     vins = vins_by_cam[0]
     if len(feature) != len(vins):
         bad.append({"frame": min(len(feature), len(vins)), "messages_ours": len(feature), "messages_vins": len(vins)})
-    stamps = [vt.feature_points(raw)[0] for raw in feature]
     for i, (v, st) in enumerate(zip(vins, stamps)):
         if abs(v["stamp"] - st) > 1e-6:
             bad.append({"frame": i, "stamp_vins": v["stamp"], "stamp_ours": st})

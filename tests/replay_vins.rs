@@ -148,6 +148,21 @@ fn stereo_needs_two_topics() {
     assert!(e.contains("track.stereo pairs two image topics"), "{e}");
 }
 
+/// A bag of one camera on `RAW` with its `camera_info` first: frame `n` stamped as frame
+/// `at[n].0` and logged at frame `at[n].1`'s time.
+fn camera_bag(path: &std::path::Path, frames: &[Frame], at: &[(usize, usize)]) {
+    let mut w = bag::writer::McapBagWriter::create(path).unwrap();
+    let raw = w.channel(RAW, cdr::IMAGE).unwrap();
+    let ci = w.channel("/cam/camera_info", cdr::CAMERA_INFO).unwrap();
+    w.write(ci, log_time(0) - 1, log_time(0) - 1, &info(0))
+        .unwrap();
+    for (f, &(stamp, log)) in frames.iter().zip(at) {
+        w.write(raw, log_time(log), log_time(log), &image_msg(stamp, f))
+            .unwrap();
+    }
+    w.finish().unwrap();
+}
+
 /// `track.feature_every: 2`: the 2nd, 4th, ... frame since the start or a restart (here
 /// the time going back on frame 3) has its `feature` message, the same bytes as with 1.
 #[test]
@@ -156,18 +171,9 @@ fn feature_every_counts_from_the_restart() {
     let frames = pan("graf1.png", 6, 320, 240);
     let stamps = [0usize, 1, 2, 1, 2, 3];
     let bag_path = dir.join("in.mcap");
-    {
-        let mut w = bag::writer::McapBagWriter::create(&bag_path).unwrap();
-        let raw = w.channel(RAW, cdr::IMAGE).unwrap();
-        let ci = w.channel("/cam/camera_info", cdr::CAMERA_INFO).unwrap();
-        w.write(ci, log_time(0) - 1, log_time(0) - 1, &info(0))
-            .unwrap();
-        for (n, &i) in stamps.iter().enumerate() {
-            w.write(raw, log_time(n), log_time(n), &image_msg(i, &frames[n]))
-                .unwrap();
-        }
-        w.finish().unwrap();
-    }
+    // Stamps go back on frame 3; the log times keep going forward.
+    let at: Vec<(usize, usize)> = stamps.iter().enumerate().map(|(n, &i)| (i, n)).collect();
+    camera_bag(&bag_path, &frames, &at);
     let run = |every: u32| {
         let out = dir.join(format!("out{every}"));
         let mut o = options(&bag_path, &out);
@@ -202,18 +208,8 @@ fn vins_mono_frontend_gates_frames_as_vins_mono() {
     let stamps = [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 9, 49, 50, 51, 52, 53, 54];
     let frames = pan("graf1.png", stamps.len(), 320, 240);
     let bag_path = dir.join("in.mcap");
-    {
-        let mut w = bag::writer::McapBagWriter::create(&bag_path).unwrap();
-        let raw = w.channel(RAW, cdr::IMAGE).unwrap();
-        let ci = w.channel("/cam/camera_info", cdr::CAMERA_INFO).unwrap();
-        w.write(ci, log_time(0) - 1, log_time(0) - 1, &info(0))
-            .unwrap();
-        for (n, &i) in stamps.iter().enumerate() {
-            w.write(raw, log_time(i), log_time(i), &image_msg(i, &frames[n]))
-                .unwrap();
-        }
-        w.finish().unwrap();
-    }
+    let at: Vec<(usize, usize)> = stamps.iter().map(|&i| (i, i)).collect();
+    camera_bag(&bag_path, &frames, &at);
     let out = dir.join("out");
     let mut o = options(&bag_path, &out);
     o.config = Config::from_yaml(include_str!("../config/vins_mono.yaml")).unwrap();

@@ -120,8 +120,27 @@ struct SoakArgs {
 
 fn vins_config(config: &Path, out: Option<&Path>) -> ExitCode {
     use gpu_features::camera::vins::{for_external_tracker, VinsConfig};
-    let run = || -> Result<(PathBuf, VinsConfig), String> {
-        let v = VinsConfig::load(config)?;
+    let v = match VinsConfig::load(config) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if v.mono {
+        // VINS-Mono's estimator never reads images: nothing to point elsewhere.
+        println!(
+            "{}: a VINS-Mono config (its estimator reads only the feature and restart \
+             topics): leave feature_tracker out of your launch file and run the node on \
+             its image topic with -p vins_config:={} -r feature:=/feature_tracker/feature \
+             -r restart:=/feature_tracker/restart (the config sets track.frontend: \
+             vins_mono and feature_format: vins_mono)",
+            config.display(),
+            config.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let run = || -> Result<PathBuf, String> {
         let text =
             std::fs::read_to_string(config).map_err(|e| format!("{}: {e}", config.display()))?;
         let out = match out {
@@ -136,25 +155,10 @@ fn vins_config(config: &Path, out: Option<&Path>) -> ExitCode {
         };
         std::fs::write(&out, for_external_tracker(&text))
             .map_err(|e| format!("{}: {e}", out.display()))?;
-        Ok((out, v))
+        Ok(out)
     };
-    if let Ok(v) = VinsConfig::load(config).map(|v| v.mono) {
-        if v {
-            // VINS-Mono's estimator never reads images: nothing to point elsewhere.
-            println!(
-                "{}: a VINS-Mono config (its estimator reads only the feature and restart \
-                 topics): leave feature_tracker out of your launch file and run the node on \
-                 its image topic with -p vins_config:={} -r feature:=/feature_tracker/feature \
-                 -r restart:=/feature_tracker/restart (the config sets track.frontend: \
-                 vins_mono and feature_format: vins_mono)",
-                config.display(),
-                config.display()
-            );
-            return ExitCode::SUCCESS;
-        }
-    }
     match run() {
-        Ok((out, v)) => {
+        Ok(out) => {
             println!(
                 "wrote {}: image topics pointed nowhere, all else kept",
                 out.display()

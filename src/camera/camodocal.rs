@@ -147,9 +147,6 @@ fn first_root_on_grid(f: &dyn Fn(f64) -> f64, r: f64) -> f64 {
 /// projective point `(x/z, y/z)` in f64. Other models fall back to their OpenCV inverse.
 pub fn lift(cam: &CameraModel, p: Point2<f64>) -> Point2<f64> {
     let (x, y, z) = lift_ray(cam, p);
-    if z == 1.0 {
-        return Point2::new(x, y);
-    }
     Point2::new(x / z, y / z)
 }
 

@@ -135,17 +135,10 @@ impl VinsConfig {
             self.apply_mono(track);
             return;
         }
-        track.enabled = true;
-        track.max_features = self.max_cnt;
+        self.apply_shared(track);
         track.min_distance = self.min_dist;
         track.flow_back = self.flow_back;
         track.ransac_threshold = 0.0;
-        track.window = 21;
-        track.levels = 3;
-        track.detector = TrackDetector::Gftt;
-        track.quality = 0.01;
-        track.mask_order = MaskOrder::Vins;
-        track.lifting = Lifting::Camodocal;
         // `num_of_cam: 2`: VINS-Fusion's stereo mode (the node's first two inputs, the
         // replay's two image topics).
         track.stereo = self.cameras.len() == 2;
@@ -160,22 +153,28 @@ impl VinsConfig {
     /// published frames (`F_threshold`, 1 px when missing), no flow back, `min_dist` as the
     /// whole pixels VINS-Mono reads it as.
     fn apply_mono(&self, track: &mut TrackConfig) {
-        track.enabled = true;
+        self.apply_shared(track);
         track.frontend = Frontend::VinsMono;
         track.freq = self.freq;
         track.equalize = self.equalize;
-        track.max_features = self.max_cnt;
         track.min_distance = self.min_dist.round();
         track.flow_back = false;
         track.ransac_threshold = self.f_threshold.unwrap_or(1.0);
+        track.stereo = false;
+        track.feature_every = 1;
+    }
+
+    /// What both VINS front-ends run with: tracking on, `max_cnt`, LK window 21 on 3
+    /// levels, goodFeaturesToTrack at quality 0.01, VINS's mask order, camodocal's lifting.
+    fn apply_shared(&self, track: &mut TrackConfig) {
+        track.enabled = true;
+        track.max_features = self.max_cnt;
         track.window = 21;
         track.levels = 3;
         track.detector = TrackDetector::Gftt;
         track.quality = 0.01;
         track.mask_order = MaskOrder::Vins;
         track.lifting = Lifting::Camodocal;
-        track.stereo = false;
-        track.feature_every = 1;
     }
 }
 
