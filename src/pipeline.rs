@@ -101,7 +101,10 @@ impl Pipeline {
     #[cfg(feature = "cuda")]
     fn cuda_backend(config: &Config) -> Result<Backend> {
         let p = crate::cuda::CudaPipeline::new()?;
-        crate::cuda::crew::set_threads(config.cuda.crew_threads as usize, p.gpu().integrated);
+        crate::cuda::driver::crew::set_threads(
+            config.cuda.crew_threads as usize,
+            p.gpu().integrated,
+        );
         Ok(Backend::Cuda(Box::new(p)))
     }
 
@@ -154,12 +157,12 @@ impl Pipeline {
     /// A frame is about to come (the node took one from the middleware; the bench's pacer
     /// woke): the CUDA backend's copy crew is woken now and spins for the frame's copy until
     /// `cuda.prewake_us` has passed instead of waking when the copy starts
-    /// (`cuda::crew::prewake`; docs/performance.md, change 68). Nothing on the CPU backend
+    /// (`cuda::driver::crew::prewake`; docs/performance.md, change 68). Nothing on the CPU backend
     /// or with `cuda.prewake_us: 0`.
     pub fn prewake(&self) {
         #[cfg(feature = "cuda")]
         if let Backend::Cuda(_) = self.backend {
-            crate::cuda::crew::prewake_us(self.config.cuda.prewake_us);
+            crate::cuda::driver::crew::prewake_us(self.config.cuda.prewake_us);
         }
     }
 

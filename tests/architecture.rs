@@ -308,3 +308,59 @@ fn no_import_cycles_between_files() {
     assert!(n > 100, "only {n} files found under src/");
     assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
 }
+
+/// The CUDA host's layers (src/cuda/mod.rs): `driver` knows nothing of the stages or of the
+/// typed kernels, and `kernels` knows only the driver; a stage may use both.
+#[test]
+fn cuda_layers_import_only_downward() {
+    let cuda = src().join("cuda");
+    // (layer folder, the cuda modules its files may name besides their own layer)
+    for (layer, may) in [("driver", vec![]), ("kernels", vec!["driver"])] {
+        let mut files = Vec::new();
+        rust_files(&cuda.join(layer), &mut files);
+        assert!(!files.is_empty(), "src/cuda/{layer} is gone: update this test");
+        for f in files {
+            let code = code(&f);
+            let at_root = f.file_name().is_some_and(|n| n == "mod.rs");
+            // `super::` from the layer's mod.rs is `cuda`; from its other files, the layer.
+            let via_super: Vec<&str> = code
+                .match_indices("super::")
+                .map(|(i, _)| {
+                    let rest = &code[i + 7..];
+                    let end = rest
+                        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .unwrap_or(rest.len());
+                    &rest[..end]
+                })
+                .collect();
+            let via_crate: Vec<&str> = code
+                .match_indices("crate::cuda::")
+                .map(|(i, _)| {
+                    let rest = &code[i + 13..];
+                    let end = rest
+                        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .unwrap_or(rest.len());
+                    &rest[..end]
+                })
+                .collect();
+            let named: Vec<&str> = via_crate
+                .into_iter()
+                .chain(via_super.into_iter().filter(|_| at_root))
+                .collect();
+            for m in named {
+                assert!(
+                    m == layer || may.contains(&m),
+                    "{} names cuda::{m}, above its layer (may: {layer}, {may:?})",
+                    f.display()
+                );
+            }
+            if !at_root {
+                assert!(
+                    !code.contains("super::super::"),
+                    "{} reaches out of its layer with super::super::",
+                    f.display()
+                );
+            }
+        }
+    }
+}

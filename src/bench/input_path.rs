@@ -9,12 +9,12 @@
 
 use super::*;
 
-use crate::cuda::buffers::{download, upload, DevBuf, HostBuf};
 use crate::cuda::canny::unpack_edges;
 use crate::cuda::decode::{
     copy_in_pieces, copy_streaming_into, gray_in_pieces, stage_and_upload_by,
     stage_gray_and_upload, Helpers, COPY_CHUNK,
 };
+use crate::cuda::driver::buffers::{download, upload, DevBuf, HostBuf};
 use crate::cuda::Gpu;
 use crate::image::{Encoding, FrameLayout};
 use rayon::prelude::*;
@@ -109,10 +109,7 @@ fn measure(
         gpu.sync()
     })?;
     rows.push(("upload from pinned memory (async + sync)".into(), Some(s)));
-    let s = time(runs, |i| {
-        unsafe { cudarc::driver::result::memcpy_htod_sync(dev.ptr(), &src[i % SOURCES][..]) }
-            .map_err(|e| crate::cuda::context::cuda_err("pageable upload", e))
-    })?;
+    let s = time(runs, |i| dev.copy_from_sync(&src[i % SOURCES][..]))?;
     rows.push(("upload from pageable memory (cuMemcpyHtoD)".into(), Some(s)));
     // Copy, then upload: after plain stores the upload reads cache lines that are dirty in
     // the CPUs' caches (change 23).
@@ -136,7 +133,7 @@ fn measure(
     let (w, h) = pixels;
     let words_per_row = w.div_ceil(32);
     let packed = words_per_row * 4 * h;
-    let bits_dev = DevBuf::new(&gpu.ctx, packed)?;
+    let bits_dev = DevBuf::<u8>::new(&gpu.ctx, packed)?;
     let mut bits = HostBuf::new(&gpu.ctx, packed, false)?;
     let mut edges = vec![0u8; w * h];
     // The pipeline's path (source frame i, copied in pieces by `helpers`, each uploaded

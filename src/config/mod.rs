@@ -295,13 +295,13 @@ pub struct CudaConfig {
     /// the output is the same either way (docs/performance.md, change 42).
     pub programmatic_launch: bool,
     /// The node only: when it takes a frame from the middleware, it wakes the process's
-    /// helper threads (`cuda::crew`), which then spin this many microseconds waiting for the
+    /// helper threads (`cuda::driver::crew`), which then spin this many microseconds waiting for the
     /// frame's copy into pinned memory instead of sleeping until the copy starts; 0 = they
     /// sleep (docs/performance.md, change 68: the 1080p copy and upload after a camera's
     /// idle gap 0.16-0.17 -> 0.10-0.12 ms on the H100 machine); -1 = auto: 200 on a
     /// discrete GPU, 0 on an integrated one (Jetson: the spin's CPU, docs/jetson.md).
     pub prewake_us: i32,
-    /// The process's copy crew (`cuda::crew`): how many helper threads copy a frame into
+    /// The process's copy crew (`cuda::driver::crew`): how many helper threads copy a frame into
     /// pinned memory and unpack the edge map beside the calling thread; 0 = auto (half the
     /// cores, at most 8; on an integrated GPU a quarter, at most 2). Read when the first CUDA
     /// pipeline of the process starts (a later change needs a restart). docs/jetson.md has

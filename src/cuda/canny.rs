@@ -5,9 +5,11 @@
 //! mapped pinned memory where the device can map it), and no byte map to copy out of pinned
 //! memory.
 
-use super::buffers::{download, DevBuf, HostBuf};
-use super::context::{cuda_err, Gpu};
-use super::crew::{self, Helpers};
+use super::driver::buffers::{download, DevBuf, HostBuf};
+use super::driver::crew::{self, Helpers};
+use super::driver::cuda_err;
+use super::driver::{DevPtr, Launch};
+use super::Gpu;
 use crate::config::CannyConfig;
 use crate::cpu::canny::thresholds;
 use crate::error::Result;
@@ -17,16 +19,25 @@ use cudarc::driver::{CudaEvent, CudaStream};
 /// Rows of canny_classify's and uf_merge's tiles (`CANNY_TH` in kernels/canny.cu).
 const CANNY_TILE_H: usize = 16;
 
+/// The blur's buffers: the horizontal pass's sums, the blurred image and the fixed-point
+/// kernel of `ksize` taps.
+struct Blur {
+    tmp: DevBuf<u16>,
+    blurred: DevBuf<u8>,
+    kernel: DevBuf<u32>,
+    ksize: usize,
+}
+
 pub struct Canny {
     w: usize,
     h: usize,
-    cls: DevBuf,
-    label: DevBuf,
+    cls: DevBuf<u8>,
+    label: DevBuf<i32>,
     /// 32-bit words per row of the packed edge map.
     words_per_row: usize,
-    bits: DevBuf,
-    /// Blur buffers and the fixed-point kernel, when the config blurs.
-    blur: Option<(DevBuf, DevBuf, DevBuf, usize)>,
+    bits: DevBuf<u32>,
+    /// When the config blurs.
+    blur: Option<Blur>,
     host_bits: HostBuf,
 }
 
@@ -39,12 +50,12 @@ impl Canny {
                 cfg.blur_ksize as usize,
                 cfg.blur_sigma.max(0.0),
             );
-            Some((
-                DevBuf::new(c, n * 2)?,
-                DevBuf::new(c, n)?,
-                DevBuf::from_slice(c, &k)?,
-                k.len(),
-            ))
+            Some(Blur {
+                tmp: DevBuf::new(c, n)?,
+                blurred: DevBuf::new(c, n)?,
+                kernel: DevBuf::from_slice(c, &k)?,
+                ksize: k.len(),
+            })
         } else {
             None
         };
@@ -55,11 +66,12 @@ impl Canny {
             w,
             h,
             cls: DevBuf::new(c, n)?,
-            label: DevBuf::new(c, n * 4)?,
+            label: DevBuf::new(c, n)?,
             words_per_row,
-            bits: match host_bits.dev_ptr() {
-                0 => DevBuf::new(c, words_per_row * h * 4)?,
-                _ => DevBuf::empty(c),
+            bits: if host_bits.dev_ptr().is_null() {
+                DevBuf::new(c, words_per_row * h)?
+            } else {
+                DevBuf::empty(c)
             },
             blur,
             host_bits,
@@ -72,40 +84,36 @@ impl Canny {
         &mut self,
         gpu: &Gpu,
         stream: &CudaStream,
-        src: u64,
+        src: DevPtr<u8>,
         cfg: &CannyConfig,
     ) -> Result<()> {
         let (w, h) = (self.w as i32, self.h as i32);
         let grid = (self.w.div_ceil(32) as u32, self.h.div_ceil(8) as u32, 1);
         let block = (32, 8, 1);
         let mut img = src;
-        if let Some((tmp, blurred, kernel, ksize)) = &self.blur {
-            let (t, b, k, ks) = (tmp.ptr(), blurred.ptr(), kernel.ptr(), *ksize as i32);
-            // SAFETY: the arguments are `blur_h`'s parameters (kernels/canny.cu) in order and type;
-            // its buffers are this context's, sized for this grid when the stage was built.
+        if let Some(blur) = &self.blur {
+            let (t, b) = (blur.tmp.ptr(), blur.blurred.ptr());
+            let (k, ks) = (blur.kernel.ptr(), blur.ksize as i32);
+            // SAFETY: `blur_h`'s buffers are this context's, sized for this launch when the
+            // stage was built.
             unsafe {
-                gpu.launch_on(
-                    stream,
-                    "blur_h",
-                    &gpu.k.blur_h,
-                    grid,
-                    block,
-                    0,
-                    &mut kargs![src, w, h, k, ks, t],
+                gpu.k.canny.blur_h(
+                    gpu,
+                    Launch::new(grid, block).on(stream),
+                    src,
+                    w,
+                    h,
+                    k,
+                    ks,
+                    t,
                 )
             }?;
-            // SAFETY: the arguments are `blur_v`'s parameters (kernels/canny.cu) in order and type;
-            // its buffers are this context's, sized for this grid when the stage was built.
+            // SAFETY: `blur_v`'s buffers are this context's, sized for this launch when the
+            // stage was built.
             unsafe {
-                gpu.launch_on(
-                    stream,
-                    "blur_v",
-                    &gpu.k.blur_v,
-                    grid,
-                    block,
-                    0,
-                    &mut kargs![t, w, h, k, ks, b],
-                )
+                gpu.k
+                    .canny
+                    .blur_v(gpu, Launch::new(grid, block).on(stream), t, w, h, k, ks, b)
             }?;
             img = b;
         }
@@ -124,62 +132,57 @@ impl Canny {
             self.h.div_ceil(8) as u32,
             1,
         );
-        // SAFETY: the arguments are `canny_classify`'s parameters (kernels/canny.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `canny_classify`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch_on(
-                stream,
-                "canny_classify",
-                &gpu.k.canny_classify,
-                tiles,
-                block,
-                0,
-                &mut kargs![img, w, h, l2, low, high, cls, label],
+            gpu.k.canny.canny_classify(
+                gpu,
+                Launch::new(tiles, block).on(stream),
+                img,
+                w,
+                h,
+                l2,
+                low,
+                high,
+                cls,
+                label,
             )
         }?;
-        // SAFETY: the arguments are `uf_merge`'s parameters (kernels/canny.cu) in order and type;
-        // its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `uf_merge`'s buffers are this context's, sized for this launch when the
+        // stage was built.
+        // A thread per tile border pixel (kernels/canny.cu).
+        let border = ((32 + 2 * (CANNY_TILE_H - 1)) as u32, 1, 1);
         unsafe {
-            gpu.launch_on(
-                stream,
-                "uf_merge",
-                &gpu.k.uf_merge,
-                tiles,
-                // A tile's border pixels (kernels/canny.cu).
-                ((32 + 2 * (CANNY_TILE_H - 1)) as u32, 1, 1),
-                0,
-                &mut kargs![label, cls, w, h],
-            )
+            gpu.k
+                .canny
+                .uf_merge(gpu, Launch::new(tiles, border).on(stream), label, cls, w, h)
         }?;
-        // SAFETY: the arguments are `uf_resolve`'s parameters (kernels/canny.cu) in order and type;
-        // its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `uf_resolve`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch_on(
-                stream,
-                "uf_resolve",
-                &gpu.k.uf_resolve,
-                grid,
-                block,
-                0,
-                &mut kargs![label, cls, w, h],
-            )
+            gpu.k
+                .canny
+                .uf_resolve(gpu, Launch::new(grid, block).on(stream), label, cls, w, h)
         }?;
         let wpr = self.words_per_row as i32;
-        let bits = match self.host_bits.dev_ptr() {
-            0 => self.bits.ptr(),
-            mapped => mapped,
+        let mapped = self.host_bits.dev_ptr();
+        let bits = if mapped.is_null() {
+            self.bits.ptr()
+        } else {
+            mapped.cast()
         };
-        // SAFETY: the arguments are `uf_final`'s parameters (kernels/canny.cu) in order and type;
-        // its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `uf_final`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch_on(
-                stream,
-                "uf_final",
-                &gpu.k.uf_final,
-                words,
-                block,
-                0,
-                &mut kargs![label, cls, w, h, wpr, bits],
+            gpu.k.canny.uf_final(
+                gpu,
+                Launch::new(words, block).on(stream),
+                label,
+                cls,
+                w,
+                h,
+                wpr,
+                bits,
             )
         }
     }
@@ -187,7 +190,7 @@ impl Canny {
     /// Queues the download of the packed edge map into pinned memory; nothing where that
     /// memory is mapped (uf_final wrote it there).
     pub fn download(&mut self, stream: &CudaStream) -> Result<()> {
-        if self.host_bits.dev_ptr() != 0 {
+        if !self.host_bits.dev_ptr().is_null() {
             return Ok(());
         }
         let n = self.bits.bytes();
@@ -279,7 +282,7 @@ const UNPACK: [u64; 256] = {
 };
 
 /// Output bytes per band of rows in [`unpack_edges`]: maps of two bands or more are
-/// unpacked by the crew ([`super::crew`]). One core writes the 8 MB of a 4K map in about half a
+/// unpacked by the crew ([`super::driver::crew`]). One core writes the 8 MB of a 4K map in about half a
 /// millisecond, more than the GPU's whole detection at that size (docs/performance.md,
 /// change 15); the crew is idle then (the frame's copy is over).
 pub const UNPACK_BAND_BYTES: usize = 256 << 10;

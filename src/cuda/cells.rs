@@ -2,27 +2,8 @@
 //! `fast_cells` and `cell_filter` kernels (kernels/fast_harris.cu) index, host twin of
 //! `cpu::cells` (launched by `fast_harris::Detector::run_cells`).
 
+pub use super::kernels::params::CellParams;
 use crate::levels::MAX_LEVELS;
-
-/// Mirrors `struct CellParams` in kernels/fast_harris.cu: the cells of
-/// `cpu::cells::cell_windows` on every level, as the kernels index them.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CellParams {
-    /// `max(border, 3)`: the detectable area is `[b, w - b) x [b, h - b)`.
-    pub b: i32,
-    /// `detector.fast_threshold`.
-    pub ini: i32,
-    /// The scoring threshold: `min(min_fast_threshold, fast_threshold)`.
-    pub lo: i32,
-    pub cw: [i32; MAX_LEVELS],
-    pub ch: [i32; MAX_LEVELS],
-    /// 0 when the level has no window.
-    pub cols: [i32; MAX_LEVELS],
-    pub rows: [i32; MAX_LEVELS],
-    /// First global cell index of each level.
-    pub start: [i32; MAX_LEVELS],
-}
 
 impl CellParams {
     /// The cell grid of `cpu::cells::cell_windows(w, h, cell_size, border)` for every level:

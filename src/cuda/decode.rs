@@ -7,7 +7,7 @@
 //! [`COPY_CHUNK`] bytes are cut into pieces that double in size ([`piece_bounds`]; a frame of
 //! one piece stays on the calling thread), and each piece's upload is queued as soon as that
 //! piece is in ([`stage_and_upload`]): the DMA of the first pieces runs while the others are
-//! copied by the crew ([`super::staging`]). Tunables and measurements: docs/performance.md,
+//! copied by the crew ([`super::driver::staging`]). Tunables and measurements: docs/performance.md,
 //! changes 8, 23 and 26.
 //!
 //! An 8-bit colour frame (rgb8, bgr8, rgba8, bgra8) from a caller's buffer is converted to
@@ -18,13 +18,14 @@
 
 use cudarc::driver::{result, CudaStream};
 
-use super::buffers::{upload, DevBuf, HostBuf};
-use super::context::cuda_err;
-use super::context::Gpu;
-pub use super::crew::Helpers;
-pub use super::staging::{
+use super::driver::buffers::{upload, DevBuf, HostBuf};
+pub use super::driver::crew::Helpers;
+use super::driver::cuda_err;
+pub use super::driver::staging::{
     copy_in_pieces, copy_streaming_into, fill_in_pieces, piece_bounds, COPY_CHUNK,
 };
+use super::driver::{DevPtr, Launch};
+use super::Gpu;
 use crate::cpu::decode::color_layout;
 use crate::cpu::rgb_gray::{self, rgb_to_gray};
 use crate::error::Result;
@@ -55,7 +56,7 @@ pub fn copy_to_staging(dst: &mut [u8], src: &[u8]) -> Result<()> {
 pub fn stage_and_upload(
     stream: &CudaStream,
     host: &mut HostBuf,
-    dst: u64,
+    dst: DevPtr<u8>,
     src: &[u8],
 ) -> Result<()> {
     stage_and_upload_by(stream, host, dst, src, Helpers::Crew)
@@ -65,7 +66,7 @@ pub fn stage_and_upload(
 pub fn stage_and_upload_by(
     stream: &CudaStream,
     host: &mut HostBuf,
-    dst: u64,
+    dst: DevPtr<u8>,
     src: &[u8],
     helpers: Helpers,
 ) -> Result<()> {
@@ -73,7 +74,7 @@ pub fn stage_and_upload_by(
     copy_in_pieces(src, &mut host.as_mut_slice()[..n], helpers, |off, bytes| {
         // SAFETY: `bytes` is pinned staging that nobody writes again before the stream's
         // sync (the next frame's copy comes after it); `dst` holds the frame (the caller's).
-        unsafe { result::memcpy_htod_async(dst + off as u64, bytes, stream.cu_stream()) }
+        unsafe { result::memcpy_htod_async(dst.offset(off).addr(), bytes, stream.cu_stream()) }
             .map_err(|e| cuda_err("host-to-device copy", e))
     })
 }
@@ -85,7 +86,7 @@ pub fn stage_and_upload_by(
 pub fn stage_gray_and_upload(
     stream: &CudaStream,
     host: &mut HostBuf,
-    gray: u64,
+    gray: DevPtr<u8>,
     src: &[u8],
     l: FrameLayout,
 ) -> Result<()> {
@@ -102,7 +103,7 @@ pub fn stage_gray_and_upload(
         Helpers::Crew,
         |off, bytes| {
             // SAFETY: as in `stage_and_upload_by`; `gray` holds `n` bytes (the caller's).
-            unsafe { result::memcpy_htod_async(gray + off as u64, bytes, stream.cu_stream()) }
+            unsafe { result::memcpy_htod_async(gray.offset(off).addr(), bytes, stream.cu_stream()) }
                 .map_err(|e| cuda_err("host-to-device copy", e))
         },
     )
@@ -194,7 +195,7 @@ impl Decoder {
 
     /// Whether the kernels read the staging in place (`cuda.zero_copy`).
     pub fn mapped(&self) -> bool {
-        self.host.dev_ptr() != 0
+        !self.host.dev_ptr().is_null()
     }
 
     /// The pinned staging bytes of one frame: write a frame here and run with
@@ -216,7 +217,13 @@ impl Decoder {
     /// frame is uploaded (or, mapped, copied by a kernel) straight into `gray`. `host_gray`
     /// (`cuda.host_gray`): an 8-bit colour frame from a caller's buffer, not mapped, on a
     /// CPU with AVX2, is converted during the copy and its gray image uploaded into `gray`.
-    pub fn run(&mut self, gpu: &Gpu, source: Source, gray: u64, host_gray: bool) -> Result<()> {
+    pub fn run(
+        &mut self,
+        gpu: &Gpu,
+        source: Source,
+        gray: DevPtr<u8>,
+        host_gray: bool,
+    ) -> Result<()> {
         let n = self.raw_bytes;
         let l = self.layout;
         let packed_mono8 = l.encoding == Encoding::Mono8 && l.step == l.width;
@@ -243,20 +250,18 @@ impl Decoder {
                 copy_to_staging(&mut self.host.as_mut_slice()[..n], &src[..n])?;
             }
             let raw = self.host.dev_ptr();
-            if packed_mono8 && raw % 16 == 0 && gray % 16 == 0 {
+            if packed_mono8 && raw.aligned(16) && gray.aligned(16) {
                 let n64 = n as u64;
                 let blocks = n.div_ceil(16 * 256).max(1) as u32;
-                // SAFETY: the arguments are `copy_frame16`'s parameters (kernels/decode.cu) in
-                // order and type; its buffers are this context's, sized for this grid when the
+                // SAFETY: `copy_frame16`'s buffers are this context's, sized for this launch when the
                 // stage was built.
                 return unsafe {
-                    gpu.launch(
-                        "copy_frame16",
-                        &gpu.k.copy_frame16,
-                        (blocks, 1, 1),
-                        (256, 1, 1),
-                        0,
-                        &mut kargs![raw, gray, n64],
+                    gpu.k.decode.copy_frame16(
+                        gpu,
+                        Launch::new((blocks, 1, 1), (256, 1, 1)),
+                        raw,
+                        gray,
+                        n64,
                     )
                 };
             }
@@ -275,7 +280,7 @@ impl Decoder {
     }
 
     /// The encoding's conversion from the raw bytes at `raw` (device address) into `gray`.
-    fn convert(&self, gpu: &Gpu, raw: u64, gray: u64) -> Result<()> {
+    fn convert(&self, gpu: &Gpu, raw: DevPtr<u8>, gray: DevPtr<u8>) -> Result<()> {
         let l = self.layout;
         let step = l.step as i32;
         let (wi, hi) = (l.width as i32, l.height as i32);
@@ -284,16 +289,21 @@ impl Decoder {
         let out = gray;
         use crate::cpu::decode::{GRAY_B, GRAY_G, GRAY_R, GRAY_SHIFT};
         let wt: [u32; 4] = [GRAY_R, GRAY_G, GRAY_B, GRAY_SHIFT];
-        // SAFETY: the arguments are `decode_gray`'s parameters (kernels/decode.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `decode_gray`'s buffers are this context's, sized for this launch when the
+        // stage was built.
+        let grid = (l.width.div_ceil(32) as u32, l.height.div_ceil(8) as u32, 1);
         unsafe {
-            gpu.launch(
-                "decode_gray",
-                &gpu.k.decode_gray,
-                (l.width.div_ceil(32) as u32, l.height.div_ceil(8) as u32, 1),
-                (32, 8, 1),
-                0,
-                &mut kargs![raw, step, wi, hi, enc, be, wt, out],
+            gpu.k.decode.decode_gray(
+                gpu,
+                Launch::new(grid, (32, 8, 1)),
+                raw,
+                step,
+                wi,
+                hi,
+                enc,
+                be,
+                wt,
+                out,
             )
         }
     }

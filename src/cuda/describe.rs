@@ -9,27 +9,14 @@
 //!   records are uploaded, described and downloaded in one more round trip
 //!   ([`Describer::describe_keypoints`]).
 
-use super::buffers::{download, upload, DevBuf, HostBuf};
-use super::context::Gpu;
+use super::driver::buffers::{download, upload, DevBuf, HostBuf};
+use super::driver::{DevPtr, Launch};
+use super::kernels::params::{DescLevels, DESC_MAX_LEVELS};
 use super::pyramid::Pyramid;
+use super::Gpu;
 use crate::cpu::describe::{blur_kernel, center};
 use crate::error::{Error, Result};
 use crate::features::{Descriptor, Keypoint};
-
-/// Mirrors `DESC_MAX_LEVELS` in kernels/describe.cu.
-const MAX_LEVELS: usize = 32;
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct DescLevels {
-    w: [i32; MAX_LEVELS],
-    h: [i32; MAX_LEVELS],
-    off: [i32; MAX_LEVELS],
-    scale: [f32; MAX_LEVELS],
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Float4(f32, f32, f32, f32);
 
 /// Where [`Describer::describe_records`] takes each keypoint's angle from.
 #[derive(Clone, Copy, Debug)]
@@ -41,7 +28,7 @@ pub enum Angles {
     /// Computed in the descriptor kernel from the patch it loads anyway (ORB's intensity
     /// centroid over a disc of radius `half`, `umax` its row extents on the device) and
     /// written back into the record. Only for `half <=` [`MAX_FUSED_HALF`].
-    ComputeHere { half: i32, umax: u64 },
+    ComputeHere { half: i32, umax: DevPtr<i32> },
 }
 
 /// Largest orientation patch radius that [`Angles::ComputeHere`] serves: the raw patch of
@@ -54,11 +41,12 @@ pub struct Describer {
     nlev: usize,
     /// Capacity in keypoints (the detector's record capacity).
     cap: usize,
-    desc: DevBuf,
+    /// 32 bytes per keypoint (two `uint4`s, as `copy_results` copies them).
+    desc: DevBuf<[u32; 4]>,
     host_desc: HostBuf,
     /// The host-selected keypoints' records and header (host spread modes).
-    recs: DevBuf,
-    header: DevBuf,
+    recs: DevBuf<[u32; 4]>,
+    header: DevBuf<u32>,
     host_recs: HostBuf,
     host_header: HostBuf,
 }
@@ -66,16 +54,16 @@ pub struct Describer {
 impl Describer {
     pub fn new(gpu: &Gpu, pyr: &Pyramid, cap: usize, scale_factor: f32) -> Result<Self> {
         let nlev = pyr.levels.len();
-        if nlev > MAX_LEVELS {
+        if nlev > DESC_MAX_LEVELS {
             return Err(Error::Cuda(format!(
-                "{nlev} pyramid levels (at most {MAX_LEVELS})"
+                "{nlev} pyramid levels (at most {DESC_MAX_LEVELS})"
             )));
         }
         let mut levels = DescLevels {
-            w: [0; MAX_LEVELS],
-            h: [0; MAX_LEVELS],
-            off: [0; MAX_LEVELS],
-            scale: [0.0; MAX_LEVELS],
+            w: [0; DESC_MAX_LEVELS],
+            h: [0; DESC_MAX_LEVELS],
+            off: [0; DESC_MAX_LEVELS],
+            scale: [0.0; DESC_MAX_LEVELS],
         };
         for (l, lv) in pyr.levels.iter().enumerate() {
             levels.w[l] = lv.w as i32;
@@ -86,17 +74,17 @@ impl Describer {
         }
         let c = &gpu.ctx;
         let cap = cap.max(1);
-        let hdr = (1 + 2 * nlev) * 4;
+        let hdr = 1 + 2 * nlev;
         Ok(Describer {
             levels,
             nlev,
             cap,
-            desc: DevBuf::new(c, cap * 32)?,
+            desc: DevBuf::new(c, cap * 2)?,
             host_desc: HostBuf::new_device_written(c, cap * 32, gpu.can_map_host)?,
-            recs: DevBuf::new(c, cap * 16)?,
+            recs: DevBuf::new(c, cap)?,
             header: DevBuf::new(c, hdr)?,
             host_recs: HostBuf::new(c, cap * 16, true)?,
-            host_header: HostBuf::new(c, hdr, true)?,
+            host_header: HostBuf::new(c, hdr * 4, true)?,
         })
     }
 
@@ -109,35 +97,44 @@ impl Describer {
         &mut self,
         gpu: &Gpu,
         pyr: &Pyramid,
-        header: u64,
-        recs: u64,
+        header: DevPtr<u32>,
+        recs: DevPtr<[u32; 4]>,
         max_records: usize,
         angles: Angles,
         download_them: bool,
     ) -> Result<()> {
         let n = max_records.min(self.cap);
-        let (src, lv, out) = (pyr.buf.ptr(), self.levels, self.desc.ptr());
+        let (src, lv, out) = (pyr.buf.ptr(), self.levels, self.desc.ptr().cast::<u32>());
         let nlev = self.nlev as i32;
         let k = blur_kernel();
-        let k = Float4(k[0], k[1], k[2], k[3]);
+        // The kernel takes the first four taps (the 7-tap kernel is symmetric).
+        let k = [k[0], k[1], k[2], k[3]];
         let (mode, half, umax) = match angles {
-            Angles::None => (0, 0, 0),
-            Angles::FromRecords => (1, 0, 0),
+            Angles::None => (0, 0, DevPtr::NULL),
+            Angles::FromRecords => (1, 0, DevPtr::NULL),
             Angles::ComputeHere { half, umax } => (2, half, umax),
         };
         let p = crate::cuda::fast_harris::atan_coefficients();
         let eps = f64::EPSILON as f32;
         // One block per record, one thread per test pair.
-        // SAFETY: the arguments are `orb_describe`'s parameters (kernels/describe.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `orb_describe`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "orb_describe",
-                &gpu.k.orb_describe,
-                (n.max(1) as u32, 1, 1),
-                (32, 8, 1),
-                0,
-                &mut kargs![src, lv, nlev, header, recs, mode, k, half, umax, p, eps, out],
+            gpu.k.describe.orb_describe(
+                gpu,
+                Launch::new((n.max(1) as u32, 1, 1), (32, 8, 1)),
+                src,
+                lv,
+                nlev,
+                header,
+                recs,
+                mode,
+                k,
+                half,
+                umax,
+                p,
+                eps,
+                out,
             )
         }?;
         if download_them {
@@ -148,9 +145,9 @@ impl Describer {
 
     /// The descriptors on the device, and the device's address of their pinned host copy
     /// (`None` where it is not mapped).
-    pub fn results(&self) -> (u64, Option<u64>) {
+    pub fn results(&self) -> (DevPtr<[u32; 4]>, Option<DevPtr<[u32; 4]>>) {
         let h = self.host_desc.dev_ptr();
-        (self.desc.ptr(), (h != 0).then_some(h))
+        (self.desc.ptr(), (!h.is_null()).then_some(h.cast()))
     }
 
     /// Descriptors of keypoints chosen on the host (sorted by octave, as every backend
@@ -171,7 +168,7 @@ impl Describer {
             )));
         }
         let nlev = self.nlev;
-        let mut counts = [0u32; MAX_LEVELS];
+        let mut counts = [0u32; DESC_MAX_LEVELS];
         let recs = self.host_recs.as_mut_slice();
         for (i, kp) in keypoints.iter().enumerate() {
             let l = (kp.octave.max(0) as usize).min(nlev - 1);

@@ -10,10 +10,11 @@
 //! (`detector.low_threshold_retry`, `cpu::cells::fast_in_cells`) replaces the first launch
 //! by `fast_cells` + `cell_filter` ([`Detector::run_cells`]); the compaction is the same.
 
-use super::buffers::{download, DevBuf, HostBuf};
-use super::cells::CellParams;
-use super::context::Gpu;
+use super::driver::buffers::{download, DevBuf, HostBuf};
+use super::driver::{DevPtr, Launch};
+use super::kernels::params::{CellParams, LevelDesc};
 use super::pyramid::Pyramid;
+use super::Gpu;
 use crate::config::{Config, DetectorConfig, DetectorMethod, ScoreType};
 use crate::error::{Error, Result};
 use crate::levels::MAX_LEVELS;
@@ -23,20 +24,9 @@ const TILE_H: usize = 8;
 /// Tiles stacked per block of `fast_harris` (`FAST_GROUP` in kernels/fast_harris.cu).
 const FAST_GROUP: usize = 8;
 
-/// Mirrors `struct LevelDesc` in kernels/common.cuh (also goodFeaturesToTrack's one level,
-/// `cuda::gftt`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct LevelDesc {
-    pub(super) w: i32,
-    pub(super) h: i32,
-    pub(super) img_off: i32,
-    pub(super) tiles_x: i32,
-    pub(super) tiles_y: i32,
-    pub(super) tile_start: i32,
-    pub(super) tr_start: i32,
-    pub(super) rc_start: i32,
-}
+/// Records on the device (or mapped host memory): four words each, a candidate's or a kept
+/// keypoint's ([`Candidate`]), or half a descriptor.
+pub type Records = DevPtr<[u32; 4]>;
 
 /// One compacted candidate as downloaded: `xy = x | y << 16`, FAST score, response bits,
 /// angle bits (-1 when orientation is off).
@@ -83,27 +73,28 @@ pub struct Detector {
     /// Blocks of `fast_harris`: per level, tile columns x groups of `FAST_GROUP` tile rows.
     ngroups: usize,
     /// Per block of `fast_harris`: its level << 27 | tile column << 14 | group row.
-    block_groups: DevBuf,
+    block_groups: DevBuf<u32>,
     ntr: usize,
     /// Slots per tile: 64 with NMS (strict 3x3 maxima are never 8-adjacent), else 256.
     cap: usize,
-    descs: DevBuf,
-    rc: DevBuf,
-    rc_off: DevBuf,
-    tr_total: DevBuf,
-    tr_base: DevBuf,
-    header: DevBuf,
-    slots: DevBuf,
-    out: DevBuf,
+    descs: DevBuf<LevelDesc>,
+    rc: DevBuf<u32>,
+    rc_off: DevBuf<u32>,
+    tr_total: DevBuf<u32>,
+    tr_base: DevBuf<u32>,
+    header: DevBuf<u32>,
+    slots: DevBuf<[u32; 2]>,
+    /// Candidate records ([`Candidate`]'s four words).
+    out: DevBuf<[u32; 4]>,
     out_cap: usize,
-    umax: DevBuf,
+    umax: DevBuf<i32>,
     half: i32,
     host_header: HostBuf,
     /// Pinned records of the final download (candidates or selected keypoints): sized once
     /// per resolution for `out_cap` records, the most a frame can produce.
     host_out: HostBuf,
     /// Per-cell flags of the per-cell detection (grown on demand).
-    cell_flags: DevBuf,
+    cell_flags: DevBuf<u8>,
     /// The level sizes, for [`CellParams::new`].
     sizes: Vec<(usize, usize)>,
 }
@@ -149,21 +140,6 @@ impl Detector {
         let out_cap = tiles * cap;
         let umax = crate::cpu::orient::circle_extents(patch_size / 2);
         let c = &gpu.ctx;
-        let desc_bytes: Vec<i32> = descs
-            .iter()
-            .flat_map(|d| {
-                [
-                    d.w,
-                    d.h,
-                    d.img_off,
-                    d.tiles_x,
-                    d.tiles_y,
-                    d.tile_start,
-                    d.tr_start,
-                    d.rc_start,
-                ]
-            })
-            .collect();
         Ok(Detector {
             nlev,
             ntiles: tiles,
@@ -171,14 +147,14 @@ impl Detector {
             block_groups: DevBuf::from_slice(c, &block_groups)?,
             ntr: trs,
             cap,
-            descs: DevBuf::from_slice(c, &desc_bytes)?,
-            rc: DevBuf::new(c, rcs.max(1) * 4)?,
-            rc_off: DevBuf::new(c, rcs.max(1) * 4)?,
-            tr_total: DevBuf::new(c, trs.max(1) * 4)?,
-            tr_base: DevBuf::new(c, trs.max(1) * 4)?,
-            header: DevBuf::new(c, (1 + 2 * nlev) * 4)?,
-            slots: DevBuf::new(c, out_cap.max(1) * 8)?,
-            out: DevBuf::new(c, out_cap.max(1) * 16)?,
+            descs: DevBuf::from_slice(c, &descs)?,
+            rc: DevBuf::new(c, rcs.max(1))?,
+            rc_off: DevBuf::new(c, rcs.max(1))?,
+            tr_total: DevBuf::new(c, trs.max(1))?,
+            tr_base: DevBuf::new(c, trs.max(1))?,
+            header: DevBuf::new(c, 1 + 2 * nlev)?,
+            slots: DevBuf::new(c, out_cap.max(1))?,
+            out: DevBuf::new(c, out_cap.max(1))?,
             out_cap,
             umax: DevBuf::from_slice(c, &umax)?,
             half: (patch_size / 2) as i32,
@@ -197,16 +173,16 @@ impl Detector {
         self.out_cap
     }
     /// Device pointers: level descriptors, candidate header, candidates, circle extents.
-    pub fn descs_ptr(&self) -> u64 {
+    pub fn descs_ptr(&self) -> DevPtr<LevelDesc> {
         self.descs.ptr()
     }
-    pub fn header_ptr(&self) -> u64 {
+    pub fn header_ptr(&self) -> DevPtr<u32> {
         self.header.ptr()
     }
-    pub fn out_ptr(&self) -> u64 {
+    pub fn out_ptr(&self) -> DevPtr<[u32; 4]> {
         self.out.ptr()
     }
-    pub fn umax_ptr(&self) -> u64 {
+    pub fn umax_ptr(&self) -> DevPtr<i32> {
         self.umax.ptr()
     }
     pub fn half(&self) -> i32 {
@@ -220,10 +196,10 @@ impl Detector {
     pub fn cap(&self) -> usize {
         self.cap
     }
-    pub fn rc_ptr(&self) -> u64 {
+    pub fn rc_ptr(&self) -> DevPtr<u32> {
         self.rc.ptr()
     }
-    pub fn slots_ptr(&self) -> u64 {
+    pub fn slots_ptr(&self) -> DevPtr<[u32; 2]> {
         self.slots.ptr()
     }
 
@@ -242,19 +218,29 @@ impl Detector {
         let cap = self.cap as i32;
         let (rc, slots) = (self.rc.ptr(), self.slots.ptr());
         let groups = self.block_groups.ptr();
-        // SAFETY: the arguments are `fast_harris`'s parameters (kernels/fast_harris.cu) in order
-        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `fast_harris`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "fast_harris",
-                &gpu.k.fast_harris,
-                (self.ngroups as u32, 1, 1),
-                (TILE_W as u32, TILE_H as u32, 1),
-                0,
-                &mut kargs![
-                    pyr_p, descs, groups, thr, nms, border, harris, harris_bs, k, sss, halo, cap,
-                    rc, slots
-                ],
+            gpu.k.fast_harris.fast_harris(
+                gpu,
+                Launch::new(
+                    (self.ngroups as u32, 1, 1),
+                    (TILE_W as u32, TILE_H as u32, 1),
+                ),
+                pyr_p,
+                descs,
+                groups,
+                thr,
+                nms,
+                border,
+                harris,
+                harris_bs,
+                k,
+                sss,
+                halo,
+                cap,
+                rc,
+                slots,
             )
         }?;
         self.compact(gpu, pyr, orient)
@@ -285,49 +271,56 @@ impl Detector {
             d.fast_threshold,
             d.min_fast_threshold,
         );
-        if self.cell_flags.bytes() < ncells {
+        if self.cell_flags.len() < ncells {
             self.cell_flags = DevBuf::new(&gpu.ctx, ncells.next_power_of_two())?;
         }
         let flags = self.cell_flags.ptr();
-        if ncells > 0 {
-            unsafe {
-                cudarc::driver::result::memset_d8_async(flags, 0, ncells, gpu.stream.cu_stream())
-            }
-            .map_err(|e| super::context::cuda_err("clearing the cell flags", e))?;
-        }
+        self.cell_flags.fill_async(&gpu.stream, 0..ncells, 0)?;
         let (harris, harris_bs, halo, sss) = harris_args(d);
         let (pyr_p, descs, nlev) = (pyr.buf.ptr(), self.descs.ptr(), self.nlev as i32);
         let nms = d.nonmax_suppression as i32;
         let k = d.harris_k;
         let cap = self.cap as i32;
         let (rc, slots) = (self.rc.ptr(), self.slots.ptr());
-        // SAFETY: the arguments are `fast_cells`'s parameters (kernels/fast_harris.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `fast_cells`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "fast_cells",
-                &gpu.k.fast_cells,
-                (self.ntiles as u32, 1, 1),
-                (TILE_W as u32, TILE_H as u32, 1),
-                0,
-                &mut kargs![
-                    pyr_p, descs, nlev, cp, nms, harris, harris_bs, k, sss, halo, cap, flags, rc,
-                    slots
-                ],
+            gpu.k.fast_harris.fast_cells(
+                gpu,
+                Launch::new(
+                    (self.ntiles as u32, 1, 1),
+                    (TILE_W as u32, TILE_H as u32, 1),
+                ),
+                pyr_p,
+                descs,
+                nlev,
+                cp,
+                nms,
+                harris,
+                harris_bs,
+                k,
+                sss,
+                halo,
+                cap,
+                flags,
+                rc,
+                slots,
             )
         }?;
         if cp.lo < cp.ini {
-            // SAFETY: the arguments are `cell_filter`'s parameters (kernels/fast_harris.cu) in
-            // order and type; its buffers are this context's, sized for this grid when the stage
-            // was built.
+            // SAFETY: `cell_filter`'s buffers are this context's, sized for this launch when the
+            // stage was built.
             unsafe {
-                gpu.launch(
-                    "cell_filter",
-                    &gpu.k.cell_filter,
-                    (self.ntiles as u32, 1, 1),
-                    (256, 1, 1),
-                    0,
-                    &mut kargs![descs, nlev, cp, flags, cap, rc, slots],
+                gpu.k.fast_harris.cell_filter(
+                    gpu,
+                    Launch::new((self.ntiles as u32, 1, 1), (256, 1, 1)),
+                    descs,
+                    nlev,
+                    cp,
+                    flags,
+                    cap,
+                    rc,
+                    slots,
                 )
             }?;
         }
@@ -346,28 +339,30 @@ impl Detector {
             self.tr_base.ptr(),
         );
         let (header, slots, out) = (self.header.ptr(), self.slots.ptr(), self.out.ptr());
-        // SAFETY: the arguments are `scan_tile_rows`'s parameters (kernels/fast_harris.cu) in order
-        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `scan_tile_rows`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "scan_tile_rows",
-                &gpu.k.scan_tile_rows,
-                (self.ntr as u32, 1, 1),
-                (256, 1, 1),
-                0,
-                &mut kargs![descs, nlev, rc, rc_off, tr_total],
+            gpu.k.compact.scan_tile_rows(
+                gpu,
+                Launch::new((self.ntr as u32, 1, 1), (256, 1, 1)),
+                descs,
+                nlev,
+                rc,
+                rc_off,
+                tr_total,
             )
         }?;
-        // SAFETY: the arguments are `scan_levels`'s parameters (kernels/fast_harris.cu) in order
-        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `scan_levels`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "scan_levels",
-                &gpu.k.scan_levels,
-                (1, 1, 1),
-                (1024, 1, 1),
-                0,
-                &mut kargs![descs, nlev, tr_total, tr_base, header],
+            gpu.k.compact.scan_levels(
+                gpu,
+                Launch::new((1, 1, 1), (1024, 1, 1)),
+                descs,
+                nlev,
+                tr_total,
+                tr_base,
+                header,
             )
         }?;
         let orient = orient as i32;
@@ -377,20 +372,33 @@ impl Detector {
         let eps = f64::EPSILON as f32;
         let out_cap = self.out_cap as u32;
         let ntiles = self.ntiles as i32;
-        // SAFETY: the arguments are `gather_orient`'s parameters (kernels/fast_harris.cu) in order
-        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `gather_orient`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "gather_orient",
-                &gpu.k.gather_orient,
-                // 8 warps of GATHER_TILES tiles (kernels/orient.cu).
-                (self.ntiles.div_ceil(8 * 4) as u32, 1, 1),
-                (256, 1, 1),
-                0,
-                &mut kargs![
-                    pyr_p, descs, nlev, ntiles, cap, rc, rc_off, tr_base, slots, orient, half,
-                    umax, p, eps, out, out_cap
-                ],
+            // 8 warps of GATHER_TILES tiles (kernels/orient.cu).
+            gpu.k.orient.gather_orient(
+                gpu,
+                Launch::new(
+                    // 8 warps of GATHER_TILES tiles (kernels/orient.cu).
+                    (self.ntiles.div_ceil(8 * 4) as u32, 1, 1),
+                    (256, 1, 1),
+                ),
+                pyr_p,
+                descs,
+                nlev,
+                ntiles,
+                cap,
+                rc,
+                rc_off,
+                tr_base,
+                slots,
+                orient,
+                half,
+                umax,
+                p,
+                eps,
+                out,
+                out_cap,
             )
         }?;
         Ok(())
@@ -401,8 +409,8 @@ impl Detector {
     pub fn queue_download(
         &mut self,
         gpu: &Gpu,
-        header: u64,
-        recs: u64,
+        header: DevPtr<u32>,
+        recs: DevPtr<[u32; 4]>,
         records: usize,
     ) -> Result<()> {
         let n = (1 + 2 * self.nlev) * 4;
@@ -428,36 +436,34 @@ impl Detector {
     pub fn copy_to_host(
         &self,
         gpu: &Gpu,
-        header: u64,
-        recs: u64,
+        header: DevPtr<u32>,
+        recs: DevPtr<[u32; 4]>,
         cap: usize,
-        desc: Option<(u64, u64)>,
+        desc: Option<(Records, Records)>,
     ) -> Result<bool> {
         let Some((host_header, host_recs)) = self.results_on_host() else {
             return Ok(false);
         };
-        let (desc, host_desc) = desc.unwrap_or((0, 0));
+        let (desc, host_desc) = desc.unwrap_or((DevPtr::NULL, DevPtr::NULL));
         let (nlev, cap_u32) = (self.nlev as i32, cap as u32);
-        let words = cap * if desc != 0 { 3 } else { 1 };
-        // SAFETY: the arguments are `copy_results`'s parameters (kernels/fast_harris.cu) in order
-        // and type; its buffers are this context's, sized for this grid when the stage was built.
+        let words = cap * if desc.is_null() { 1 } else { 3 };
+        // SAFETY: `copy_results`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "copy_results",
-                &gpu.k.copy_results,
-                (words.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
-                (256, 1, 1),
-                0,
-                &mut kargs![
-                    header,
-                    nlev,
-                    cap_u32,
-                    recs,
-                    desc,
-                    host_header,
-                    host_recs,
-                    host_desc
-                ],
+            gpu.k.select.copy_results(
+                gpu,
+                Launch::new(
+                    (words.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
+                    (256, 1, 1),
+                ),
+                header,
+                nlev,
+                cap_u32,
+                recs,
+                desc,
+                host_header,
+                host_recs,
+                host_desc,
             )
         }?;
         Ok(true)
@@ -466,7 +472,7 @@ impl Detector {
     /// Queues the candidate header download (no sync).
     pub fn queue_candidate_header(&mut self, gpu: &Gpu) -> Result<()> {
         let h = self.header.ptr();
-        self.queue_download(gpu, h, 0, 0)
+        self.queue_download(gpu, h, DevPtr::NULL, 0)
     }
 
     /// After the sync of [`Detector::queue_candidate_header`]: queues the download of every
@@ -484,9 +490,9 @@ impl Detector {
 
     /// The device's addresses of the pinned header and records (`copy_results` writes them),
     /// `None` where they are not mapped.
-    pub fn results_on_host(&self) -> Option<(u64, u64)> {
+    pub fn results_on_host(&self) -> Option<(DevPtr<u32>, DevPtr<[u32; 4]>)> {
         let (h, r) = (self.host_header.dev_ptr(), self.host_out.dev_ptr());
-        (h != 0 && r != 0).then_some((h, r))
+        (!h.is_null() && !r.is_null()).then_some((h.cast(), r.cast()))
     }
 
     /// Word `i` of the downloaded header.
@@ -530,13 +536,9 @@ fn harris_args(d: &DetectorConfig) -> (i32, i32, i32, f32) {
 
 /// `cv::fastAtan2`'s polynomial coefficients as `float4 {P1, P3, P5, P7}`, computed exactly
 /// as src/cpu/orient.rs does (f32 products).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct Float4(pub f32, pub f32, pub f32, pub f32);
-
-pub fn atan_coefficients() -> Float4 {
+pub fn atan_coefficients() -> [f32; 4] {
     use crate::cpu::orient::{ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7};
-    Float4(ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7)
+    [ATAN_P1, ATAN_P3, ATAN_P5, ATAN_P7]
 }
 
 #[cfg(test)]

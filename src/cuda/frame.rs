@@ -9,10 +9,11 @@ use std::time::Instant;
 
 use cudarc::driver::{result, CudaEvent};
 
+use super::driver::{device as context, graph, DevPtr};
 use super::in_flight::{InFlight, FRAMES_IN_FLIGHT};
 use super::queue::{mark, queue_canny, queue_main, Marks};
 use super::state::{Graphs, State};
-use super::{context, decode, graph, select, CudaPipeline, Gpu, MARKS, SPAN_END, STAGE_SPANS};
+use super::{decode, select, CudaPipeline, Gpu, MARKS, SPAN_END, STAGE_SPANS};
 use crate::config::{Config, Spread};
 use crate::error::Result;
 use crate::features::{Features, StageTiming};
@@ -162,7 +163,7 @@ fn ensure_graphs(
     st: &mut State,
     cfg: &Config,
     how: (bool, Option<i32>, bool),
-    gray: u64,
+    gray: DevPtr<u8>,
 ) -> Result<()> {
     let (gpu_select, pyramid_priority, timed) = how;
     let (fi, ti) = (pyramid_priority.is_some() as usize, timed as usize);
@@ -207,7 +208,7 @@ fn queue_after_decode(
     (gpu, ev, st, cfg): (&Gpu, &[CudaEvent], &mut State, &Config),
     how: (bool, Option<i32>, bool),
     (use_graphs, span_timed): (bool, bool),
-    gray: u64,
+    gray: DevPtr<u8>,
     side_pending: &mut bool,
 ) -> Result<bool> {
     let (gpu_select, pyramid_priority, timed) = how;

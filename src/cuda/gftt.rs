@@ -7,12 +7,14 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{result, CudaEvent, CudaStream};
+use cudarc::driver::{CudaEvent, CudaStream};
 
-use super::buffers::{copy_rows_on_device, download, upload, DevBuf, HostBuf};
-use super::context::{cuda_err, Gpu};
-use super::fast_harris::LevelDesc;
-use super::harris::{sobel_kernels, DenseParams};
+use super::driver::buffers::{copy_rows_on_device, download, upload, DevBuf, HostBuf};
+use super::driver::cuda_err;
+use super::driver::{DevPtr, Launch};
+use super::harris::sobel_kernels;
+use super::kernels::params::{DenseParams, LevelDesc};
+use super::Gpu;
 use crate::cpu::gftt::{take_best, GfttParams};
 use crate::error::Result;
 use crate::image::GrayImage;
@@ -24,7 +26,7 @@ use crate::image::GrayImage;
 pub enum GfttInput<'a> {
     Host(&'a GrayImage),
     Device {
-        ptr: u64,
+        ptr: DevPtr<u8>,
         pitch: usize,
         width: usize,
         height: usize,
@@ -57,28 +59,31 @@ pub enum GfttMask<'a> {
 /// Candidates downloaded with their count (32 KB); more take a second wait.
 const FIRST_CANDIDATES: usize = 4096;
 
-/// The discs' first buffer: 1,000 centres and the span table of a 1,000-pixel radius.
-const DISC_BYTES: usize = 1000 * 8 + 1001 * 4;
+/// The discs' first buffer, in words: 1,000 centres and the span table of a 1,000-pixel
+/// radius.
+const DISC_WORDS: usize = 1000 * 2 + 1001;
 
 pub struct GpuGftt {
     size: (usize, usize),
-    desc: DevBuf,
-    gray: DevBuf,
-    mask: DevBuf,
-    gx: DevBuf,
-    gy: DevBuf,
-    sums: [DevBuf; 3],
-    eig: DevBuf,
+    desc: DevBuf<LevelDesc>,
+    gray: DevBuf<u8>,
+    mask: DevBuf<u8>,
+    gx: DevBuf<f32>,
+    gy: DevBuf<f32>,
+    sums: [DevBuf<f64>; 3],
+    eig: DevBuf<f32>,
     /// The third box sum (the first two reuse `gx`, `gy`).
-    box_c: DevBuf,
+    box_c: DevBuf<f32>,
     /// [level max (harris_rowsum resets it; unused here), masked max, candidate count]
-    words: DevBuf,
-    cand: DevBuf,
+    words: DevBuf<u32>,
+    /// (value key, pixel index) of each candidate.
+    cand: DevBuf<[u32; 2]>,
     cap: usize,
     /// The discs' centres then their span table (`GfttMask::Discs`), in host and device
     /// memory; grown only when a frame has more than ever before.
     discs_host: HostBuf,
-    discs_dev: DevBuf,
+    /// The centres' (x, y) words, then the span table's.
+    discs_dev: DevBuf<i32>,
     host_in: HostBuf,
     host_out: HostBuf,
     grid: Vec<Vec<(f32, f32)>>,
@@ -116,20 +121,16 @@ impl GpuGftt {
             desc: DevBuf::from_slice(c, &[desc])?,
             gray: DevBuf::new(c, n)?,
             mask: DevBuf::new(c, n)?,
-            gx: DevBuf::new(c, n * 4)?,
-            gy: DevBuf::new(c, n * 4)?,
-            sums: [
-                DevBuf::new(c, n * 8)?,
-                DevBuf::new(c, n * 8)?,
-                DevBuf::new(c, n * 8)?,
-            ],
-            eig: DevBuf::new(c, n * 4)?,
-            box_c: DevBuf::new(c, n * 4)?,
-            words: DevBuf::new(c, 16)?,
-            cand: DevBuf::new(c, cap * 8)?,
+            gx: DevBuf::new(c, n)?,
+            gy: DevBuf::new(c, n)?,
+            sums: [DevBuf::new(c, n)?, DevBuf::new(c, n)?, DevBuf::new(c, n)?],
+            eig: DevBuf::new(c, n)?,
+            box_c: DevBuf::new(c, n)?,
+            words: DevBuf::new(c, 4)?,
+            cand: DevBuf::new(c, cap)?,
             cap,
-            discs_host: HostBuf::new(c, DISC_BYTES, true)?,
-            discs_dev: DevBuf::new(c, DISC_BYTES)?,
+            discs_host: HostBuf::new(c, DISC_WORDS * 4, true)?,
+            discs_dev: DevBuf::new(c, DISC_WORDS)?,
             host_in: HostBuf::new(c, 2 * n, true)?,
             host_out: HostBuf::new(c, cap * 8 + 16, false)?,
             grid: Vec::new(),
@@ -246,61 +247,70 @@ impl GpuGftt {
         let [sxx, sxy, syy] = [self.sums[0].ptr(), self.sums[1].ptr(), self.sums[2].ptr()];
         let (eig, words) = (self.eig.ptr(), self.words.ptr());
         let tiles = ((w.div_ceil(32) * h.div_ceil(8)) as u32, 1, 1);
-        // SAFETY: the arguments are `harris_sobel`'s parameters (kernels/gftt.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `harris_sobel`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch_on(
-                ms,
-                "harris_sobel",
-                &gpu.k.harris_sobel,
-                tiles,
-                (32, 8, 1),
-                0,
-                &mut kargs![gray, desc, nlev, dp, gx, gy],
+            gpu.k.harris.harris_sobel(
+                gpu,
+                Launch::new(tiles, (32, 8, 1)).on(ms),
+                gray,
+                desc,
+                nlev,
+                dp,
+                gx,
+                gy,
             )
         }?;
-        // SAFETY: the arguments are `harris_rowsum`'s parameters (kernels/gftt.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `harris_rowsum`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch_on(
-                ms,
-                "harris_rowsum",
-                &gpu.k.harris_rowsum,
-                tiles,
-                (32, 8, 1),
-                0,
-                &mut kargs![desc, nlev, dp, gx, gy, sxx, sxy, syy, words],
+            gpu.k.harris.harris_rowsum(
+                gpu,
+                Launch::new(tiles, (32, 8, 1)).on(ms),
+                desc,
+                nlev,
+                dp,
+                gx,
+                gy,
+                sxx,
+                sxy,
+                syy,
+                words,
             )
         }?;
         let (wi, hi, block) = (w as i32, h as i32, p.block_size as i32);
         let (sa, sb, sc) = (gx, gy, self.box_c.ptr());
-        // SAFETY: the arguments are `gftt_boxsum`'s parameters (kernels/gftt.cu) in order and type;
-        // its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `gftt_boxsum`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch_on(
-                ms,
-                "gftt_boxsum",
-                &gpu.k.gftt_boxsum,
-                // A warp per block and a thread per column and product: each is a serial
-                // chain, latency-bound, so spread over as many SMs as there are chains.
-                (w.div_ceil(32) as u32, 3, 1),
-                (32, 1, 1),
-                0,
-                &mut kargs![wi, hi, block, sxx, sxy, syy, sa, sb, sc],
+            // A warp per block and a thread per column and product: each is a serial
+            // chain, latency-bound, so spread over as many SMs as there are chains.
+            gpu.k.gftt.gftt_boxsum(
+                gpu,
+                Launch::new((w.div_ceil(32) as u32, 3, 1), (32, 1, 1)).on(ms),
+                wi,
+                hi,
+                block,
+                sxx,
+                sxy,
+                syy,
+                sa,
+                sb,
+                sc,
             )
         }?;
         let ni = n as i32;
-        // SAFETY: the arguments are `gftt_eig`'s parameters (kernels/gftt.cu) in order and type;
-        // its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `gftt_eig`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch_on(
-                ms,
-                "gftt_eig",
-                &gpu.k.gftt_eig,
-                (n.div_ceil(256) as u32, 1, 1),
-                (256, 1, 1),
-                0,
-                &mut kargs![sa, sb, sc, eig, ni],
+            gpu.k.gftt.gftt_eig(
+                gpu,
+                Launch::new((n.div_ceil(256) as u32, 1, 1), (256, 1, 1)).on(ms),
+                sa,
+                sb,
+                sc,
+                eig,
+                ni,
             )
         }?;
         self.map_done
@@ -344,43 +354,54 @@ impl GpuGftt {
         let mask_ptr = match mask {
             GfttMask::Image(m) => {
                 self.host_in.as_mut_slice()[n..2 * n].copy_from_slice(&m.data);
-                super::buffers::upload_range(&gpu.stream, &self.host_in, n, self.mask.ptr(), n)?;
+                super::driver::buffers::upload_range(
+                    &gpu.stream,
+                    &self.host_in,
+                    n,
+                    self.mask.ptr(),
+                    n,
+                )?;
                 self.mask.ptr()
             }
             GfttMask::Discs { centers, spans } => {
                 self.draw_discs(gpu, centers, spans)?;
                 self.mask.ptr()
             }
-            GfttMask::Everywhere => 0u64,
+            GfttMask::Everywhere => DevPtr::NULL,
         };
         let (eig, words) = (self.eig.ptr(), self.words.ptr());
         let (wi, hi) = (w as i32, h as i32);
-        unsafe { result::memset_d8_async(words + 4, 0, 8, gpu.stream.cu_stream()) }
-            .map_err(|e| cuda_err("clearing the GFTT counters", e))?;
-        let (ni, mx, cnt) = (n as i32, words + 4, words + 8);
-        // SAFETY: the arguments are `gftt_max`'s parameters (kernels/gftt.cu) in order and type;
-        // its buffers are this context's, sized for this grid when the stage was built.
+        // The masked max and the candidate count.
+        self.words.fill_async(&gpu.stream, 1..3, 0)?;
+        let (ni, mx, cnt) = (n as i32, words.offset(1), words.offset(2));
+        // SAFETY: `gftt_max`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "gftt_max",
-                &gpu.k.gftt_max,
-                (n.div_ceil(256).min(1024) as u32, 1, 1),
-                (256, 1, 1),
-                0,
-                &mut kargs![eig, mask_ptr, ni, mx],
+            gpu.k.gftt.gftt_max(
+                gpu,
+                Launch::new((n.div_ceil(256).min(1024) as u32, 1, 1), (256, 1, 1)),
+                eig,
+                mask_ptr,
+                ni,
+                mx,
             )
         }?;
         let (q, cand, cap) = (p.quality, self.cand.ptr(), self.cap as i32);
-        // SAFETY: the arguments are `gftt_candidates`'s parameters (kernels/gftt.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `gftt_candidates`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "gftt_candidates",
-                &gpu.k.gftt_candidates,
-                (n.div_ceil(256) as u32, 1, 1),
-                (256, 1, 1),
-                0,
-                &mut kargs![eig, mask_ptr, wi, hi, mx, q, cand, cnt, cap],
+            gpu.k.gftt.gftt_candidates(
+                gpu,
+                Launch::new((n.div_ceil(256) as u32, 1, 1), (256, 1, 1)),
+                eig,
+                mask_ptr,
+                wi,
+                hi,
+                mx,
+                q,
+                cand,
+                cnt,
+                cap,
             )
         }?;
         // The count and the first FIRST_CANDIDATES candidates come back in one wait; a
@@ -392,7 +413,7 @@ impl GpuGftt {
         let count = u32::from_le_bytes(self.host_out.as_slice()[..4].try_into().unwrap()) as usize;
         let count = count.min(self.cap);
         if count > first {
-            let rest = cand + (first * 8) as u64;
+            let rest = cand.offset(first);
             download(
                 &gpu.stream,
                 rest,
@@ -437,7 +458,7 @@ impl GpuGftt {
             gpu.sync()?;
             let c = &gpu.ctx;
             self.discs_host = HostBuf::new(c, bytes * 2, true)?;
-            self.discs_dev = DevBuf::new(c, bytes * 2)?;
+            self.discs_dev = DevBuf::new(c, bytes / 2)?;
         }
         let host = self.discs_host.as_mut_slice();
         let words = centers
@@ -449,13 +470,13 @@ impl GpuGftt {
         }
         upload(&gpu.stream, &self.discs_host, self.discs_dev.ptr(), bytes)?;
         let mask = self.mask.ptr();
-        unsafe { result::memset_d8_async(mask, 255, w * h, gpu.stream.cu_stream()) }
-            .map_err(|e| cuda_err("clearing the GFTT mask", e))?;
+        self.mask.fill_async(&gpu.stream, 0..w * h, 255)?;
         if centers.is_empty() || spans.is_empty() {
             return Ok(());
         }
         let pts = self.discs_dev.ptr();
-        let sp = pts + (centers.len() * 8) as u64;
+        let sp = pts.offset(centers.len() * 2);
+        let pts = pts.cast::<[i32; 2]>();
         let (nc, radius, wi, hi) = (
             centers.len() as i32,
             spans.len() as i32 - 1,
@@ -463,16 +484,22 @@ impl GpuGftt {
             h as i32,
         );
         let rows = 2 * spans.len() - 1;
-        // SAFETY: the arguments are `gftt_discs`'s parameters (kernels/gftt.cu) in order and type;
-        // its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `gftt_discs`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "gftt_discs",
-                &gpu.k.gftt_discs,
-                (centers.len() as u32, rows.div_ceil(128) as u32, 1),
-                (128, 1, 1),
-                0,
-                &mut kargs![pts, nc, sp, radius, mask, wi, hi],
+            gpu.k.gftt.gftt_discs(
+                gpu,
+                Launch::new(
+                    (centers.len() as u32, rows.div_ceil(128) as u32, 1),
+                    (128, 1, 1),
+                ),
+                pts,
+                nc,
+                sp,
+                radius,
+                mask,
+                wi,
+                hi,
             )
         }
     }

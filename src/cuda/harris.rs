@@ -4,28 +4,14 @@
 //! with explicit FMA / mul / add intrinsics). The survivors go through the detector's
 //! ordered compaction, so selection and orientation are shared with the FAST path.
 
-use super::buffers::DevBuf;
-use super::context::Gpu;
+use super::driver::buffers::DevBuf;
+use super::driver::Launch;
 use super::fast_harris::Detector;
+use super::kernels::params::DenseParams;
 use super::pyramid::Pyramid;
+use super::Gpu;
 use crate::config::Config;
 use crate::error::Result;
-
-/// Mirrors `struct DenseParams` in kernels/harris.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub(super) struct DenseParams {
-    pub(super) sm: [f32; 7],
-    pub(super) de: [f32; 7],
-    pub(super) ksize: i32,
-    pub(super) block: i32,
-    pub(super) k: f32,
-    pub(super) kd: f64,
-    pub(super) quality: f32,
-    pub(super) border: i32,
-    /// 0: Harris response; 1: the smaller eigenvalue (`cuda::gftt`).
-    pub(super) mode: i32,
-}
 
 /// Integer Sobel kernels of order 1 (`cv::getDerivKernels`), as `cpu::harris`.
 pub(super) fn sobel_kernels(ksize: u32) -> (&'static [i32], &'static [i32]) {
@@ -37,11 +23,11 @@ pub(super) fn sobel_kernels(ksize: u32) -> (&'static [i32], &'static [i32]) {
 }
 
 pub struct Dense {
-    gx: DevBuf,
-    gy: DevBuf,
-    sums: [DevBuf; 3],
-    resp: DevBuf,
-    maxkey: DevBuf,
+    gx: DevBuf<f32>,
+    gy: DevBuf<f32>,
+    sums: [DevBuf<f64>; 3],
+    resp: DevBuf<f32>,
+    maxkey: DevBuf<u32>,
     /// Widest level (level 0).
     w0: usize,
     /// (k bits, k as the double the user wrote): a string round trip, once per k.
@@ -53,15 +39,15 @@ impl Dense {
         let c = &gpu.ctx;
         let px = pyr.buf.bytes().max(1);
         Ok(Dense {
-            gx: DevBuf::new(c, px * 4)?,
-            gy: DevBuf::new(c, px * 4)?,
+            gx: DevBuf::new(c, px)?,
+            gy: DevBuf::new(c, px)?,
             sums: [
-                DevBuf::new(c, px * 8)?,
-                DevBuf::new(c, px * 8)?,
-                DevBuf::new(c, px * 8)?,
+                DevBuf::new(c, px)?,
+                DevBuf::new(c, px)?,
+                DevBuf::new(c, px)?,
             ],
-            resp: DevBuf::new(c, px * 4)?,
-            maxkey: DevBuf::new(c, pyr.levels.len().max(1) * 4)?,
+            resp: DevBuf::new(c, px)?,
+            maxkey: DevBuf::new(c, pyr.levels.len().max(1))?,
             w0: pyr.levels.first().map_or(0, |l| l.w),
             kd: (f32::NAN.to_bits(), f64::NAN),
         })
@@ -104,54 +90,72 @@ impl Dense {
         let (resp, maxkey) = (self.resp.ptr(), self.maxkey.ptr());
         let tiles = (det.ntiles() as u32, 1, 1);
         let tile_block = (32, 8, 1);
-        // SAFETY: the arguments are `harris_sobel`'s parameters (kernels/harris.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `harris_sobel`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "harris_sobel",
-                &gpu.k.harris_sobel,
-                tiles,
-                tile_block,
-                0,
-                &mut kargs![pyr_p, descs, nlev, p, gx, gy],
+            gpu.k.harris.harris_sobel(
+                gpu,
+                Launch::new(tiles, tile_block),
+                pyr_p,
+                descs,
+                nlev,
+                p,
+                gx,
+                gy,
             )
         }?;
-        // SAFETY: the arguments are `harris_rowsum`'s parameters (kernels/harris.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `harris_rowsum`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "harris_rowsum",
-                &gpu.k.harris_rowsum,
-                tiles,
-                tile_block,
-                0,
-                &mut kargs![descs, nlev, p, gx, gy, sxx, sxy, syy, maxkey],
+            gpu.k.harris.harris_rowsum(
+                gpu,
+                Launch::new(tiles, tile_block),
+                descs,
+                nlev,
+                p,
+                gx,
+                gy,
+                sxx,
+                sxy,
+                syy,
+                maxkey,
             )
         }?;
-        // SAFETY: the arguments are `harris_colsum`'s parameters (kernels/harris.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `harris_colsum`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "harris_colsum",
-                &gpu.k.harris_colsum,
-                (nlev as u32, self.w0.div_ceil(128).max(1) as u32, 1),
-                (128, 1, 1),
-                0,
-                &mut kargs![descs, nlev, p, sxx, sxy, syy, resp, maxkey],
+            gpu.k.harris.harris_colsum(
+                gpu,
+                Launch::new(
+                    (nlev as u32, self.w0.div_ceil(128).max(1) as u32, 1),
+                    (128, 1, 1),
+                ),
+                descs,
+                nlev,
+                p,
+                sxx,
+                sxy,
+                syy,
+                resp,
+                maxkey,
             )
         }?;
         let cap = det.cap() as i32;
         let (rc, slots) = (det.rc_ptr(), det.slots_ptr());
-        // SAFETY: the arguments are `harris_nms`'s parameters (kernels/harris.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `harris_nms`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "harris_nms",
-                &gpu.k.harris_nms,
-                tiles,
-                tile_block,
-                0,
-                &mut kargs![descs, nlev, p, resp, maxkey, cap, rc, slots],
+            gpu.k.harris.harris_nms(
+                gpu,
+                Launch::new(tiles, tile_block),
+                descs,
+                nlev,
+                p,
+                resp,
+                maxkey,
+                cap,
+                rc,
+                slots,
             )
         }?;
         det.compact(gpu, pyr, orient)

@@ -2,7 +2,8 @@
 //! ([`DeviceGray`], valid while its owner is borrowed), and one kept past the pipeline's
 //! next frame ([`KeptGray`]: the second stereo camera's, waiting for its pair).
 
-use super::{buffers, CudaPipeline};
+use super::driver::{buffers, DevPtr};
+use super::CudaPipeline;
 use crate::error::Result;
 
 /// A gray image on the device: `height` rows of `width` bytes, `pitch` bytes apart,
@@ -11,7 +12,7 @@ use crate::error::Result;
 /// tracker reads it. Its address stays inside this module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceGray<'a> {
-    ptr: u64,
+    ptr: DevPtr<u8>,
     width: usize,
     height: usize,
     pitch: usize,
@@ -28,7 +29,7 @@ impl DeviceGray<'_> {
     }
 
     /// The device address (this module's kernels and copies only).
-    pub(crate) fn ptr(&self) -> u64 {
+    pub(crate) fn ptr(&self) -> DevPtr<u8> {
         self.ptr
     }
 
@@ -44,13 +45,13 @@ impl DeviceGray<'_> {
     /// is never read).
     #[cfg(test)]
     pub(crate) unsafe fn from_raw(
-        ptr: u64,
+        addr: u64,
         width: usize,
         height: usize,
         pitch: usize,
     ) -> DeviceGray<'static> {
         DeviceGray {
-            ptr,
+            ptr: DevPtr::from_addr(addr),
             width,
             height,
             pitch,

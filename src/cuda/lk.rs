@@ -4,58 +4,27 @@
 //! block per point). Buffers are sized once per resolution and window; per frame: one upload
 //! of the gray image, the points' upload and the results' download.
 
-use cudarc::driver::{result, sys, CudaEvent};
+use cudarc::driver::{sys, CudaEvent};
 
-use super::buffers::{copy_rows_on_device, download, upload, DevBuf, HostBuf};
-use super::context::{cuda_err, Gpu};
-use super::graph::Graph;
+use super::driver::buffers::{copy_rows_on_device, download, upload, DevBuf, HostBuf};
+use super::driver::cuda_err;
+use super::driver::graph::Graph;
+use super::driver::Launch;
+use super::kernels::params::{LkArgs, LkLevel, LkPyr, LK_MAX_LEVELS as MAX_LEVELS};
+use super::Gpu;
 use crate::cpu::lk::{Flow, LkParams};
 use crate::error::{Error, Result};
 use crate::image::GrayImage;
 
-/// Mirrors `LK_MAX_LEVELS` in kernels/lk.cu.
-const MAX_LEVELS: usize = 8;
 /// Largest window the kernel takes (a lane per window column).
 pub const MAX_WINDOW: usize = 31;
 /// Warps per point at most (`LK_MAX_THREADS` / 32 in kernels/lk.cu).
 const MAX_WARPS: usize = 12;
 
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct LkLevel {
-    img: u64,
-    der: u64,
-    w: i32,
-    h: i32,
-    stride: i32,
-    dstride: i32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct LkPyr {
-    lv: [LkLevel; MAX_LEVELS],
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct LkArgs {
-    win: i32,
-    pad: i32,
-    max_level: i32,
-    max_iter: i32,
-    use_initial: i32,
-    n: i32,
-    min_eig: f32,
-    eps: f64,
-    back_level: i32,
-    back_initial: i32,
-    chain: i32,
-}
-
 struct Level {
-    img: DevBuf,
-    der: DevBuf,
+    img: DevBuf<u8>,
+    /// The Scharr derivatives, (x, y) interleaved.
+    der: DevBuf<i16>,
     w: usize,
     h: usize,
 }
@@ -97,7 +66,7 @@ impl GpuFlowPyramid {
         let pad = self.window;
         let pitch = l.w + 2 * pad;
         Some(super::gftt::GfttInput::Device {
-            ptr: l.img.ptr() + (pad * pitch + pad) as u64,
+            ptr: l.img.ptr().offset(pad * pitch + pad),
             pitch,
             width: l.w,
             height: l.h,
@@ -154,10 +123,9 @@ impl GpuFlowPyramid {
             self.levels.clear();
             for &(w, h) in sizes {
                 let bytes = (w + 2 * pad) * (h + 2 * pad);
-                let der = DevBuf::new(&gpu.ctx, bytes * 4)?;
+                let der = DevBuf::new(&gpu.ctx, bytes * 2)?;
                 // The derivatives' border is zero for good (BORDER_CONSTANT).
-                unsafe { result::memset_d8_sync(der.ptr(), 0, bytes * 4) }
-                    .map_err(|e| cuda_err("clearing the LK derivatives", e))?;
+                der.fill_sync(0..der.len(), 0)?;
                 self.levels.push(Level {
                     img: DevBuf::new(&gpu.ctx, bytes)?,
                     der,
@@ -214,7 +182,7 @@ impl GpuFlowPyramid {
         // Into level 0's interior (`prepare` sized it for this frame); the source lives
         // until the caller's next frame, which comes after the wait below.
         let (pad, stride) = (window, src.width() + 2 * window);
-        let interior = self.levels[0].img.ptr() + (pad * stride + pad) as u64;
+        let interior = self.levels[0].img.ptr().offset(pad * stride + pad);
         copy_rows_on_device(
             &gpu.stream,
             (src.ptr(), src.pitch()),
@@ -277,17 +245,20 @@ impl GpuFlowPyramid {
                 let (d, dw, dh) = (dst.img.ptr(), dst.w as i32, dst.h as i32);
                 let (dpad, dstride) = (pad as i32, (dst.w + 2 * pad) as i32);
                 let n = (dst.w * dst.h) as u32;
-                // SAFETY: the arguments are `lk_pyrdown`'s parameters (kernels/lk.cu) in order and
-                // type; its buffers are this context's, sized for this grid when the stage was
-                // built.
+                // SAFETY: `lk_pyrdown`'s buffers are this context's, sized for this launch when the
+                // stage was built.
                 unsafe {
-                    gpu.launch(
-                        "lk_pyrdown",
-                        &gpu.k.lk_pyrdown,
-                        (n.div_ceil(256), 1, 1),
-                        (256, 1, 1),
-                        0,
-                        &mut kargs![s, spad, sstride, d, dw, dh, dpad, dstride],
+                    gpu.k.lk.lk_pyrdown(
+                        gpu,
+                        Launch::new((n.div_ceil(256), 1, 1), (256, 1, 1)),
+                        s,
+                        spad,
+                        sstride,
+                        d,
+                        dw,
+                        dh,
+                        dpad,
+                        dstride,
                     )
                 }?;
             }
@@ -300,16 +271,17 @@ impl GpuFlowPyramid {
                 (lv.w + 2 * pad) as i32,
             );
             let n = ((lv.w + 2 * pad) * (lv.h + 2 * pad)) as u32;
-            // SAFETY: the arguments are `lk_border`'s parameters (kernels/lk.cu) in order and type;
-            // its buffers are this context's, sized for this grid when the stage was built.
+            // SAFETY: `lk_border`'s buffers are this context's, sized for this launch when the
+            // stage was built.
             unsafe {
-                gpu.launch(
-                    "lk_border",
-                    &gpu.k.lk_border,
-                    (n.div_ceil(256), 1, 1),
-                    (256, 1, 1),
-                    0,
-                    &mut kargs![p, w, h, padi, stride],
+                gpu.k.lk.lk_border(
+                    gpu,
+                    Launch::new((n.div_ceil(256), 1, 1), (256, 1, 1)),
+                    p,
+                    w,
+                    h,
+                    padi,
+                    stride,
                 )
             }?;
         }
@@ -334,16 +306,19 @@ impl GpuFlowPyramid {
             let stride = (lv.w + 2 * pad) as i32;
             let (der, dstride) = (lv.der.ptr(), stride * 2);
             let n = (lv.w * lv.h) as u32;
-            // SAFETY: the arguments are `lk_scharr`'s parameters (kernels/lk.cu) in order and type;
-            // its buffers are this context's, sized for this grid when the stage was built.
+            // SAFETY: `lk_scharr`'s buffers are this context's, sized for this launch when the
+            // stage was built.
             unsafe {
-                gpu.launch(
-                    "lk_scharr",
-                    &gpu.k.lk_scharr,
-                    (n.div_ceil(256), 1, 1),
-                    (256, 1, 1),
-                    0,
-                    &mut kargs![img, w, h, padi, stride, der, dstride],
+                gpu.k.lk.lk_scharr(
+                    gpu,
+                    Launch::new((n.div_ceil(256), 1, 1), (256, 1, 1)),
+                    img,
+                    w,
+                    h,
+                    padi,
+                    stride,
+                    der,
+                    dstride,
                 )
             }?;
         }
@@ -380,9 +355,11 @@ pub struct GpuLk {
     start: CudaEvent,
     end: CudaEvent,
     kernel_ms: f64,
-    pts: DevBuf,
-    init: DevBuf,
-    out: DevBuf,
+    /// The points' (x, y), and their initial guesses.
+    pts: DevBuf<[f32; 2]>,
+    init: DevBuf<[f32; 2]>,
+    /// (x, y, status, error) per point, then per flow-back point.
+    out: DevBuf<[f32; 4]>,
     host_in: HostBuf,
     host_out: HostBuf,
     cap: usize,
@@ -405,9 +382,9 @@ impl GpuLk {
             start: ev()?,
             end: ev()?,
             kernel_ms: f64::NAN,
-            pts: DevBuf::new(c, cap * 8)?,
-            init: DevBuf::new(c, cap * 8)?,
-            out: DevBuf::new(c, cap * 32)?,
+            pts: DevBuf::new(c, cap)?,
+            init: DevBuf::new(c, cap)?,
+            out: DevBuf::new(c, cap * 2)?,
             host_in: HostBuf::new(c, cap * 16, true)?,
             host_out: HostBuf::new(c, cap * 32, false)?,
             cap,
@@ -494,7 +471,7 @@ impl GpuLk {
         }
         upload(&gpu.stream, &self.host_in, self.pts.ptr(), n * 8)?;
         if initial.is_some() {
-            super::buffers::upload_range(
+            super::driver::buffers::upload_range(
                 &gpu.stream,
                 &self.host_in,
                 8 * self.cap,
@@ -537,16 +514,18 @@ impl GpuLk {
         self.start
             .record(&gpu.stream)
             .map_err(|e| cuda_err("recording an event", e))?;
-        // SAFETY: the arguments are `lk_track`'s parameters (kernels/lk.cu) in order and type; its
-        // buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `lk_track`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "lk_track",
-                &gpu.k.lk_track,
-                (n as u32, 1, 1),
-                (32 * warps, 1, 1),
-                shared,
-                &mut kargs![pa, pb, pts, init, res, args],
+            gpu.k.lk.lk_track(
+                gpu,
+                Launch::new((n as u32, 1, 1), (32 * warps, 1, 1)).shared(shared),
+                pa,
+                pb,
+                pts,
+                init,
+                res,
+                args,
             )
         }?;
         self.end

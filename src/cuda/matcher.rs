@@ -11,10 +11,12 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{result, sys, CudaContext};
+use cudarc::driver::{sys, CudaContext};
 
-use super::buffers::{download, upload, DevBuf, HostBuf};
-use super::context::{cuda_err, Gpu};
+use super::driver::buffers::{download, upload, DevBuf, HostBuf};
+use super::driver::cuda_err;
+use super::driver::{DeviceType, Launch};
+use super::Gpu;
 use crate::error::Result;
 use crate::features::Descriptor;
 use crate::matching::keys::NO_KEY;
@@ -47,11 +49,16 @@ fn plan(n: usize, m: usize, sms: usize) -> Plan {
     }
 }
 
-/// A device buffer of at least `bytes` (reallocated, to a power of two, only when smaller).
-fn ensure_dev(ctx: &Arc<CudaContext>, buf: &mut DevBuf, bytes: usize) -> Result<()> {
-    if buf.bytes() < bytes {
+/// A device buffer of at least `len` values (reallocated, to a power of two, only when
+/// smaller).
+fn ensure_dev<T: DeviceType>(
+    ctx: &Arc<CudaContext>,
+    buf: &mut DevBuf<T>,
+    len: usize,
+) -> Result<()> {
+    if buf.len() < len {
         *buf = DevBuf::empty(ctx); // free the old one first
-        *buf = DevBuf::new(ctx, bytes.next_power_of_two().max(4096))?;
+        *buf = DevBuf::new(ctx, len.next_power_of_two().max(1024))?;
     }
     Ok(())
 }
@@ -67,13 +74,13 @@ fn ensure_host(ctx: &Arc<CudaContext>, buf: &mut HostBuf, bytes: usize, wc: bool
 pub struct CudaMatcher {
     gpu: Gpu,
     sms: usize,
-    /// Query then train descriptors, packed.
-    desc: DevBuf,
+    /// Query then train descriptors, packed (two `uint4`s each).
+    desc: DevBuf<[u32; 4]>,
     host_desc: HostBuf,
     /// Per-split top-2 keys (only when a call has more than one split).
-    partial: DevBuf,
+    partial: DevBuf<[u32; 2]>,
     /// Query top-2 keys (n uint2) then the reverse keys (m u32).
-    keys: DevBuf,
+    keys: DevBuf<u32>,
     host_keys: HostBuf,
 }
 
@@ -130,12 +137,12 @@ impl CudaMatcher {
         let knn_bytes = n * 8;
         let key_bytes = knn_bytes + if cross { m * 4 } else { 0 };
         let ctx = self.gpu.ctx.clone();
-        ensure_dev(&ctx, &mut self.desc, desc_bytes)?;
+        ensure_dev(&ctx, &mut self.desc, (n + m) * 2)?;
         ensure_host(&ctx, &mut self.host_desc, desc_bytes, true)?;
-        ensure_dev(&ctx, &mut self.keys, key_bytes)?;
+        ensure_dev(&ctx, &mut self.keys, key_bytes / 4)?;
         ensure_host(&ctx, &mut self.host_keys, key_bytes, false)?;
         if p.splits > 1 {
-            ensure_dev(&ctx, &mut self.partial, p.splits * knn_bytes)?;
+            ensure_dev(&ctx, &mut self.partial, p.splits * n)?;
         }
 
         let staging = self.host_desc.as_mut_slice();
@@ -144,13 +151,12 @@ impl CudaMatcher {
         let gpu = &self.gpu;
         upload(&gpu.stream, &self.host_desc, self.desc.ptr(), desc_bytes)?;
         let query_ptr = self.desc.ptr();
-        let train_ptr = query_ptr + (n * DESC_BYTES) as u64;
-        let knn_ptr = self.keys.ptr();
-        let reverse_ptr = knn_ptr + knn_bytes as u64;
+        let train_ptr = query_ptr.offset(n * 2);
+        let knn_ptr = self.keys.ptr().cast::<[u32; 2]>();
+        let reverse_ptr = self.keys.ptr().offset(2 * n);
         if cross {
             // All ones = "no key yet" for the kernel's atomicMin.
-            unsafe { result::memset_d8_async(reverse_ptr, 0xff, m * 4, gpu.stream.cu_stream()) }
-                .map_err(|e| cuda_err("presetting the reverse keys", e))?;
+            self.keys.fill_async(&gpu.stream, 2 * n..2 * n + m, 0xff)?;
         }
         let partial_ptr = if p.splits > 1 {
             self.partial.ptr()
@@ -160,40 +166,37 @@ impl CudaMatcher {
         let (n_i, m_i) = (n as i32, m as i32);
         let split_len = p.split_len as i32;
         let cross_i = cross as i32;
-        // SAFETY: the arguments are `match_knn`'s parameters (kernels/matcher.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `match_knn`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "match_knn",
-                &gpu.k.match_knn,
-                (p.query_tiles as u32, p.splits as u32, 1),
-                (THREADS as u32, 1, 1),
-                0,
-                &mut kargs![
-                    query_ptr,
-                    train_ptr,
-                    n_i,
-                    m_i,
-                    split_len,
-                    cross_i,
-                    partial_ptr,
-                    reverse_ptr
-                ],
+            gpu.k.matcher.match_knn(
+                gpu,
+                Launch::new(
+                    (p.query_tiles as u32, p.splits as u32, 1),
+                    (THREADS as u32, 1, 1),
+                ),
+                query_ptr,
+                train_ptr,
+                n_i,
+                m_i,
+                split_len,
+                cross_i,
+                partial_ptr,
+                reverse_ptr,
             )
         }?;
         if p.splits > 1 {
             let splits = p.splits as i32;
-            // SAFETY: the arguments are `match_merge`'s parameters (kernels/matcher.cu) in order
-            // and type; its buffers are this context's, sized for this grid when the stage was
-            // built.
+            // SAFETY: `match_merge`'s buffers are this context's, sized for this launch when the
+            // stage was built.
             unsafe {
-                gpu.launch(
-                    "match_merge",
-                    &gpu.k.match_merge,
-                    (n.div_ceil(256) as u32, 1, 1),
-                    (256, 1, 1),
-                    0,
-                    &mut kargs![partial_ptr, n_i, splits, knn_ptr],
+                gpu.k.matcher.match_merge(
+                    gpu,
+                    Launch::new((n.div_ceil(256) as u32, 1, 1), (256, 1, 1)),
+                    partial_ptr,
+                    n_i,
+                    splits,
+                    knn_ptr,
                 )
             }?;
         }

@@ -1,19 +1,30 @@
 //! CUDA backend (cudarc with dynamic loading; kernels compiled by NVRTC at start-up and cached
-//! on disk). Each stage mirrors `src/cpu/<stage>.rs`:
+//! on disk), in three layers, each importing only the ones below it (`tests/architecture.rs`):
+//!
+//! 1. [`driver`]: the device, context, streams and module, device and pinned buffers
+//!    (`DevBuf<T>`, `HostBuf`), the one raw launch (an `unsafe fn` with its contract), graphs,
+//!    the frame staging;
+//! 2. `kernels`: a typed wrapper per kernel, grouped by stage, and the `#[repr(C)]` mirrors
+//!    of the kernels' structs; a test checks every wrapper against its `__global__`
+//!    signature in kernels/*.cu;
+//! 3. the stages, which own their buffers and call the wrappers ([`Gpu`] is the session:
+//!    the device with its kernels).
+//!
+//! Each stage mirrors `src/cpu/<stage>.rs`:
 //!
 //! | stage | kernels | host side |
 //! |---|---|---|
 //! | decode | `decode.cu` | [`decode`] |
-//! | pyramid | `pyramid.cu` | [`pyramid`] |
-//! | fast + nms + harris score | `fast_harris.cu` (fused) | [`fast_harris`] |
-//! | per-cell fast with the low-threshold retry (ORB-SLAM3) | `fast_harris.cu` (`fast_cells`, `cell_filter`) | [`fast_harris`] |
-//! | dense harris + nms + quality | `harris.cu` | [`harris`] |
-//! | ordered compaction | `compact.cu` | [`fast_harris`] |
-//! | orientation | `orient.cu` (fused into the gather), `select.cu`, `describe.cu` (kept corners, with descriptors) | [`fast_harris`], [`select`], [`describe`] |
-//! | budget (spread none) | `select.cu` | [`select`] |
-//! | spread grid / quadtree | — (host, CPU reference functions) | [`select`] |
+//! | pyramid | `pyramid.cu` | `pyramid` |
+//! | fast + nms + harris score | `fast_harris.cu` (fused) | `fast_harris` |
+//! | per-cell fast with the low-threshold retry (ORB-SLAM3) | `fast_harris.cu` (`fast_cells`, `cell_filter`) | `fast_harris` |
+//! | dense harris + nms + quality | `harris.cu` | `harris` |
+//! | ordered compaction | `compact.cu` | `fast_harris` |
+//! | orientation | `orient.cu` (fused into the gather), `select.cu`, `describe.cu` (kept corners, with descriptors) | `fast_harris`, `select`, `describe` |
+//! | budget (spread none) | `select.cu` | `select` |
+//! | spread grid / quadtree | — (host, CPU reference functions) | `select` |
 //! | canny (+ blur, hysteresis) | `canny.cu` | [`canny`] |
-//! | ORB descriptors (patch blur + rBRIEF of the kept keypoints, one kernel) | `describe.cu` | [`describe`] |
+//! | ORB descriptors (patch blur + rBRIEF of the kept keypoints, one kernel) | `describe.cu` | `describe` |
 //! | LK flow pyramid, Scharr derivatives, pyramidal LK (the tracker) | `lk.cu` | [`lk`] |
 //! | goodFeaturesToTrack (min-eigenvalue map in `harris.cu` mode 1, selection) | `gftt.cu` | [`gftt`] |
 //!
@@ -22,19 +33,19 @@
 //! kernel reads the mapped input buffer in place), kernels on the pipeline's stream, and one
 //! final download (the selected keypoints and their per-level header: one host sync). With
 //! `cuda.graphs` and the GPU selection, everything after the decode is replayed from two
-//! CUDA graphs ([`graph`]), recorded on the first frame of a resolution and config.
-//! Canny runs on a second stream ([`Gpu::side`]) right after the decode, beside the pyramid
+//! CUDA graphs ([`driver::graph`]), recorded on the first frame of a resolution and config.
+//! Canny runs on a second stream ([`driver::Device::side`]) right after the decode, beside the pyramid
 //! and the detection; its blocks go before the detection's, and while a frame is the only
-//! one in flight its pyramid's before both ([`Gpu::pyramid_priority`]). Its edge map
+//! one in flight its pyramid's before both ([`driver::Device::pyramid_priority`]). Its edge map
 //! (packed to 1 bit per pixel) is downloaded at once: the host waits on that download's
-//! event and unpacks the map into `Features::edges` (with the threads of [`crew`]) while the
+//! event and unpacks the map into `Features::edges` (with the threads of [`driver::crew`]) while the
 //! GPU still runs the detection and the selection. Buffers are sized once per
 //! resolution/config and reused; no allocation and no compile happens per frame. Without
 //! the GPU selection (no budget, or a spread mode) the candidate count is not known in
 //! advance: the header is downloaded first (one more sync), then the candidates.
 //!
 //! ORB-SLAM3's per-cell FAST with the low-threshold retry (`detector.low_threshold_retry`,
-//! `cpu::cells::fast_in_cells`) runs on the GPU too ([`fast_harris::Detector::run_cells`]):
+//! `cpu::cells::fast_in_cells`) runs on the GPU too (`fast_harris::Detector::run_cells`):
 //! one scoring pass at the lower threshold, NMS within each cell, per-cell flags and a
 //! per-tile filter; only its candidates are downloaded, never the pyramid.
 //!
@@ -45,45 +56,32 @@
 //! (`cpu` for reference tables and the fallback; `matching::keys`, the neighbour keys the GPU
 //! matcher shares).
 
-/// Kernel argument list: `kargs![a, b, c]` -> `[*mut c_void; 3]` pointing at the variables
-/// (locals only, so that they outlive the launch call). Only the `unsafe` launches
-/// ([`Gpu::launch`]) take it: whether the locals' types are the kernel's parameters is the
-/// caller's promise, written beside each launch.
-macro_rules! kargs {
-    ($($a:ident),* $(,)?) => {
-        [$( &$a as *const _ as *mut ::std::ffi::c_void ),*]
-    };
-}
-
-pub mod buffers;
 pub mod canny;
-pub mod cells;
-pub mod compile;
-pub mod context;
-pub mod crew;
+mod cells;
 pub mod decode;
-pub mod describe;
-pub mod fast_harris;
+mod describe;
+pub mod driver;
+mod fast_harris;
 mod frame;
 pub mod gftt;
-pub mod graph;
-pub mod harris;
+mod gpu;
+mod harris;
 mod in_flight;
 mod kept;
+mod kernels;
 pub mod lk;
 pub mod matcher;
-pub mod pyramid;
+mod pyramid;
 mod queue;
-pub mod select;
-pub mod sources;
-pub mod staging;
+mod select;
 mod state;
 #[cfg(test)]
 mod test_images;
 
 use cudarc::driver::{sys, CudaEvent};
 
-pub use self::context::{device, device_count, set_device, Gpu, ModuleInfo};
+pub use self::driver::{device, device_count, set_device, ModuleInfo};
+pub use self::gpu::Gpu;
 pub use self::kept::{DeviceGray, KeptGray};
 use self::state::{State, StateKey};
 use crate::config::{Config, ZeroCopy};
@@ -133,7 +131,7 @@ impl CudaPipeline {
             events.push(
                 gpu.ctx
                     .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-                    .map_err(|e| context::cuda_err("creating an event", e))?,
+                    .map_err(|e| driver::cuda_err("creating an event", e))?,
             );
         }
         Ok(CudaPipeline {
@@ -214,15 +212,7 @@ impl CudaPipeline {
         let mut out = Vec::new();
         for l in &st.pyr.levels {
             let mut img = GrayImage::new(l.w, l.h);
-            if !img.data.is_empty() {
-                unsafe {
-                    cudarc::driver::result::memcpy_dtoh_sync(
-                        &mut img.data,
-                        st.pyr.buf.ptr() + l.off as u64,
-                    )
-                }
-                .map_err(|e| context::cuda_err("downloading the pyramid", e))?;
-            }
+            st.pyr.buf.copy_to_sync(l.off, &mut img.data)?;
             out.push(img);
         }
         Ok(out)

@@ -3,8 +3,9 @@
 
 use std::ops::Range;
 
-use super::buffers::DevBuf;
-use super::context::Gpu;
+use super::driver::buffers::DevBuf;
+use super::driver::{DevPtr, Launch};
+use super::Gpu;
 use crate::config::Interpolation;
 use crate::cpu::pyramid::{level_size, ResizeTables};
 use crate::error::Result;
@@ -18,10 +19,10 @@ pub struct Level {
 }
 
 struct Taps {
-    xofs: DevBuf,
-    xw: DevBuf,
-    yofs: DevBuf,
-    yw: DevBuf,
+    xofs: DevBuf<u32>,
+    xw: DevBuf<u16>,
+    yofs: DevBuf<u32>,
+    yw: DevBuf<u16>,
 }
 
 pub struct Pyramid {
@@ -78,14 +79,14 @@ impl Pyramid {
         })
     }
 
-    pub fn level_ptr(&self, l: usize) -> u64 {
-        self.buf.ptr() + self.levels[l].off as u64
+    pub fn level_ptr(&self, l: usize) -> DevPtr<u8> {
+        self.buf.ptr().offset(self.levels[l].off)
     }
 
     /// Levels 1.. from level 0, each from the previous one: two levels per launch where
     /// the middle level fits resize_linear2's shared memory (kernels/pyramid.cu), else one;
     /// with an odd count of resizes level 1 alone first.
-    /// `priority`: the launches' own ([`Gpu::pyramid_priority`]), else the stream's.
+    /// `priority`: the launches' own ([`super::driver::Device::pyramid_priority`]), else the stream's.
     pub fn run(&self, gpu: &Gpu, priority: Option<i32>) -> Result<()> {
         let n = self.levels.len();
         let empty = |l: usize| self.levels[l].w == 0 || self.levels[l].h == 0;
@@ -122,18 +123,29 @@ impl Pyramid {
             t.yw.ptr(),
             self.exact,
         );
-        // SAFETY: the arguments are `resize_linear`'s parameters (kernels/pyramid.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `resize_linear`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch_at_priority(
-                priority,
-                "resize_linear",
-                &gpu.k.resize_linear,
-                // 4 pixels per thread (kernels/pyramid.cu).
-                (d.w.div_ceil(128) as u32, d.h.div_ceil(8) as u32, 1),
-                (32, 8, 1),
-                0,
-                &mut kargs![src, sw, sh, dst, dw, dh, xo, xw, yo, yw, ex],
+            // 4 pixels per thread (kernels/pyramid.cu).
+            gpu.k.pyramid.resize_linear(
+                gpu,
+                Launch::new(
+                    // 4 pixels per thread (kernels/pyramid.cu).
+                    (d.w.div_ceil(128) as u32, d.h.div_ceil(8) as u32, 1),
+                    (32, 8, 1),
+                )
+                .priority(priority),
+                src,
+                sw,
+                sh,
+                dst,
+                dw,
+                dh,
+                xo,
+                xw,
+                yo,
+                yw,
+                ex,
             )
         }
     }
@@ -153,24 +165,38 @@ impl Pyramid {
         let (xo1, xw1, yo1, yw1) = (t1.xofs.ptr(), t1.xw.ptr(), t1.yofs.ptr(), t1.yw.ptr());
         let (xo2, xw2, yo2, yw2) = (t2.xofs.ptr(), t2.xw.ptr(), t2.yofs.ptr(), t2.yw.ptr());
         let ex = self.exact;
-        // SAFETY: the arguments are `resize_linear2`'s parameters (kernels/pyramid.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `resize_linear2`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch_at_priority(
-                priority,
-                "resize_linear2",
-                &gpu.k.resize_linear2,
-                (
-                    d.w.div_ceil(TWO_LEVEL_TILE.0) as u32,
-                    d.h.div_ceil(TWO_LEVEL_TILE.1) as u32,
-                    1,
-                ),
-                (32, 8, 1),
-                0,
-                &mut kargs![
-                    src, sw, sh, mid, mw, mh, dst, dw, dh, xo1, xw1, yo1, yw1, xo2, xw2, yo2, yw2,
-                    ex
-                ],
+            gpu.k.pyramid.resize_linear2(
+                gpu,
+                Launch::new(
+                    (
+                        d.w.div_ceil(TWO_LEVEL_TILE.0) as u32,
+                        d.h.div_ceil(TWO_LEVEL_TILE.1) as u32,
+                        1,
+                    ),
+                    (32, 8, 1),
+                )
+                .priority(priority),
+                src,
+                sw,
+                sh,
+                mid,
+                mw,
+                mh,
+                dst,
+                dw,
+                dh,
+                xo1,
+                xw1,
+                yo1,
+                yw1,
+                xo2,
+                xw2,
+                yo2,
+                yw2,
+                ex,
             )
         }
     }

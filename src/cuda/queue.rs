@@ -5,9 +5,11 @@
 
 use cudarc::driver::CudaEvent;
 
-use super::context::{self, Gpu};
+use super::driver::graph;
+use super::driver::{device as context, DevPtr};
 use super::state::{cells, State};
-use super::{canny, describe, graph};
+use super::Gpu;
+use super::{canny, describe};
 use crate::config::Config;
 use crate::error::Result;
 
@@ -103,7 +105,12 @@ pub(super) fn queue_main(
 }
 
 /// Queues Canny and its edge-map download on the side stream.
-pub(super) fn queue_canny(gpu: &Gpu, c: &mut canny::Canny, gray: u64, cfg: &Config) -> Result<()> {
+pub(super) fn queue_canny(
+    gpu: &Gpu,
+    c: &mut canny::Canny,
+    gray: DevPtr<u8>,
+    cfg: &Config,
+) -> Result<()> {
     c.run(gpu, &gpu.side, gray, &cfg.canny)?;
     c.download(&gpu.side)
 }

@@ -15,31 +15,24 @@
 //!   computed on the GPU, to avoid a second round trip) and the CPU reference's own
 //!   `select::select_level` runs on them ([`assemble`]).
 
-use super::buffers::DevBuf;
-use super::context::Gpu;
-use super::fast_harris::{Candidate, Detector};
+use super::driver::buffers::DevBuf;
+use super::driver::{DevPtr, Launch};
+use super::fast_harris::{Candidate, Detector, Records};
+use super::kernels::params::{SelParams, SEL_MAX_LEVELS};
 use super::pyramid::Pyramid;
+use super::Gpu;
 use crate::config::{Config, DetectorMethod, ScoreType};
 use crate::error::{Error, Result};
 use crate::features::Keypoint;
 use crate::select::{self, Corner};
 
-/// Mirrors `SEL_MAX_LEVELS` in kernels/select.cu (`pyramid.levels` is at most 32).
-const MAX_LEVELS: usize = 32;
-
-/// Mirrors `struct SelParams` in kernels/select.cu.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct SelParams {
-    n: [u32; MAX_LEVELS],
-}
-
 /// Device buffers of the GPU selection, sized once per resolution.
 pub struct Selector {
-    sel_idx: DevBuf,
-    kept: DevBuf,
-    kp: DevBuf,
-    kp_header: DevBuf,
+    sel_idx: DevBuf<u32>,
+    kept: DevBuf<u32>,
+    /// The kept records (four words each, as the candidates').
+    kp: DevBuf<[u32; 4]>,
+    kp_header: DevBuf<u32>,
     /// `features_per_level` of the last config: (budget, levels, scale bits) -> per level.
     per_level_key: (usize, usize, u32),
     per_level: Vec<usize>,
@@ -49,16 +42,16 @@ impl Selector {
     pub fn new(gpu: &Gpu, det: &Detector) -> Result<Self> {
         let c = &gpu.ctx;
         let (nlev, cap) = (det.nlev(), det.out_cap().max(1));
-        if nlev > MAX_LEVELS {
+        if nlev > SEL_MAX_LEVELS {
             return Err(Error::Cuda(format!(
-                "{nlev} pyramid levels (at most {MAX_LEVELS})"
+                "{nlev} pyramid levels (at most {SEL_MAX_LEVELS})"
             )));
         }
         Ok(Selector {
-            sel_idx: DevBuf::new(c, cap * 4)?,
-            kept: DevBuf::new(c, nlev.max(1) * 4)?,
-            kp: DevBuf::new(c, cap * 16)?,
-            kp_header: DevBuf::new(c, (1 + 2 * nlev) * 4)?,
+            sel_idx: DevBuf::new(c, cap)?,
+            kept: DevBuf::new(c, nlev.max(1))?,
+            kp: DevBuf::new(c, cap)?,
+            kp_header: DevBuf::new(c, 1 + 2 * nlev)?,
             per_level_key: (usize::MAX, 0, 0),
             per_level: Vec::new(),
         })
@@ -80,10 +73,10 @@ impl Selector {
         self.per_level.iter().sum()
     }
 
-    pub fn header_ptr(&self) -> u64 {
+    pub fn header_ptr(&self) -> DevPtr<u32> {
         self.kp_header.ptr()
     }
-    pub fn kp_ptr(&self) -> u64 {
+    pub fn kp_ptr(&self) -> DevPtr<[u32; 4]> {
         self.kp.ptr()
     }
 
@@ -99,7 +92,9 @@ impl Selector {
         orient: bool,
     ) -> Result<()> {
         let nlev = det.nlev();
-        let mut p = SelParams { n: [0; MAX_LEVELS] };
+        let mut p = SelParams {
+            n: [0; SEL_MAX_LEVELS],
+        };
         for (d, &n) in p.n.iter_mut().zip(&self.per_level) {
             *d = n.min(u32::MAX as usize / 2) as u32;
         }
@@ -108,16 +103,19 @@ impl Selector {
         let (header, cand) = (det.header_ptr(), det.out_ptr());
         let (sel_idx, kept) = (self.sel_idx.ptr(), self.kept.ptr());
         let nlev_i = nlev as i32;
-        // SAFETY: the arguments are `select_level`'s parameters (kernels/select.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `select_level`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "select_level",
-                &gpu.k.select_level,
-                (nlev as u32, 1, 1),
-                (1024, 1, 1),
-                0,
-                &mut kargs![header, nlev_i, p, precut, cand, sel_idx, kept],
+            gpu.k.select.select_level(
+                gpu,
+                Launch::new((nlev as u32, 1, 1), (1024, 1, 1)),
+                header,
+                nlev_i,
+                p,
+                precut,
+                cand,
+                sel_idx,
+                kept,
             )
         }?;
         // One warp per kept corner (its orientation), 8 per block.
@@ -131,19 +129,26 @@ impl Selector {
         let atan = super::fast_harris::atan_coefficients();
         let eps = f64::EPSILON as f32;
         let (kp, kp_header) = (self.kp.ptr(), self.kp_header.ptr());
-        // SAFETY: the arguments are `orient_kept`'s parameters (kernels/select.cu) in order and
-        // type; its buffers are this context's, sized for this grid when the stage was built.
+        // SAFETY: `orient_kept`'s buffers are this context's, sized for this launch when the
+        // stage was built.
         unsafe {
-            gpu.launch(
-                "orient_kept",
-                &gpu.k.orient_kept,
-                (nlev as u32, blocks_y, 1),
-                (32 * warps as u32, 1, 1),
-                0,
-                &mut kargs![
-                    pyr_p, descs, nlev_i, header, kept, sel_idx, cand, orient, half, umax, atan,
-                    eps, kp, kp_header
-                ],
+            gpu.k.select.orient_kept(
+                gpu,
+                Launch::new((nlev as u32, blocks_y, 1), (32 * warps as u32, 1, 1)),
+                pyr_p,
+                descs,
+                nlev_i,
+                header,
+                kept,
+                sel_idx,
+                cand,
+                orient,
+                half,
+                umax,
+                atan,
+                eps,
+                kp,
+                kp_header,
             )
         }
     }
@@ -158,7 +163,7 @@ impl Selector {
         gpu: &Gpu,
         det: &Detector,
         records: usize,
-        desc: Option<(u64, Option<u64>)>,
+        desc: Option<(Records, Option<Records>)>,
     ) -> Result<bool> {
         let desc = match desc {
             None => None,

@@ -1,8 +1,9 @@
 //! What the CUDA pipeline keeps per resolution and config: every stage's buffers
 //! ([`State`]), sized once when the [`StateKey`] changes, and the CUDA graphs recorded for it.
 
-use super::context::Gpu;
-use super::{canny, describe, fast_harris, graph, harris, pyramid, select};
+use super::driver::graph;
+use super::Gpu;
+use super::{canny, describe, fast_harris, harris, pyramid, select};
 use crate::config::{Config, DetectorMethod, Interpolation};
 use crate::error::Result;
 use crate::image::{Encoding, FrameLayout};

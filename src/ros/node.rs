@@ -543,11 +543,11 @@ fn p50_p99_fields(names: &[&str], values: &[Vec<f64>]) -> String {
 }
 
 /// Wakes the helper threads that will copy the frames just handed over into pinned memory
-/// (`cuda.prewake_us`; `cuda::crew::prewake`): they spin for the copy instead of waking when
+/// (`cuda.prewake_us`; `cuda::driver::crew::prewake`): they spin for the copy instead of waking when
 /// it starts (performance.md, change 68).
 fn prewake(params: &Mutex<NodeParams>) {
     #[cfg(feature = "cuda")]
-    crate::cuda::crew::prewake_us(params.lock().unwrap().live.config.cuda.prewake_us);
+    crate::cuda::driver::crew::prewake_us(params.lock().unwrap().live.config.cuda.prewake_us);
     #[cfg(not(feature = "cuda"))]
     let _ = params;
 }

@@ -6,22 +6,22 @@ use crate::cpu::orb_pattern::ORB_PATTERN;
 
 /// The kernel sources, in translation-unit order (the header first).
 pub const SOURCES: &[(&str, &str)] = &[
-    ("common.cuh", include_str!("../../kernels/common.cuh")),
-    ("decode.cu", include_str!("../../kernels/decode.cu")),
-    ("pyramid.cu", include_str!("../../kernels/pyramid.cu")),
+    ("common.cuh", include_str!("../../../kernels/common.cuh")),
+    ("decode.cu", include_str!("../../../kernels/decode.cu")),
+    ("pyramid.cu", include_str!("../../../kernels/pyramid.cu")),
     (
         "fast_harris.cu",
-        include_str!("../../kernels/fast_harris.cu"),
+        include_str!("../../../kernels/fast_harris.cu"),
     ),
-    ("compact.cu", include_str!("../../kernels/compact.cu")),
-    ("orient.cu", include_str!("../../kernels/orient.cu")),
-    ("select.cu", include_str!("../../kernels/select.cu")),
-    ("canny.cu", include_str!("../../kernels/canny.cu")),
-    ("harris.cu", include_str!("../../kernels/harris.cu")),
-    ("describe.cu", include_str!("../../kernels/describe.cu")),
-    ("match.cu", include_str!("../../kernels/match.cu")),
-    ("lk.cu", include_str!("../../kernels/lk.cu")),
-    ("gftt.cu", include_str!("../../kernels/gftt.cu")),
+    ("compact.cu", include_str!("../../../kernels/compact.cu")),
+    ("orient.cu", include_str!("../../../kernels/orient.cu")),
+    ("select.cu", include_str!("../../../kernels/select.cu")),
+    ("canny.cu", include_str!("../../../kernels/canny.cu")),
+    ("harris.cu", include_str!("../../../kernels/harris.cu")),
+    ("describe.cu", include_str!("../../../kernels/describe.cu")),
+    ("match.cu", include_str!("../../../kernels/match.cu")),
+    ("lk.cu", include_str!("../../../kernels/lk.cu")),
+    ("gftt.cu", include_str!("../../../kernels/gftt.cu")),
 ];
 
 /// One translation unit: the files concatenated with `#line` markers (so NVRTC errors name

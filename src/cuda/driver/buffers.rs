@@ -1,22 +1,30 @@
 //! Raw device buffers and pinned host buffers, allocated once per resolution and reused.
-//! Plain `cuMemAlloc` / `cuMemHostAlloc` with RAII; pointers are passed to kernels as-is.
+//! Plain `cuMemAlloc` / `cuMemHostAlloc` with RAII; kernels get typed addresses ([`DevPtr`]).
 
+use std::marker::PhantomData;
+use std::ops::Range;
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
-use super::context::cuda_err;
+use super::device::cuda_err;
+use super::launch::{DevPtr, DeviceType};
 use crate::error::Result;
 
-/// Device memory (`bytes` may be 0: then nothing is allocated and `ptr` is 0).
-pub struct DevBuf {
+/// Device memory holding `len` values of `T` (`len` may be 0: then nothing is allocated and
+/// the address is null). Kernels get its address as a [`DevPtr<T>`], typed as their
+/// parameter is.
+pub struct DevBuf<T = u8> {
     ctx: Arc<CudaContext>,
     ptr: sys::CUdeviceptr,
-    bytes: usize,
+    len: usize,
+    _t: PhantomData<T>,
 }
 
-impl DevBuf {
-    pub fn new(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
+impl<T: DeviceType> DevBuf<T> {
+    /// Room for `len` values, not initialised.
+    pub fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self> {
+        let bytes = len * std::mem::size_of::<T>();
         let ptr = if bytes == 0 {
             0
         } else {
@@ -26,37 +34,108 @@ impl DevBuf {
         Ok(DevBuf {
             ctx: ctx.clone(),
             ptr,
-            bytes,
+            len,
+            _t: PhantomData,
         })
     }
     pub fn empty(ctx: &Arc<CudaContext>) -> Self {
         DevBuf {
             ctx: ctx.clone(),
             ptr: 0,
-            bytes: 0,
+            len: 0,
+            _t: PhantomData,
         }
     }
     /// A buffer holding `data` (synchronous upload: only used at set-up, never per frame).
-    pub fn from_slice<T: Copy>(ctx: &Arc<CudaContext>, data: &[T]) -> Result<Self> {
-        let bytes = std::mem::size_of_val(data);
-        let b = Self::new(ctx, bytes)?;
-        if bytes > 0 {
-            unsafe { result::memcpy_htod_sync(b.ptr, data) }
-                .map_err(|e| cuda_err("uploading a table", e))?;
-        }
+    pub fn from_slice(ctx: &Arc<CudaContext>, data: &[T]) -> Result<Self> {
+        let b = Self::new(ctx, data.len())?;
+        b.copy_from_sync(data)?;
         Ok(b)
     }
+    /// Copies `data` into the buffer's start and waits (set-up and measurements only, never
+    /// per frame); an error when it does not fit.
+    pub fn copy_from_sync(&self, data: &[T]) -> Result<()> {
+        if data.len() > self.len {
+            return Err(crate::error::Error::Cuda(format!(
+                "{} values into a device buffer of {}",
+                data.len(),
+                self.len
+            )));
+        }
+        if !data.is_empty() {
+            // SAFETY: the buffer holds `self.len >= data.len()` values of `T` (checked above);
+            // the copy is synchronous.
+            unsafe { result::memcpy_htod_sync(self.ptr, data) }
+                .map_err(|e| cuda_err("host-to-device copy", e))?;
+        }
+        Ok(())
+    }
+    /// Sets the bytes of values `range` to `byte`, queued on `stream`; an error when the range
+    /// is outside the buffer.
+    pub fn fill_async(&self, stream: &CudaStream, range: Range<usize>, byte: u8) -> Result<()> {
+        let (start, bytes) = self.byte_range(&range)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: `start..start + bytes` lies inside this allocation (checked), which outlives
+        // the queued set: the buffers of a stage are dropped only after a stream sync.
+        unsafe { result::memset_d8_async(self.ptr + start, byte, bytes, stream.cu_stream()) }
+            .map_err(|e| cuda_err("setting device memory", e))
+    }
+    /// [`DevBuf::fill_async`], waited for (set-up only).
+    pub fn fill_sync(&self, range: Range<usize>, byte: u8) -> Result<()> {
+        let (start, bytes) = self.byte_range(&range)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: inside this allocation (checked); synchronous.
+        unsafe { result::memset_d8_sync(self.ptr + start, byte, bytes) }
+            .map_err(|e| cuda_err("setting device memory", e))
+    }
+    /// Copies values `from..from + dst.len()` into `dst` and waits (tests and the pyramid
+    /// readback, never per frame); an error when they are outside the buffer.
+    pub fn copy_to_sync(&self, from: usize, dst: &mut [T]) -> Result<()> {
+        let (start, bytes) = self.byte_range(&(from..from + dst.len()))?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: inside this allocation (checked), into a host slice of as many bytes;
+        // synchronous.
+        unsafe { result::memcpy_dtoh_sync(dst, self.ptr + start) }
+            .map_err(|e| cuda_err("device-to-host copy", e))
+    }
+    /// (first byte, byte count) of values `range`, checked against the buffer.
+    fn byte_range(&self, range: &Range<usize>) -> Result<(u64, usize)> {
+        if range.start > range.end || range.end > self.len {
+            return Err(crate::error::Error::Cuda(format!(
+                "values {range:?} of a device buffer of {}",
+                self.len
+            )));
+        }
+        let size = std::mem::size_of::<T>();
+        Ok(((range.start * size) as u64, range.len() * size))
+    }
+    /// Its address, for a kernel's `T*` parameter.
     #[inline]
-    pub fn ptr(&self) -> u64 {
-        self.ptr
+    pub fn ptr(&self) -> DevPtr<T> {
+        DevPtr::from_addr(self.ptr)
+    }
+    /// Values it holds room for.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
     #[inline]
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.len * std::mem::size_of::<T>()
     }
 }
 
-impl Drop for DevBuf {
+impl<T> Drop for DevBuf<T> {
     fn drop(&mut self) {
         if self.ptr != 0 {
             let _ = self.ctx.bind_to_thread();
@@ -142,9 +221,9 @@ impl HostBuf {
         })
     }
 
-    /// The device's address of a mapped buffer (0 when not mapped).
-    pub fn dev_ptr(&self) -> u64 {
-        self.dev_ptr
+    /// The device's address of a mapped buffer (null when not mapped).
+    pub fn dev_ptr(&self) -> DevPtr<u8> {
+        DevPtr::from_addr(self.dev_ptr)
     }
     pub fn bytes(&self) -> usize {
         self.bytes
@@ -178,23 +257,23 @@ impl Drop for HostBuf {
 }
 
 /// Async host -> device copy of `bytes` from pinned `src` (offset 0) to `dst`.
-pub fn upload(stream: &CudaStream, src: &HostBuf, dst: u64, bytes: usize) -> Result<()> {
+pub fn upload<T>(stream: &CudaStream, src: &HostBuf, dst: DevPtr<T>, bytes: usize) -> Result<()> {
     upload_range(stream, src, 0, dst, bytes)
 }
 
 /// Async host -> device copy of `src[src_off..src_off + bytes]` (pinned) to `dst`.
-pub fn upload_range(
+pub fn upload_range<T>(
     stream: &CudaStream,
     src: &HostBuf,
     src_off: usize,
-    dst: u64,
+    dst: DevPtr<T>,
     bytes: usize,
 ) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
     let host = &src.as_slice()[src_off..src_off + bytes];
-    unsafe { result::memcpy_htod_async(dst, host, stream.cu_stream()) }
+    unsafe { result::memcpy_htod_async(dst.addr(), host, stream.cu_stream()) }
         .map_err(|e| cuda_err("host-to-device copy", e))
 }
 
@@ -202,8 +281,8 @@ pub fn upload_range(
 /// bytes apart) to `dst` (likewise), on `stream`; `what` names it in the error.
 pub fn copy_rows_on_device(
     stream: &CudaStream,
-    (src, src_pitch): (u64, usize),
-    (dst, dst_pitch): (u64, usize),
+    (src, src_pitch): (DevPtr<u8>, usize),
+    (dst, dst_pitch): (DevPtr<u8>, usize),
     (width, height): (usize, usize),
     what: &str,
 ) -> Result<()> {
@@ -213,14 +292,14 @@ pub fn copy_rows_on_device(
         srcY: 0,
         srcMemoryType: dev,
         srcHost: std::ptr::null(),
-        srcDevice: src,
+        srcDevice: src.addr(),
         srcArray: std::ptr::null_mut(),
         srcPitch: src_pitch,
         dstXInBytes: 0,
         dstY: 0,
         dstMemoryType: dev,
         dstHost: std::ptr::null_mut(),
-        dstDevice: dst,
+        dstDevice: dst.addr(),
         dstArray: std::ptr::null_mut(),
         dstPitch: dst_pitch,
         WidthInBytes: width,
@@ -235,9 +314,9 @@ pub fn copy_rows_on_device(
 }
 
 /// Async device -> host copy of `bytes` into pinned `dst` at `dst_off`.
-pub fn download(
+pub fn download<T>(
     stream: &CudaStream,
-    src: u64,
+    src: DevPtr<T>,
     dst: &mut HostBuf,
     dst_off: usize,
     bytes: usize,
@@ -248,7 +327,7 @@ pub fn download(
     unsafe {
         result::memcpy_dtoh_async(
             &mut dst.as_mut_slice()[dst_off..dst_off + bytes],
-            src,
+            src.addr(),
             stream.cu_stream(),
         )
     }

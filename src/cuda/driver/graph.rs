@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaEvent, CudaStream};
 
-use super::context::{cuda_err, Gpu};
+use super::device::{cuda_err, Device};
 use crate::error::Result;
 
 pub struct Graph {
@@ -26,7 +26,7 @@ impl Graph {
     /// Records what `queue` puts on `stream` (kernels, copies, [`mark`]ed events) into a
     /// graph, without running it. The capture ends whatever `queue` returns.
     pub fn record(
-        gpu: &Gpu,
+        gpu: &Device,
         stream: &Arc<CudaStream>,
         queue: impl FnOnce() -> Result<()>,
     ) -> Result<Graph> {
@@ -59,7 +59,7 @@ impl Graph {
             }
         };
         // Each node keeps the priority it was captured with (its stream's, or its launch's:
-        // Gpu::launch_at_priority).
+        // Launch::priority).
         let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
         // SAFETY: `graph` is the valid graph the capture returned.
         match unsafe { result::graph::instantiate(graph, flags) } {
@@ -77,9 +77,9 @@ impl Graph {
     }
 
     /// Queues the recorded work on the stream it was recorded on (no sync). Counts as one
-    /// launch for the fault injection ([`Gpu::inject_fault`]). `name`: for errors ("the
+    /// launch for the fault injection ([`Device::inject_fault`]). `name`: for errors ("the
     /// Canny graph").
-    pub fn launch(&mut self, gpu: &Gpu, name: &str) -> Result<()> {
+    pub fn launch(&mut self, gpu: &Device, name: &str) -> Result<()> {
         gpu.check_fault(name)?;
         // SAFETY: `exec` is alive while `self` is; the stream is held by `self.stream`.
         unsafe { result::graph::launch(self.exec, self.stream.cu_stream()) }

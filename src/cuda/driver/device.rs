@@ -1,16 +1,15 @@
-//! Device, context, stream and kernels: NVRTC compiles `kernels/*.cu` once for the device's
+//! The device, its context and streams, and the kernel module: NVRTC compiles `kernels/*.cu` once for the device's
 //! own architecture (`sm_XY`) and the CUBIN is cached on disk, keyed by a hash of the source
 //! and options, the architecture, the driver version and the NVRTC version, so a restart
 //! loads it in milliseconds. Every failure here is an `Error::Cuda` with the reason; nothing
 //! panics (cudarc's loader panics on a missing library are checked first and caught).
 
-use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{result, sys, CudaContext, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 pub(crate) use super::compile::cuda_err;
@@ -20,45 +19,6 @@ use super::compile::{
 };
 use super::sources::translation_unit;
 use crate::error::{Error, Result};
-
-/// Every kernel of the module.
-pub struct Kernels {
-    pub decode_gray: CudaFunction,
-    pub copy_frame16: CudaFunction,
-    pub resize_linear: CudaFunction,
-    pub resize_linear2: CudaFunction,
-    pub fast_harris: CudaFunction,
-    pub fast_cells: CudaFunction,
-    pub cell_filter: CudaFunction,
-    pub scan_tile_rows: CudaFunction,
-    pub scan_levels: CudaFunction,
-    pub gather_orient: CudaFunction,
-    pub select_level: CudaFunction,
-    pub orient_kept: CudaFunction,
-    pub copy_results: CudaFunction,
-    pub blur_h: CudaFunction,
-    pub blur_v: CudaFunction,
-    pub canny_classify: CudaFunction,
-    pub uf_merge: CudaFunction,
-    pub uf_resolve: CudaFunction,
-    pub uf_final: CudaFunction,
-    pub harris_sobel: CudaFunction,
-    pub harris_rowsum: CudaFunction,
-    pub harris_colsum: CudaFunction,
-    pub harris_nms: CudaFunction,
-    pub orb_describe: CudaFunction,
-    pub match_knn: CudaFunction,
-    pub match_merge: CudaFunction,
-    pub lk_border: CudaFunction,
-    pub lk_pyrdown: CudaFunction,
-    pub lk_scharr: CudaFunction,
-    pub lk_track: CudaFunction,
-    pub gftt_boxsum: CudaFunction,
-    pub gftt_eig: CudaFunction,
-    pub gftt_max: CudaFunction,
-    pub gftt_candidates: CudaFunction,
-    pub gftt_discs: CudaFunction,
-}
 
 /// How the kernel module was obtained.
 #[derive(Clone, Debug)]
@@ -70,8 +30,9 @@ pub struct ModuleInfo {
     pub ms: f64,
 }
 
-/// A CUDA device with its context, one stream and the compiled kernels.
-pub struct Gpu {
+/// A CUDA device with its context, its streams and the compiled kernel module (the typed
+/// kernel handles are `cuda::Gpu`'s, above this layer).
+pub struct Device {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     /// A second stream, of a priority above the main stream's: Canny runs there beside the
@@ -80,8 +41,8 @@ pub struct Gpu {
     /// The priority of the pyramid's launches (above Canny's stream), where the device has
     /// enough priority levels.
     pub pyramid_priority: Option<i32>,
-    pub k: Kernels,
-    _module: Arc<CudaModule>,
+    /// The compiled kernels (`cuda::kernels` loads its typed handles from it).
+    pub(in crate::cuda) cu_module: Arc<CudaModule>,
     pub name: String,
     pub module: ModuleInfo,
     /// An integrated GPU (Jetson): its memory is the host's (`cuda.zero_copy: auto` maps).
@@ -89,30 +50,30 @@ pub struct Gpu {
     /// The device can read mapped pinned host memory (`cuda.zero_copy`).
     pub can_map_host: bool,
     /// Fault injection for tests: when non-zero, the launch that brings it to 0 fails
-    /// (`GPU_FEATURES_INJECT_CUDA_FAULT=N` at start-up, or [`Gpu::inject_fault`]).
-    fault_in: AtomicU64,
+    /// (`GPU_FEATURES_INJECT_CUDA_FAULT=N` at start-up, or [`Device::inject_fault`]).
+    pub(super) fault_in: AtomicU64,
     /// The device can launch a kernel while the one before it drains (sm_90 and later).
     programmatic_capable: bool,
     /// Launches carry the programmatic-serialization attribute (`cuda.programmatic_launch`
     /// on a capable device; note "programmatic dependent launch" in kernels/common.cuh).
-    programmatic: AtomicBool,
+    pub(super) programmatic: AtomicBool,
 }
 
 /// Environment variable: make the N-th kernel or graph launch fail (tests of the CPU fallback).
 pub const INJECT_FAULT_ENV: &str = "GPU_FEATURES_INJECT_CUDA_FAULT";
 
-/// The device (CUDA ordinal) that [`Gpu::new`] opens: 0 unless [`set_device`] chose another.
+/// The device (CUDA ordinal) that [`Device::new`] opens: 0 unless [`set_device`] chose another.
 static DEVICE: AtomicUsize = AtomicUsize::new(0);
 
 /// Chooses the CUDA device (ordinal, as `nvidia-smi` / `CUDA_VISIBLE_DEVICES` number them)
 /// that pipelines created from now on open, so that several GPUs can share the cameras
 /// (the node's `cuda.device` parameter). An ordinal the driver does not have makes
-/// [`Gpu::new`] fail with a message naming it.
+/// [`Device::new`] fail with a message naming it.
 pub fn set_device(ordinal: usize) {
     DEVICE.store(ordinal, Ordering::Relaxed);
 }
 
-/// The ordinal [`Gpu::new`] opens (see [`set_device`]).
+/// The ordinal [`Device::new`] opens (see [`set_device`]).
 pub fn device() -> usize {
     DEVICE.load(Ordering::Relaxed)
 }
@@ -132,10 +93,10 @@ pub fn device_count() -> usize {
     .map_or(0, |n| n.max(0) as usize)
 }
 
-impl Gpu {
+impl Device {
     /// Opens the selected device ([`set_device`]; 0 by default), compiles (or loads the
     /// cached) kernels. Never panics.
-    pub fn new() -> Result<Gpu> {
+    pub fn new() -> Result<Device> {
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(Error::Cuda(
                 "no CUDA driver: libcuda.so could not be loaded (no NVIDIA driver installed?)"
@@ -162,7 +123,7 @@ impl Gpu {
         }
     }
 
-    fn open() -> Result<Gpu> {
+    fn open() -> Result<Device> {
         result::init().map_err(|e| cuda_err("cuInit (no usable driver or device)", e))?;
         let n = result::device::get_count().map_err(|e| cuda_err("cuDeviceGetCount", e))?;
         if n < 1 {
@@ -206,55 +167,12 @@ impl Gpu {
             .map_err(|e| cuda_err("compute capability", e))?;
         let arch = format!("sm_{major}{minor}");
         let (module, info) = Self::load_kernels(&ctx, &arch)?;
-        let f = |n: &str| {
-            module
-                .load_function(n)
-                .map_err(|e| cuda_err(&format!("kernel {n} missing from the module"), e))
-        };
-        let k = Kernels {
-            decode_gray: f("decode_gray")?,
-            copy_frame16: f("copy_frame16")?,
-            resize_linear: f("resize_linear")?,
-            resize_linear2: f("resize_linear2")?,
-            fast_harris: f("fast_harris")?,
-            fast_cells: f("fast_cells")?,
-            cell_filter: f("cell_filter")?,
-            scan_tile_rows: f("scan_tile_rows")?,
-            scan_levels: f("scan_levels")?,
-            gather_orient: f("gather_orient")?,
-            select_level: f("select_level")?,
-            orient_kept: f("orient_kept")?,
-            copy_results: f("copy_results")?,
-            blur_h: f("blur_h")?,
-            blur_v: f("blur_v")?,
-            canny_classify: f("canny_classify")?,
-            uf_merge: f("uf_merge")?,
-            uf_resolve: f("uf_resolve")?,
-            uf_final: f("uf_final")?,
-            harris_sobel: f("harris_sobel")?,
-            harris_rowsum: f("harris_rowsum")?,
-            harris_colsum: f("harris_colsum")?,
-            harris_nms: f("harris_nms")?,
-            orb_describe: f("orb_describe")?,
-            match_knn: f("match_knn")?,
-            match_merge: f("match_merge")?,
-            lk_border: f("lk_border")?,
-            lk_pyrdown: f("lk_pyrdown")?,
-            lk_scharr: f("lk_scharr")?,
-            lk_track: f("lk_track")?,
-            gftt_boxsum: f("gftt_boxsum")?,
-            gftt_eig: f("gftt_eig")?,
-            gftt_max: f("gftt_max")?,
-            gftt_candidates: f("gftt_candidates")?,
-            gftt_discs: f("gftt_discs")?,
-        };
-        Ok(Gpu {
+        Ok(Device {
             ctx,
             stream,
             side,
             pyramid_priority,
-            k,
-            _module: module,
+            cu_module: module,
             name,
             module: info,
             integrated,
@@ -343,161 +261,6 @@ impl Gpu {
     pub fn set_programmatic_launch(&self, on: bool) {
         self.programmatic
             .store(on && self.programmatic_capable, Ordering::Relaxed);
-    }
-
-    /// Launches `f` on the pipeline's stream. `args` are pointers to the kernel arguments
-    /// (`kargs!`).
-    ///
-    /// # Safety
-    /// The GPU runs `f` on whatever `args` describe, and nothing here can check it:
-    /// - `args` holds one pointer per parameter of `f`, in order, each to a live value of
-    ///   exactly that parameter's type (device pointers as `u64`, `int` as `i32`, ...);
-    /// - every device address among them is memory of this context that stays allocated
-    ///   until the launch has run on the stream, large enough for every access `f` makes at
-    ///   this `grid` and `block` (the stages size their buffers when they are built, per
-    ///   resolution and config);
-    /// - no host code writes memory `f` reads, or reads memory it writes, before the
-    ///   stream's work is waited for.
-    pub unsafe fn launch(
-        &self,
-        name: &str,
-        f: &CudaFunction,
-        grid: (u32, u32, u32),
-        block: (u32, u32, u32),
-        shared: u32,
-        args: &mut [*mut c_void],
-    ) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.launch_on(&self.stream, name, f, grid, block, shared, args) }
-    }
-
-    /// [`Gpu::launch`] on `stream` (the pipeline's or [`Gpu::side`]).
-    ///
-    /// # Safety
-    /// As [`Gpu::launch`].
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn launch_on(
-        &self,
-        stream: &CudaStream,
-        name: &str,
-        f: &CudaFunction,
-        grid: (u32, u32, u32),
-        block: (u32, u32, u32),
-        shared: u32,
-        args: &mut [*mut c_void],
-    ) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.launch_with(stream, None, name, f, (grid, block, shared), args) }
-    }
-
-    /// [`Gpu::launch`] at `priority` (a stream priority) for this launch alone, or at the
-    /// stream's with `None`; captured into a graph, its node keeps it (graphs run with their
-    /// nodes' priorities).
-    ///
-    /// # Safety
-    /// As [`Gpu::launch`].
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn launch_at_priority(
-        &self,
-        priority: Option<i32>,
-        name: &str,
-        f: &CudaFunction,
-        grid: (u32, u32, u32),
-        block: (u32, u32, u32),
-        shared: u32,
-        args: &mut [*mut c_void],
-    ) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.launch_with(&self.stream, priority, name, f, (grid, block, shared), args) }
-    }
-
-    /// The launches' one body: `shape` is (grid, block, dynamic shared bytes).
-    ///
-    /// # Safety
-    /// As [`Gpu::launch`].
-    unsafe fn launch_with(
-        &self,
-        stream: &CudaStream,
-        priority: Option<i32>,
-        name: &str,
-        f: &CudaFunction,
-        shape: ((u32, u32, u32), (u32, u32, u32), u32),
-        args: &mut [*mut c_void],
-    ) -> Result<()> {
-        let (grid, block, shared) = shape;
-        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
-            return Ok(());
-        }
-        self.check_fault(name)?;
-        // At most two attributes, in an array: no allocation per launch.
-        // SAFETY: an all-zero CUlaunchAttribute is a valid value (an ignored id and a union
-        // of plain integers); each one used below gets its id and the member that id reads.
-        let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
-        let mut n = 0;
-        if let Some(priority) = priority {
-            attrs[n].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY;
-            attrs[n].value.priority = priority;
-            n += 1;
-        }
-        if self.programmatic.load(Ordering::Relaxed) {
-            attrs[n].id =
-                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            attrs[n].value.programmaticStreamSerializationAllowed = 1;
-            n += 1;
-        }
-        let launched = if n == 0 {
-            // SAFETY: the contract of `launch_with` (the caller's: one live argument per
-            // kernel parameter, buffers of this context large enough for the grid).
-            unsafe {
-                result::launch_kernel(
-                    f.cu_function(),
-                    grid,
-                    block,
-                    shared,
-                    stream.cu_stream(),
-                    args,
-                )
-            }
-        } else {
-            let config = sys::CUlaunchConfig {
-                gridDimX: grid.0,
-                gridDimY: grid.1,
-                gridDimZ: grid.2,
-                blockDimX: block.0,
-                blockDimY: block.1,
-                blockDimZ: block.2,
-                sharedMemBytes: shared,
-                hStream: stream.cu_stream(),
-                attrs: attrs.as_mut_ptr(),
-                numAttrs: n as u32,
-            };
-            // SAFETY: as above; `config` and `attrs` outlive the call.
-            unsafe {
-                sys::cuLaunchKernelEx(
-                    &config,
-                    f.cu_function(),
-                    args.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            }
-            .result()
-        };
-        launched.map_err(|e| cuda_err(&format!("launching {name}"), e))
-    }
-
-    /// The injected fault ([`Gpu::inject_fault`]), if this launch (of a kernel or a graph)
-    /// is the one it was armed for.
-    pub fn check_fault(&self, name: &str) -> Result<()> {
-        let armed = self.fault_in.load(Ordering::Relaxed);
-        if armed > 0 {
-            self.fault_in.store(armed - 1, Ordering::Relaxed);
-            if armed == 1 {
-                return Err(Error::Cuda(format!(
-                    "launching {name}: injected fault ({INJECT_FAULT_ENV} / Gpu::inject_fault)"
-                )));
-            }
-        }
-        Ok(())
     }
 
     pub fn sync(&self) -> Result<()> {

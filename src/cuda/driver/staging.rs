@@ -234,8 +234,8 @@ unsafe fn copy_streaming(dst: *mut u8, src: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda::crew::tests::{all_slots_free, CREW_TESTS};
-    use crate::cuda::crew::CREW_SLOTS;
+    use crate::cuda::driver::crew::tests::{all_slots_free, CREW_TESTS};
+    use crate::cuda::driver::crew::CREW_SLOTS;
 
     fn check(n: usize, helpers: Helpers) {
         let src: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
