@@ -239,6 +239,19 @@ pub(super) fn gpu_line(used: bool, desc: Option<&str>) -> String {
 }
 
 pub(super) fn report(r: ReportInput) -> String {
+    let mut s = header(&r);
+    let (peer_times, peer_ratios) = super::peers::peer_rows(r.results);
+    let mut rows = time_rows(&r);
+    rows.extend(peer_times);
+    s.push_str(&render_table(&r.args.sizes, r.results, &rows));
+    let ratios = ratio_rows(&r, peer_ratios);
+    s.push_str("\nRatios of medians (> 1: ours is faster by that factor).\n\n");
+    s.push_str(&render_table(&r.args.sizes, r.results, &ratios));
+    s
+}
+
+/// The report's title, its list of what ran where, and the note on the times.
+fn header(r: &ReportInput) -> String {
     let a = r.args;
     let mut s = String::new();
     s.push_str(&format!("## gpu_features bench, {}\n\n", utc_date()));
@@ -310,6 +323,12 @@ pub(super) fn report(r: ReportInput) -> String {
          frames halfway between two stage-timed ones, whose graphs hold no event nodes.\n\n",
     );
 
+    s
+}
+
+/// The table of times: ours on the GPU and the CPU per stage, the configs with OpenCV's
+/// exact output, OpenCV on 1 and N threads (the peers' rows follow).
+fn time_rows(r: &ReportInput) -> Vec<Row> {
     let mut rows = Vec::new();
     let stage_names = |key: &str| -> Vec<&'static str> {
         r.results
@@ -395,10 +414,13 @@ pub(super) fn report(r: ReportInput) -> String {
             rows.push(Row::Time(label.into(), format!("{tag}.{op}")));
         }
     }
-    let (peer_times, peer_ratios) = super::peers::peer_rows(r.results);
-    rows.extend(peer_times);
-    s.push_str(&render_table(&a.sizes, r.results, &rows));
+    rows
+}
 
+/// The table of ratios: the CPU reference and OpenCV against ours (GPU rows only when the
+/// GPU ran), then `peer_ratios`.
+fn ratio_rows(r: &ReportInput, peer_ratios: Vec<Row>) -> Vec<Row> {
+    let all = format!("{} threads", r.cv_threads);
     let mut ratios = Vec::new();
     let ops = [
         ("fast", "FAST: cv::FAST vs opencv_fast.yaml"),
@@ -471,9 +493,7 @@ pub(super) fn report(r: ReportInput) -> String {
             "cpu.default.wall".into(),
         ));
     }
-    s.push_str("\nRatios of medians (> 1: ours is faster by that factor).\n\n");
-    s.push_str(&render_table(&a.sizes, r.results, &ratios));
-    s
+    ratios
 }
 
 /// Label of the rows timed by [`super::measure_input_buffer`].

@@ -18,6 +18,14 @@ fn check(ok: bool, key: &str, why: impl FnOnce() -> String) -> Result<()> {
 impl Config {
     /// Checks every range; a config that passes is safe for every backend.
     pub fn validate(&self) -> Result<()> {
+        self.validate_detection()?;
+        self.validate_keypoints()?;
+        self.validate_canny_and_cuda()?;
+        self.validate_track()
+    }
+
+    /// `pyramid.*` and `detector.*`.
+    fn validate_detection(&self) -> Result<()> {
         let p = &self.pyramid;
         check(
             (1..=MAX_LEVELS as u32).contains(&p.levels),
@@ -77,7 +85,12 @@ impl Config {
             !d.low_threshold_retry || self.select.spread != Spread::None,
             "detector.low_threshold_retry",
             || "needs select.spread grid or quadtree (the retry works per cell)".into(),
-        )?;
+        )
+    }
+
+    /// `select.*`, `orient.*` and `describe.*`.
+    fn validate_keypoints(&self) -> Result<()> {
+        let d = &self.detector;
         let s = &self.select;
         check(s.max_keypoints <= 1_000_000, "select.max_keypoints", || {
             format!("{} is above 1000000", s.max_keypoints)
@@ -115,7 +128,11 @@ impl Config {
                     o.patch_size
                 )
             },
-        )?;
+        )
+    }
+
+    /// `canny.*` and `cuda.*`.
+    fn validate_canny_and_cuda(&self) -> Result<()> {
         let c = &self.canny;
         check(
             c.low_threshold.is_finite() && c.low_threshold >= 0.0,
@@ -156,8 +173,7 @@ impl Config {
                     self.cuda.crew_threads
                 )
             },
-        )?;
-        self.validate_track()
+        )
     }
 
     fn validate_track(&self) -> Result<()> {

@@ -109,30 +109,9 @@ pub fn run(opts: &SoakOptions) -> Result<SoakReport> {
             minute_start = now;
         }
         if now >= next_sample {
-            let sample = RssSample {
-                seconds: now.duration_since(start).as_secs_f64(),
-                frames: rep.frames,
-                rss_kib: rss_kib().unwrap_or(0),
-                gpu_used_kib: pipeline.gpu_memory_used().map(|b| b / 1024),
-            };
-            if opts.progress {
-                eprintln!(
-                    "soak: {:7.1} s  frames {:8}  processed {:8}  failed {}  malformed {}/{} \
-                     rejected  RSS {:.1} MiB{}",
-                    sample.seconds,
-                    rep.frames,
-                    rep.processed,
-                    rep.failed,
-                    rep.malformed.rejected(),
-                    rep.malformed.injected(),
-                    sample.rss_kib as f64 / 1024.0,
-                    sample
-                        .gpu_used_kib
-                        .map(|k| format!("  GPU {:.1} MiB", k as f64 / 1024.0))
-                        .unwrap_or_default()
-                );
-            }
-            rep.rss.push(sample);
+            let seconds = now.duration_since(start).as_secs_f64();
+            rep.rss
+                .push(sample(&rep, &pipeline, seconds, opts.progress));
             next_sample += opts.sample_every;
         }
         if now.duration_since(start) >= opts.duration {
@@ -140,25 +119,7 @@ pub fn run(opts: &SoakOptions) -> Result<SoakReport> {
         }
         if now >= next_config {
             config_index += 1;
-            let cfg = config_at(config_index);
-            pipeline.set_config(cfg)?;
-            rep.config_changes += 1;
-            // An invalid update must be refused and leave the running config alone.
-            let before = pipeline.config().clone();
-            if before.with_value("pyramid.levels", "0").is_err()
-                && pipeline
-                    .set_config(Config {
-                        pyramid: crate::config::PyramidConfig {
-                            scale_factor: 0.5,
-                            ..before.pyramid.clone()
-                        },
-                        ..before.clone()
-                    })
-                    .is_err()
-                && *pipeline.config() == before
-            {
-                rep.bad_configs_refused += 1;
-            }
+            change_config(&mut pipeline, &mut rep, config_index)?;
             next_config += opts.config_every;
         }
         if now < next_frame {
@@ -173,53 +134,7 @@ pub fn run(opts: &SoakOptions) -> Result<SoakReport> {
         let i = rng.below(frames.len());
         let f = &frames[i];
         if rng.unit() * 100.0 < opts.malformed_percent {
-            let fault =
-                [Fault::ShortBuffer, Fault::WrongStep, Fault::UnknownEncoding][rng.below(3)];
-            let min_step = f.width * f.encoding.bytes_per_pixel();
-            let view = match fault {
-                Fault::ShortBuffer => {
-                    let cut = 1 + rng.below(f.step);
-                    ImageView::new(
-                        &f.data[..f.data.len() - cut],
-                        f.width,
-                        f.height,
-                        f.step,
-                        f.encoding.name(),
-                        false,
-                    )
-                }
-                Fault::WrongStep => ImageView::new(
-                    &f.data,
-                    f.width,
-                    f.height,
-                    min_step - 1 - rng.below(min_step.min(8)),
-                    f.encoding.name(),
-                    false,
-                ),
-                Fault::UnknownEncoding => ImageView::new(
-                    &f.data,
-                    f.width,
-                    f.height,
-                    f.step,
-                    ["bayer_rggb8", "rgb16", "32FC1", ""][rng.below(4)],
-                    false,
-                ),
-            };
-            let slot = match fault {
-                Fault::ShortBuffer => &mut rep.malformed.short_buffer,
-                Fault::WrongStep => &mut rep.malformed.wrong_step,
-                Fault::UnknownEncoding => &mut rep.malformed.unknown_encoding,
-            };
-            slot.0 += 1;
-            // Rejected either at validation or, were validation to let it through, by the
-            // pipeline; a malformed frame that is processed is a failure.
-            let rejected = match view {
-                Err(_) => true,
-                Ok(v) => pipeline.process_into(&v, &mut out).is_err(),
-            };
-            if rejected {
-                slot.1 += 1;
-            }
+            malformed(f, &mut rng, &mut pipeline, &mut out, &mut rep.malformed);
             continue;
         }
         let t0 = Instant::now();
@@ -256,6 +171,113 @@ pub fn run(opts: &SoakOptions) -> Result<SoakReport> {
         .collect();
     judge(&mut rep, opts);
     Ok(rep)
+}
+
+/// The RSS (and GPU memory) sample at `seconds`, printed with the counts when `progress`.
+fn sample(rep: &SoakReport, pipeline: &Pipeline, seconds: f64, progress: bool) -> RssSample {
+    let sample = RssSample {
+        seconds,
+        frames: rep.frames,
+        rss_kib: rss_kib().unwrap_or(0),
+        gpu_used_kib: pipeline.gpu_memory_used().map(|b| b / 1024),
+    };
+    if progress {
+        eprintln!(
+            "soak: {:7.1} s  frames {:8}  processed {:8}  failed {}  malformed {}/{} \
+             rejected  RSS {:.1} MiB{}",
+            sample.seconds,
+            rep.frames,
+            rep.processed,
+            rep.failed,
+            rep.malformed.rejected(),
+            rep.malformed.injected(),
+            sample.rss_kib as f64 / 1024.0,
+            sample
+                .gpu_used_kib
+                .map(|k| format!("  GPU {:.1} MiB", k as f64 / 1024.0))
+                .unwrap_or_default()
+        );
+    }
+    sample
+}
+
+/// Moves the pipeline to the `index`-th config of the cycle, then tries an invalid update,
+/// which must be refused and leave the running config alone.
+fn change_config(pipeline: &mut Pipeline, rep: &mut SoakReport, index: usize) -> Result<()> {
+    pipeline.set_config(config_at(index))?;
+    rep.config_changes += 1;
+    let before = pipeline.config().clone();
+    if before.with_value("pyramid.levels", "0").is_err()
+        && pipeline
+            .set_config(Config {
+                pyramid: crate::config::PyramidConfig {
+                    scale_factor: 0.5,
+                    ..before.pyramid.clone()
+                },
+                ..before.clone()
+            })
+            .is_err()
+        && *pipeline.config() == before
+    {
+        rep.bad_configs_refused += 1;
+    }
+    Ok(())
+}
+
+/// One malformed version of `f` (a fault drawn from `rng`), counted in `counts` as injected
+/// and, when refused, as rejected: at validation or, were validation to let it through, by
+/// the pipeline; a malformed frame that is processed is a failure.
+fn malformed(
+    f: &Frame,
+    rng: &mut Rng,
+    pipeline: &mut Pipeline,
+    out: &mut Features,
+    counts: &mut MalformedCounts,
+) {
+    let fault = [Fault::ShortBuffer, Fault::WrongStep, Fault::UnknownEncoding][rng.below(3)];
+    let min_step = f.width * f.encoding.bytes_per_pixel();
+    let view = match fault {
+        Fault::ShortBuffer => {
+            let cut = 1 + rng.below(f.step);
+            ImageView::new(
+                &f.data[..f.data.len() - cut],
+                f.width,
+                f.height,
+                f.step,
+                f.encoding.name(),
+                false,
+            )
+        }
+        Fault::WrongStep => ImageView::new(
+            &f.data,
+            f.width,
+            f.height,
+            min_step - 1 - rng.below(min_step.min(8)),
+            f.encoding.name(),
+            false,
+        ),
+        Fault::UnknownEncoding => ImageView::new(
+            &f.data,
+            f.width,
+            f.height,
+            f.step,
+            ["bayer_rggb8", "rgb16", "32FC1", ""][rng.below(4)],
+            false,
+        ),
+    };
+    let slot = match fault {
+        Fault::ShortBuffer => &mut counts.short_buffer,
+        Fault::WrongStep => &mut counts.wrong_step,
+        Fault::UnknownEncoding => &mut counts.unknown_encoding,
+    };
+    slot.0 += 1;
+    let rejected = match view {
+        Err(_) => true,
+        Ok(v) => pipeline.process_into(&v, out).is_err(),
+    };
+    if rejected {
+        slot.1 += 1;
+    }
 }
 
 #[cfg(test)]

@@ -221,6 +221,70 @@ impl Level<'_> {
             }
             return;
         }
+        let (a11, a12, a22) = self.gradient_matrix(prev, (ipx, ipy), s);
+
+        let det = a11 * a22 - a12 * a12;
+        let min_eig = (a22 + a11 - ((a11 - a22) * (a11 - a22) + 4.0 * a12 * a12).sqrt())
+            / (2 * win * win) as f32;
+        if min_eig < self.p.min_eig_threshold || det < f32::EPSILON {
+            if self.level == 0 {
+                out.status = false;
+            }
+            return;
+        }
+        let det_inv = 1.0 / det;
+
+        nxt = (nxt.0 - half, nxt.1 - half);
+        let mut prev_delta = (0f32, 0f32);
+        let (jw, jh) = (self.j.width as isize, self.j.height as isize);
+        for iter in 0..self.max_iter {
+            let inx = nxt.0.floor() as i32 as isize;
+            let iny = nxt.1.floor() as i32 as isize;
+            if inx < -winl || inx >= jw || iny < -winl || iny >= jh {
+                if self.level == 0 {
+                    out.status = false;
+                }
+                break;
+            }
+            let (b1, b2) = self.mismatch(nxt, (inx, iny), s);
+            let delta = (
+                (a12 * b2 - a22 * b1) * det_inv,
+                (a12 * b1 - a11 * b2) * det_inv,
+            );
+            nxt = (nxt.0 + delta.0, nxt.1 + delta.1);
+            *next_pt = (nxt.0 + half, nxt.1 + half);
+            let dd = delta.0 as f64 * delta.0 as f64 + delta.1 as f64 * delta.1 as f64;
+            if dd <= self.eps {
+                break;
+            }
+            if iter > 0
+                && ((delta.0 + prev_delta.0).abs() as f64) < 0.01
+                && ((delta.1 + prev_delta.1).abs() as f64) < 0.01
+            {
+                *next_pt = (next_pt.0 - delta.0 * 0.5, next_pt.1 - delta.1 * 0.5);
+                break;
+            }
+            prev_delta = delta;
+        }
+
+        if out.status && self.level == 0 {
+            self.final_error(*next_pt, half, out, s);
+        }
+    }
+
+    /// The window of the previous image around `prev` (its top-left corner, window
+    /// coordinates; `(ipx, ipy)` its integer part) and its gradients into `s`, bilinear as
+    /// OpenCV's fixed point, and the gradient matrix (A11, A12, A22) in OpenCV's summation
+    /// order (its SIMD lanes, then the scalar tail).
+    #[inline]
+    fn gradient_matrix(
+        &self,
+        prev: (f32, f32),
+        (ipx, ipy): (isize, isize),
+        s: &mut LkScratch,
+    ) -> (f32, f32, f32) {
+        let win = self.p.window;
+        let winl = win as isize;
         let a = prev.0 - ipx as f32;
         let b = prev.1 - ipy as f32;
         let [w00, w01, w10, w11] = weights(a, b);
@@ -298,100 +362,64 @@ impl Level<'_> {
         let a11 = (acc[0] + reduce(q[0])) * FLT_SCALE;
         let a12 = (acc[1] + reduce(q[1])) * FLT_SCALE;
         let a22 = (acc[2] + reduce(q[2])) * FLT_SCALE;
+        (a11, a12, a22)
+    }
 
-        let det = a11 * a22 - a12 * a12;
-        let min_eig = (a22 + a11 - ((a11 - a22) * (a11 - a22) + 4.0 * a12 * a12).sqrt())
-            / (2 * win * win) as f32;
-        if min_eig < self.p.min_eig_threshold || det < f32::EPSILON {
-            if self.level == 0 {
-                out.status = false;
-            }
-            return;
-        }
-        let det_inv = 1.0 / det;
-
-        nxt = (nxt.0 - half, nxt.1 - half);
-        let mut prev_delta = (0f32, 0f32);
-        let (jw, jh) = (self.j.width as isize, self.j.height as isize);
+    /// The mismatch vector (b1, b2) of the window at `nxt` (`(inx, iny)` its integer part)
+    /// against the previous window in `s`, in OpenCV's order of sums.
+    #[inline]
+    fn mismatch(&self, nxt: (f32, f32), (inx, iny): (isize, isize), s: &LkScratch) -> (f32, f32) {
+        let win = self.p.window;
+        let blocks = if win >= 8 { (win - 8) / 8 + 1 } else { 0 };
+        let simd_end = blocks * 8;
         let jstride = self.j.stride;
-        for iter in 0..self.max_iter {
-            let inx = nxt.0.floor() as i32 as isize;
-            let iny = nxt.1.floor() as i32 as isize;
-            if inx < -winl || inx >= jw || iny < -winl || iny >= jh {
-                if self.level == 0 {
-                    out.status = false;
-                }
-                break;
+        let a = nxt.0 - inx as f32;
+        let b = nxt.1 - iny as f32;
+        let [w00, w01, w10, w11] = weights(a, b);
+        let mut tail = [0f32; 2];
+        let mut qb0 = [0f32; 4];
+        let mut qb1 = [0f32; 4];
+        let jd = &self.j.data;
+        let mut it = [0i32; 64];
+        for y in 0..win {
+            let jo = self.j.at(inx, iny + y as isize, 1);
+            let r0 = &jd[jo..jo + win + 1];
+            let r1 = &jd[jo + jstride..jo + jstride + win + 1];
+            let ir = &s.iwin[y * win..(y + 1) * win];
+            // The mismatch It = J(window) - I(window), in integers (any order).
+            for (x, t) in it[..win].iter_mut().enumerate() {
+                let v = r0[x] as i32 * w00
+                    + r0[x + 1] as i32 * w01
+                    + r1[x] as i32 * w10
+                    + r1[x + 1] as i32 * w11;
+                *t = descale(v, W_BITS - 5) - ir[x];
             }
-            let a = nxt.0 - inx as f32;
-            let b = nxt.1 - iny as f32;
-            let [w00, w01, w10, w11] = weights(a, b);
-            let mut tail = [0f32; 2];
-            let mut qb0 = [0f32; 4];
-            let mut qb1 = [0f32; 4];
-            let jd = &self.j.data;
-            let mut it = [0i32; 64];
-            for y in 0..win {
-                let jo = self.j.at(inx, iny + y as isize, 1);
-                let r0 = &jd[jo..jo + win + 1];
-                let r1 = &jd[jo + jstride..jo + jstride + win + 1];
-                let ir = &s.iwin[y * win..(y + 1) * win];
-                // The mismatch It = J(window) - I(window), in integers (any order).
-                for (x, t) in it[..win].iter_mut().enumerate() {
-                    let v = r0[x] as i32 * w00
-                        + r0[x + 1] as i32 * w01
-                        + r1[x] as i32 * w10
-                        + r1[x + 1] as i32 * w11;
-                    *t = descale(v, W_BITS - 5) - ir[x];
-                }
-                let drow = &s.dwin[y * win..(y + 1) * win];
-                for blk in 0..blocks {
-                    let x0 = blk * 8;
-                    let t = &it[x0..x0 + 8];
-                    let g = &drow[x0..x0 + 8];
-                    // pmaddwd pairs (k, k + 4): lanes x0, y0, x1, y1 and x2, y2, x3, y3.
-                    let px = |k: usize| t[k] * g[k].0 + t[k + 4] * g[k + 4].0;
-                    let py = |k: usize| t[k] * g[k].1 + t[k + 4] * g[k + 4].1;
-                    let l0 = [px(0), py(0), px(1), py(1)];
-                    let l1 = [px(2), py(2), px(3), py(3)];
-                    for lane in 0..4 {
-                        qb0[lane] += l0[lane] as f32;
-                        qb1[lane] += l1[lane] as f32;
-                    }
-                }
-                for (d, g) in it[simd_end..win].iter().zip(&drow[simd_end..]) {
-                    tail[0] += (d * g.0) as f32;
-                    tail[1] += (d * g.1) as f32;
+            let drow = &s.dwin[y * win..(y + 1) * win];
+            for blk in 0..blocks {
+                let x0 = blk * 8;
+                let t = &it[x0..x0 + 8];
+                let g = &drow[x0..x0 + 8];
+                // pmaddwd pairs (k, k + 4): lanes x0, y0, x1, y1 and x2, y2, x3, y3.
+                let px = |k: usize| t[k] * g[k].0 + t[k + 4] * g[k + 4].0;
+                let py = |k: usize| t[k] * g[k].1 + t[k + 4] * g[k + 4].1;
+                let l0 = [px(0), py(0), px(1), py(1)];
+                let l1 = [px(2), py(2), px(3), py(3)];
+                for lane in 0..4 {
+                    qb0[lane] += l0[lane] as f32;
+                    qb1[lane] += l1[lane] as f32;
                 }
             }
-            let sum: [f32; 4] = std::array::from_fn(|k| qb0[k] + qb1[k]);
-            let ib1 = tail[0] + ((sum[0] + 0.0) + (sum[2] + 0.0));
-            let ib2 = tail[1] + ((sum[1] + 0.0) + (sum[3] + 0.0));
-            let b1 = ib1 * FLT_SCALE;
-            let b2 = ib2 * FLT_SCALE;
-            let delta = (
-                (a12 * b2 - a22 * b1) * det_inv,
-                (a12 * b1 - a11 * b2) * det_inv,
-            );
-            nxt = (nxt.0 + delta.0, nxt.1 + delta.1);
-            *next_pt = (nxt.0 + half, nxt.1 + half);
-            let dd = delta.0 as f64 * delta.0 as f64 + delta.1 as f64 * delta.1 as f64;
-            if dd <= self.eps {
-                break;
+            for (d, g) in it[simd_end..win].iter().zip(&drow[simd_end..]) {
+                tail[0] += (d * g.0) as f32;
+                tail[1] += (d * g.1) as f32;
             }
-            if iter > 0
-                && ((delta.0 + prev_delta.0).abs() as f64) < 0.01
-                && ((delta.1 + prev_delta.1).abs() as f64) < 0.01
-            {
-                *next_pt = (next_pt.0 - delta.0 * 0.5, next_pt.1 - delta.1 * 0.5);
-                break;
-            }
-            prev_delta = delta;
         }
-
-        if out.status && self.level == 0 {
-            self.final_error(*next_pt, half, out, s);
-        }
+        let sum: [f32; 4] = std::array::from_fn(|k| qb0[k] + qb1[k]);
+        let ib1 = tail[0] + ((sum[0] + 0.0) + (sum[2] + 0.0));
+        let ib2 = tail[1] + ((sum[1] + 0.0) + (sum[3] + 0.0));
+        let b1 = ib1 * FLT_SCALE;
+        let b2 = ib2 * FLT_SCALE;
+        (b1, b2)
     }
 
     /// OpenCV's last pass at level 0: the mean absolute mismatch at the final position;
