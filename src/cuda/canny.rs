@@ -28,6 +28,27 @@ struct Blur {
     ksize: usize,
 }
 
+impl Blur {
+    /// Queues the Gaussian blur of `src` (`w x h`) at `at`; the blurred image's address.
+    fn run(
+        &self,
+        gpu: &Gpu,
+        at: Launch<'_>,
+        src: DevPtr<u8>,
+        (w, h): (i32, i32),
+    ) -> Result<DevPtr<u8>> {
+        let (t, b) = (self.tmp.ptr(), self.blurred.ptr());
+        let (k, ks) = (self.kernel.ptr(), self.ksize as i32);
+        // SAFETY: `blur_h`'s buffers are this context's, sized for this launch when the
+        // stage was built.
+        unsafe { gpu.k.canny.blur_h(gpu, at, src, w, h, k, ks, t) }?;
+        // SAFETY: `blur_v`'s buffers are this context's, sized for this launch when the
+        // stage was built.
+        unsafe { gpu.k.canny.blur_v(gpu, at, t, w, h, k, ks, b) }?;
+        Ok(b)
+    }
+}
+
 pub struct Canny {
     w: usize,
     h: usize,
@@ -90,33 +111,10 @@ impl Canny {
         let (w, h) = (self.w as i32, self.h as i32);
         let grid = (self.w.div_ceil(32) as u32, self.h.div_ceil(8) as u32, 1);
         let block = (32, 8, 1);
-        let mut img = src;
-        if let Some(blur) = &self.blur {
-            let (t, b) = (blur.tmp.ptr(), blur.blurred.ptr());
-            let (k, ks) = (blur.kernel.ptr(), blur.ksize as i32);
-            // SAFETY: `blur_h`'s buffers are this context's, sized for this launch when the
-            // stage was built.
-            unsafe {
-                gpu.k.canny.blur_h(
-                    gpu,
-                    Launch::new(grid, block).on(stream),
-                    src,
-                    w,
-                    h,
-                    k,
-                    ks,
-                    t,
-                )
-            }?;
-            // SAFETY: `blur_v`'s buffers are this context's, sized for this launch when the
-            // stage was built.
-            unsafe {
-                gpu.k
-                    .canny
-                    .blur_v(gpu, Launch::new(grid, block).on(stream), t, w, h, k, ks, b)
-            }?;
-            img = b;
-        }
+        let img = match &self.blur {
+            Some(blur) => blur.run(gpu, Launch::new(grid, block).on(stream), src, (w, h))?,
+            None => src,
+        };
         let (low, high) = thresholds(cfg);
         let l2 = cfg.l2_gradient as i32;
         let (cls, label) = (self.cls.ptr(), self.label.ptr());

@@ -194,24 +194,10 @@ impl GpuGftt {
         Ok(())
     }
 
-    /// The second half of [`GpuGftt::start_map`]: the map of `img` (the image of the last
-    /// [`GpuGftt::mark_image`], whose buffer the pipeline's stream leaves as it is until it
-    /// waits for the map: `settle`) on the map's stream, from the marked point.
-    pub fn queue_map(&mut self, gpu: &Gpu, img: GfttInput, p: &GfttParams) -> Result<()> {
-        let (w, h) = img.size();
-        if !std::mem::take(&mut self.marked) || (w, h) != self.map_size {
-            return Err(crate::error::Error::Cuda(
-                "goodFeaturesToTrack: the map's image was not marked at its size".into(),
-            ));
-        }
-        let n = w * h;
-        if n == 0 {
-            return Ok(());
-        }
-        let ms = &*self.map_stream;
-        ms.wait(&self.image_ready)
-            .map_err(|e| cuda_err("waiting for an event", e))?;
-        self.pending = true;
+    /// The map's image into `self.gray` on the map's stream: uploaded from the host, or
+    /// copied on the device from the LK pyramid's level 0.
+    fn stage_image(&mut self, img: GfttInput, (w, h): (usize, usize)) -> Result<()> {
+        let (n, ms) = (w * h, &*self.map_stream);
         match img {
             GfttInput::Host(i) => {
                 self.host_in.as_mut_slice()[..n].copy_from_slice(&i.data);
@@ -230,18 +216,30 @@ impl GpuGftt {
                 )?;
             }
         }
-        let (smooth, deriv) = sobel_kernels(p.ksize);
-        let scale = 1.0 / ((1u32 << (p.ksize - 1)) as f64 * p.block_size as f64 * 255.0);
-        let mut dp = DenseParams {
-            ksize: p.ksize as i32,
-            block: p.block_size as i32,
-            mode: 1,
-            ..Default::default()
-        };
-        for (i, (&s, &dv)) in smooth.iter().zip(deriv).enumerate() {
-            dp.sm[i] = s as f32 * scale as f32;
-            dp.de[i] = dv as f32;
+        Ok(())
+    }
+
+    /// The second half of [`GpuGftt::start_map`]: the map of `img` (the image of the last
+    /// [`GpuGftt::mark_image`], whose buffer the pipeline's stream leaves as it is until it
+    /// waits for the map: `settle`) on the map's stream, from the marked point.
+    pub fn queue_map(&mut self, gpu: &Gpu, img: GfttInput, p: &GfttParams) -> Result<()> {
+        let (w, h) = img.size();
+        if !std::mem::take(&mut self.marked) || (w, h) != self.map_size {
+            return Err(crate::error::Error::Cuda(
+                "goodFeaturesToTrack: the map's image was not marked at its size".into(),
+            ));
         }
+        let n = w * h;
+        if n == 0 {
+            return Ok(());
+        }
+        self.map_stream
+            .wait(&self.image_ready)
+            .map_err(|e| cuda_err("waiting for an event", e))?;
+        self.pending = true;
+        self.stage_image(img, (w, h))?;
+        let ms = &*self.map_stream;
+        let dp = eigen_params(p);
         let (gray, desc, nlev) = (self.gray.ptr(), self.desc.ptr(), 1i32);
         let (gx, gy) = (self.gx.ptr(), self.gy.ptr());
         let [sxx, sxy, syy] = [self.sums[0].ptr(), self.sums[1].ptr(), self.sums[2].ptr()];
@@ -330,6 +328,59 @@ impl GpuGftt {
         Ok(())
     }
 
+    /// The mask on the device (`n` pixels): uploaded, or drawn from its discs; null for none.
+    fn stage_mask(&mut self, gpu: &Gpu, mask: GfttMask, n: usize) -> Result<DevPtr<u8>> {
+        Ok(match mask {
+            GfttMask::Image(m) => {
+                self.host_in.as_mut_slice()[n..2 * n].copy_from_slice(&m.data);
+                super::driver::buffers::upload_range(
+                    &gpu.stream,
+                    &self.host_in,
+                    n,
+                    self.mask.ptr(),
+                    n,
+                )?;
+                self.mask.ptr()
+            }
+            GfttMask::Discs { centers, spans } => {
+                self.draw_discs(gpu, centers, spans)?;
+                self.mask.ptr()
+            }
+            GfttMask::Everywhere => DevPtr::NULL,
+        })
+    }
+
+    /// The candidate count at `cnt` and the candidates at `cand` into `host_out` (after its
+    /// 16-byte header), then waits: the first `FIRST_CANDIDATES` come back in one wait with
+    /// the count, the rest in a second only when there are more. The count, at most `cap`.
+    fn download_candidates(
+        &mut self,
+        gpu: &Gpu,
+        cnt: DevPtr<u32>,
+        cand: DevPtr<[u32; 2]>,
+    ) -> Result<usize> {
+        // The count and the first FIRST_CANDIDATES candidates come back in one wait; a
+        // second download only when there are more.
+        let first = FIRST_CANDIDATES.min(self.cap);
+        download(&gpu.stream, cnt, &mut self.host_out, 0, 4)?;
+        download(&gpu.stream, cand, &mut self.host_out, 16, first * 8)?;
+        gpu.sync()?;
+        let count = u32::from_le_bytes(self.host_out.as_slice()[..4].try_into().unwrap()) as usize;
+        let count = count.min(self.cap);
+        if count > first {
+            let rest = cand.offset(first);
+            download(
+                &gpu.stream,
+                rest,
+                &mut self.host_out,
+                16 + first * 8,
+                (count - first) * 8,
+            )?;
+            gpu.sync()?;
+        }
+        Ok(count)
+    }
+
     /// The corners of the started map ([`GpuGftt::start_map`]) where `mask` allows, as
     /// `cv::goodFeaturesToTrack` returns them.
     pub fn finish(
@@ -351,24 +402,7 @@ impl GpuGftt {
             return Ok(());
         }
         self.settle(gpu)?;
-        let mask_ptr = match mask {
-            GfttMask::Image(m) => {
-                self.host_in.as_mut_slice()[n..2 * n].copy_from_slice(&m.data);
-                super::driver::buffers::upload_range(
-                    &gpu.stream,
-                    &self.host_in,
-                    n,
-                    self.mask.ptr(),
-                    n,
-                )?;
-                self.mask.ptr()
-            }
-            GfttMask::Discs { centers, spans } => {
-                self.draw_discs(gpu, centers, spans)?;
-                self.mask.ptr()
-            }
-            GfttMask::Everywhere => DevPtr::NULL,
-        };
+        let mask_ptr = self.stage_mask(gpu, mask, n)?;
         let (eig, words) = (self.eig.ptr(), self.words.ptr());
         let (wi, hi) = (w as i32, h as i32);
         // The masked max and the candidate count.
@@ -404,25 +438,7 @@ impl GpuGftt {
                 cap,
             )
         }?;
-        // The count and the first FIRST_CANDIDATES candidates come back in one wait; a
-        // second download only when there are more.
-        let first = FIRST_CANDIDATES.min(self.cap);
-        download(&gpu.stream, cnt, &mut self.host_out, 0, 4)?;
-        download(&gpu.stream, cand, &mut self.host_out, 16, first * 8)?;
-        gpu.sync()?;
-        let count = u32::from_le_bytes(self.host_out.as_slice()[..4].try_into().unwrap()) as usize;
-        let count = count.min(self.cap);
-        if count > first {
-            let rest = cand.offset(first);
-            download(
-                &gpu.stream,
-                rest,
-                &mut self.host_out,
-                16 + first * 8,
-                (count - first) * 8,
-            )?;
-            gpu.sync()?;
-        }
+        let count = self.download_candidates(gpu, cnt, cand)?;
         let h8 = &self.host_out.as_slice()[16..16 + count * 8];
         self.cands.clear();
         self.cands.extend(h8.chunks_exact(8).map(|c| {
@@ -553,6 +569,24 @@ impl Iterator for LazySorted<'_> {
         self.pos += 1;
         Some(self.v[self.pos - 1].1)
     }
+}
+
+/// The dense kernels' parameters for goodFeaturesToTrack's min-eigenvalue map (mode 1), with
+/// `cpu::harris::dense_core`'s kernels and scale.
+fn eigen_params(p: &GfttParams) -> DenseParams {
+    let (smooth, deriv) = sobel_kernels(p.ksize);
+    let scale = 1.0 / ((1u32 << (p.ksize - 1)) as f64 * p.block_size as f64 * 255.0);
+    let mut dp = DenseParams {
+        ksize: p.ksize as i32,
+        block: p.block_size as i32,
+        mode: 1,
+        ..Default::default()
+    };
+    for (i, (&s, &dv)) in smooth.iter().zip(deriv).enumerate() {
+        dp.sm[i] = s as f32 * scale as f32;
+        dp.de[i] = dv as f32;
+    }
+    dp
 }
 
 #[cfg(test)]

@@ -53,16 +53,8 @@ impl Dense {
         })
     }
 
-    /// Queues the four dense Harris kernels and the detector's compaction (no sync).
-    pub fn run(
-        &mut self,
-        gpu: &Gpu,
-        pyr: &Pyramid,
-        det: &Detector,
-        cfg: &Config,
-        orient: bool,
-    ) -> Result<()> {
-        let d = &cfg.detector;
+    /// The kernels' parameters for `d` (`cpu::harris::dense_core`'s kernels and scale).
+    fn params(&mut self, d: &crate::config::DetectorConfig) -> DenseParams {
         let ksize = d.dense_ksize;
         let k = d.harris_k;
         if self.kd.0 != k.to_bits() {
@@ -84,6 +76,19 @@ impl Dense {
             p.sm[i] = s as f32 * scale as f32;
             p.de[i] = dv as f32;
         }
+        p
+    }
+
+    /// Queues the four dense Harris kernels and the detector's compaction (no sync).
+    pub fn run(
+        &mut self,
+        gpu: &Gpu,
+        pyr: &Pyramid,
+        det: &Detector,
+        cfg: &Config,
+        orient: bool,
+    ) -> Result<()> {
+        let p = self.params(&cfg.detector);
         let (pyr_p, descs, nlev) = (pyr.buf.ptr(), det.descs_ptr(), det.nlev() as i32);
         let (gx, gy) = (self.gx.ptr(), self.gy.ptr());
         let [sxx, sxy, syy] = [self.sums[0].ptr(), self.sums[1].ptr(), self.sums[2].ptr()];

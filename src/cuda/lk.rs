@@ -424,6 +424,59 @@ impl GpuLk {
         )
     }
 
+    /// The points (and their initial guesses) into pinned memory and up to the device (no
+    /// sync).
+    fn upload_points(
+        &mut self,
+        gpu: &Gpu,
+        prev_pts: &[(f32, f32)],
+        initial: Option<&[(f32, f32)]>,
+    ) -> Result<()> {
+        let n = prev_pts.len();
+        {
+            let h = self.host_in.as_mut_slice();
+            for (i, &(x, y)) in prev_pts.iter().enumerate() {
+                h[8 * i..8 * i + 4].copy_from_slice(&x.to_le_bytes());
+                h[8 * i + 4..8 * i + 8].copy_from_slice(&y.to_le_bytes());
+            }
+            if let Some(init) = initial {
+                let o = 8 * self.cap;
+                for (i, &(x, y)) in init.iter().enumerate() {
+                    h[o + 8 * i..o + 8 * i + 4].copy_from_slice(&x.to_le_bytes());
+                    h[o + 8 * i + 4..o + 8 * i + 8].copy_from_slice(&y.to_le_bytes());
+                }
+            }
+        }
+        upload(&gpu.stream, &self.host_in, self.pts.ptr(), n * 8)?;
+        if initial.is_some() {
+            super::driver::buffers::upload_range(
+                &gpu.stream,
+                &self.host_in,
+                8 * self.cap,
+                self.init.ptr(),
+                n * 8,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// After the sync: the `n` flows (and with `back`, the `n` flow-back ones) from pinned
+    /// memory.
+    fn read_flows(&self, n: usize, back: bool, out: &mut Vec<Flow>, back_out: &mut Vec<Flow>) {
+        let h = self.host_out.as_slice();
+        let f = |o: usize| f32::from_le_bytes(h[o..o + 4].try_into().unwrap());
+        let flow = |i: usize| Flow {
+            x: f(16 * i),
+            y: f(16 * i + 4),
+            status: f(16 * i + 8) != 0.0,
+            err: f(16 * i + 12),
+        };
+        out.extend((0..n).map(flow));
+        if back {
+            back_out.extend((n..2 * n).map(flow));
+        }
+    }
+
     /// [`GpuLk::track`], running `during` once the launch and its download are queued and
     /// before the wait for them (work for the host, or more work queued on another stream,
     /// while the GPU tracks; not run when there are no points).
@@ -455,30 +508,7 @@ impl GpuLk {
         if n > self.cap {
             *self = GpuLk::new(gpu, n.next_power_of_two())?;
         }
-        {
-            let h = self.host_in.as_mut_slice();
-            for (i, &(x, y)) in prev_pts.iter().enumerate() {
-                h[8 * i..8 * i + 4].copy_from_slice(&x.to_le_bytes());
-                h[8 * i + 4..8 * i + 8].copy_from_slice(&y.to_le_bytes());
-            }
-            if let Some(init) = initial {
-                let o = 8 * self.cap;
-                for (i, &(x, y)) in init.iter().enumerate() {
-                    h[o + 8 * i..o + 8 * i + 4].copy_from_slice(&x.to_le_bytes());
-                    h[o + 8 * i + 4..o + 8 * i + 8].copy_from_slice(&y.to_le_bytes());
-                }
-            }
-        }
-        upload(&gpu.stream, &self.host_in, self.pts.ptr(), n * 8)?;
-        if initial.is_some() {
-            super::driver::buffers::upload_range(
-                &gpu.stream,
-                &self.host_in,
-                8 * self.cap,
-                self.init.ptr(),
-                n * 8,
-            )?;
-        }
+        self.upload_points(gpu, prev_pts, initial)?;
         let levels = |q: &LkParams| q.max_level.min(prev.max_level()).min(next.max_level());
         let e = p.epsilon.clamp(0.0, 10.0);
         let win = p.window;
@@ -539,18 +569,7 @@ impl GpuLk {
             .start
             .elapsed_ms(&self.end)
             .map_or(f64::NAN, |ms| ms as f64);
-        let h = self.host_out.as_slice();
-        let f = |o: usize| f32::from_le_bytes(h[o..o + 4].try_into().unwrap());
-        let flow = |i: usize| Flow {
-            x: f(16 * i),
-            y: f(16 * i + 4),
-            status: f(16 * i + 8) != 0.0,
-            err: f(16 * i + 12),
-        };
-        out.extend((0..n).map(flow));
-        if back.is_some() {
-            back_out.extend((n..2 * n).map(flow));
-        }
+        self.read_flows(n, back.is_some(), out, back_out);
         Ok(())
     }
 }
