@@ -6,46 +6,69 @@ use std::time::{Duration, Instant};
 
 use r2r::diagnostic_msgs::msg::{DiagnosticStatus, KeyValue};
 
-/// Counters of one input. Totals since start plus a window reset by each diagnostics report.
+/// What the node knows of one input: totals since start, a window reset by each
+/// diagnostics report, the whole run's latencies, the tracker's state.
 #[derive(Default)]
 pub(super) struct Stats {
+    pub(super) count: Counts,
+    pub(super) backend: String,
+    pub(super) last_error: String,
+    /// Why the GPU failed, once the input moved to the CPU backend (`Pipeline::gpu_failure`).
+    pub(super) gpu_failure: String,
+    pub(super) window: Window,
+    pub(super) run: RunTimes,
+    pub(super) track: TrackState,
+}
+
+/// Frame counts since start.
+#[derive(Default)]
+pub(super) struct Counts {
     pub(super) received: u64,
     pub(super) processed: u64,
     pub(super) dropped: u64,
     pub(super) decode_errors: u64,
     pub(super) process_errors: u64,
-    pub(super) backend: String,
-    pub(super) last_error: String,
-    /// 1 once the GPU failed and the input moved to the CPU backend (`Pipeline::gpu_failure`).
+    /// 1 once the GPU failed and the input moved to the CPU backend.
     pub(super) gpu_failures: u64,
-    pub(super) gpu_failure: String,
     /// Frames whose edge map was computed: only while someone subscribes to `edges`
     /// (`Pipeline::want_edges`).
     pub(super) edge_maps: u64,
-    // window
-    pub(super) w_processed: u64,
-    pub(super) w_decode_errors: u64,
-    pub(super) w_latency_ms: Vec<f64>,
+}
+
+/// The window since the last diagnostics report.
+#[derive(Default)]
+pub(super) struct Window {
+    pub(super) processed: u64,
+    pub(super) decode_errors: u64,
+    pub(super) latency_ms: Vec<f64>,
     /// The latency's parts per frame of the window, in the order of [`PARTS`].
-    pub(super) w_parts_ms: [Vec<f64>; 4],
-    pub(super) w_stage_ms: BTreeMap<&'static str, (f64, u64)>,
-    pub(super) w_start: Option<Instant>,
-    // whole run
-    pub(super) all_latency_ms: Vec<f64>,
-    /// The latency's parts per frame, whole run, in the order of [`PARTS`].
-    pub(super) all_parts_ms: [Vec<f64>; 4],
+    pub(super) parts_ms: [Vec<f64>; 4],
+    pub(super) stage_ms: BTreeMap<&'static str, (f64, u64)>,
+    pub(super) start: Option<Instant>,
+}
+
+/// The whole run's latencies (for the summary at exit).
+#[derive(Default)]
+pub(super) struct RunTimes {
+    pub(super) latency_ms: Vec<f64>,
+    /// The latency's parts per frame, in the order of [`PARTS`].
+    pub(super) parts_ms: [Vec<f64>; 4],
     /// Each frame's receive and keypoints-published instants, with `GF_TRACE_DIR`
     /// ([`crate::ros::trace`]).
     pub(super) trace: crate::ros::trace::Trace,
-    // tracking (track.enabled)
-    pub(super) tracking: bool,
+}
+
+/// The tracker's state (`track.enabled`).
+#[derive(Default)]
+pub(super) struct TrackState {
+    pub(super) enabled: bool,
     pub(super) tracks: usize,
     /// Stereo (the first input): the last pair's tracks in the second camera, and the
     /// frames tracked in both cameras so far.
     pub(super) right_tracks: usize,
     pub(super) stereo_pairs: u64,
     /// The tracking step's parts per frame, whole run (`tracks::TRACK_PARTS`).
-    pub(super) all_track_ms: [Vec<f64>; 3],
+    pub(super) ms: [Vec<f64>; 3],
     /// Why the last frame's tracks have no normalised coordinates (camera_info), or a
     /// stereo problem.
     pub(super) camera_problem: Option<String>,
@@ -97,13 +120,17 @@ pub(super) fn percentile(sorted: &[f64], q: f64) -> f64 {
 
 pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> DiagnosticStatus {
     let now = Instant::now();
-    let window = s.w_start.map(|t| (now - t).as_secs_f64()).unwrap_or(0.0);
+    let window = s
+        .window
+        .start
+        .map(|t| (now - t).as_secs_f64())
+        .unwrap_or(0.0);
     let fps = if window > 0.0 {
-        s.w_processed as f64 / window
+        s.window.processed as f64 / window
     } else {
         0.0
     };
-    let mut lat = std::mem::take(&mut s.w_latency_ms);
+    let mut lat = std::mem::take(&mut s.window.latency_ms);
     lat.sort_by(|a, b| a.total_cmp(b));
     let mean = if lat.is_empty() {
         f64::NAN
@@ -117,13 +144,13 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
     let mut values = vec![
         kv("backend", s.backend.clone()),
         kv("fps", format!("{fps:.2}")),
-        kv("frames_received", s.received.to_string()),
-        kv("frames_processed", s.processed.to_string()),
-        kv("frames_dropped", s.dropped.to_string()),
-        kv("decode_errors", s.decode_errors.to_string()),
-        kv("process_errors", s.process_errors.to_string()),
-        kv("gpu_failures", s.gpu_failures.to_string()),
-        kv("edge_maps", s.edge_maps.to_string()),
+        kv("frames_received", s.count.received.to_string()),
+        kv("frames_processed", s.count.processed.to_string()),
+        kv("frames_dropped", s.count.dropped.to_string()),
+        kv("decode_errors", s.count.decode_errors.to_string()),
+        kv("process_errors", s.count.process_errors.to_string()),
+        kv("gpu_failures", s.count.gpu_failures.to_string()),
+        kv("edge_maps", s.count.edge_maps.to_string()),
         kv("window_s", format!("{window:.3}")),
         kv("window_frames", lat.len().to_string()),
         kv("latency_ms_mean", format!("{mean:.3}")),
@@ -135,7 +162,7 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
             format!("{:.3}", lat.last().copied().unwrap_or(f64::NAN)),
         ),
     ];
-    for (name, part) in PARTS.iter().zip(s.w_parts_ms.iter_mut()) {
+    for (name, part) in PARTS.iter().zip(s.window.parts_ms.iter_mut()) {
         part.sort_by(|a, b| a.total_cmp(b));
         for (q, label) in [(0.5, "p50"), (0.99, "p99")] {
             values.push(kv(
@@ -145,24 +172,27 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
         }
         part.clear();
     }
-    for (stage, (sum, n)) in std::mem::take(&mut s.w_stage_ms) {
+    for (stage, (sum, n)) in std::mem::take(&mut s.window.stage_ms) {
         values.push(kv(
             &format!("stage_ms.{stage}"),
             format!("{:.3}", sum / n.max(1) as f64),
         ));
     }
-    if s.tracking {
-        values.push(kv("tracks", s.tracks.to_string()));
-        if s.stereo_pairs > 0 {
-            values.push(kv("right_tracks", s.right_tracks.to_string()));
-            values.push(kv("stereo_pairs", s.stereo_pairs.to_string()));
+    if s.track.enabled {
+        values.push(kv("tracks", s.track.tracks.to_string()));
+        if s.track.stereo_pairs > 0 {
+            values.push(kv("right_tracks", s.track.right_tracks.to_string()));
+            values.push(kv("stereo_pairs", s.track.stereo_pairs.to_string()));
         }
         values.push(kv(
             "camera_info",
-            s.camera_problem.clone().unwrap_or_else(|| "ok".into()),
+            s.track
+                .camera_problem
+                .clone()
+                .unwrap_or_else(|| "ok".into()),
         ));
     }
-    let (level, message) = if s.gpu_failures > 0 {
+    let (level, message) = if s.count.gpu_failures > 0 {
         // WARN for as long as the input runs on the CPU after a GPU failure.
         (
             1u8,
@@ -171,24 +201,24 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
                 s.gpu_failure
             ),
         )
-    } else if s.w_decode_errors > 0 {
+    } else if s.window.decode_errors > 0 {
         (
             1u8,
             format!(
                 "{} malformed frame(s) in the last {window:.1} s: {}",
-                s.w_decode_errors, s.last_error
+                s.window.decode_errors, s.last_error
             ),
         )
-    } else if let (true, Some(p)) = (s.tracking, &s.camera_problem) {
+    } else if let (true, Some(p)) = (s.track.enabled, &s.track.camera_problem) {
         (1u8, p.clone())
-    } else if s.processed == 0 {
+    } else if s.count.processed == 0 {
         (0u8, "waiting for images".to_string())
     } else {
         (0u8, format!("{fps:.1} fps"))
     };
-    s.w_processed = 0;
-    s.w_decode_errors = 0;
-    s.w_start = Some(now);
+    s.window.processed = 0;
+    s.window.decode_errors = 0;
+    s.window.start = Some(now);
     let label = if input.is_empty() { "image" } else { input };
     DiagnosticStatus {
         level,
@@ -206,13 +236,16 @@ mod tests {
     #[test]
     fn a_gpu_failure_is_a_warning_in_diagnostics() {
         let mut s = Stats {
-            processed: 10,
+            count: Counts {
+                processed: 10,
+                ..Default::default()
+            },
             backend: "cpu".into(),
             ..Default::default()
         };
         let ok = diagnostic_status("/gpu_features", "", &mut s);
         assert_eq!(ok.level, 0);
-        s.gpu_failures = 1;
+        s.count.gpu_failures = 1;
         s.gpu_failure = "launching orb_describe: injected fault".into();
         let d = diagnostic_status("/gpu_features", "left", &mut s);
         assert_eq!(d.level, 1, "WARN");
@@ -227,14 +260,17 @@ mod tests {
     #[test]
     fn the_latency_parts_of_the_window_are_in_diagnostics() {
         let mut s = Stats {
-            processed: 100,
+            count: Counts {
+                processed: 100,
+                ..Default::default()
+            },
             ..Default::default()
         };
         for i in 0..100 {
-            s.w_parts_ms[1].push(0.2 + i as f64 * 0.001);
-            s.w_parts_ms[0].push(0.03);
+            s.window.parts_ms[1].push(0.2 + i as f64 * 0.001);
+            s.window.parts_ms[0].push(0.03);
         }
-        s.w_parts_ms[1].push(5.0);
+        s.window.parts_ms[1].push(5.0);
         let d = diagnostic_status("/gpu_features", "", &mut s);
         let get = |k: &str| {
             d.values
@@ -248,6 +284,6 @@ mod tests {
         assert_eq!(get("latency_parts_ms.pipeline_p99"), "0.299");
         assert_eq!(get("latency_parts_ms.rest_p50"), "NaN");
         // The window starts over.
-        assert!(s.w_parts_ms.iter().all(|p| p.is_empty()));
+        assert!(s.window.parts_ms.iter().all(|p| p.is_empty()));
     }
 }

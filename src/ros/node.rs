@@ -24,7 +24,7 @@ use r2r::sensor_msgs::msg::{CameraInfo, PointCloud2};
 use r2r::std_msgs::msg::Bool;
 use r2r::QosProfile;
 
-use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
+use super::diagnostics::{diagnostic_status, percentile, RunTimes, Stats, Window, PARTS};
 use super::params::NodeParams;
 use super::take::{ImageTaker, NativeImage};
 use super::trace::{self, Trace};
@@ -307,8 +307,14 @@ fn open_inputs(
             name: name.clone(),
             slot: Arc::new(Slot::default()),
             stats: Arc::new(Mutex::new(Stats {
-                w_start: Some(Instant::now()),
-                trace: Trace::new(tracing),
+                window: Window {
+                    start: Some(Instant::now()),
+                    ..Window::default()
+                },
+                run: RunTimes {
+                    trace: Trace::new(tracing),
+                    ..RunTimes::default()
+                },
                 ..Stats::default()
             })),
         };
@@ -482,17 +488,17 @@ fn spawn_spinner(
 /// The input's summary lines at exit (and its trace, when tracing).
 fn print_summary(i: &Input, trace_dir: Option<&std::path::Path>, logger: &str) {
     let s = i.stats.lock().unwrap();
-    let mut l = s.all_latency_ms.clone();
+    let mut l = s.run.latency_ms.clone();
     l.sort_by(|a, b| a.total_cmp(b));
-    let parts = p50_p99_fields(&PARTS, &s.all_parts_ms);
+    let parts = p50_p99_fields(&PARTS, &s.run.parts_ms);
     println!(
         "gpu_features_node summary input={:?} received={} processed={} dropped={} decode_errors={} process_errors={} latency_ms p50={:.2} p95={:.2} p99={:.2} max={:.2} parts_ms{parts}",
         i.name,
-        s.received,
-        s.processed,
-        s.dropped,
-        s.decode_errors,
-        s.process_errors,
+        s.count.received,
+        s.count.processed,
+        s.count.dropped,
+        s.count.decode_errors,
+        s.count.process_errors,
         percentile(&l, 0.5),
         percentile(&l, 0.95),
         percentile(&l, 0.99),
@@ -500,6 +506,7 @@ fn print_summary(i: &Input, trace_dir: Option<&std::path::Path>, logger: &str) {
     );
     if let Some(dir) = trace_dir {
         if let Err(e) = s
+            .run
             .trace
             .write(dir, "node", &i.name, ["received_ns", "keypoints_ns"])
         {
@@ -511,15 +518,15 @@ fn print_summary(i: &Input, trace_dir: Option<&std::path::Path>, logger: &str) {
             );
         }
     }
-    if s.tracking {
-        let parts = p50_p99_fields(&TRACK_PARTS, &s.all_track_ms);
+    if s.track.enabled {
+        let parts = p50_p99_fields(&TRACK_PARTS, &s.track.ms);
         println!(
             "gpu_features_node tracking input={:?} tracks={} right_tracks={} stereo_pairs={} problem={:?} ms{parts}",
             i.name,
-            s.tracks,
-            s.right_tracks,
-            s.stereo_pairs,
-            s.camera_problem.as_deref().unwrap_or("none")
+            s.track.tracks,
+            s.track.right_tracks,
+            s.track.stereo_pairs,
+            s.track.camera_problem.as_deref().unwrap_or("none")
         );
     }
 }
@@ -559,7 +566,7 @@ fn run_inline(running: &mut Running, pending: Pending, logger: &str) {
     let step = std::panic::AssertUnwindSafe(|| running.step(pending, taken));
     if std::panic::catch_unwind(step).is_err() {
         r2r::log_error!(logger, "the frame's outputs panicked; the node goes on");
-        running.w.stats.lock().unwrap().process_errors += 1;
+        running.w.stats.lock().unwrap().count.process_errors += 1;
     }
 }
 
@@ -574,9 +581,9 @@ fn deliver(slot: &Slot, stats: &Mutex<Stats>, msg: NativeImage) {
         .is_some();
     slot.ready.notify_one();
     let mut s = stats.lock().unwrap();
-    s.received += 1;
+    s.count.received += 1;
     if replaced {
-        s.dropped += 1;
+        s.count.dropped += 1;
     }
 }
 

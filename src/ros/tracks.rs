@@ -336,58 +336,7 @@ impl TrackOutputs {
             let bytes = self.tracks_cdr.encode(header, self.tracker.tracks());
             let _ = self.pub_tracks.publish_raw(bytes);
         }
-        let mut stereo = false;
-        if let (
-            StereoRole::Left {
-                link,
-                right_camera,
-                pub_right_tracks,
-            },
-            true,
-        ) = (&self.stereo, cfg.stereo)
-        {
-            let tracker = &mut self.tracker;
-            // The next frames of the second camera come on the GPU while this tracker is.
-            let on_gpu = tracker.backend() == BackendKind::Cuda;
-            link.host_only.store(!on_gpu, Ordering::Relaxed);
-            let t0 = Instant::now();
-            let times = &mut self.times;
-            let got = link.take(stamp_ns, |right| {
-                let t1 = Instant::now();
-                let input = right.input();
-                let (w, h) = input.size();
-                let (cam, why) = usable_camera(right_camera, w, h);
-                let r = tracker.track_right_input(input, cam.as_ref());
-                times[1] = (t1 - t0).as_secs_f64() * 1e3;
-                times[2] = t1.elapsed().as_secs_f64() * 1e3;
-                (r, why, right.header.clone())
-            });
-            match got {
-                Some((r, why, right_header)) => {
-                    stereo = true;
-                    self.stereo_pairs += 1;
-                    // The right tracks carry the second camera's own header.
-                    if listened(pub_right_tracks.get_inter_process_subscription_count()) {
-                        let bytes = self
-                            .tracks_cdr
-                            .encode(&right_header, self.tracker.right_tracks());
-                        let _ = pub_right_tracks.publish_raw(bytes);
-                    }
-                    if let Err(e) = r {
-                        problem = Some(format!("stereo: {e}"));
-                    } else if let Some(w) = why {
-                        problem = problem.or(Some(format!("second camera: {w}")));
-                    }
-                }
-                None => {
-                    self.stereo_missed += 1;
-                    problem = problem.or(Some(format!(
-                        "stereo: {} frames without a second-camera frame within 3 ms of their stamp",
-                        self.stereo_missed
-                    )));
-                }
-            }
-        }
+        let stereo = cfg.stereo && self.pair_with_right(stamp_ns, &mut problem);
         let tracks = self.tracker.tracks();
         let cameras: [&[Track]; 2] = [tracks, self.tracker.right_tracks()];
         let cameras = if stereo { &cameras[..] } else { &cameras[..1] };
@@ -413,6 +362,62 @@ impl TrackOutputs {
             )),
             (Some(v), Some(p)) => Some(format!("vins_config not used ({v}); {p}")),
             (None, p) => p,
+        }
+    }
+
+    /// The first camera of a stereo pair: tracks the second camera's frame of this stamp
+    /// (`stamp_ns`) and publishes its tracks; false, with the reason in `problem`, when it
+    /// did not come (or this input is not a stereo pair's first).
+    fn pair_with_right(&mut self, stamp_ns: i64, problem: &mut Option<String>) -> bool {
+        let StereoRole::Left {
+            link,
+            right_camera,
+            pub_right_tracks,
+        } = &self.stereo
+        else {
+            return false;
+        };
+        let tracker = &mut self.tracker;
+        // The next frames of the second camera come on the GPU while this tracker is.
+        let on_gpu = tracker.backend() == BackendKind::Cuda;
+        link.host_only.store(!on_gpu, Ordering::Relaxed);
+        let t0 = Instant::now();
+        let times = &mut self.times;
+        let got = link.take(stamp_ns, |right| {
+            let t1 = Instant::now();
+            let input = right.input();
+            let (w, h) = input.size();
+            let (cam, why) = usable_camera(right_camera, w, h);
+            let r = tracker.track_right_input(input, cam.as_ref());
+            times[1] = (t1 - t0).as_secs_f64() * 1e3;
+            times[2] = t1.elapsed().as_secs_f64() * 1e3;
+            (r, why, right.header.clone())
+        });
+        match got {
+            Some((r, why, right_header)) => {
+                self.stereo_pairs += 1;
+                // The right tracks carry the second camera's own header.
+                if listened(pub_right_tracks.get_inter_process_subscription_count()) {
+                    let bytes = self
+                        .tracks_cdr
+                        .encode(&right_header, self.tracker.right_tracks());
+                    let _ = pub_right_tracks.publish_raw(bytes);
+                }
+                if let Err(e) = r {
+                    *problem = Some(format!("stereo: {e}"));
+                } else if let Some(w) = why {
+                    *problem = problem.take().or(Some(format!("second camera: {w}")));
+                }
+                true
+            }
+            None => {
+                self.stereo_missed += 1;
+                *problem = problem.take().or(Some(format!(
+                    "stereo: {} frames without a second-camera frame within 3 ms of their stamp",
+                    self.stereo_missed
+                )));
+                false
+            }
         }
     }
 }

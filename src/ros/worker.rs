@@ -232,8 +232,8 @@ impl Running {
             );
         }
         let mut s = w.stats.lock().unwrap();
-        s.decode_errors += 1;
-        s.w_decode_errors += 1;
+        s.count.decode_errors += 1;
+        s.window.decode_errors += 1;
         s.last_error = text;
     }
 
@@ -292,7 +292,7 @@ impl Running {
                     );
                     self.gpu_failure_logged = true;
                     let mut s = w.stats.lock().unwrap();
-                    s.gpu_failures += 1;
+                    s.count.gpu_failures += 1;
                     s.gpu_failure = why.to_string();
                 }
                 Some(in_message)
@@ -301,7 +301,7 @@ impl Running {
                 if self.error_log.allow().is_some() {
                     r2r::log_error!(&w.logger, "input {}: processing failed: {e}", w.label);
                 }
-                w.stats.lock().unwrap().process_errors += 1;
+                w.stats.lock().unwrap().count.process_errors += 1;
                 None
             }
             Err(_) => {
@@ -312,7 +312,7 @@ impl Running {
                         w.label
                     );
                 }
-                w.stats.lock().unwrap().process_errors += 1;
+                w.stats.lock().unwrap().count.process_errors += 1;
                 match w.make_pipeline(self.choice) {
                     Ok((p, g, d)) => {
                         self.pipeline = p;
@@ -406,36 +406,37 @@ impl Running {
         let (w, features) = (&self.w, &self.features);
         let tracking = self.pipeline.config().track.enabled;
         let mut s = w.stats.lock().unwrap();
-        s.tracking = tracking;
-        s.camera_problem = camera_problem;
+        s.track.enabled = tracking;
+        s.track.camera_problem = camera_problem;
         if tracking {
-            s.tracks = w.tracks.tracker.tracks().len();
-            s.right_tracks = w.tracks.tracker.right_tracks().len();
-            s.stereo_pairs = w.tracks.stereo_pairs;
-            if s.all_track_ms[0].len() < MAX_KEPT_LATENCIES {
-                for (all, v) in s.all_track_ms.iter_mut().zip(w.tracks.times) {
+            s.track.tracks = w.tracks.tracker.tracks().len();
+            s.track.right_tracks = w.tracks.tracker.right_tracks().len();
+            s.track.stereo_pairs = w.tracks.stereo_pairs;
+            if s.track.ms[0].len() < MAX_KEPT_LATENCIES {
+                for (all, v) in s.track.ms.iter_mut().zip(w.tracks.times) {
                     all.push(v);
                 }
             }
         }
-        s.processed += 1;
-        s.w_processed += 1;
-        s.edge_maps += edge_map as u64;
-        s.w_latency_ms.push(latency);
+        s.count.processed += 1;
+        s.window.processed += 1;
+        s.count.edge_maps += edge_map as u64;
+        s.window.latency_ms.push(latency);
         let h = &self.header;
-        s.trace
+        s.run
+            .trace
             .push(convert::stamp_ns(h.stamp.sec, h.stamp.nanosec), at.0, at.1);
-        for (w, v) in s.w_parts_ms.iter_mut().zip(parts) {
+        for (w, v) in s.window.parts_ms.iter_mut().zip(parts) {
             w.push(v);
         }
-        if s.all_latency_ms.len() < MAX_KEPT_LATENCIES {
-            s.all_latency_ms.push(latency);
-            for (all, v) in s.all_parts_ms.iter_mut().zip(parts) {
+        if s.run.latency_ms.len() < MAX_KEPT_LATENCIES {
+            s.run.latency_ms.push(latency);
+            for (all, v) in s.run.parts_ms.iter_mut().zip(parts) {
                 all.push(v);
             }
         }
         for t in &features.timings {
-            let e = s.w_stage_ms.entry(t.stage).or_insert((0.0, 0));
+            let e = s.window.stage_ms.entry(t.stage).or_insert((0.0, 0));
             e.0 += t.ms;
             e.1 += 1;
         }
