@@ -256,6 +256,58 @@ pub(super) fn table(rows: &[TrackRow]) -> String {
     s
 }
 
+/// The report of `bench --tracks`: what ran on what, the trackers side by side, our stages
+/// and the stereo table.
+fn markdown(
+    args: &BenchArgs,
+    cpu_frames: usize,
+    (inputs, notes): (&[String], &[String]),
+    (rows, stereo_rows): (&[TrackRow], &[StereoRow]),
+    gpu_desc: Option<&str>,
+) -> String {
+    let gpu_used = rows.iter().any(|r| r.tracker == "cuda");
+    let mut md = format!("## gpu_features bench --tracks, {}\n\n", utc_date());
+    md.push_str(&format!("- command: `{}`\n", command_line()));
+    md.push_str(&gpu_line(gpu_used, gpu_desc));
+    md.push_str(&format!("- CPU: {}\n", cpu_model()));
+    md.push_str(&format!(
+        "- inputs: camera pans over real photos, {} px per frame, the first frame of each \
+         pan untimed\n",
+        format_args!("({}, {})", PAN_STEP.0, PAN_STEP.1)
+    ));
+    for l in inputs {
+        md.push_str(l);
+    }
+    md.push_str(&format!(
+        "- method: VINS-Fusion's front-end (window 21, 3 levels, flow back, no F test); ours: \
+         the wall time of each `Tracker::track` call (gray frame in host memory to tracks on \
+         the host), {} untimed frames then {} timed on the GPU, {} on the CPU reference; \
+         OpenCV: scripts/bench_vins_opencv.py (cv2; its per-point loops run in Python) on the \
+         same frames, each once\n",
+        args.warmup, args.frames, cpu_frames
+    ));
+    for n in notes {
+        md.push_str(&format!("- note: {n}\n"));
+    }
+    md.push('\n');
+    md.push_str(&table(rows));
+    md.push_str(
+        "\nOur trackers' stages (wall, p50 / p90 ms; on the GPU a stage ends with its wait, \
+         so the GPU work queued in one stage can be counted in the next):\n\n",
+    );
+    md.push_str(&stage_table(rows));
+    if !stereo_rows.is_empty() {
+        md.push_str(&format!(
+            "\nStereo (VINS-Fusion's mode): the same pans with a right camera {DISPARITY} px to the \
+             right; ours per pair: `Tracker::track` on the left frame, then \
+             `Tracker::track_right` (the right step); OpenCV: scripts/bench_vins_opencv.py \
+             --stereo:\n\n"
+        ));
+        md.push_str(&stereo::table(stereo_rows));
+    }
+    md
+}
+
 pub(super) fn run(
     args: &BenchArgs,
     sizes: &[Size],
@@ -437,46 +489,13 @@ pub(super) fn run(
     let _ = std::fs::remove_dir_all(&tmp);
 
     let gpu_desc = gpu_info();
-    let gpu_used = rows.iter().any(|r| r.tracker == "cuda");
-    let mut md = format!("## gpu_features bench --tracks, {}\n\n", utc_date());
-    md.push_str(&format!("- command: `{}`\n", command_line()));
-    md.push_str(&gpu_line(gpu_used, gpu_desc.as_deref()));
-    md.push_str(&format!("- CPU: {}\n", cpu_model()));
-    md.push_str(&format!(
-        "- inputs: camera pans over real photos, {} px per frame, the first frame of each \
-         pan untimed\n",
-        format_args!("({}, {})", PAN_STEP.0, PAN_STEP.1)
-    ));
-    for l in &inputs {
-        md.push_str(l);
-    }
-    md.push_str(&format!(
-        "- method: VINS-Fusion's front-end (window 21, 3 levels, flow back, no F test); ours: \
-         the wall time of each `Tracker::track` call (gray frame in host memory to tracks on \
-         the host), {} untimed frames then {} timed on the GPU, {} on the CPU reference; \
-         OpenCV: scripts/bench_vins_opencv.py (cv2; its per-point loops run in Python) on the \
-         same frames, each once\n",
-        args.warmup, args.frames, cpu_frames
-    ));
-    for n in &notes {
-        md.push_str(&format!("- note: {n}\n"));
-    }
-    md.push('\n');
-    md.push_str(&table(&rows));
-    md.push_str(
-        "\nOur trackers' stages (wall, p50 / p90 ms; on the GPU a stage ends with its wait, \
-         so the GPU work queued in one stage can be counted in the next):\n\n",
+    let md = markdown(
+        args,
+        cpu_frames,
+        (&inputs, &notes),
+        (&rows, &stereo_rows),
+        gpu_desc.as_deref(),
     );
-    md.push_str(&stage_table(&rows));
-    if !stereo_rows.is_empty() {
-        md.push_str(&format!(
-            "\nStereo (VINS-Fusion's mode): the same pans with a right camera {DISPARITY} px to the \
-             right; ours per pair: `Tracker::track` on the left frame, then \
-             `Tracker::track_right` (the right step); OpenCV: scripts/bench_vins_opencv.py \
-             --stereo:\n\n"
-        ));
-        md.push_str(&stereo::table(&stereo_rows));
-    }
     emit(args, &md, || {
         json!({
             "date": utc_date(),

@@ -106,8 +106,8 @@ impl Report {
         s.push('\n');
     }
 
-    pub fn markdown(&self, plots: &[(String, String)]) -> String {
-        let mut s = String::new();
+    /// The title and what was replayed, how fast, and what was skipped.
+    fn run_markdown(&self, s: &mut String) {
         let _ = writeln!(s, "# gpu_features replay report\n");
         let _ = writeln!(
             s,
@@ -130,6 +130,10 @@ impl Report {
             }
             s.push('\n');
         }
+    }
+
+    /// The latency per stage.
+    fn latency_markdown(&self, s: &mut String) {
         let _ = writeln!(s, "## Latency per stage (ms)\n");
         let _ = writeln!(
             s,
@@ -149,6 +153,10 @@ impl Report {
             "\n`frame` is the wall time of one `Pipeline::process` call. Percentiles are \
              nearest-rank.\n"
         );
+    }
+
+    /// Keypoints per frame and level, their coverage, the edge density.
+    fn keypoints_markdown(&self, s: &mut String) {
         let k = &self.keypoints_per_frame;
         let _ = writeln!(s, "## Keypoints\n");
         let _ = writeln!(
@@ -178,6 +186,10 @@ impl Report {
                 e.mean, e.min, e.p50, e.max
             );
         }
+    }
+
+    /// Frame-to-frame tracking of the keypoints: by patch, by descriptor.
+    fn tracking_markdown(&self, s: &mut String) {
         if self.tracking.is_some() || self.descriptor_tracking.is_some() {
             let _ = writeln!(s, "## Frame-to-frame tracking\n");
         }
@@ -240,6 +252,10 @@ impl Report {
                 }
             );
         }
+    }
+
+    /// The feature tracker's tracks (`track.*`).
+    fn feature_tracks_markdown(&self, s: &mut String) {
         if let Some(t) = &self.feature_tracks {
             let _ = writeln!(s, "## Feature tracks\n");
             let _ = writeln!(
@@ -267,6 +283,15 @@ impl Report {
             }
             s.push('\n');
         }
+    }
+
+    pub fn markdown(&self, plots: &[(String, String)]) -> String {
+        let mut s = String::new();
+        self.run_markdown(&mut s);
+        self.latency_markdown(&mut s);
+        self.keypoints_markdown(&mut s);
+        self.tracking_markdown(&mut s);
+        self.feature_tracks_markdown(&mut s);
         if !self.homography.is_empty() {
             self.homography_markdown(&mut s);
         }
