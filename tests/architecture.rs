@@ -318,7 +318,10 @@ fn cuda_layers_import_only_downward() {
     for (layer, may) in [("driver", vec![]), ("kernels", vec!["driver"])] {
         let mut files = Vec::new();
         rust_files(&cuda.join(layer), &mut files);
-        assert!(!files.is_empty(), "src/cuda/{layer} is gone: update this test");
+        assert!(
+            !files.is_empty(),
+            "src/cuda/{layer} is gone: update this test"
+        );
         for f in files {
             let code = code(&f);
             let at_root = f.file_name().is_some_and(|n| n == "mod.rs");

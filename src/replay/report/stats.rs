@@ -283,6 +283,78 @@ pub struct DescriptorTracking {
     pub inlier_share_per_pair: Dist,
 }
 
+impl Tracking {
+    /// Keypoints re-found frame to frame (by patch), over the frames that were checked.
+    fn of(fr: &[FrameStats]) -> Option<Tracking> {
+        let tracks: Vec<TrackStats> = fr.iter().filter_map(|f| f.track).collect();
+        (!tracks.is_empty()).then(|| {
+            let tried: usize = tracks.iter().map(|t| t.tried).sum();
+            let refound: usize = tracks.iter().map(|t| t.refound).sum();
+            let refound_position: usize = tracks.iter().map(|t| t.refound_position).sum();
+            let r = |a: usize| {
+                if tried == 0 {
+                    0.0
+                } else {
+                    a as f64 / tried as f64
+                }
+            };
+            Tracking {
+                method: format!(
+                    "keypoint re-found in the next frame within {TRACK_RADIUS} px, octave +-1, \
+                 15x15-sample patch ZNCC >= {TRACK_MIN_ZNCC}"
+                ),
+                frame_pairs: tracks.len(),
+                tried,
+                refound,
+                refound_position,
+                ratio: r(refound),
+                ratio_position: r(refound_position),
+                per_pair: Dist::of(
+                    tracks
+                        .iter()
+                        .filter(|t| t.tried > 0)
+                        .map(|t| t.refound as f64 / t.tried as f64),
+                ),
+            }
+        })
+    }
+}
+
+impl DescriptorTracking {
+    /// Descriptor matches frame to frame, when a matcher ran.
+    fn of(fr: &[FrameStats], inp: &ReportInput) -> Option<DescriptorTracking> {
+        let matched: Vec<MatchTrackStats> = fr.iter().filter_map(|f| f.match_track).collect();
+        inp.matcher.filter(|_| !matched.is_empty()).map(|m| {
+            let matches: usize = matched.iter().map(|t| t.matches).sum();
+            let inliers: usize = matched.iter().map(|t| t.inliers).sum();
+            DescriptorTracking {
+                method: format!(
+                    "descriptors of frame t matched to frame t+1; inlier = both keypoints \
+                     within {TRACK_RADIUS} px in x and y, octave +-1; inlier share = \
+                     inliers / matches"
+                ),
+                matcher: m.backend.to_string(),
+                ratio: m.params.ratio,
+                cross_check: m.params.cross_check,
+                max_distance: m.params.max_distance,
+                frame_pairs: matched.len(),
+                query_keypoints: matched.iter().map(|t| t.query).sum(),
+                matches,
+                inliers,
+                inlier_share: if matches == 0 {
+                    0.0
+                } else {
+                    inliers as f64 / matches as f64
+                },
+                matches_per_pair: Dist::of(matched.iter().map(|t| t.matches as f64)),
+                inlier_share_per_pair: Dist::of(
+                    matched.iter().filter_map(MatchTrackStats::inlier_share),
+                ),
+            }
+        })
+    }
+}
+
 impl Report {
     pub fn build(inp: &ReportInput) -> Report {
         let fr = &inp.frames;
@@ -316,66 +388,8 @@ impl Report {
             .iter()
             .any(|f| f.edge_density.is_some())
             .then(|| Dist::of(fr.iter().filter_map(|f| f.edge_density)));
-        let tracks: Vec<TrackStats> = fr.iter().filter_map(|f| f.track).collect();
-        let tracking = (!tracks.is_empty()).then(|| {
-            let tried: usize = tracks.iter().map(|t| t.tried).sum();
-            let refound: usize = tracks.iter().map(|t| t.refound).sum();
-            let refound_position: usize = tracks.iter().map(|t| t.refound_position).sum();
-            let r = |a: usize| {
-                if tried == 0 {
-                    0.0
-                } else {
-                    a as f64 / tried as f64
-                }
-            };
-            Tracking {
-                method: format!(
-                    "keypoint re-found in the next frame within {TRACK_RADIUS} px, octave +-1, \
-                     15x15-sample patch ZNCC >= {TRACK_MIN_ZNCC}"
-                ),
-                frame_pairs: tracks.len(),
-                tried,
-                refound,
-                refound_position,
-                ratio: r(refound),
-                ratio_position: r(refound_position),
-                per_pair: Dist::of(
-                    tracks
-                        .iter()
-                        .filter(|t| t.tried > 0)
-                        .map(|t| t.refound as f64 / t.tried as f64),
-                ),
-            }
-        });
-        let matched: Vec<MatchTrackStats> = fr.iter().filter_map(|f| f.match_track).collect();
-        let descriptor_tracking = inp.matcher.filter(|_| !matched.is_empty()).map(|m| {
-            let matches: usize = matched.iter().map(|t| t.matches).sum();
-            let inliers: usize = matched.iter().map(|t| t.inliers).sum();
-            DescriptorTracking {
-                method: format!(
-                    "descriptors of frame t matched to frame t+1; inlier = both keypoints \
-                         within {TRACK_RADIUS} px in x and y, octave +-1; inlier share = \
-                         inliers / matches"
-                ),
-                matcher: m.backend.to_string(),
-                ratio: m.params.ratio,
-                cross_check: m.params.cross_check,
-                max_distance: m.params.max_distance,
-                frame_pairs: matched.len(),
-                query_keypoints: matched.iter().map(|t| t.query).sum(),
-                matches,
-                inliers,
-                inlier_share: if matches == 0 {
-                    0.0
-                } else {
-                    inliers as f64 / matches as f64
-                },
-                matches_per_pair: Dist::of(matched.iter().map(|t| t.matches as f64)),
-                inlier_share_per_pair: Dist::of(
-                    matched.iter().filter_map(MatchTrackStats::inlier_share),
-                ),
-            }
-        });
+        let tracking = Tracking::of(fr);
+        let descriptor_tracking = DescriptorTracking::of(fr, inp);
         Report {
             bag: inp.bag.display().to_string(),
             storage: inp.storage.to_string(),
