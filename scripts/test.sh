@@ -20,15 +20,18 @@ step "Python for the bag tests (rosbags venv in target/py-bags, idempotent)"
 bash scripts/setup-bags-python.sh
 bash scripts/setup-chromium.sh  # headless Chromium for the report.html test (idempotent)
 # Downloads and installs of later steps (network-bound) while `cargo test` compiles: the
-# aarch64 toolchain, CUDA 13's NVRTC, the Jazzy wheels. Idempotent: each step below runs its
+# aarch64 toolchain, CUDA 13's NVRTC, the Jazzy wheels; then the VIO step's setup (its apt
+# packages, VINS-Fusion's catkin build at a lower priority than the tests, the harnesses, the
+# venv), which fills the cores `cargo test` leaves idle. Idempotent: each step below runs its
 # setup again (a no-op then, or the same error said where it belongs); waited for after
-# `cargo test`, before NVRTC 13 is used and before the VIO step's apt-get.
+# `cargo test`, before NVRTC 13 is used.
 PREFETCH_LOG=target/prefetch.log
 mkdir -p target
 (
   [ "${SKIP_AARCH64:-0}" = 1 ] || bash scripts/setup-aarch64.sh
   bash scripts/setup-nvrtc.sh 13 >/dev/null
   [ "${SKIP_ROS:-0}" = 1 ] || GF_ROS_DISTRO=jazzy bash scripts/setup-ros.sh >/dev/null
+  [ "${SKIP_VIO:-0}" = 1 ] || NICE=10 bash scripts/setup-vio.sh >/dev/null
 ) >"$PREFETCH_LOG" 2>&1 &
 PREFETCH=$!
 step "cargo test"

@@ -20,6 +20,23 @@ pub(super) struct Stats {
     pub(super) track: TrackState,
 }
 
+impl Stats {
+    /// An input's stats from now on, its frames' instants kept in `trace`.
+    pub(super) fn new(trace: crate::ros::trace::Trace) -> Self {
+        Stats {
+            window: Window {
+                start: Some(Instant::now()),
+                ..Window::default()
+            },
+            run: RunTimes {
+                trace,
+                ..RunTimes::default()
+            },
+            ..Stats::default()
+        }
+    }
+}
+
 /// Frame counts since start.
 #[derive(Default)]
 pub(super) struct Counts {
@@ -192,7 +209,24 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
                 .unwrap_or_else(|| "ok".into()),
         ));
     }
-    let (level, message) = if s.count.gpu_failures > 0 {
+    let (level, message) = level_and_message(s, window, fps);
+    s.window.processed = 0;
+    s.window.decode_errors = 0;
+    s.window.start = Some(now);
+    let label = if input.is_empty() { "image" } else { input };
+    DiagnosticStatus {
+        level,
+        name: format!("{}: {label}", node.trim_start_matches('/')),
+        message,
+        hardware_id: s.backend.clone(),
+        values,
+    }
+}
+
+/// The status's level (0 OK, 1 WARN) and message: a GPU failure, then malformed frames of
+/// the window (`window` seconds long), then a camera problem of the tracker.
+fn level_and_message(s: &Stats, window: f64, fps: f64) -> (u8, String) {
+    if s.count.gpu_failures > 0 {
         // WARN for as long as the input runs on the CPU after a GPU failure.
         (
             1u8,
@@ -215,17 +249,6 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
         (0u8, "waiting for images".to_string())
     } else {
         (0u8, format!("{fps:.1} fps"))
-    };
-    s.window.processed = 0;
-    s.window.decode_errors = 0;
-    s.window.start = Some(now);
-    let label = if input.is_empty() { "image" } else { input };
-    DiagnosticStatus {
-        level,
-        name: format!("{}: {label}", node.trim_start_matches('/')),
-        message,
-        hardware_id: s.backend.clone(),
-        values,
     }
 }
 

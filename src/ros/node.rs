@@ -24,7 +24,7 @@ use r2r::sensor_msgs::msg::{CameraInfo, PointCloud2};
 use r2r::std_msgs::msg::Bool;
 use r2r::QosProfile;
 
-use super::diagnostics::{diagnostic_status, percentile, RunTimes, Stats, Window, PARTS};
+use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
 use super::params::NodeParams;
 use super::take::{ImageTaker, NativeImage};
 use super::trace::{self, Trace};
@@ -306,17 +306,7 @@ fn open_inputs(
         let input = Input {
             name: name.clone(),
             slot: Arc::new(Slot::default()),
-            stats: Arc::new(Mutex::new(Stats {
-                window: Window {
-                    start: Some(Instant::now()),
-                    ..Window::default()
-                },
-                run: RunTimes {
-                    trace: Trace::new(tracing),
-                    ..RunTimes::default()
-                },
-                ..Stats::default()
-            })),
+            stats: Arc::new(Mutex::new(Stats::new(Trace::new(tracing)))),
         };
         // receiver: the spinning thread hands each frame to the slot (newest wins)
         takers.push((taker, input.slot.clone(), input.stats.clone()));

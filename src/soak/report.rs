@@ -230,6 +230,14 @@ impl SoakReport {
                 format!("FAIL: {}", self.failures.join("; "))
             }
         );
+        self.tables_markdown(&mut s);
+        s
+    }
+
+    /// The frames per encoding and size, the throughput per minute and the RSS samples.
+    fn tables_markdown(&self, s: &mut String) {
+        use std::fmt::Write;
+        let mib = |k: u64| k as f64 / 1024.0;
         let _ = writeln!(s, "\nFrames per encoding and size (valid frames):\n");
         let _ = writeln!(s, "| encoding | size | frames |\n|---|---|---:|");
         for (e, w, h, n) in &self.mix {
@@ -271,7 +279,6 @@ impl SoakReport {
                 mib(r.rss_kib)
             );
         }
-        s
     }
 }
 

@@ -173,20 +173,7 @@ async fn run_async(
     let mut node =
         r2r::Node::create(ctx, "gpu_features_load", "").map_err(|e| format!("node create: {e}"))?;
     let capacity = (duration.as_secs_f64() * args.rate) as usize + 16;
-    let shared = Arc::new(Shared {
-        inputs: names
-            .iter()
-            .map(|_| {
-                Mutex::new(Received {
-                    sent_at: vec![None; capacity],
-                    ..Default::default()
-                })
-            })
-            .collect(),
-        period_ns: period_ns(args.rate),
-        measuring: AtomicBool::new(false),
-        diag_seen: AtomicU64::new(0),
-    });
+    let shared = Arc::new(Shared::new(names.len(), capacity, args.rate));
     let publishers = wiring::publish_and_listen(&mut node, args, names, &shared)?;
     wiring::watch_diagnostics(&mut node, names, &shared)?;
     let spin_stop = Arc::new(AtomicBool::new(false));
@@ -243,15 +230,7 @@ async fn run_async(
     // Late answers, then one more diagnostics report that counts the last frames.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (node_cpu_s, load_cpu_s) = cpu.stop();
-    let seen = shared.diag_seen.load(Ordering::SeqCst);
-    let t_wait = Instant::now();
-    // (a relay publishes no diagnostics: nothing to wait for)
-    while seen > 0
-        && shared.diag_seen.load(Ordering::SeqCst) < seen + names.len() as u64
-        && t_wait.elapsed() < Duration::from_secs(10)
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    shared.wait_for_last_diagnostics(names.len()).await;
     shared.measuring.store(false, Ordering::SeqCst);
     spin_stop.store(true, Ordering::SeqCst);
     let _ = spinner.await;
@@ -259,17 +238,7 @@ async fn run_async(
         .map(|s| s.join().unwrap_or_default())
         .unwrap_or_default();
 
-    let node_log = match (args.node_pid, &args.node_log) {
-        (Some(pid), Some(log)) => {
-            stop_process(pid);
-            std::fs::read_to_string(log).unwrap_or_default()
-        }
-        (Some(pid), None) => {
-            stop_process(pid);
-            String::new()
-        }
-        _ => String::new(),
-    };
+    let node_log = stop_node(args);
 
     let mut rep = LoadReport {
         label: args.label.clone(),
@@ -300,6 +269,53 @@ async fn run_async(
         rep.judge_soak(growth);
     }
     Ok(rep)
+}
+
+impl Shared {
+    /// The state of `inputs` inputs, room for `capacity` frames each at `rate` Hz.
+    fn new(inputs: usize, capacity: usize, rate: f64) -> Self {
+        Shared {
+            inputs: (0..inputs)
+                .map(|_| {
+                    Mutex::new(Received {
+                        sent_at: vec![None; capacity],
+                        ..Default::default()
+                    })
+                })
+                .collect(),
+            period_ns: period_ns(rate),
+            measuring: AtomicBool::new(false),
+            diag_seen: AtomicU64::new(0),
+        }
+    }
+
+    /// Waits (10 s at most) for one more diagnostics report per input than were seen so
+    /// far: the one that counts the last frames (a relay publishes none: no wait).
+    async fn wait_for_last_diagnostics(&self, inputs: usize) {
+        let seen = self.diag_seen.load(Ordering::SeqCst);
+        let t_wait = Instant::now();
+        while seen > 0
+            && self.diag_seen.load(Ordering::SeqCst) < seen + inputs as u64
+            && t_wait.elapsed() < Duration::from_secs(10)
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Stops the node under test (`--node-pid`), when given, and returns its log (`--node-log`).
+fn stop_node(args: &LoadArgs) -> String {
+    match (args.node_pid, &args.node_log) {
+        (Some(pid), Some(log)) => {
+            stop_process(pid);
+            std::fs::read_to_string(log).unwrap_or_default()
+        }
+        (Some(pid), None) => {
+            stop_process(pid);
+            String::new()
+        }
+        _ => String::new(),
+    }
 }
 
 /// One input's result: `counts` ((sent, malformed, late), warm-up frames sent), `run` (its
