@@ -5,10 +5,13 @@
 //! reference's own `keep_spaced`.
 //! Buffers are sized once per resolution.
 
+mod lazy_sorted;
+
 use std::sync::Arc;
 
 use cudarc::driver::{CudaEvent, CudaStream};
 
+use self::lazy_sorted::LazySorted;
 use super::driver::buffers::{copy_rows_on_device, download, upload, DevBuf, HostBuf};
 use super::driver::cuda_err;
 use super::driver::{DevPtr, Launch};
@@ -521,56 +524,6 @@ impl GpuGftt {
     }
 }
 
-/// The candidates (value bits, pixel index) in goodFeaturesToTrack's order, value descending
-/// then the later pixel first (a strict total order: indices are unique), yielding their
-/// indices; the slice is sorted a chunk at a time as it is read (the chunk's members picked
-/// by `select_nth_unstable_by`, then sorted; each chunk twice the last).
-struct LazySorted<'a> {
-    v: &'a mut [(u32, u32)],
-    pos: usize,
-    sorted_end: usize,
-    chunk: usize,
-}
-
-impl<'a> LazySorted<'a> {
-    fn new(v: &'a mut [(u32, u32)], first_chunk: usize) -> Self {
-        LazySorted {
-            v,
-            pos: 0,
-            sorted_end: 0,
-            chunk: first_chunk.max(1),
-        }
-    }
-
-    fn order(a: &(u32, u32), b: &(u32, u32)) -> std::cmp::Ordering {
-        f32::from_bits(b.0)
-            .total_cmp(&f32::from_bits(a.0))
-            .then(b.1.cmp(&a.1))
-    }
-}
-
-impl Iterator for LazySorted<'_> {
-    type Item = u32;
-
-    fn next(&mut self) -> Option<u32> {
-        if self.pos == self.sorted_end {
-            let rest = &mut self.v[self.pos..];
-            if rest.is_empty() {
-                return None;
-            }
-            let k = self.chunk.min(rest.len());
-            if k < rest.len() {
-                rest.select_nth_unstable_by(k - 1, Self::order);
-            }
-            rest[..k].sort_unstable_by(Self::order);
-            self.sorted_end = self.pos + k;
-            self.chunk = self.chunk.saturating_mul(2);
-        }
-        self.pos += 1;
-        Some(self.v[self.pos - 1].1)
-    }
-}
-
 /// The dense kernels' parameters for goodFeaturesToTrack's min-eigenvalue map (mode 1), with
 /// `cpu::harris::dense_core`'s kernels and scale.
 fn eigen_params(p: &GfttParams) -> DenseParams {
@@ -587,32 +540,4 @@ fn eigen_params(p: &GfttParams) -> DenseParams {
         dp.de[i] = dv as f32;
     }
     dp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::LazySorted;
-
-    #[test]
-    fn lazy_sort_yields_the_full_sort_in_order_with_any_chunk() {
-        let mut s = 0x9e37_79b9u32;
-        let v: Vec<(u32, u32)> = (0..5000u32)
-            .map(|i| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                // Few distinct values, so that ties go to the index.
-                ((1.0f32 + (s >> 28) as f32).to_bits(), i * 7 % 5003)
-            })
-            .collect();
-        let mut full = v.clone();
-        full.sort_by(LazySorted::order);
-        let want: Vec<u32> = full.iter().map(|c| c.1).collect();
-        for chunk in [1, 3, 256, 4999, 5000, 9000] {
-            let mut w = v.clone();
-            let got: Vec<u32> = LazySorted::new(&mut w, chunk).collect();
-            assert_eq!(got, want, "chunk {chunk}");
-            let mut w = v.clone();
-            let head: Vec<u32> = LazySorted::new(&mut w, chunk).take(10).collect();
-            assert_eq!(head, want[..10], "chunk {chunk}");
-        }
-    }
 }
