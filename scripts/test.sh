@@ -62,6 +62,9 @@ if [ "${SKIP_ROS:-0}" != 1 ] && [ -f scripts/test-ros.sh ]; then
   # code, so its x86_64 clippy is left out then.
   clippy=1
   if [ "${SKIP_AARCH64:-0}" != 1 ] && [ "${GF_AARCH64_ROS:-1}" = 1 ]; then clippy=0; fi
+  # The default target dir, whose release dependencies the VIO and aarch64 steps built
+  # (scripts/test-ros.sh, GF_ROS_TARGET).
+  export GF_ROS_TARGET=${GF_ROS_TARGET:-$ROOT/target}
   GF_ROS_CLIPPY=$clippy bash scripts/test-ros.sh
   step "ROS 2 node build and integration test (Jazzy wheels)"
   GF_ROS_DISTRO=jazzy bash scripts/test-ros.sh
