@@ -72,20 +72,15 @@ fn copy_on_pool(dst: &mut [u8], src: &[u8], streaming: bool) {
         });
 }
 
-/// One size (`bytes` of a frame of `pixels` pixels): rows of (what, stat); the rows of the
-/// conversion to gray (`cuda.host_gray`) only for a 3-byte colour frame (bgr8), `None`
-/// otherwise.
-fn measure(
+/// The copy of a frame (`src`'s frames rotated) into pinned memory on 1.. threads with
+/// plain and streaming stores, its upload from pinned and from pageable memory, and both.
+fn copy_and_upload_rows(
     gpu: &Gpu,
-    bytes: usize,
-    pixels: (usize, usize),
+    (host, dev): (&mut HostBuf, &DevBuf<u8>),
+    src: &[Vec<u8>],
     runs: usize,
 ) -> Result<Vec<(String, Option<Stat>)>> {
-    let src: Vec<Vec<u8>> = (0..SOURCES)
-        .map(|k| (0..bytes).map(|i| (i * 7 + k * 13) as u8).collect())
-        .collect();
-    let mut host = HostBuf::new(&gpu.ctx, bytes, true)?;
-    let dev = DevBuf::new(&gpu.ctx, bytes)?;
+    let bytes = dev.len();
     let mut rows = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut counts = vec![1, 2, 4, 8, 16];
@@ -105,7 +100,7 @@ fn measure(
         }
     }
     let s = time(runs, |_| {
-        upload(&gpu.stream, &host, dev.ptr(), bytes)?;
+        upload(&gpu.stream, host, dev.ptr(), bytes)?;
         gpu.sync()
     })?;
     rows.push(("upload from pinned memory (async + sync)".into(), Some(s)));
@@ -118,7 +113,7 @@ fn measure(
         let s = time(runs, |i| {
             let dst = &mut host.as_mut_slice()[..bytes];
             eight.install(|| copy_on_pool(dst, &src[i % SOURCES], streaming));
-            upload(&gpu.stream, &host, dev.ptr(), bytes)?;
+            upload(&gpu.stream, host, dev.ptr(), bytes)?;
             gpu.sync()
         })?;
         rows.push((
@@ -126,6 +121,24 @@ fn measure(
             Some(s),
         ));
     }
+    Ok(rows)
+}
+
+/// One size (`bytes` of a frame of `pixels` pixels): rows of (what, stat); the rows of the
+/// conversion to gray (`cuda.host_gray`) only for a 3-byte colour frame (bgr8), `None`
+/// otherwise.
+fn measure(
+    gpu: &Gpu,
+    bytes: usize,
+    pixels: (usize, usize),
+    runs: usize,
+) -> Result<Vec<(String, Option<Stat>)>> {
+    let src: Vec<Vec<u8>> = (0..SOURCES)
+        .map(|k| (0..bytes).map(|i| (i * 7 + k * 13) as u8).collect())
+        .collect();
+    let mut host = HostBuf::new(&gpu.ctx, bytes, true)?;
+    let dev = DevBuf::new(&gpu.ctx, bytes)?;
+    let mut rows = copy_and_upload_rows(gpu, (&mut host, &dev), &src, runs)?;
     // Canny's floor from a pageable frame: the pipeline's input path, then its output path
     // (the packed edge map, a bit per pixel, back to the host and unpacked to bytes by the
     // crew) with no kernel between them. No GPU Canny from a pageable frame into a byte

@@ -162,68 +162,27 @@ pub(super) struct PairResult {
     pub(super) opencv: Option<Value>,
 }
 
-/// Times the matcher (k=2 + ratio 0.8, the `knnMatch` + Lowe test equivalent, and with
-/// our cross-check added) on a random and a real descriptor pair, beside OpenCV.
-pub(super) fn bench_matching(a: MatchBenchInput) -> Result<MatchBench> {
-    const RATIO: f32 = 0.8;
-    let knn_ratio = MatchParams {
-        ratio: Some(RATIO),
-        cross_check: false,
-        max_distance: None,
-    };
-    let with_cross = MatchParams {
-        cross_check: true,
-        ..knn_ratio
-    };
-    let mut notes = Vec::new();
-    let mut pairs = vec![synthetic_pair(a.n)];
-    match a.frame.map(|f| orb_pair(f, a.n)) {
-        Some(Ok(p)) => pairs.push(p),
-        Some(Err(why)) => notes.push(format!("no ORB descriptor pair: {why}")),
-        None => {}
-    }
-    let mut matchers = Vec::new();
-    if a.gpu {
-        matchers.push(("gpu", Matcher::new(BackendChoice::Cuda)?, a.gpu_runs));
-    }
-    if a.cpu {
-        matchers.push(("cpu", Matcher::new(BackendChoice::Cpu)?, a.cpu_runs));
-    }
-    let mut results: Vec<PairResult> = Vec::new();
-    for (tag, pair) in pairs.iter().enumerate() {
-        let mut r = PairResult::default();
-        for (backend, m, (warmup, runs)) in matchers.iter_mut() {
-            let (s, kept) = time_matcher(m, pair, &knn_ratio, *warmup, *runs)?;
-            eprintln!("  match {} {backend}: {:.3} ms", pair.name, s.median);
-            r.ms.insert(format!("{backend}.ratio"), s);
-            r.counts.insert(format!("{backend}.kept"), kept as f64);
-            let (s, _) = time_matcher(m, pair, &with_cross, *warmup, *runs)?;
-            r.ms.insert(format!("{backend}.cross"), s);
-        }
-        if let Some(py) = a.python {
-            match run_opencv_match(py, a.dir, tag, pair, a.opencv_runs, RATIO) {
-                Ok(v) => {
-                    let all = v["threads_all"].as_u64().unwrap_or(1);
-                    let n = v["runs"].as_u64().unwrap_or(0) as usize;
-                    for (key, threads) in [("cv1", 1u64), ("cvN", all)] {
-                        let t = &v["results"][threads.to_string()]["knn2"];
-                        if let (Some(median), Some(p90)) =
-                            (t["median_ms"].as_f64(), t["p90_ms"].as_f64())
-                        {
-                            r.ms.insert(key.into(), Stat { median, p90, n });
-                        }
-                    }
-                    if let Some(k) = v["counts"]["ratio"].as_f64() {
-                        r.counts.insert("cv.kept".into(), k);
-                    }
-                    r.opencv = Some(v);
-                }
-                Err(why) => notes.push(format!("OpenCV rows omitted for {}: {why}", pair.name)),
+impl PairResult {
+    /// OpenCV's timings (`cv1`, `cvN`) and its ratio-test count from the script's JSON.
+    fn take_opencv(&mut self, v: Value) {
+        let all = v["threads_all"].as_u64().unwrap_or(1);
+        let n = v["runs"].as_u64().unwrap_or(0) as usize;
+        for (key, threads) in [("cv1", 1u64), ("cvN", all)] {
+            let t = &v["results"][threads.to_string()]["knn2"];
+            if let (Some(median), Some(p90)) = (t["median_ms"].as_f64(), t["p90_ms"].as_f64()) {
+                self.ms.insert(key.into(), Stat { median, p90, n });
             }
         }
-        results.push(r);
+        if let Some(k) = v["counts"]["ratio"].as_f64() {
+            self.counts.insert("cv.kept".into(), k);
+        }
+        self.opencv = Some(v);
     }
+}
 
+/// The markdown table of `bench_matching`: a column per pair, a row per matcher and the
+/// ratios and counts, then the method and the notes.
+fn markdown(pairs: &[DescriptorPair], results: &[PairResult], notes: &[String]) -> String {
     let cv_threads = results
         .iter()
         .find_map(|r| r.opencv.as_ref()?["threads_all"].as_u64())
@@ -301,9 +260,60 @@ pub(super) fn bench_matching(a: MatchBenchInput) -> Result<MatchBench> {
          test is counted untimed). The kept counts must agree: they depend only on the two \
          nearest distances, not on how ties are broken.\n",
     );
-    for n in &notes {
+    for n in notes {
         md.push_str(&format!("- note: {n}\n"));
     }
+    md
+}
+
+/// Times the matcher (k=2 + ratio 0.8, the `knnMatch` + Lowe test equivalent, and with
+/// our cross-check added) on a random and a real descriptor pair, beside OpenCV.
+pub(super) fn bench_matching(a: MatchBenchInput) -> Result<MatchBench> {
+    const RATIO: f32 = 0.8;
+    let knn_ratio = MatchParams {
+        ratio: Some(RATIO),
+        cross_check: false,
+        max_distance: None,
+    };
+    let with_cross = MatchParams {
+        cross_check: true,
+        ..knn_ratio
+    };
+    let mut notes = Vec::new();
+    let mut pairs = vec![synthetic_pair(a.n)];
+    match a.frame.map(|f| orb_pair(f, a.n)) {
+        Some(Ok(p)) => pairs.push(p),
+        Some(Err(why)) => notes.push(format!("no ORB descriptor pair: {why}")),
+        None => {}
+    }
+    let mut matchers = Vec::new();
+    if a.gpu {
+        matchers.push(("gpu", Matcher::new(BackendChoice::Cuda)?, a.gpu_runs));
+    }
+    if a.cpu {
+        matchers.push(("cpu", Matcher::new(BackendChoice::Cpu)?, a.cpu_runs));
+    }
+    let mut results: Vec<PairResult> = Vec::new();
+    for (tag, pair) in pairs.iter().enumerate() {
+        let mut r = PairResult::default();
+        for (backend, m, (warmup, runs)) in matchers.iter_mut() {
+            let (s, kept) = time_matcher(m, pair, &knn_ratio, *warmup, *runs)?;
+            eprintln!("  match {} {backend}: {:.3} ms", pair.name, s.median);
+            r.ms.insert(format!("{backend}.ratio"), s);
+            r.counts.insert(format!("{backend}.kept"), kept as f64);
+            let (s, _) = time_matcher(m, pair, &with_cross, *warmup, *runs)?;
+            r.ms.insert(format!("{backend}.cross"), s);
+        }
+        if let Some(py) = a.python {
+            match run_opencv_match(py, a.dir, tag, pair, a.opencv_runs, RATIO) {
+                Ok(v) => r.take_opencv(v),
+                Err(why) => notes.push(format!("OpenCV rows omitted for {}: {why}", pair.name)),
+            }
+        }
+        results.push(r);
+    }
+
+    let md = markdown(&pairs, &results, &notes);
     let json = json!({
         "descriptors": a.n,
         "ratio": RATIO,

@@ -3,6 +3,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::report::plot::{bars, BarGroup, Labels, Scale};
 
 /// `--plots DIR`: per size, our stage medians (GPU beside the CPU reference) and the
 /// same-work comparison with OpenCV (1 and N threads), as grouped bars on a log axis.
@@ -13,121 +14,141 @@ pub(super) fn plots(
     cv_threads: u64,
     dir: &Path,
 ) -> Result<Vec<(String, String)>> {
-    use crate::report::plot::{bars, BarGroup, Labels, Scale};
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut out = Vec::new();
-    let median = |r: &SizeResult, k: &str| r.values.get(k).map(|s| s.median);
-    // Groups with at least one value; None when no group has any.
-    let keep = |groups: Vec<BarGroup>| -> Option<Vec<BarGroup>> {
-        let g: Vec<BarGroup> = groups
-            .into_iter()
-            .filter(|g| g.values.iter().any(Option::is_some))
-            .collect();
-        (!g.is_empty()).then_some(g)
-    };
     let all = format!("OpenCV, {cv_threads} threads");
     for (z, r) in sizes.iter().zip(results) {
-        // Stage names in pipeline order, GPU's first, then any the CPU adds.
-        let mut stages: Vec<&str> = Vec::new();
-        for be in ["gpu", "cpu"] {
-            if let Some(run) = r.runs.get(&format!("{be}.default")) {
-                for (st, _) in &run.stages {
-                    if !stages.contains(st) {
-                        stages.push(st);
-                    }
+        out.extend(stage_chart(dir, z, r)?);
+        out.extend(opencv_chart(dir, z, r, &all)?);
+    }
+    Ok(out)
+}
+
+fn median(r: &SizeResult, k: &str) -> Option<f64> {
+    r.values.get(k).map(|s| s.median)
+}
+
+/// The groups with at least one value; None when no group has any.
+fn keep(groups: Vec<BarGroup>) -> Option<Vec<BarGroup>> {
+    let g: Vec<BarGroup> = groups
+        .into_iter()
+        .filter(|g| g.values.iter().any(Option::is_some))
+        .collect();
+    (!g.is_empty()).then_some(g)
+}
+
+/// Size `z`'s chart of the time per stage, ours on the GPU and the CPU: (file, caption).
+fn stage_chart(dir: &Path, z: &Size, r: &SizeResult) -> Result<Option<(String, String)>> {
+    // Stage names in pipeline order, GPU's first, then any the CPU adds.
+    let mut stages: Vec<&str> = Vec::new();
+    for be in ["gpu", "cpu"] {
+        if let Some(run) = r.runs.get(&format!("{be}.default")) {
+            for (st, _) in &run.stages {
+                if !stages.contains(st) {
+                    stages.push(st);
                 }
             }
         }
-        let mut cats: Vec<String> = stages.iter().map(|s| s.to_string()).collect();
-        cats.push("whole\nprocess_into".into());
-        let group = |be: &str, name: &str| BarGroup {
-            name: name.into(),
-            values: stages
-                .iter()
-                .map(|st| median(r, &format!("{be}.default.stage.{st}")))
-                .chain([median(r, &format!("{be}.default.wall"))])
-                .collect(),
-        };
-        if let Some(groups) = keep(vec![
-            group("gpu", "ours GPU"),
-            group("cpu", "ours CPU reference (1 thread)"),
-        ]) {
-            let who: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
-            let file = format!("bench_stages_{z}.png");
-            bars(
-                &dir.join(&file),
-                Labels {
-                    title: &format!(
-                        "Stage times per frame, {z}, default config: {}",
-                        who.join(" vs ")
-                    ),
-                    x: "pipeline stage",
-                    y: "median time (ms, log scale)",
-                },
-                &cats,
-                &groups,
-                Scale::Log,
-            )?;
-            out.push((
-                file,
-                format!("{z}: median time per stage, {}", who.join(" and ")),
-            ));
-        }
-
-        // Same work: our matched configs (whole call) and the OpenCV op, per op.
-        let ops = [
-            ("fast", "FAST", "fast"),
-            ("canny", "Canny", "canny"),
-            ("orb", "ORB detect", "orb"),
-            ("orb_desc", "ORB detect\n+ describe", "orb_desc"),
-            (
-                "default",
-                "default pipeline /\nORB + Canny",
-                "orb_desc+canny",
-            ),
-        ];
-        let cats: Vec<String> = ops.iter().map(|o| o.1.to_string()).collect();
-        let ours = |be: &str, name: &str| BarGroup {
-            name: name.into(),
-            values: ops
-                .iter()
-                .map(|(k, _, _)| median(r, &format!("{be}.{k}.wall")))
-                .collect(),
-        };
-        let cv = |tag: &str, name: &str| BarGroup {
-            name: name.into(),
-            values: ops
-                .iter()
-                .map(|(_, _, op)| median(r, &format!("{tag}.{op}")))
-                .collect(),
-        };
-        let groups = keep(vec![
-            ours("gpu", "ours GPU"),
-            ours("cpu", "ours CPU reference (1 thread)"),
-            cv("cv1", "OpenCV, 1 thread"),
-            cv("cvN", &all),
-        ]);
-        // Only worth a chart when OpenCV ran.
-        if let Some(groups) = groups.filter(|g| g.iter().any(|g| g.name.starts_with("OpenCV"))) {
-            let file = format!("bench_vs_opencv_{z}.png");
-            bars(
-                &dir.join(&file),
-                Labels {
-                    title: &format!("Same work, ours vs OpenCV, {z}"),
-                    x: "operation (ours: whole process_into with the matching config)",
-                    y: "median time (ms, log scale)",
-                },
-                &cats,
-                &groups,
-                Scale::Log,
-            )?;
-            out.push((
-                file,
-                format!("{z}: ours (GPU, CPU) vs OpenCV (1 and N threads), same work"),
-            ));
-        }
     }
-    Ok(out)
+    let mut cats: Vec<String> = stages.iter().map(|s| s.to_string()).collect();
+    cats.push("whole\nprocess_into".into());
+    let group = |be: &str, name: &str| BarGroup {
+        name: name.into(),
+        values: stages
+            .iter()
+            .map(|st| median(r, &format!("{be}.default.stage.{st}")))
+            .chain([median(r, &format!("{be}.default.wall"))])
+            .collect(),
+    };
+    let Some(groups) = keep(vec![
+        group("gpu", "ours GPU"),
+        group("cpu", "ours CPU reference (1 thread)"),
+    ]) else {
+        return Ok(None);
+    };
+    let who: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    let file = format!("bench_stages_{z}.png");
+    bars(
+        &dir.join(&file),
+        Labels {
+            title: &format!(
+                "Stage times per frame, {z}, default config: {}",
+                who.join(" vs ")
+            ),
+            x: "pipeline stage",
+            y: "median time (ms, log scale)",
+        },
+        &cats,
+        &groups,
+        Scale::Log,
+    )?;
+    Ok(Some((
+        file,
+        format!("{z}: median time per stage, {}", who.join(" and ")),
+    )))
+}
+
+/// Size `z`'s chart of the same work, ours against OpenCV (`all`: the N-thread label), when
+/// OpenCV ran: (file, caption).
+fn opencv_chart(
+    dir: &Path,
+    z: &Size,
+    r: &SizeResult,
+    all: &str,
+) -> Result<Option<(String, String)>> {
+    // Same work: our matched configs (whole call) and the OpenCV op, per op.
+    let ops = [
+        ("fast", "FAST", "fast"),
+        ("canny", "Canny", "canny"),
+        ("orb", "ORB detect", "orb"),
+        ("orb_desc", "ORB detect\n+ describe", "orb_desc"),
+        (
+            "default",
+            "default pipeline /\nORB + Canny",
+            "orb_desc+canny",
+        ),
+    ];
+    let cats: Vec<String> = ops.iter().map(|o| o.1.to_string()).collect();
+    let ours = |be: &str, name: &str| BarGroup {
+        name: name.into(),
+        values: ops
+            .iter()
+            .map(|(k, _, _)| median(r, &format!("{be}.{k}.wall")))
+            .collect(),
+    };
+    let cv = |tag: &str, name: &str| BarGroup {
+        name: name.into(),
+        values: ops
+            .iter()
+            .map(|(_, _, op)| median(r, &format!("{tag}.{op}")))
+            .collect(),
+    };
+    let groups = keep(vec![
+        ours("gpu", "ours GPU"),
+        ours("cpu", "ours CPU reference (1 thread)"),
+        cv("cv1", "OpenCV, 1 thread"),
+        cv("cvN", all),
+    ]);
+    // Only worth a chart when OpenCV ran.
+    let Some(groups) = groups.filter(|g| g.iter().any(|g| g.name.starts_with("OpenCV"))) else {
+        return Ok(None);
+    };
+    let file = format!("bench_vs_opencv_{z}.png");
+    bars(
+        &dir.join(&file),
+        Labels {
+            title: &format!("Same work, ours vs OpenCV, {z}"),
+            x: "operation (ours: whole process_into with the matching config)",
+            y: "median time (ms, log scale)",
+        },
+        &cats,
+        &groups,
+        Scale::Log,
+    )?;
+    Ok(Some((
+        file,
+        format!("{z}: ours (GPU, CPU) vs OpenCV (1 and N threads), same work"),
+    )))
 }
 
 /// The markdown section linking the plots; `link_dir` is how the markdown reaches `DIR`.

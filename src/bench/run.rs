@@ -63,28 +63,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             .or(scripts.peers_missing.clone()),
     );
     let gpu = p.gpu.is_some();
-    let matching = if args.match_descriptors > 0 {
-        eprintln!(
-            "bench matcher: {} descriptors per set",
-            args.match_descriptors
-        );
-        Some(bench_matching(MatchBenchInput {
-            n: args.match_descriptors,
-            gpu,
-            cpu: p.cpu.is_some(),
-            python: scripts.python.filter(|_| scripts.opencv_failed.is_none()),
-            dir: &scripts.tmp,
-            frame: results
-                .first()
-                .and_then(|r| r.frames.as_ref())
-                .and_then(|f| f.frames.first()),
-            gpu_runs: (args.warmup, args.frames),
-            cpu_runs: (p.cpu_warmup, p.cpu_frames),
-            opencv_runs: args.opencv_runs,
-        })?)
-    } else {
-        None
-    };
+    let matching = run_matching(args, &p, &scripts, &results)?;
     scripts.finish(&mut notes);
 
     let cv = results.iter().find_map(|r| r.opencv.clone());
@@ -131,6 +110,37 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     emit(args, &md, || {
         summary.json(args, &results, matching.as_ref())
     })
+}
+
+/// `--match-descriptors N`: the matchers on N descriptors per set (the first frame's ORB
+/// descriptors when there is one); None without it.
+fn run_matching(
+    args: &BenchArgs,
+    p: &Pipelines,
+    scripts: &Scripts,
+    results: &[SizeResult],
+) -> Result<Option<MatchBench>> {
+    if args.match_descriptors == 0 {
+        return Ok(None);
+    }
+    eprintln!(
+        "bench matcher: {} descriptors per set",
+        args.match_descriptors
+    );
+    Ok(Some(bench_matching(MatchBenchInput {
+        n: args.match_descriptors,
+        gpu: p.gpu.is_some(),
+        cpu: p.cpu.is_some(),
+        python: scripts.python.filter(|_| scripts.opencv_failed.is_none()),
+        dir: &scripts.tmp,
+        frame: results
+            .first()
+            .and_then(|r| r.frames.as_ref())
+            .and_then(|f| f.frames.first()),
+        gpu_runs: (args.warmup, args.frames),
+        cpu_runs: (p.cpu_warmup, p.cpu_frames),
+        opencv_runs: args.opencv_runs,
+    })?))
 }
 
 /// Our pipelines: the GPU's (unless it is not usable) and the CPU's (unless `--no-cpu`),

@@ -141,6 +141,51 @@ pub(super) fn table(rows: &[StreamsRow]) -> String {
     s
 }
 
+/// The report of `bench --streams`: what ran on what, the method, the table.
+fn markdown(
+    args: &BenchArgs,
+    (cfg_name, photos, from_bench_data): (&str, usize, bool),
+    (gpu, gpu_desc): (bool, Option<&str>),
+    (inputs, notes): (&[String], &[String]),
+    rows: &[StreamsRow],
+) -> String {
+    let mut md = format!("## gpu_features bench --streams, {}\n\n", utc_date());
+    md.push_str(&format!("- command: `{}`\n", command_line()));
+    md.push_str(&gpu_line(gpu, gpu_desc));
+    md.push_str(&format!("- CPU: {}\n", cpu_model()));
+    md.push_str(&format!("- config: {cfg_name}\n"));
+    md.push_str(&format!(
+        "- inputs: mono8 frames per size, {} ({} photos)\n",
+        if from_bench_data {
+            "crops (not scaled) of real photos"
+        } else {
+            "mosaics of tests/data photos"
+        },
+        photos
+    ));
+    for l in inputs {
+        md.push_str(l);
+    }
+    md.push_str(&format!(
+        "- method: N pipelines on N threads{}; thread t processes frames t, t+1, ...; {} \
+         untimed warm-up frames each, then all start together and each times {} \
+         `process_into` calls\n",
+        if gpu { ", one CUDA stream each" } else { "" },
+        args.warmup,
+        args.frames
+    ));
+    for n in notes {
+        md.push_str(&format!("- note: {n}\n"));
+    }
+    md.push_str(
+        "\nAggregate frames/s: N x frames over the wall time from the common start to the \
+         last thread's end; x 1 stream: that over the 1-stream rate of the same size; \
+         latency: wall time of each call over every frame of every thread (nearest rank).\n\n",
+    );
+    md.push_str(&table(rows));
+    md
+}
+
 /// `gpu_features bench --streams ...`: this measurement only, reported on stdout,
 /// `--markdown` and `--json`.
 pub(super) fn run(
@@ -209,40 +254,13 @@ pub(super) fn run(
 
     let gpu = kind == BackendKind::Cuda;
     let gpu_desc = gpu_info();
-    let mut md = format!("## gpu_features bench --streams, {}\n\n", utc_date());
-    md.push_str(&format!("- command: `{}`\n", command_line()));
-    md.push_str(&gpu_line(gpu, gpu_desc.as_deref()));
-    md.push_str(&format!("- CPU: {}\n", cpu_model()));
-    md.push_str(&format!("- config: {cfg_name}\n"));
-    md.push_str(&format!(
-        "- inputs: mono8 frames per size, {} ({} photos)\n",
-        if from_bench_data {
-            "crops (not scaled) of real photos"
-        } else {
-            "mosaics of tests/data photos"
-        },
-        photos.len()
-    ));
-    for l in &inputs {
-        md.push_str(l);
-    }
-    md.push_str(&format!(
-        "- method: N pipelines on N threads{}; thread t processes frames t, t+1, ...; {} \
-         untimed warm-up frames each, then all start together and each times {} \
-         `process_into` calls\n",
-        if gpu { ", one CUDA stream each" } else { "" },
-        args.warmup,
-        args.frames
-    ));
-    for n in &notes {
-        md.push_str(&format!("- note: {n}\n"));
-    }
-    md.push_str(
-        "\nAggregate frames/s: N x frames over the wall time from the common start to the \
-         last thread's end; x 1 stream: that over the 1-stream rate of the same size; \
-         latency: wall time of each call over every frame of every thread (nearest rank).\n\n",
+    let md = markdown(
+        args,
+        (cfg_name, photos.len(), from_bench_data),
+        (gpu, gpu_desc.as_deref()),
+        (&inputs, &notes),
+        &rows,
     );
-    md.push_str(&table(&rows));
     emit(args, &md, || {
         json!({
             "date": utc_date(),
