@@ -128,6 +128,57 @@ struct Counts {
     trace: Trace,
 }
 
+/// The publisher that answers input `name`'s images: the image republished (`image` mode),
+/// or a keypoints cloud with `args.points` made-up keypoints (`header`).
+fn answer_for(node: &mut r2r::Node, args: &RelayArgs, name: &str) -> Result<Answer, String> {
+    let out_qos = QosProfile::default().keep_last(5);
+    Ok(if args.mode == "image" {
+        let t = topic(&args.namespace, name, "relayed");
+        Answer::Image(
+            node.create_publisher::<Image>(&t, out_qos)
+                .map_err(|e| format!("publisher {t}: {e}"))?,
+        )
+    } else {
+        let t = topic(&args.namespace, name, "keypoints");
+        let (keypoints, descriptors) = made_up_keypoints(args.points);
+        Answer::Header(Box::new(HeaderAnswer {
+            publisher: node
+                .create_publisher_untyped(&t, crate::cdr::POINT_CLOUD2, out_qos)
+                .map_err(|e| format!("publisher {t}: {e}"))?,
+            header: Header::default(),
+            keypoints,
+            descriptors,
+            cdr: KeypointsCdr::default(),
+        }))
+    })
+}
+
+/// Prints input `name`'s summary line and writes its trace (with `GF_TRACE_DIR`).
+fn summarize(name: &str, c: &Counts, trace_dir: Option<&std::path::Path>) {
+    let mut l = c.latency_ms.clone();
+    l.sort_by(f64::total_cmp);
+    let pct = |q: f64| crate::report::pct(&l, q);
+    println!(
+        "gpu_features_relay summary input={name:?} received={} latency_ms p50={:.3} p95={:.3} p99={:.3} max={:.3}",
+        c.received,
+        pct(50.0),
+        pct(95.0),
+        pct(99.0),
+        l.last().copied().unwrap_or(f64::NAN)
+    );
+    if let Some(dir) = trace_dir {
+        if let Err(e) = c
+            .trace
+            .write(dir, "relay", name, ["received_ns", "answered_ns"])
+        {
+            eprintln!(
+                "gpu_features_relay: trace of input {name:?} into {}: {e}",
+                dir.display()
+            );
+        }
+    }
+}
+
 async fn relay(args: &RelayArgs) -> Result<(), String> {
     let qos = {
         let q = QosProfile::default().keep_last(args.depth.clamp(1, 1000));
@@ -155,26 +206,7 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
         let t_in = topic(&args.namespace, name, "image");
         let taker = ImageTaker::subscribe(&mut node, &t_in, qos.clone())
             .map_err(|e| format!("subscribe {t_in}: {e}"))?;
-        let out_qos = QosProfile::default().keep_last(5);
-        let answer = if args.mode == "image" {
-            let t = topic(&args.namespace, name, "relayed");
-            Answer::Image(
-                node.create_publisher::<Image>(&t, out_qos)
-                    .map_err(|e| format!("publisher {t}: {e}"))?,
-            )
-        } else {
-            let t = topic(&args.namespace, name, "keypoints");
-            let (keypoints, descriptors) = made_up_keypoints(args.points);
-            Answer::Header(Box::new(HeaderAnswer {
-                publisher: node
-                    .create_publisher_untyped(&t, crate::cdr::POINT_CLOUD2, out_qos)
-                    .map_err(|e| format!("publisher {t}: {e}"))?,
-                header: Header::default(),
-                keypoints,
-                descriptors,
-                cdr: KeypointsCdr::default(),
-            }))
-        };
+        let answer = answer_for(&mut node, args, name)?;
         let c = Arc::new(Mutex::new(Counts {
             received: 0,
             latency_ms: Vec::with_capacity(1 << 16),
@@ -221,29 +253,7 @@ async fn relay(args: &RelayArgs) -> Result<(), String> {
     stop.store(true, Ordering::SeqCst);
     let node = spinner.await.ok();
     for (name, c) in names.iter().zip(&counts) {
-        let c = c.lock().unwrap();
-        let mut l = c.latency_ms.clone();
-        l.sort_by(f64::total_cmp);
-        let pct = |q: f64| crate::report::pct(&l, q);
-        println!(
-            "gpu_features_relay summary input={name:?} received={} latency_ms p50={:.3} p95={:.3} p99={:.3} max={:.3}",
-            c.received,
-            pct(50.0),
-            pct(95.0),
-            pct(99.0),
-            l.last().copied().unwrap_or(f64::NAN)
-        );
-        if let Some(dir) = &trace_dir {
-            if let Err(e) = c
-                .trace
-                .write(dir, "relay", name, ["received_ns", "answered_ns"])
-            {
-                eprintln!(
-                    "gpu_features_relay: trace of input {name:?} into {}: {e}",
-                    dir.display()
-                );
-            }
-        }
+        summarize(name, &c.lock().unwrap(), trace_dir.as_deref());
     }
     drop(node);
     Ok(())
