@@ -308,12 +308,12 @@ fn markdown(
     md
 }
 
-pub(super) fn run(
-    args: &BenchArgs,
-    sizes: &[Size],
-    photos: &[Photo],
-    mut notes: Vec<String>,
-) -> Result<()> {
+/// The Python and scripts/bench_vins_opencv.py for the OpenCV rows, or why there are none
+/// (into `notes`).
+fn opencv_script<'a>(
+    args: &'a BenchArgs,
+    notes: &mut Vec<String>,
+) -> (Option<&'a str>, Option<PathBuf>) {
     let python = (args.opencv != "none").then_some(args.opencv.as_str());
     let script = find_dir("scripts").map(|d| d.join("bench_vins_opencv.py"));
     let script = match (python, script) {
@@ -331,6 +331,54 @@ pub(super) fn run(
             None
         }
     };
+    (python, script)
+}
+
+/// OpenCV's rows (1 thread and all) for one size and setting: the mono pans, then the
+/// stereo pairs; the first error stops it (and the OpenCV rows of the later settings).
+#[allow(clippy::type_complexity)]
+fn opencv_rows(
+    (py, sc, tmp): (&str, &Path, &Path),
+    size: Size,
+    (seqs, pairs): (&[Vec<GrayImage>], &[(&Vec<GrayImage>, &Vec<GrayImage>)]),
+    setting: (usize, f64),
+    (rows, stereo_rows): (&mut Vec<TrackRow>, &mut Vec<StereoRow>),
+) -> std::result::Result<(), String> {
+    let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mono: Vec<&Vec<GrayImage>> = seqs.iter().collect();
+    let lefts: Vec<&Vec<GrayImage>> = pairs.iter().map(|p| p.0).collect();
+    let rights: Vec<&Vec<GrayImage>> = pairs.iter().map(|p| p.1).collect();
+    for (threads, label) in [
+        (1, "opencv-1".to_string()),
+        (0, format!("opencv-N ({all})")),
+    ] {
+        let r = run_opencv_tracks(py, sc, tmp, size, &mono, None, setting, threads)
+            .map(|v| rows.extend(opencv_row(&v, size, setting, label.clone())))
+            .and_then(|()| match pairs.is_empty() {
+                true => Ok(()),
+                false => {
+                    run_opencv_tracks(py, sc, tmp, size, &lefts, Some(&rights), setting, threads)
+                        .map(|v| {
+                            let r = stereo::opencv_row(&v, size.to_string(), setting.0, label);
+                            stereo_rows.extend(r)
+                        })
+                }
+            });
+        if let Err(why) = r {
+            eprintln!("  opencv: {why}");
+            return Err(why);
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn run(
+    args: &BenchArgs,
+    sizes: &[Size],
+    photos: &[Photo],
+    mut notes: Vec<String>,
+) -> Result<()> {
+    let (python, script) = opencv_script(args, &mut notes);
     let tmp = std::env::temp_dir().join(format!("gpu_features_tracks_{}", std::process::id()));
     if script.is_some() {
         std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
@@ -447,38 +495,16 @@ pub(super) fn run(
                 );
             }
             if let (Some(py), Some(sc), None) = (python, &script, &opencv_failed) {
-                let all = std::thread::available_parallelism().map_or(1, |n| n.get());
-                let mono: Vec<&Vec<GrayImage>> = seqs.iter().collect();
-                let lefts: Vec<&Vec<GrayImage>> = pairs.iter().map(|p| p.0).collect();
-                let rights: Vec<&Vec<GrayImage>> = pairs.iter().map(|p| p.1).collect();
-                for (threads, label) in [
-                    (1, "opencv-1".to_string()),
-                    (0, format!("opencv-N ({all})")),
-                ] {
-                    let r = run_opencv_tracks(py, sc, &tmp, size, &mono, None, setting, threads)
-                        .map(|v| rows.extend(opencv_row(&v, size, setting, label.clone())))
-                        .and_then(|()| match pairs.is_empty() {
-                            true => Ok(()),
-                            false => run_opencv_tracks(
-                                py,
-                                sc,
-                                &tmp,
-                                size,
-                                &lefts,
-                                Some(&rights),
-                                setting,
-                                threads,
-                            )
-                            .map(|v| {
-                                let r = stereo::opencv_row(&v, size.to_string(), setting.0, label);
-                                stereo_rows.extend(r)
-                            }),
-                        });
-                    if let Err(why) = r {
-                        eprintln!("  opencv: {why}");
-                        opencv_failed = Some(why);
-                        break;
-                    }
+                let io = (py, sc.as_path(), tmp.as_path());
+                let r = opencv_rows(
+                    io,
+                    size,
+                    (seqs, &pairs),
+                    setting,
+                    (&mut rows, &mut stereo_rows),
+                );
+                if let Err(why) = r {
+                    opencv_failed = Some(why);
                 }
             }
         }
