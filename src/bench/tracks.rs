@@ -37,8 +37,7 @@ pub(super) struct TrackRow {
     tracks_mean: f64,
     /// Wall time per frame, ms.
     ms: Dist,
-    /// Ours: the stages' wall times per frame, ms (FrameStats): pyramid, LK forward and
-    /// back, new corners; then the LK launch's GPU time (CUDA events; empty on the CPU).
+    /// Ours, ms per frame: pyramid, LK forward and back, new corners, LK's GPU time (events).
     stages: Option<[Dist; 4]>,
 }
 
@@ -82,8 +81,7 @@ fn pan_sequences(photos: &[Photo], size: Size) -> Pans {
 /// What [`time_tracker`] measured per timed frame: wall ms, tracks, the tracker's stats.
 type Timed = (Vec<f64>, Vec<usize>, Vec<FrameStats>);
 
-/// Tracks every sequence (a fresh start for each) until `frames` frames are timed, after
-/// `warmup` untimed frames, each frame started by `pace`.
+/// Tracks each sequence afresh until `frames` are timed after `warmup`, started by `pace`.
 fn time_tracker(
     t: &mut Tracker,
     seqs: &[Vec<GrayImage>],
@@ -118,8 +116,7 @@ fn time_tracker(
     (ms, tracks, stats)
 }
 
-/// OpenCV's pipeline on the sequences (written as PNG under `dir`): the script's JSON.
-/// With `right` (one sequence per left one), VINS-Fusion's stereo mode on the pairs.
+/// OpenCV's pipeline on the sequences (PNGs in `dir`; with `right`, stereo): its JSON.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_opencv_tracks(
     python: &str,
@@ -256,8 +253,7 @@ pub(super) fn table(rows: &[TrackRow]) -> String {
     s
 }
 
-/// The report of `bench --tracks`: what ran on what, the trackers side by side, our stages
-/// and the stereo table.
+/// The report of `bench --tracks`: the setup, the trackers side by side, stages, stereo.
 fn markdown(
     args: &BenchArgs,
     cpu_frames: usize,
@@ -308,8 +304,7 @@ fn markdown(
     md
 }
 
-/// The Python and scripts/bench_vins_opencv.py for the OpenCV rows, or why there are none
-/// (into `notes`).
+/// Python and scripts/bench_vins_opencv.py for the OpenCV rows, or why not (into `notes`).
 fn opencv_script<'a>(
     args: &'a BenchArgs,
     notes: &mut Vec<String>,
@@ -334,8 +329,7 @@ fn opencv_script<'a>(
     (python, script)
 }
 
-/// OpenCV's rows (1 thread and all) for one size and setting: the mono pans, then the
-/// stereo pairs; the first error stops it (and the OpenCV rows of the later settings).
+/// OpenCV's rows (1 thread, all) for a size and setting, mono then stereo; stops at an error.
 #[allow(clippy::type_complexity)]
 fn opencv_rows(
     (py, sc, tmp): (&str, &Path, &Path),
