@@ -11,7 +11,9 @@
 # and the stereo pair. Prints the node's shutdown summaries (the latency's parts, the
 # tracking step's parts) and the load's rows; logs in OUT. docs/tracking.md, "In the node".
 # GF_VINS_BENCH_PARAMS: extra node parameters for every case ("key:=value ...", e.g.
-# "cuda.prewake_us:=0").
+# "cuda.prewake_us:=0"). GF_VINS_BENCH_NODE: a gpu_features_node binary to run instead of
+# the bundle's (another build against the same libraries: before/after in one call).
+# GF_VINS_BENCH_CASES: only the cases of these labels ("pan-752x480-mono8 mono-752x480-mono8").
 set -u
 bundle=$1 out=$2
 dir=$(mktemp -d); tar -C "$dir" -xJf "$bundle"
@@ -20,9 +22,13 @@ export ROS_DOMAIN_ID=47 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST FASTDDS_DEFAULT_
 mkdir -p "$out"
 extra=()
 for x in ${GF_VINS_BENCH_PARAMS:-}; do extra+=(-p "$x"); done
+node_bin=${GF_VINS_BENCH_NODE:-$dir/bin/gpu_features_node}
 run() {  # label size enc extra-node-params... ; LOAD_INPUTS, LOAD_IMAGES, LOAD_PAN
   local label=$1 size=$2 enc=$3; shift 3
-  "$dir/bin/gpu_features_node" --ros-args --params-file "$dir/config/vins_frontend_params.yaml" \
+  if [ -n "${GF_VINS_BENCH_CASES:-}" ] && [[ " $GF_VINS_BENCH_CASES " != *" $label "* ]]; then
+    return 0
+  fi
+  "$node_bin" --ros-args --params-file "$dir/config/vins_frontend_params.yaml" \
     -p backend:=cuda -p image_qos.reliability:=reliable -p image_qos.depth:=100 "$@" "${extra[@]}" \
     >"$out/node-$label.log" 2>&1 &
   local node=$!

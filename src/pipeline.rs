@@ -204,7 +204,14 @@ impl Pipeline {
     /// stream of frames of one resolution stops allocating them after the first frame.
     /// On error `out` holds no stale keypoints or edges.
     pub fn process_into(&mut self, frame: &ImageView, out: &mut Features) -> Result<()> {
-        self.process_edges_to(frame, out, None).map(|_| ())
+        self.process_edges_to(
+            frame,
+            out,
+            None,
+            #[cfg(feature = "cuda")]
+            None,
+        )
+        .map(|_| ())
     }
 
     /// [`Pipeline::process_into`] with the frame's edge map written into `edges` (exactly
@@ -219,7 +226,28 @@ impl Pipeline {
         out: &mut Features,
         edges: &mut [u8],
     ) -> Result<bool> {
-        self.process_edges_to(frame, out, Some(edges))
+        self.process_edges_to(
+            frame,
+            out,
+            Some(edges),
+            #[cfg(feature = "cuda")]
+            None,
+        )
+    }
+
+    /// [`Pipeline::process_into_edges`] (into `edges` when given, else `out.edges`), calling
+    /// `after_decode` on the CUDA backend with the frame's gray image on the device as soon
+    /// as it is there: the feature tracker begins the same frame beside the detection
+    /// (`Tracker::begin`; `CudaPipeline::process_edges_then`). Not called on the CPU.
+    #[cfg(feature = "cuda")]
+    pub fn process_edges_then(
+        &mut self,
+        frame: &ImageView,
+        out: &mut Features,
+        edges: Option<&mut [u8]>,
+        after_decode: crate::cuda::AfterDecode,
+    ) -> Result<bool> {
+        self.process_edges_to(frame, out, edges, Some(after_decode))
     }
 
     /// The frame through the backend, its edge map into `edges` when given; on a CUDA error
@@ -229,13 +257,15 @@ impl Pipeline {
         frame: &ImageView,
         out: &mut Features,
         #[cfg_attr(not(feature = "cuda"), allow(unused_mut))] mut edges: Option<&mut [u8]>,
+        #[cfg(feature = "cuda")] after_decode: Option<crate::cuda::AfterDecode>,
     ) -> Result<bool> {
         let spare = &mut self.cpu_edges;
         let r = match &mut self.backend {
             Backend::Cpu(p) => cpu_edges_to(p, &self.run_config, frame, out, edges, spare),
             #[cfg(feature = "cuda")]
             Backend::Cuda(p) => {
-                let r = p.process_edges_into(&self.run_config, frame, out, edges.as_deref_mut());
+                let cfg = &self.run_config;
+                let r = p.process_edges_then(cfg, frame, out, edges.as_deref_mut(), after_decode);
                 if let Err(crate::Error::Cuda(why)) = &r {
                     // The GPU failed mid-stream: continue on the CPU reference (identical
                     // output) rather than losing this frame and the ones after it.

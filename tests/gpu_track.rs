@@ -414,6 +414,75 @@ fn gpu_tracker_on_the_pipelines_gray_equals_cpu_tracker() {
     );
 }
 
+/// The tracker begun beside the pipeline's detection (`Tracker::begin` from
+/// `Pipeline::process_edges_then`: its pyramid and LK queued on the tracker's stream as
+/// soon as the decode is, what the node does) equals the CPU tracker frame by frame: on
+/// full frames, on a flow-only frame (VINS-Mono's), on a frame begun with another stamp
+/// (dropped and tracked again), and around a begun frame that is never finished
+/// (`Tracker::drop_begun`: the tracks go on from the frame before, as if it never came).
+#[test]
+fn gpu_tracker_begun_beside_the_detection_equals_cpu_tracker() {
+    use gpu_features::track::{Track, TrackInput, TrackParams, Tracker};
+    use gpu_features::{BackendChoice, Config, Features, ImageView, Pipeline};
+    let name = "gpu_tracker_begun_beside_the_detection_equals_cpu_tracker";
+    let mut pipe = match Pipeline::new(Config::default(), BackendChoice::Cuda) {
+        Ok(p) if p.backend() == BackendKind::Cuda => p,
+        Ok(p) => return shared::skip_without_gpu(name, &p.fallback_reason().unwrap_or("")),
+        Err(e) => return shared::skip_without_gpu(name, &e.to_string()),
+    };
+    let key = |t: &Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
+    let mut features = Features::default();
+    let (mut g, why) = Tracker::for_pipeline(&pipe, TrackParams::default());
+    assert!(why.is_none(), "{why:?}");
+    let mut c = Tracker::new(TrackParams::default());
+    // Forward through the sequence, then back: 15 frames of real motion.
+    let order: Vec<usize> = (0..8).chain((0..7).rev()).collect();
+    let (mut total, mut compared) = (0, 0);
+    for (i, &k) in order.iter().enumerate() {
+        let img = frame(k);
+        let view =
+            ImageView::new(&img.data, img.width, img.height, img.width, "mono8", false).unwrap();
+        let stamp = i as f64 / 30.0;
+        let full = i != 3;
+        // Frame 6 is begun with a stamp that is not its own; frame 10 is never finished.
+        let begun_stamp = if i == 6 { stamp + 0.001 } else { stamp };
+        let mut begin = |gray: gpu_features::cuda::DeviceGray<'_>| {
+            g.begin(TrackInput::Device(gray, &view), begun_stamp, None, full)
+        };
+        pipe.process_edges_then(&view, &mut features, None, &mut begin)
+            .unwrap();
+        if i == 10 {
+            g.drop_begun();
+            continue;
+        }
+        let gray = pipe.gray_on_device().expect("the frame's gray image");
+        let input = TrackInput::Device(gray, &view);
+        let (a, b): (Vec<_>, Vec<_>) = if full {
+            let a = c.track_view(&view, stamp, None).iter().map(key).collect();
+            (
+                a,
+                g.track_input(input, stamp, None).iter().map(key).collect(),
+            )
+        } else {
+            let cv = TrackInput::View(&view);
+            let a = c.track_flow_only(cv, stamp, None).iter().map(key).collect();
+            (
+                a,
+                g.track_flow_only(input, stamp, None)
+                    .iter()
+                    .map(key)
+                    .collect(),
+            )
+        };
+        assert_eq!(a, b, "frame {i} (image {k})");
+        total += a.len();
+        compared += 1;
+        assert_eq!(g.backend(), BackendKind::Cuda, "{:?}", g.gpu_failure());
+    }
+    assert!(total > 2000, "{total}");
+    eprintln!("{name}: {compared} frames, {total} tracks, identical");
+}
+
 /// Stereo with the second camera's frame kept on the GPU (`Pipeline::keep_gray` after that
 /// camera's pipeline ran, `RightInput::Device`: what the node does while its tracker is on
 /// the GPU): the same left and right tracks as the CPU tracker on the host frames. The

@@ -11,6 +11,7 @@ use cudarc::driver::{result, CudaEvent};
 
 use super::driver::{device as context, graph, DevPtr};
 use super::in_flight::{InFlight, FRAMES_IN_FLIGHT};
+use super::kept::AfterDecode;
 use super::queue::{mark, queue_canny, queue_main, Marks};
 use super::state::{Graphs, State};
 use super::{decode, select, CudaPipeline, Gpu, MARKS, SPAN_END, STAGE_SPANS};
@@ -27,6 +28,7 @@ impl CudaPipeline {
         source: decode::Source,
         out: &mut Features,
         edges: Option<&mut [u8]>,
+        after_decode: Option<AfterDecode>,
     ) -> Result<bool> {
         let in_flight = InFlight::enter();
         let layout = match &self.decoder {
@@ -67,6 +69,13 @@ impl CudaPipeline {
         let decoder = self.decoder.as_mut().expect("decoder");
         decoder.run(gpu, source, gray, cfg.cuda.host_gray)?;
         mark(&ev[1], gpu)?;
+        if let (Some(f), Some(image)) = (after_decode, st.gray()) {
+            // The tracker's stream starts from the decode, beside everything below.
+            gpu.track
+                .wait(&ev[1])
+                .map_err(|e| context::cuda_err("ordering the tracker's stream", e))?;
+            f(image);
+        }
         // The graphs hold no host sync: only the GPU selection's path (the others size their
         // download from a first one).
         let use_graphs = cfg.cuda.graphs && gpu_select;

@@ -82,21 +82,31 @@ impl KeptGray {
     }
 }
 
+impl super::state::State {
+    /// The frame's gray image on the device: the pyramid's level 0, as the decode wrote it.
+    pub(super) fn gray(&self) -> Option<DeviceGray<'_>> {
+        let l = self.pyr.levels.first()?;
+        Some(DeviceGray {
+            ptr: self.pyr.level_ptr(0),
+            width: l.w,
+            height: l.h,
+            pitch: l.w,
+            owner: std::marker::PhantomData,
+        })
+    }
+}
+
+/// Work on a frame queued as soon as its gray image is on the device, beside the
+/// detection: the feature tracker's `begin` (`CudaPipeline::process_edges_then`).
+pub type AfterDecode<'h> = &'h mut dyn FnMut(DeviceGray<'_>);
+
 impl CudaPipeline {
     /// The last frame's gray image on the device (the pyramid's level 0, what the decode
     /// wrote), after a frame that ran to its end; valid until the next frame, which
     /// overwrites it. The feature tracker builds its pyramid from it instead of uploading
     /// the frame again (`Tracker::track_input`).
     pub fn gray_on_device(&self) -> Option<DeviceGray<'_>> {
-        let st = self.state.as_ref().filter(|_| self.gray_ready)?;
-        let l = st.pyr.levels.first()?;
-        Some(DeviceGray {
-            ptr: st.pyr.level_ptr(0),
-            width: l.w,
-            height: l.h,
-            pitch: l.w,
-            owner: std::marker::PhantomData,
-        })
+        self.state.as_ref().filter(|_| self.gray_ready)?.gray()
     }
 
     /// Copies the last frame's gray image ([`CudaPipeline::gray_on_device`]) into `dst` on

@@ -143,7 +143,7 @@ impl GpuFlowPyramid {
         Ok(())
     }
 
-    /// Uploads `img` and builds its levels on `gpu`'s stream (no sync).
+    /// Uploads `img` and builds its levels on the tracker's stream (`gpu.track`, no sync).
     pub fn build(
         &mut self,
         gpu: &Gpu,
@@ -163,7 +163,7 @@ impl GpuFlowPyramid {
             }
         }
         let bytes = stride * (img.height + 2 * pad);
-        upload(&gpu.stream, st, self.levels[0].img.ptr(), bytes)?;
+        upload(&gpu.track, st, self.levels[0].img.ptr(), bytes)?;
         self.build_levels(gpu)
     }
 
@@ -184,7 +184,7 @@ impl GpuFlowPyramid {
         let (pad, stride) = (window, src.width() + 2 * window);
         let interior = self.levels[0].img.ptr().offset(pad * stride + pad);
         copy_rows_on_device(
-            &gpu.stream,
+            &gpu.track,
             (src.ptr(), src.pitch()),
             (interior, stride),
             (src.width(), src.height()),
@@ -199,7 +199,7 @@ impl GpuFlowPyramid {
             ),
         };
         copied
-            .record(&gpu.stream)
+            .record(&gpu.track)
             .map_err(|e| cuda_err("recording an event", e))?;
         self.build_levels(gpu)
     }
@@ -223,7 +223,7 @@ impl GpuFlowPyramid {
         let graph = match &mut self.graph {
             Some(g) => g,
             None => {
-                let g = Graph::record(gpu, &gpu.stream, || {
+                let g = Graph::record(gpu, &gpu.track, || {
                     self.queue_levels(gpu)?;
                     self.queue_derivatives(gpu)
                 })?;
@@ -250,7 +250,7 @@ impl GpuFlowPyramid {
                 unsafe {
                     gpu.k.lk.lk_pyrdown(
                         gpu,
-                        Launch::new((n.div_ceil(256), 1, 1), (256, 1, 1)),
+                        Launch::new((n.div_ceil(256), 1, 1), (256, 1, 1)).on(&gpu.track),
                         s,
                         spad,
                         sstride,
@@ -276,7 +276,7 @@ impl GpuFlowPyramid {
             unsafe {
                 gpu.k.lk.lk_border(
                     gpu,
-                    Launch::new((n.div_ceil(256), 1, 1), (256, 1, 1)),
+                    Launch::new((n.div_ceil(256), 1, 1), (256, 1, 1)).on(&gpu.track),
                     p,
                     w,
                     h,
@@ -311,7 +311,7 @@ impl GpuFlowPyramid {
             unsafe {
                 gpu.k.lk.lk_scharr(
                     gpu,
-                    Launch::new((n.div_ceil(256), 1, 1), (256, 1, 1)),
+                    Launch::new((n.div_ceil(256), 1, 1), (256, 1, 1)).on(&gpu.track),
                     img,
                     w,
                     h,
@@ -363,6 +363,9 @@ pub struct GpuLk {
     host_in: HostBuf,
     host_out: HostBuf,
     cap: usize,
+    /// The last [`GpuLk::launch`] not yet collected: its points, and whether it tracked
+    /// back too.
+    pending: Option<(usize, bool)>,
 }
 
 impl GpuLk {
@@ -388,6 +391,7 @@ impl GpuLk {
             host_in: HostBuf::new(c, cap * 16, true)?,
             host_out: HostBuf::new(c, cap * 32, false)?,
             cap,
+            pending: None,
         })
     }
 
@@ -447,10 +451,10 @@ impl GpuLk {
                 }
             }
         }
-        upload(&gpu.stream, &self.host_in, self.pts.ptr(), n * 8)?;
+        upload(&gpu.track, &self.host_in, self.pts.ptr(), n * 8)?;
         if initial.is_some() {
             super::driver::buffers::upload_range(
-                &gpu.stream,
+                &gpu.track,
                 &self.host_in,
                 8 * self.cap,
                 self.init.ptr(),
@@ -494,9 +498,30 @@ impl GpuLk {
         back_out: &mut Vec<Flow>,
         during: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
-        out.clear();
-        back_out.clear();
+        self.launch(gpu, (prev, next), prev_pts, initial, p, back, during)?;
+        self.collect(gpu, out, back_out)
+    }
+
+    /// The first half of [`GpuLk::track_with`]: the points up, the launch and its download
+    /// queued on the tracker's stream, then `during`; no wait. [`GpuLk::collect`] brings
+    /// the flows; a later launch drops these uncollected.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        &mut self,
+        gpu: &Gpu,
+        (prev, next): (&GpuFlowPyramid, &GpuFlowPyramid),
+        prev_pts: &[(f32, f32)],
+        initial: Option<&[(f32, f32)]>,
+        p: &LkParams,
+        back: Option<(&LkParams, bool)>,
+        during: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        // A launch not collected still reads the points' pinned buffer.
+        if self.pending.take().is_some_and(|(n, _)| n > 0) {
+            gpu.sync_track()?;
+        }
         let n = prev_pts.len();
+        self.pending = Some((0, false));
         if n == 0 {
             return Ok(());
         }
@@ -542,14 +567,16 @@ impl GpuLk {
         let shared = (4 * (15 * chain + 16 + 3 * win * win)) as u32;
         let warps = win.div_ceil(2).min(MAX_WARPS) as u32;
         self.start
-            .record(&gpu.stream)
+            .record(&gpu.track)
             .map_err(|e| cuda_err("recording an event", e))?;
         // SAFETY: `lk_track`'s buffers are this context's, sized for this launch when the
         // stage was built.
         unsafe {
             gpu.k.lk.lk_track(
                 gpu,
-                Launch::new((n as u32, 1, 1), (32 * warps, 1, 1)).shared(shared),
+                Launch::new((n as u32, 1, 1), (32 * warps, 1, 1))
+                    .shared(shared)
+                    .on(&gpu.track),
                 pa,
                 pb,
                 pts,
@@ -559,17 +586,37 @@ impl GpuLk {
             )
         }?;
         self.end
-            .record(&gpu.stream)
+            .record(&gpu.track)
             .map_err(|e| cuda_err("recording an event", e))?;
         let results = if back.is_some() { 2 * n } else { n };
-        download(&gpu.stream, res, &mut self.host_out, 0, results * 16)?;
-        during()?;
-        gpu.sync()?;
+        download(&gpu.track, res, &mut self.host_out, 0, results * 16)?;
+        self.pending = Some((n, back.is_some()));
+        during()
+    }
+
+    /// The second half of [`GpuLk::track_with`]: waits for the last launch and reads its
+    /// flows into `out` (and `back_out`); both empty when it had no points. An error when
+    /// nothing was launched since the last collect.
+    pub fn collect(
+        &mut self,
+        gpu: &Gpu,
+        out: &mut Vec<Flow>,
+        back_out: &mut Vec<Flow>,
+    ) -> Result<()> {
+        out.clear();
+        back_out.clear();
+        let Some((n, back)) = self.pending.take() else {
+            return Err(Error::Cuda("LK: no launch to collect".into()));
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        gpu.sync_track()?;
         self.kernel_ms = self
             .start
             .elapsed_ms(&self.end)
             .map_or(f64::NAN, |ms| ms as f64);
-        self.read_flows(n, back.is_some(), out, back_out);
+        self.read_flows(n, back, out, back_out);
         Ok(())
     }
 }

@@ -82,7 +82,7 @@ use cudarc::driver::{sys, CudaEvent};
 
 pub use self::driver::{device, device_count, set_device, ModuleInfo};
 pub use self::gpu::Gpu;
-pub use self::kept::{DeviceGray, KeptGray};
+pub use self::kept::{AfterDecode, DeviceGray, KeptGray};
 use self::state::{State, StateKey};
 use crate::config::{Config, ZeroCopy};
 use crate::error::Result;
@@ -247,9 +247,25 @@ impl CudaPipeline {
         out: &mut Features,
         edges: Option<&mut [u8]>,
     ) -> Result<bool> {
+        self.process_edges_then(cfg, frame, out, edges, None)
+    }
+
+    /// [`CudaPipeline::process_edges_into`], calling `after_decode` with the frame's gray
+    /// image on the device as soon as the decode is queued: what it queues on the tracker's
+    /// stream (`gpu.track`, which waits for the decode) runs beside the detection, and the
+    /// image stays as it is until this pipeline's next frame.
+    pub fn process_edges_then(
+        &mut self,
+        cfg: &Config,
+        frame: &ImageView,
+        out: &mut Features,
+        edges: Option<&mut [u8]>,
+        after_decode: Option<AfterDecode>,
+    ) -> Result<bool> {
         self.gpu.bind()?;
         self.ensure_decoder(cfg, frame.layout())?;
-        self.run(cfg, decode::Source::Copy(frame.data()), out, edges)
+        let source = decode::Source::Copy(frame.data());
+        self.run(cfg, source, out, edges, after_decode)
     }
 
     /// The pinned staging buffer for a frame of `layout` (`layout.bytes()` long, allocated
@@ -283,7 +299,8 @@ impl CudaPipeline {
         if let Some(layout) = self.decoder.as_ref().map(|d| d.layout()) {
             self.ensure_decoder(cfg, layout)?;
         }
-        self.run(cfg, decode::Source::Staged, out, None).map(|_| ())
+        self.run(cfg, decode::Source::Staged, out, None, None)
+            .map(|_| ())
     }
 
     /// [`CudaPipeline::run_frame`], noting whether its gray image is on the device after.
@@ -293,9 +310,10 @@ impl CudaPipeline {
         source: decode::Source,
         out: &mut Features,
         edges: Option<&mut [u8]>,
+        after_decode: Option<AfterDecode>,
     ) -> Result<bool> {
         self.gray_ready = false;
-        let r = self.run_frame(cfg, source, out, edges);
+        let r = self.run_frame(cfg, source, out, edges, after_decode);
         self.gray_ready = r.is_ok();
         r
     }

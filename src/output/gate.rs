@@ -139,6 +139,16 @@ impl FeatureGate {
         }
     }
 
+    /// What [`FeatureGate::before`] will say of the frame stamped `stamp`, without moving
+    /// the gate on: Some(full) when it will be tracked.
+    pub fn peek(&self, stamp: f64, cfg: &TrackConfig) -> Option<bool> {
+        let mut ahead = *self;
+        match ahead.before(stamp, cfg) {
+            Before::Track { full } => Some(full),
+            Before::Skip { .. } => None,
+        }
+    }
+
     /// The tracked frame, with the tracker's resets so far (`Tracker::resets`).
     pub fn after(&mut self, resets: &[Reset], cfg: &TrackConfig) -> After {
         let new = &resets[self.resets.min(resets.len())..];
@@ -217,6 +227,31 @@ mod tests {
         assert_eq!(r.step(50.05, 0), MonoStep::Skip);
         assert_eq!(r.step(50.10, 0), tr(true, true));
         assert_eq!(r.step(50.15, 0), tr(true, true));
+    }
+
+    #[test]
+    fn peek_tells_what_before_says_and_leaves_the_gate() {
+        let cfg = TrackConfig {
+            frontend: Frontend::VinsMono,
+            freq: 10,
+            ..Default::default()
+        };
+        let mut g = FeatureGate::default();
+        let mut said = vec![];
+        for k in 0..8 {
+            let stamp = 100.0 + 0.05 * k as f64;
+            let peeked = (g.peek(stamp, &cfg), g.peek(stamp, &cfg));
+            let got = match g.before(stamp, &cfg) {
+                Before::Track { full } => Some(full),
+                Before::Skip { .. } => None,
+            };
+            assert_eq!(peeked, (got, got), "frame {k}");
+            said.push(got);
+        }
+        // Skipped, flow-only and full frames all came up.
+        for want in [None, Some(false), Some(true)] {
+            assert!(said.contains(&want), "{said:?}");
+        }
     }
 
     #[test]

@@ -287,7 +287,45 @@ fn usable_camera(
     }
 }
 
+/// A frame the tracker begins on the GPU while its pipeline detects (`Tracker::begin`),
+/// as far as it is known before the pipeline runs.
+pub(super) struct Early {
+    pub(super) stamp: f64,
+    pub(super) camera: Option<CameraModel>,
+    /// VINS's whole step, or the flow only (VINS-Mono's frames without `feature`).
+    pub(super) full: bool,
+}
+
 impl TrackOutputs {
+    /// The frame's tracking when the tracker may begin it beside the pipeline's detection
+    /// (`Tracker::begin`, then [`TrackOutputs::step`] finishes it): None when the frame is
+    /// not tracked, the tracker is on the CPU or not made yet, its settings are about to
+    /// change, or this input is a stereo pair's second.
+    pub(super) fn early(
+        &self,
+        header: &Header,
+        view: &ImageView,
+        cfg: &TrackConfig,
+    ) -> Option<Early> {
+        let second = matches!(self.stereo, StereoRole::Right { .. }) && cfg.stereo;
+        if !cfg.enabled
+            || !self.started
+            || second
+            || self.tracker.backend() != BackendKind::Cuda
+            || *self.tracker.params() != TrackParams::from_config(cfg)
+        {
+            return None;
+        }
+        let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
+        let full = self.gate.peek(stamp, cfg)?;
+        let (camera, _) = usable_camera(&self.camera, view.width(), view.height());
+        Some(Early {
+            stamp,
+            camera,
+            full,
+        })
+    }
+
     /// Tracks one frame (`view`, which `pipeline` just processed: the tracker takes its gray
     /// image on the GPU when it has one) and publishes; returns the camera problem for
     /// diagnostics, if any.

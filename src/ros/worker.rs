@@ -15,7 +15,7 @@ use super::matches::PreviousFrame;
 use super::params::NodeParams;
 use super::publish::listened;
 use super::take::NativeImage;
-use super::tracks::TrackOutputs;
+use super::tracks::{Early, TrackOutputs};
 use crate::features::Features;
 use crate::image::{GrayImage, ImageView};
 use crate::pipeline::{BackendChoice, Pipeline};
@@ -176,7 +176,10 @@ impl Running {
         };
         let (edges_listened, debug_listened) = self.listeners();
         msg.header_into(&mut self.header);
-        let Some(edges_in_message) = self.process(&view, edges_listened, debug_listened) else {
+        let cfg = &self.pipeline.config().track;
+        let early = self.w.tracks.early(&self.header, &view, cfg);
+        let Some(edges_in_message) = self.process(&view, edges_listened, debug_listened, early)
+        else {
             return;
         };
         let computed = Instant::now();
@@ -254,14 +257,17 @@ impl Running {
         (edges, debug)
     }
 
-    /// The frame through the pipeline; Some(whether the edge map was written straight into
-    /// its message's bytes) when it worked. A failure is counted and logged; a panic in a
-    /// stage must not take the node down: it is counted and the pipeline rebuilt.
+    /// The frame through the pipeline (with `early`, the tracker begins the frame on the GPU
+    /// beside the detection: `Tracker::begin`); Some(whether the edge map was written
+    /// straight into its message's bytes) when it worked. A failure is counted and logged
+    /// (a begun frame dropped); a panic in a stage must not take the node down: it is
+    /// counted and the pipeline rebuilt.
     fn process(
         &mut self,
         view: &ImageView,
         edges_listened: bool,
         debug_listened: bool,
+        early: Option<Early>,
     ) -> Option<bool> {
         // The edge map is written straight into its message's bytes, unless the debug
         // image, which draws it, needs it in `features` too.
@@ -272,14 +278,30 @@ impl Running {
             &mut self.image_cdr,
             &self.header,
         );
+        let tracker = &mut self.w.tracks.tracker;
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if edges_in_place {
-                let px = image_cdr.mono8_in_place(header, view.width(), view.height());
-                pipeline.process_into_edges(view, features, px)
-            } else {
-                pipeline.process_into(view, features).map(|()| false)
+            let px = edges_in_place
+                .then(|| image_cdr.mono8_in_place(header, view.width(), view.height()));
+            match early {
+                #[cfg(feature = "cuda")]
+                Some(e) => {
+                    let mut begin = |gray: crate::cuda::DeviceGray<'_>| {
+                        let input = crate::track::TrackInput::Device(gray, view);
+                        tracker.begin(input, e.stamp, e.camera.as_ref(), e.full)
+                    };
+                    let r = pipeline.process_edges_then(view, features, px, &mut begin);
+                    r.map(|written| written && edges_in_place)
+                }
+                _ => match px {
+                    Some(px) => pipeline.process_into_edges(view, features, px),
+                    None => pipeline.process_into(view, features).map(|()| false),
+                },
             }
         }));
+        if !matches!(result, Ok(Ok(_))) {
+            // Its device image is about to be overwritten, or freed with the pipeline.
+            self.w.tracks.tracker.drop_begun();
+        }
         let w = &self.w;
         match result {
             Ok(Ok(in_message)) => {

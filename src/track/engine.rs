@@ -120,6 +120,25 @@ impl FlowEngine {
         }
     }
 
+    /// The last [`FlowEngine::next_frame`] undone, after its GPU work (the pyramid, a
+    /// launched LK, the corner map) is waited for: the previous pyramid is the current
+    /// one again. Only the GPU begins a frame early (`Tracker::begin`).
+    pub(super) fn undo_frame(&mut self) -> crate::error::Result<()> {
+        match self {
+            FlowEngine::Cpu { .. } => Ok(()),
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(g) => {
+                g.gpu.sync_track()?;
+                if let Some(m) = g.gftt.as_mut() {
+                    m.settle(&g.gpu)?;
+                }
+                (g.map_marked, g.map_started) = (false, false);
+                std::mem::swap(&mut g.prev, &mut g.cur);
+                Ok(())
+            }
+        }
+    }
+
     /// Waits until the frames given on the device (this frame's, the second camera's) have
     /// been copied into the pyramids, so that their owners may reuse them: at once when
     /// LK's or the corners' download already waited.
@@ -138,16 +157,46 @@ impl FlowEngine {
     /// point whose forward status holds is then tracked back (current -> previous, from its
     /// forward position, initial flow = its previous position) into `back_out` (VINS's
     /// flow-back check; the GPU does both in one launch, the entries of points lost forward
-    /// carry status false).
-    pub(super) fn flow(
+    /// carry status false): this launch, then [`FlowEngine::collect_flow`]. On the GPU, LK
+    /// queued on the tracker's stream (with the marked corner map beside it), no wait;
+    /// nothing on the CPU.
+    pub(super) fn launch_flow(
         &mut self,
         pts: &[(f32, f32)],
         p: &LkParams,
         back: Option<&LkParams>,
-        fwd: &mut Vec<Flow>,
-        back_out: &mut Vec<Flow>,
     ) -> crate::error::Result<()> {
-        self.there_and_back(Pair::Frames, pts, p, back, (fwd, back_out))
+        match self {
+            FlowEngine::Cpu { .. } => Ok(()),
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(g) => g.launch(Pair::Frames, pts, p, back.map(|b| (b, true))),
+        }
+    }
+
+    /// The flows of [`FlowEngine::launch_flow`] (the same arguments): the GPU's brought
+    /// back, or the CPU's computed, into `out` (forward, back).
+    pub(super) fn collect_flow(
+        &mut self,
+        pts: &[(f32, f32)],
+        p: &LkParams,
+        back: Option<&LkParams>,
+        out: (&mut Vec<Flow>, &mut Vec<Flow>),
+    ) -> crate::error::Result<()> {
+        match self {
+            FlowEngine::Cpu {
+                prev,
+                cur,
+                scratch,
+                from,
+                ..
+            } => {
+                let back = back.map(|b| (b, true));
+                cpu_there_and_back(prev, cur, pts, p, back, scratch, from, out);
+                Ok(())
+            }
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(g) => g.lk.collect(&g.gpu, out.0, out.1),
+        }
     }
 
     /// Stereo (VINS-Fusion): the second camera's frame `img` becomes the right pyramid (on
@@ -164,83 +213,35 @@ impl FlowEngine {
         fwd: &mut Vec<Flow>,
         back_out: &mut Vec<Flow>,
     ) -> crate::error::Result<()> {
+        let back = back.map(|b| (b, false));
         match self {
-            FlowEngine::Cpu { right, .. } => {
+            FlowEngine::Cpu {
+                cur,
+                right,
+                scratch,
+                from,
+                ..
+            } => {
                 let Some(img) = img.host() else {
                     return Err(crate::Error::Cuda(
                         "the CPU tracker cannot read a frame on the GPU".into(),
                     ));
                 };
                 right.build(img, p.window, p.max_level);
-            }
-            #[cfg(feature = "cuda")]
-            FlowEngine::Gpu(g) => {
-                let GpuFlow { gpu, right, .. } = &mut **g;
-                match img {
-                    RightInput::Gray(img) => right.build(gpu, img, p.window, p.max_level)?,
-                    RightInput::Device(d) => {
-                        right.build_from_device(gpu, d, p.window, p.max_level)?
-                    }
-                }
-            }
-        }
-        self.there_and_back(Pair::Stereo, pts, p, back, (fwd, back_out))
-    }
-
-    /// `pts` tracked between the two pyramids of `pair`, forward then (with `back`) back,
-    /// the back pass starting from the first pyramid's positions for `Pair::Frames` only.
-    fn there_and_back(
-        &mut self,
-        pair: Pair,
-        pts: &[(f32, f32)],
-        p: &LkParams,
-        back: Option<&LkParams>,
-        out: (&mut Vec<Flow>, &mut Vec<Flow>),
-    ) -> crate::error::Result<()> {
-        let back = back.map(|b| (b, pair == Pair::Frames));
-        match self {
-            FlowEngine::Cpu {
-                prev,
-                cur,
-                right,
-                scratch,
-                from,
-            } => {
-                let (a, b) = match pair {
-                    Pair::Frames => (prev, cur),
-                    Pair::Stereo => (cur, &mut **right),
-                };
-                cpu_there_and_back(a, b, pts, p, back, scratch, from, out);
+                cpu_there_and_back(cur, right, pts, p, back, scratch, from, (fwd, back_out));
                 Ok(())
             }
             #[cfg(feature = "cuda")]
             FlowEngine::Gpu(g) => {
-                // A marked corner map is queued as soon as LK is (it starts from the mark).
-                let map = (pair == Pair::Frames && g.map_marked && !g.map_started)
-                    .then(|| g.cur.level0())
-                    .flatten();
-                let GpuFlow {
-                    gpu,
-                    prev,
-                    cur,
-                    right,
-                    lk,
-                    gftt,
-                    map_started,
-                    ..
-                } = &mut **g;
-                let mut during = || -> crate::error::Result<()> {
-                    if let (Some(img), Some(m)) = (map, gftt.as_mut()) {
-                        m.queue_map(gpu, img, &GfttParams::default())?;
-                        *map_started = true;
+                match img {
+                    RightInput::Gray(img) => g.right.build(&g.gpu, img, p.window, p.max_level)?,
+                    RightInput::Device(d) => {
+                        g.right
+                            .build_from_device(&g.gpu, d, p.window, p.max_level)?
                     }
-                    Ok(())
-                };
-                let (a, b) = match pair {
-                    Pair::Frames => (prev, cur),
-                    Pair::Stereo => (cur, right),
-                };
-                gpu_there_and_back(gpu, lk, a, b, pts, p, back, out, &mut during)
+                }
+                g.launch(Pair::Stereo, pts, p, back)?;
+                g.lk.collect(&g.gpu, fwd, back_out)
             }
         }
     }
@@ -280,31 +281,50 @@ fn cpu_there_and_back(
     }
 }
 
-/// [`cpu_there_and_back`] on the GPU: both passes in one `lk_track` launch; `during` runs
-/// once it is queued, before the wait.
-#[cfg(feature = "cuda")]
-#[allow(clippy::too_many_arguments)]
-fn gpu_there_and_back(
-    gpu: &crate::cuda::Gpu,
-    lk: &mut crate::cuda::lk::GpuLk,
-    a: &mut crate::cuda::lk::GpuFlowPyramid,
-    b: &mut crate::cuda::lk::GpuFlowPyramid,
-    pts: &[(f32, f32)],
-    p: &LkParams,
-    back: Option<(&LkParams, bool)>,
-    out: (&mut Vec<Flow>, &mut Vec<Flow>),
-    during: &mut dyn FnMut() -> crate::error::Result<()>,
-) -> crate::error::Result<()> {
-    a.ensure_derivatives(gpu)?;
-    if back.is_some() {
-        b.ensure_derivatives(gpu)?;
-    }
-    let (fwd, back_out) = out;
-    lk.track_with(gpu, a, b, pts, None, p, back, fwd, back_out, during)
-}
-
 #[cfg(feature = "cuda")]
 impl GpuFlow {
+    /// `pts` tracked between the two pyramids of `pair` (with `back`, back too: `back.1`
+    /// starts the back pass from the first pyramid's positions), both passes in one
+    /// `lk_track` launch on the tracker's stream; no wait ([`crate::cuda::lk::GpuLk::collect`]).
+    /// A marked corner map is queued right after LK (it starts from the mark).
+    fn launch(
+        &mut self,
+        pair: Pair,
+        pts: &[(f32, f32)],
+        p: &LkParams,
+        back: Option<(&LkParams, bool)>,
+    ) -> crate::error::Result<()> {
+        let map = (pair == Pair::Frames && self.map_marked && !self.map_started)
+            .then(|| self.cur.level0())
+            .flatten();
+        let GpuFlow {
+            gpu,
+            prev,
+            cur,
+            right,
+            lk,
+            gftt,
+            map_started,
+            ..
+        } = self;
+        let (a, b) = match pair {
+            Pair::Frames => (prev, cur),
+            Pair::Stereo => (cur, right),
+        };
+        a.ensure_derivatives(gpu)?;
+        if back.is_some() {
+            b.ensure_derivatives(gpu)?;
+        }
+        let mut during = || -> crate::error::Result<()> {
+            if let (Some(img), Some(m)) = (map, gftt.as_mut()) {
+                m.queue_map(gpu, img, &GfttParams::default())?;
+                *map_started = true;
+            }
+            Ok(())
+        };
+        lk.launch(gpu, (a, b), pts, None, p, back, &mut during)
+    }
+
     /// The frame just built's level 0 (on the GPU already) at `size`: the corner map's
     /// image.
     fn map_image(

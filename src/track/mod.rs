@@ -68,6 +68,15 @@ enum Step {
     FlowOnly,
 }
 
+/// A frame begun early ([`Tracker::begin`]): its pyramid built and its LK queued on the
+/// GPU; the same frame's `track_input` (stamp, size, step and camera alike) finishes it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Begun {
+    stamp: f64,
+    size: (usize, usize),
+    step: Step,
+}
+
 /// VINS's feature tracker for one camera. Buffers are kept from frame to frame; a
 /// resolution change reallocates them once.
 #[derive(Default)]
@@ -109,6 +118,8 @@ pub struct Tracker {
     /// The equalised frame (`equalize`) and CLAHE's tables.
     equalized: GrayImage,
     clahe: ClaheScratch,
+    /// The frame begun early and not finished yet, if any.
+    begun: Option<Begun>,
 }
 
 impl Tracker {
@@ -221,6 +232,49 @@ impl Tracker {
         self.track_step(input, stamp, camera, Step::Full)
     }
 
+    /// Begins `input`'s frame early, on the GPU: its pyramid built from the gray image on
+    /// the device and LK queued on the tracker's stream, with no wait, so that they run
+    /// while the caller waits for other work of the same frame (the node: the pipeline's
+    /// detection, `Pipeline::process_edges_then`). The same frame's
+    /// [`Tracker::track_input`] (`full`) or [`Tracker::track_flow_only`] (not `full`),
+    /// with the same stamp and camera, then finishes it: the same tracks as without this
+    /// call. Does nothing on the CPU, with `equalize`, or for a frame not on the device.
+    /// The device image must stay as it is until the frame is finished or dropped
+    /// ([`Tracker::drop_begun`]); any other frame drops a begun one first.
+    pub fn begin(
+        &mut self,
+        input: TrackInput,
+        stamp: f64,
+        camera: Option<&CameraModel>,
+        full: bool,
+    ) {
+        self.drop_begun();
+        let mut frame = HostFrame::new(input, std::mem::take(&mut self.gray));
+        #[cfg(feature = "cuda")]
+        let on_device = frame.device().is_some();
+        #[cfg(not(feature = "cuda"))]
+        let on_device = false;
+        if on_device && !self.params.equalize && self.backend() == BackendKind::Cuda {
+            let step = if full { Step::Full } else { Step::FlowOnly };
+            let camera = camera.map(|c| c.clone().lifted(self.params.lifting));
+            self.begin_frame(&mut frame, stamp, camera, step);
+            let size = frame.input.size();
+            self.begun = Some(Begun { stamp, size, step });
+        }
+        self.gray = frame.buf;
+    }
+
+    /// A begun frame ([`Tracker::begin`]) that will not be finished (its pipeline failed):
+    /// its GPU work waited for (the device image is free again) and its pyramid given
+    /// back, so that the next frame is tracked from the one before it. Nothing without one.
+    pub fn drop_begun(&mut self) {
+        if self.begun.take().is_some() {
+            if let Err(e) = self.engine.undo_frame() {
+                self.fall_back(e);
+            }
+        }
+    }
+
     /// VINS-Mono's frames without a `feature` message: the tracks followed into the frame
     /// (flow, border) and lifted, but no F test, no mask and no new corners.
     pub fn track_flow_only(
@@ -263,23 +317,45 @@ impl Tracker {
         camera: Option<&CameraModel>,
         step: Step,
     ) {
-        let p = self.params;
-        let full = step == Step::Full;
         let size = frame.input.size();
         // The camera lifted as `track.lifting` asks (a camodocal file's MEI always is).
-        let camera = camera.map(|c| c.clone().lifted(p.lifting));
-        let camera = camera.as_ref();
+        let camera = camera.map(|c| c.clone().lifted(self.params.lifting));
+        let t0 = std::time::Instant::now();
+        // This very frame begun early (`Tracker::begin`): its pyramid and LK are queued.
+        let this = Begun { stamp, size, step };
+        if self.begun == Some(this) && camera == self.camera {
+            self.begun = None;
+        } else {
+            self.drop_begun();
+            self.begin_frame(frame, stamp, camera, step);
+        }
+        self.finish_frame(frame, stamp, step);
+        self.stats.total_ms = t0.elapsed().as_secs_f64() * 1e3;
+    }
+
+    /// The frame's first part: the resets its stamp, size and camera call for, its
+    /// pyramid (step 1), the corner map marked, LK launched (step 2; on the GPU it runs
+    /// while the caller goes on).
+    fn begin_frame(
+        &mut self,
+        frame: &mut HostFrame,
+        stamp: f64,
+        camera: Option<CameraModel>,
+        step: Step,
+    ) {
+        let p = self.params;
+        let size = frame.input.size();
         if self.prev_time.is_some_and(|t| stamp < t) {
             self.reset(Reset::TimeWentBack);
         }
         if !self.prev_pts.is_empty() && size != self.size {
             self.reset(Reset::Resolution);
         }
-        if !self.prev_pts.is_empty() && camera != self.camera.as_ref() {
+        if !self.prev_pts.is_empty() && camera != self.camera {
             self.reset(Reset::Camera);
         }
         self.size = size;
-        self.camera = camera.cloned();
+        self.camera = camera;
         self.stats = FrameStats::default();
         self.stereo.start_frame();
         let t0 = std::time::Instant::now();
@@ -294,7 +370,7 @@ impl Tracker {
         // last frame wanted some: tracks lost on one frame are mostly lost on the next
         // too); else it starts only if the flow loses some, and LK has the GPU to itself.
         #[cfg(feature = "cuda")]
-        if let (FlowEngine::Gpu(gf), TopUp::Gftt, true) = (&mut self.engine, p.top_up, full) {
+        if let (FlowEngine::Gpu(gf), TopUp::Gftt, Step::Full) = (&mut self.engine, p.top_up, step) {
             if self.prev_pts.len() < p.max_features || self.last_wanted {
                 if let Err(e) = gf.mark_corner_map(size) {
                     self.fall_back(e);
@@ -303,6 +379,22 @@ impl Tracker {
         }
         self.stats.pyramid_ms = ms(t0);
         let t1 = std::time::Instant::now();
+        if !self.prev_pts.is_empty() {
+            let (lk, back) = self.lk_params();
+            if let Err(e) = self.engine.launch_flow(&self.prev_pts, &lk, back.as_ref()) {
+                self.fall_back(e);
+            }
+        }
+        self.stats.flow_ms = ms(t1);
+    }
+
+    /// The frame's second part, after [`Tracker::begin_frame`]: steps 2 (the flows
+    /// collected) to 6.
+    fn finish_frame(&mut self, frame: &mut HostFrame, stamp: f64, step: Step) {
+        let p = self.params;
+        let full = step == Step::Full;
+        let size = frame.input.size();
+        let t1 = std::time::Instant::now();
 
         // 1-2. Flow forward, flow back, border.
         let mut kept = std::mem::take(&mut self.kept);
@@ -310,7 +402,7 @@ impl Tracker {
         if !self.prev_pts.is_empty() {
             self.flow(size, &mut kept);
         }
-        self.stats.flow_ms = ms(t1);
+        self.stats.flow_ms += t1.elapsed().as_secs_f64() * 1e3;
         self.stats.lk_kernel_ms = if self.prev_pts.is_empty() {
             f64::NAN
         } else {
@@ -337,7 +429,6 @@ impl Tracker {
         // 6. Normalised coordinates and velocities.
         self.lift(&kept, stamp);
         self.kept = kept;
-        self.stats.total_ms = ms(t0);
     }
 
     /// A GPU failure: the CPU engine from now on; the tracks start over (their previous

@@ -19,9 +19,8 @@ use crate::cpu::lk::LkParams;
 use super::engine::FlowEngine;
 
 impl Tracker {
-    /// Steps 1-2 on the carried tracks: LK forward (and back with `flow_back`), the border;
-    /// the survivors, one frame older, into `kept` with their previous positions.
-    pub(super) fn flow(&mut self, size: (usize, usize), kept: &mut Vec<(Track, (f32, f32))>) {
+    /// LK's parameters for the flow forward and, with `flow_back`, back.
+    pub(super) fn lk_params(&self) -> (LkParams, Option<LkParams>) {
         let p = self.params;
         let lk = LkParams {
             window: p.window,
@@ -29,13 +28,22 @@ impl Tracker {
             ..Default::default()
         };
         let back = LkParams { max_level: 1, ..lk };
-        let back = p.flow_back.then_some(&back);
+        (lk, p.flow_back.then_some(back))
+    }
+
+    /// Steps 1-2 on the carried tracks: LK forward (and back with `flow_back`; launched by
+    /// `begin_frame`, collected here), the border; the survivors, one frame older, into
+    /// `kept` with their previous positions.
+    pub(super) fn flow(&mut self, size: (usize, usize), kept: &mut Vec<(Track, (f32, f32))>) {
+        let p = self.params;
+        let (lk, back) = self.lk_params();
         let mut ok = std::mem::take(&mut self.ok);
         ok.clear();
         let n = self.prev_pts.len();
+        let out = (&mut self.fwd, &mut self.back);
         match self
             .engine
-            .flow(&self.prev_pts, &lk, back, &mut self.fwd, &mut self.back)
+            .collect_flow(&self.prev_pts, &lk, back.as_ref(), out)
         {
             Ok(()) => ok.extend(self.fwd.iter().map(|f| f.status)),
             Err(e) => {

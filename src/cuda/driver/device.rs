@@ -38,6 +38,10 @@ pub struct Device {
     /// A second stream, of a priority above the main stream's: Canny runs there beside the
     /// pyramid and the detection (they share only the decoded frame, which both read).
     pub side: Arc<CudaStream>,
+    /// The feature tracker's stream (`cuda::lk`, `cuda::gftt`), at the side stream's
+    /// priority: a frame's LK pyramid and flow start there as soon as the decode is done,
+    /// beside the detection on the main stream (`CudaPipeline::process_edges_then`).
+    pub track: Arc<CudaStream>,
     /// The priority of the pyramid's launches (above Canny's stream), where the device has
     /// enough priority levels.
     pub pyramid_priority: Option<i32>,
@@ -158,6 +162,9 @@ impl Device {
         let side = ctx
             .new_stream_with_priority(side_prio)
             .map_err(|e| cuda_err("creating a stream", e))?;
+        let track = ctx
+            .new_stream_with_priority(side_prio)
+            .map_err(|e| cuda_err("creating a stream", e))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
         let flag = |a| ctx.attribute(a).map(|v| v != 0).unwrap_or(false);
         let integrated = flag(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED);
@@ -171,6 +178,7 @@ impl Device {
             ctx,
             stream,
             side,
+            track,
             pyramid_priority,
             cu_module: module,
             name,
@@ -263,8 +271,15 @@ impl Device {
             .store(on && self.programmatic_capable, Ordering::Relaxed);
     }
 
+    /// Waits for the main stream's work.
     pub fn sync(&self) -> Result<()> {
         unsafe { result::stream::synchronize(self.stream.cu_stream()) }
+            .map_err(|e| cuda_err("stream synchronize (a kernel failed)", e))
+    }
+
+    /// Waits for the tracker's stream's work ([`Device::track`]).
+    pub fn sync_track(&self) -> Result<()> {
+        unsafe { result::stream::synchronize(self.track.cu_stream()) }
             .map_err(|e| cuda_err("stream synchronize (a kernel failed)", e))
     }
 }

@@ -92,13 +92,13 @@ pub struct GpuGftt {
     grid: Vec<Vec<(f32, f32)>>,
     cands: Vec<(u32, u32)>,
     /// The map's own stream (the lowest priority, as the pipeline's): it runs beside the
-    /// LK launch on the pipeline's stream.
+    /// LK launch on the tracker's stream (`gpu.track`).
     map_stream: Arc<CudaStream>,
-    /// Recorded on the pipeline's stream when the image is there; the map stream waits.
+    /// Recorded on the tracker's stream (`gpu.track`) when the image is there; the map stream waits.
     image_ready: CudaEvent,
-    /// Recorded on the map stream when the map is done; the pipeline's stream waits.
+    /// Recorded on the map stream when the map is done; the tracker's stream (`gpu.track`) waits.
     map_done: CudaEvent,
-    /// A map was started ([`GpuGftt::start_map`]) and the pipeline's stream does not wait
+    /// A map was started ([`GpuGftt::start_map`]) and the tracker's stream (`gpu.track`) does not wait
     /// for it yet.
     pending: bool,
     /// `image_ready` marks an image whose map is not queued yet ([`GpuGftt::mark_image`]).
@@ -169,15 +169,15 @@ impl GpuGftt {
     }
 
     /// Queues the minimum-eigenvalue map of `img` on the map's own stream, after the work
-    /// queued so far on the pipeline's stream (which puts the image there): it runs while
-    /// the pipeline's stream goes on (the tracker's LK). [`GpuGftt::finish`] selects the
+    /// queued so far on the tracker's stream (`gpu.track`) (which puts the image there): it runs while
+    /// the tracker's stream goes on (the tracker's LK). [`GpuGftt::finish`] selects the
     /// corners from it.
     pub fn start_map(&mut self, gpu: &Gpu, img: GfttInput, p: &GfttParams) -> Result<()> {
         self.mark_image(gpu, img.size())?;
         self.queue_map(gpu, img, p)
     }
 
-    /// The first half of [`GpuGftt::start_map`]: marks the point of the pipeline's stream
+    /// The first half of [`GpuGftt::start_map`]: marks the point of the tracker's stream (`gpu.track`)
     /// after which the map's image of `size` is there, so that [`GpuGftt::queue_map`] may
     /// queue the map later (after the tracker's LK launch) yet let it start from here.
     pub fn mark_image(&mut self, gpu: &Gpu, (w, h): (usize, usize)) -> Result<()> {
@@ -191,7 +191,7 @@ impl GpuGftt {
         }
         self.map_size = (w, h);
         self.image_ready
-            .record(&gpu.stream)
+            .record(&gpu.track)
             .map_err(|e| cuda_err("recording an event", e))?;
         self.marked = true;
         Ok(())
@@ -207,7 +207,7 @@ impl GpuGftt {
                 upload(ms, &self.host_in, self.gray.ptr(), n)?;
             }
             GfttInput::Device { ptr, pitch, .. } => {
-                // The pyramid's buffer is not written again before the pipeline's stream
+                // The pyramid's buffer is not written again before the tracker's stream (`gpu.track`)
                 // waits for `map_done` (`settle`, called by the tracker before it builds its
                 // next pyramid).
                 copy_rows_on_device(
@@ -223,7 +223,7 @@ impl GpuGftt {
     }
 
     /// The second half of [`GpuGftt::start_map`]: the map of `img` (the image of the last
-    /// [`GpuGftt::mark_image`], whose buffer the pipeline's stream leaves as it is until it
+    /// [`GpuGftt::mark_image`], whose buffer the tracker's stream (`gpu.track`) leaves as it is until it
     /// waits for the map: `settle`) on the map's stream, from the marked point.
     pub fn queue_map(&mut self, gpu: &Gpu, img: GfttInput, p: &GfttParams) -> Result<()> {
         let (w, h) = img.size();
@@ -323,7 +323,7 @@ impl GpuGftt {
     /// reads from is written again.
     pub fn settle(&mut self, gpu: &Gpu) -> Result<()> {
         if self.pending {
-            gpu.stream
+            gpu.track
                 .wait(&self.map_done)
                 .map_err(|e| cuda_err("waiting for the GFTT map", e))?;
             self.pending = false;
@@ -337,7 +337,7 @@ impl GpuGftt {
             GfttMask::Image(m) => {
                 self.host_in.as_mut_slice()[n..2 * n].copy_from_slice(&m.data);
                 super::driver::buffers::upload_range(
-                    &gpu.stream,
+                    &gpu.track,
                     &self.host_in,
                     n,
                     self.mask.ptr(),
@@ -365,21 +365,21 @@ impl GpuGftt {
         // The count and the first FIRST_CANDIDATES candidates come back in one wait; a
         // second download only when there are more.
         let first = FIRST_CANDIDATES.min(self.cap);
-        download(&gpu.stream, cnt, &mut self.host_out, 0, 4)?;
-        download(&gpu.stream, cand, &mut self.host_out, 16, first * 8)?;
-        gpu.sync()?;
+        download(&gpu.track, cnt, &mut self.host_out, 0, 4)?;
+        download(&gpu.track, cand, &mut self.host_out, 16, first * 8)?;
+        gpu.sync_track()?;
         let count = u32::from_le_bytes(self.host_out.as_slice()[..4].try_into().unwrap()) as usize;
         let count = count.min(self.cap);
         if count > first {
             let rest = cand.offset(first);
             download(
-                &gpu.stream,
+                &gpu.track,
                 rest,
                 &mut self.host_out,
                 16 + first * 8,
                 (count - first) * 8,
             )?;
-            gpu.sync()?;
+            gpu.sync_track()?;
         }
         Ok(count)
     }
@@ -409,14 +409,14 @@ impl GpuGftt {
         let (eig, words) = (self.eig.ptr(), self.words.ptr());
         let (wi, hi) = (w as i32, h as i32);
         // The masked max and the candidate count.
-        self.words.fill_async(&gpu.stream, 1..3, 0)?;
+        self.words.fill_async(&gpu.track, 1..3, 0)?;
         let (ni, mx, cnt) = (n as i32, words.offset(1), words.offset(2));
         // SAFETY: `gftt_max`'s buffers are this context's, sized for this launch when the
         // stage was built.
         unsafe {
             gpu.k.gftt.gftt_max(
                 gpu,
-                Launch::new((n.div_ceil(256).min(1024) as u32, 1, 1), (256, 1, 1)),
+                Launch::new((n.div_ceil(256).min(1024) as u32, 1, 1), (256, 1, 1)).on(&gpu.track),
                 eig,
                 mask_ptr,
                 ni,
@@ -429,7 +429,7 @@ impl GpuGftt {
         unsafe {
             gpu.k.gftt.gftt_candidates(
                 gpu,
-                Launch::new((n.div_ceil(256) as u32, 1, 1), (256, 1, 1)),
+                Launch::new((n.div_ceil(256) as u32, 1, 1), (256, 1, 1)).on(&gpu.track),
                 eig,
                 mask_ptr,
                 wi,
@@ -474,7 +474,7 @@ impl GpuGftt {
         let bytes = (centers.len() * 2 + spans.len()) * 4;
         if bytes > self.discs_host.bytes() {
             // Before the buffers in use are dropped, the uploads from them are done.
-            gpu.sync()?;
+            gpu.sync_track()?;
             let c = &gpu.ctx;
             self.discs_host = HostBuf::new(c, bytes * 2, true)?;
             self.discs_dev = DevBuf::new(c, bytes / 2)?;
@@ -487,9 +487,9 @@ impl GpuGftt {
         for (dst, v) in host.chunks_exact_mut(4).zip(words) {
             dst.copy_from_slice(&v.to_le_bytes());
         }
-        upload(&gpu.stream, &self.discs_host, self.discs_dev.ptr(), bytes)?;
+        upload(&gpu.track, &self.discs_host, self.discs_dev.ptr(), bytes)?;
         let mask = self.mask.ptr();
-        self.mask.fill_async(&gpu.stream, 0..w * h, 255)?;
+        self.mask.fill_async(&gpu.track, 0..w * h, 255)?;
         if centers.is_empty() || spans.is_empty() {
             return Ok(());
         }
@@ -511,7 +511,8 @@ impl GpuGftt {
                 Launch::new(
                     (centers.len() as u32, rows.div_ceil(128) as u32, 1),
                     (128, 1, 1),
-                ),
+                )
+                .on(&gpu.track),
                 pts,
                 nc,
                 sp,
