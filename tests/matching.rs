@@ -544,3 +544,56 @@ fn gpu_equals_cpu_10k() {
     let (q, t) = planted_pair(&mut rng, 333, 4444);
     check_gpu(&mut gpu, &mut cpu, &q, &t, "planted 333 x 4444 after 10k");
 }
+
+/// `Matcher::for_pipeline`: the CPU matcher beside a CPU pipeline; beside a CUDA pipeline the
+/// GPU matcher in that pipeline's own session (the same `Gpu`: one context, one kernel
+/// load), equal to the CPU matcher on the pipeline's own descriptors of two real frames
+/// and on planted sets.
+#[test]
+fn matcher_for_a_pipeline_shares_its_session() {
+    use gpu_features::{Config, Features, ImageView, Pipeline};
+    let cpu_pipe = Pipeline::new(Config::default(), BackendChoice::Cpu).unwrap();
+    let m = Matcher::for_pipeline(&cpu_pipe);
+    assert_eq!(m.backend(), BackendKind::Cpu);
+    assert_eq!(m.fallback_reason(), None);
+    let test = "matcher_for_a_pipeline_shares_its_session";
+    let mut pipe = match Pipeline::new(Config::default(), BackendChoice::Cuda) {
+        Ok(p) => p,
+        Err(e) => return shared::skip_without_gpu(test, &e),
+    };
+    let mut gpu = Matcher::for_pipeline(&pipe);
+    assert_eq!(gpu.fallback_reason(), None);
+    #[cfg(feature = "cuda")]
+    {
+        let session = pipe.gpu_session().expect("a CUDA pipeline's session");
+        let c = gpu.cuda().expect("the GPU matcher");
+        assert!(std::ptr::eq(c.gpu(), &*session), "a second GPU session");
+    }
+    let mut descriptors = Vec::new();
+    for k in [0, 3] {
+        let path = format!(
+            "{}/tests/data/seq/cockatoo_0{k}.png",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let img = gpu_features::cpu::decode::load_gray(std::path::Path::new(&path)).unwrap();
+        let view =
+            ImageView::new(&img.data, img.width, img.height, img.width, "mono8", false).unwrap();
+        let mut f = Features::default();
+        pipe.process_into(&view, &mut f).unwrap();
+        descriptors.push(f.descriptors);
+    }
+    assert!(
+        descriptors.iter().all(|d| d.len() > 100),
+        "descriptors per frame"
+    );
+    let mut cpu = Matcher::new(BackendChoice::Cpu).unwrap();
+    let (q, t) = (&descriptors[1], &descriptors[0]);
+    check_gpu(&mut gpu, &mut cpu, q, t, "the pipeline's frames 3 -> 0");
+    eprintln!(
+        "{test}: {} x {} descriptors, same matches",
+        q.len(),
+        t.len()
+    );
+    let (q, t) = planted_pair(&mut Rng(7), 700, 900);
+    check_gpu(&mut gpu, &mut cpu, &q, &t, "planted 700 x 900");
+}

@@ -69,13 +69,6 @@ impl CudaPipeline {
         let decoder = self.decoder.as_mut().expect("decoder");
         decoder.run(gpu, source, gray, cfg.cuda.host_gray)?;
         mark(&ev[1], gpu)?;
-        if let (Some(f), Some(image)) = (after_decode, st.gray()) {
-            // The tracker's stream starts from the decode, beside everything below.
-            gpu.track
-                .wait(&ev[1])
-                .map_err(|e| context::cuda_err("ordering the tracker's stream", e))?;
-            f(image);
-        }
         // The graphs hold no host sync: only the GPU selection's path (the others size their
         // download from a first one).
         let use_graphs = cfg.cuda.graphs && gpu_select;
@@ -109,6 +102,15 @@ impl CudaPipeline {
             gray,
             &mut self.side_pending,
         )?;
+        // The same frame's tracking (`after_decode`) on the tracker's stream, from the decode:
+        // queued once the detection is, so that the host's work for it runs while the GPU
+        // detects.
+        if let (Some(f), Some(image)) = (after_decode, st.gray()) {
+            gpu.track
+                .wait(&ev[1])
+                .map_err(|e| context::cuda_err("ordering the tracker's stream", e))?;
+            f(image);
+        }
 
         // Without the GPU selection one kernel brings the candidate header and the
         // candidates it counts where the pinned buffers are mapped; else the count is only

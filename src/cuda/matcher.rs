@@ -72,7 +72,8 @@ fn ensure_host(ctx: &Arc<CudaContext>, buf: &mut HostBuf, bytes: usize, wc: bool
 }
 
 pub struct CudaMatcher {
-    gpu: Gpu,
+    /// Its own session ([`CudaMatcher::new`]) or a pipeline's ([`CudaMatcher::with_gpu`]).
+    gpu: Arc<Gpu>,
     sms: usize,
     /// Query then train descriptors, packed (two `uint4`s each).
     desc: DevBuf<[u32; 4]>,
@@ -87,7 +88,13 @@ pub struct CudaMatcher {
 impl CudaMatcher {
     /// Opens the GPU and loads the kernels (`Gpu::new`); no buffer is allocated yet.
     pub fn new() -> Result<Self> {
-        let gpu = Gpu::new()?;
+        Self::with_gpu(Arc::new(Gpu::new()?))
+    }
+
+    /// The matcher in `gpu`'s session (a pipeline's: `matching::Matcher::for_pipeline`),
+    /// its work on that session's main stream; no buffer is allocated yet.
+    pub fn with_gpu(gpu: Arc<Gpu>) -> Result<Self> {
+        gpu.bind()?;
         let sms = gpu
             .ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)

@@ -187,6 +187,37 @@ impl Matcher {
         })
     }
 
+    /// The matcher of `pipeline`'s descriptors: on the CUDA backend in the pipeline's own
+    /// GPU session (its context, kernels and main stream, after the frame's work); on the
+    /// CPU otherwise, or when the GPU matcher cannot start ([`Matcher::fallback_reason`]
+    /// says why).
+    pub fn for_pipeline(pipeline: &crate::pipeline::Pipeline) -> Matcher {
+        let (backend, fallback_reason) = match Self::session_backend(pipeline) {
+            Some(Ok(b)) => (b, None),
+            Some(Err(e)) => (Backend::Cpu, Some(e.to_string())),
+            None => (Backend::Cpu, None),
+        };
+        Matcher {
+            backend,
+            fallback_reason,
+            knn: Vec::new(),
+            reverse: Vec::new(),
+        }
+    }
+
+    /// The GPU matcher in `pipeline`'s session, None when the pipeline runs on the CPU.
+    #[cfg(feature = "cuda")]
+    fn session_backend(pipeline: &crate::pipeline::Pipeline) -> Option<Result<Backend>> {
+        let gpu = pipeline.gpu_session()?;
+        let m = crate::cuda::matcher::CudaMatcher::with_gpu(gpu);
+        Some(m.map(|m| Backend::Cuda(Box::new(m))))
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn session_backend(_: &crate::pipeline::Pipeline) -> Option<Result<Backend>> {
+        None
+    }
+
     #[cfg(feature = "cuda")]
     fn cuda_backend() -> Result<Backend> {
         Ok(Backend::Cuda(Box::new(

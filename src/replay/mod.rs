@@ -48,7 +48,7 @@ use crate::error::{Error, Result};
 use crate::eval::{self, HomographyPair};
 use crate::features::{Descriptor, Keypoint};
 use crate::matching::{MatchParams, Matcher};
-use crate::pipeline::{BackendChoice, BackendKind};
+use crate::pipeline::BackendChoice;
 use crate::Config;
 
 mod cli;
@@ -196,15 +196,13 @@ pub(super) struct TrackMatcher {
 }
 
 impl TrackMatcher {
-    pub(super) fn new(pipeline: BackendKind) -> TrackMatcher {
-        let matcher = match pipeline {
-            BackendKind::Cpu => Matcher::new(BackendChoice::Cpu),
-            BackendKind::Cuda => Matcher::new(BackendChoice::Cuda).or_else(|e| {
-                eprintln!("replay: descriptor matching on the CPU, the CUDA matcher failed: {e}");
-                Matcher::new(BackendChoice::Cpu)
-            }),
+    /// The matcher of `pipeline`'s descriptors, in its GPU session on CUDA
+    /// (`Matcher::for_pipeline`).
+    pub(super) fn new(pipeline: &crate::pipeline::Pipeline) -> TrackMatcher {
+        let matcher = Matcher::for_pipeline(pipeline);
+        if let Some(why) = matcher.fallback_reason() {
+            eprintln!("replay: descriptor matching on the CPU, the CUDA matcher failed: {why}");
         }
-        .expect("the CPU matcher always starts");
         TrackMatcher {
             matcher,
             params: MatchParams::default(),

@@ -143,7 +143,7 @@ impl<'a> Replayer<'a> {
             .config
             .describe
             .enabled
-            .then(|| TrackMatcher::new(pipeline.backend()));
+            .then(|| TrackMatcher::new(&pipeline));
         std::fs::create_dir_all(&opts.out_dir).map_err(|e| Error::io(&opts.out_dir, e))?;
         let mut writer = McapBagWriter::create(&opts.out_dir.join("out.mcap"))?;
         let track = &opts.config.track;

@@ -7,11 +7,11 @@ use r2r::std_msgs::msg::Header;
 use super::convert;
 use crate::features::Descriptor;
 use crate::matching::{Match, MatchParams, Matcher};
-use crate::pipeline::BackendChoice;
+use crate::pipeline::{BackendChoice, Pipeline};
 
 /// The previous frame's descriptors and the matcher, owned by one input's worker.
+#[derive(Default)]
 pub struct PreviousFrame {
-    choice: BackendChoice,
     matcher: Option<Matcher>,
     previous: Option<Vec<Descriptor>>,
     matches: Vec<Match>,
@@ -19,29 +19,21 @@ pub struct PreviousFrame {
 }
 
 impl PreviousFrame {
-    /// `choice`: the input's backend (the matcher follows it; CPU when CUDA is unusable).
-    pub fn new(choice: BackendChoice) -> Self {
-        PreviousFrame {
-            choice,
-            matcher: None,
-            previous: None,
-            matches: Vec::new(),
-            buf: Vec::new(),
-        }
-    }
-
     /// Forgets the previous frame (`match.previous` turned off, or no descriptors).
     pub fn reset(&mut self) {
         self.previous = None;
     }
 
     /// The matches of `descriptors` to the previous frame's (none on the first frame), as the
-    /// cloud to publish with `header`; then remembers `descriptors`. The second value is a matcher
-    /// problem to log (the matcher has then moved to the CPU; the cloud is still good).
+    /// cloud to publish with `header`; then remembers `descriptors`. The matcher is made on
+    /// the first match, in `pipeline`'s GPU session when it runs on CUDA
+    /// (`Matcher::for_pipeline`). The second value is a matcher problem to log (the matcher
+    /// has then moved to the CPU; the cloud is still good).
     pub fn step(
         &mut self,
         header: &Header,
         descriptors: &[Descriptor],
+        pipeline: &Pipeline,
     ) -> (PointCloud2, Option<String>) {
         let mut problem = None;
         self.matches.clear();
@@ -49,7 +41,7 @@ impl PreviousFrame {
             let params = MatchParams::default();
             let matcher = self
                 .matcher
-                .get_or_insert_with(|| Matcher::new(self.choice).unwrap_or_else(|_| Self::cpu()));
+                .get_or_insert_with(|| Matcher::for_pipeline(pipeline));
             if let Err(e) = matcher.match_into(descriptors, prev, &params, &mut self.matches) {
                 // A GPU failure (or a size over the matcher's limit): the CPU twin gives the
                 // same matches, or the same error.

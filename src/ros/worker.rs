@@ -82,7 +82,7 @@ impl Worker {
         let features = Features::default();
         let header = Header::default();
         let gpu_failure_logged = false;
-        let previous = PreviousFrame::new(choice);
+        let previous = PreviousFrame::default();
         let match_previous = self.params.lock().unwrap().live.match_previous;
         Ok((
             Running {
@@ -337,6 +337,8 @@ impl Running {
                 w.stats.lock().unwrap().count.process_errors += 1;
                 match w.make_pipeline(self.choice) {
                     Ok((p, g, d)) => {
+                        // A matcher in the old pipeline's GPU session goes with it.
+                        self.previous = PreviousFrame::default();
                         self.pipeline = p;
                         self.generation = g;
                         self.debug = d;
@@ -393,7 +395,7 @@ impl Running {
             features.descriptors_for(self.pipeline.config()),
         ) {
             (true, Some(descriptors)) => {
-                let (cloud, problem) = self.previous.step(header, descriptors);
+                let (cloud, problem) = self.previous.step(header, descriptors, &self.pipeline);
                 let _ = w.pub_matches.publish(&cloud);
                 self.previous.recycle(cloud);
                 if let (Some(p), Some(_)) = (problem, self.error_log.allow()) {

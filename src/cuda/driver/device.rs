@@ -38,9 +38,10 @@ pub struct Device {
     /// A second stream, of a priority above the main stream's: Canny runs there beside the
     /// pyramid and the detection (they share only the decoded frame, which both read).
     pub side: Arc<CudaStream>,
-    /// The feature tracker's stream (`cuda::lk`, `cuda::gftt`), at the side stream's
+    /// The feature tracker's stream (`cuda::lk`, `cuda::gftt`), at the main stream's
     /// priority: a frame's LK pyramid and flow start there as soon as the decode is done,
-    /// beside the detection on the main stream (`CudaPipeline::process_edges_then`).
+    /// beside the detection on the main stream (`CudaPipeline::process_edges_then`), which
+    /// the node needs first (the keypoints go out before the tracks).
     pub track: Arc<CudaStream>,
     /// The priority of the pyramid's launches (above Canny's stream), where the device has
     /// enough priority levels.
@@ -163,7 +164,7 @@ impl Device {
             .new_stream_with_priority(side_prio)
             .map_err(|e| cuda_err("creating a stream", e))?;
         let track = ctx
-            .new_stream_with_priority(side_prio)
+            .new_stream_with_priority(main_prio)
             .map_err(|e| cuda_err("creating a stream", e))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
         let flag = |a| ctx.attribute(a).map(|v| v != 0).unwrap_or(false);
