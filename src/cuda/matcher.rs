@@ -58,7 +58,7 @@ fn ensure_dev<T: DeviceType>(
 ) -> Result<()> {
     if buf.len() < len {
         *buf = DevBuf::empty(ctx); // free the old one first
-        *buf = DevBuf::new(ctx, len.next_power_of_two().max(1024))?;
+        *buf = DevBuf::new(ctx, len.next_power_of_two().max(4096 / size_of::<T>()))?;
     }
     Ok(())
 }

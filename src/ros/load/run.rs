@@ -45,6 +45,36 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// The state of `inputs` inputs, room for `capacity` frames each at `rate` Hz.
+    fn new(inputs: usize, capacity: usize, rate: f64) -> Self {
+        Shared {
+            inputs: (0..inputs)
+                .map(|_| {
+                    Mutex::new(Received {
+                        sent_at: vec![None; capacity],
+                        ..Default::default()
+                    })
+                })
+                .collect(),
+            period_ns: period_ns(rate),
+            measuring: AtomicBool::new(false),
+            diag_seen: AtomicU64::new(0),
+        }
+    }
+
+    /// Waits (10 s at most) for one more diagnostics report per input than were seen so
+    /// far: the one that counts the last frames (a relay publishes none: no wait).
+    async fn wait_for_last_diagnostics(&self, inputs: usize) {
+        let seen = self.diag_seen.load(Ordering::SeqCst);
+        let t_wait = Instant::now();
+        while seen > 0
+            && self.diag_seen.load(Ordering::SeqCst) < seen + inputs as u64
+            && t_wait.elapsed() < Duration::from_secs(10)
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// An answer of input `k` with this header stamp (and `points`, if a cloud) arrived now.
     pub(super) fn answered(
         &self,
@@ -269,38 +299,6 @@ async fn run_async(
         rep.judge_soak(growth);
     }
     Ok(rep)
-}
-
-impl Shared {
-    /// The state of `inputs` inputs, room for `capacity` frames each at `rate` Hz.
-    fn new(inputs: usize, capacity: usize, rate: f64) -> Self {
-        Shared {
-            inputs: (0..inputs)
-                .map(|_| {
-                    Mutex::new(Received {
-                        sent_at: vec![None; capacity],
-                        ..Default::default()
-                    })
-                })
-                .collect(),
-            period_ns: period_ns(rate),
-            measuring: AtomicBool::new(false),
-            diag_seen: AtomicU64::new(0),
-        }
-    }
-
-    /// Waits (10 s at most) for one more diagnostics report per input than were seen so
-    /// far: the one that counts the last frames (a relay publishes none: no wait).
-    async fn wait_for_last_diagnostics(&self, inputs: usize) {
-        let seen = self.diag_seen.load(Ordering::SeqCst);
-        let t_wait = Instant::now();
-        while seen > 0
-            && self.diag_seen.load(Ordering::SeqCst) < seen + inputs as u64
-            && t_wait.elapsed() < Duration::from_secs(10)
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
 }
 
 /// Stops the node under test (`--node-pid`), when given, and returns its log (`--node-log`).
