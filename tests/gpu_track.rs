@@ -480,7 +480,7 @@ fn gpu_tracker_begun_beside_the_detection_equals_cpu_tracker() {
         assert_eq!(g.backend(), BackendKind::Cuda, "{:?}", g.gpu_failure());
     }
     assert_eq!(compared, 14);
-    assert!(total > 100 * compared, "{total}");
+    assert!(total > 40 * compared, "{total}");
     eprintln!("{name}: {compared} frames, {total} tracks, identical");
 }
 

@@ -240,13 +240,14 @@ pub(super) struct TrackOutputs {
     /// Why `vins_config` could not be read (the node tracks on camera_info or pixels).
     pub(super) vins_problem: Option<String>,
     /// The last frame's times, ms ([`TRACK_PARTS`]; NaN where a part did not run).
-    pub(super) times: [f64; 3],
+    pub(super) times: [f64; 4],
 }
 
-/// The parts of a frame's tracking step in the node: the first camera's frame tracked
-/// (`track`), the wait for the second camera's frame of the same stamp (`stereo_wait`),
-/// the stereo step on it (`right`).
-pub(super) const TRACK_PARTS: [&str; 3] = ["track", "stereo_wait", "right"];
+/// The parts of a frame's tracking step in the node: the frame begun on the GPU inside the
+/// pipeline's call (`begin`: `Tracker::begin`, host time; part of the latency's pipeline
+/// part), the first camera's frame tracked (`track`), the wait for the second camera's frame
+/// of the same stamp (`stereo_wait`), the stereo step on it (`right`).
+pub(super) const TRACK_PARTS: [&str; 4] = ["begin", "track", "stereo_wait", "right"];
 
 /// The camera model of a slot when it fits a `width x height` image, else why not.
 fn usable_camera(
@@ -361,7 +362,7 @@ impl TrackOutputs {
                 if restart {
                     let _ = self.pub_restart.publish(&Bool { data: true });
                 }
-                self.times = [f64::NAN; 3];
+                self.times = [f64::NAN; 4];
                 return problem;
             }
             Before::Track { full: true } => self.tracker.track_input(input, stamp, camera.as_ref()),
@@ -369,7 +370,8 @@ impl TrackOutputs {
                 self.tracker.track_flow_only(input, stamp, camera.as_ref())
             }
         };
-        self.times = [self.tracker.stats().total_ms, f64::NAN, f64::NAN];
+        let stats = self.tracker.stats();
+        self.times = [stats.begin_ms, stats.total_ms, f64::NAN, f64::NAN];
         if listened(self.pub_tracks.get_inter_process_subscription_count()) {
             let bytes = self.tracks_cdr.encode(header, self.tracker.tracks());
             let _ = self.pub_tracks.publish_raw(bytes);
@@ -427,8 +429,8 @@ impl TrackOutputs {
             let (w, h) = input.size();
             let (cam, why) = usable_camera(right_camera, w, h);
             let r = tracker.track_right_input(input, cam.as_ref());
-            times[1] = (t1 - t0).as_secs_f64() * 1e3;
-            times[2] = t1.elapsed().as_secs_f64() * 1e3;
+            times[2] = (t1 - t0).as_secs_f64() * 1e3;
+            times[3] = t1.elapsed().as_secs_f64() * 1e3;
             (r, why, right.header.clone())
         });
         match got {

@@ -257,7 +257,9 @@ impl Tracker {
         if on_device && !self.params.equalize && self.backend() == BackendKind::Cuda {
             let step = if full { Step::Full } else { Step::FlowOnly };
             let camera = camera.map(|c| c.clone().lifted(self.params.lifting));
+            let t0 = std::time::Instant::now();
             self.begin_frame(&mut frame, stamp, camera, step);
+            self.stats.begin_ms = t0.elapsed().as_secs_f64() * 1e3;
             let size = frame.input.size();
             self.begun = Some(Begun { stamp, size, step });
         }
@@ -328,6 +330,7 @@ impl Tracker {
         } else {
             self.drop_begun();
             self.begin_frame(frame, stamp, camera, step);
+            self.stats.begin_ms = f64::NAN;
         }
         self.finish_frame(frame, stamp, step);
         self.stats.total_ms = t0.elapsed().as_secs_f64() * 1e3;

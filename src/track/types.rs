@@ -114,6 +114,10 @@ pub struct FrameStats {
     /// FAST, with the mask drawn and the wait), and the whole `track` call.
     pub pyramid_ms: f64,
     pub flow_ms: f64,
+    /// The host time of [`super::Tracker::begin`] when the frame was begun early (its
+    /// pyramid and LK launch, counted in `pyramid_ms` and `flow_ms` too), ms; NaN when it
+    /// was not.
+    pub begin_ms: f64,
     /// On the GPU: the LK launch's own time (CUDA events), ms; NaN on the CPU.
     pub lk_kernel_ms: f64,
     pub detect_ms: f64,
