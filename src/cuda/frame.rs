@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use cudarc::driver::{result, CudaEvent};
 
-use super::driver::{device as context, graph, DevPtr};
+use super::driver::{crew, device as context, graph, DevPtr};
 use super::in_flight::{InFlight, FRAMES_IN_FLIGHT};
 use super::kept::AfterDecode;
 use super::queue::{mark, queue_canny, queue_main, Marks};
@@ -84,85 +84,140 @@ impl CudaPipeline {
         // Derived once: on a device without the levels for it, both choices are the same
         // launches, so one graph serves both.
         let pyramid_priority = gpu.pyramid_priority.filter(|_| in_flight.pyramid_first);
-        if use_graphs {
-            ensure_graphs(
-                gpu,
-                ev,
-                st,
-                cfg,
-                (gpu_select, pyramid_priority, timed),
-                gray,
-            )?;
-        }
-        let how = (gpu_select, pyramid_priority, timed);
-        let span_recorded = queue_after_decode(
-            (gpu, ev, st, cfg),
-            how,
-            (use_graphs, span_timed),
-            gray,
-            &mut self.side_pending,
-        )?;
-        // The same frame's tracking (`after_decode`) on the tracker's stream, from the decode:
-        // queued once the detection is, so that the host's work for it runs while the GPU
-        // detects.
-        if let (Some(f), Some(image)) = (after_decode, st.gray()) {
-            gpu.track
-                .wait(&ev[1])
-                .map_err(|e| context::cuda_err("ordering the tracker's stream", e))?;
-            f(image);
-        }
-
-        // Without the GPU selection one kernel brings the candidate header and the
-        // candidates it counts where the pinned buffers are mapped; else the count is only
-        // known after a first sync on the header, then the candidates' download. Either way
-        // the header is on the host after the frame's sync.
-        if let (false, Some(det)) = (gpu_select, st.det.as_mut()) {
-            if !det.copy_candidates(gpu)? {
-                det.queue_candidate_header(gpu)?;
-                gpu.sync()?;
-                det.queue_candidates(gpu)?;
-            }
-        }
-        if !gpu_select {
-            mark(&ev[7], gpu)?;
-        }
-
-        // The edge map, as soon as its download is done (the rest of the frame still runs).
-        let edges_written = st.canny.is_some();
-        if let Some(c) = &st.canny {
-            // The crew's threads wait for the edge map themselves only when no other
-            // pipeline of the process is inside a frame (four pipelines lost 8 % of their
-            // frames/s that way, run 37).
-            let early = FRAMES_IN_FLIGHT.load(Ordering::Relaxed) == 1;
-            c.edges_out_when(&ev[2], early, edges, &mut out.edges)?;
-            self.side_pending = false;
-        } else {
-            out.edges = None;
-        }
-        gpu.sync()?;
-        let records = match (&st.det, &st.sel) {
-            (Some(det), Some(sel)) if gpu_select => sel.max_kept().min(det.out_cap()),
-            (Some(det), _) => (det.header_word(0) as usize).min(det.out_cap()),
-            (None, _) => 0,
-        };
-
-        let t_host = Instant::now();
-        host_outputs(gpu, st, cfg, (gpu_select, records), out)?;
-        let host_ms = t_host.elapsed().as_secs_f64() * 1e3;
-
-        let host_stage = if gpu_select || budget == 0 {
-            "keypoints (host)"
-        } else {
-            "select (host)"
-        };
-        let spans = Spans {
+        let plan = Plan {
+            gpu_select,
+            pyramid_priority,
             timed,
-            span: span_recorded,
-            canny: st.canny.is_some(),
+            use_graphs,
+            span_timed,
         };
-        stage_timings(ev, spans, (host_stage, host_ms), &mut out.timings)?;
-        Ok(edges_written)
+        let side_pending = &mut self.side_pending;
+        let Some((f, image)) = after_decode.zip(st.gray()) else {
+            return after_decode_work(gpu, ev, st, side_pending, cfg, plan, gray, (out, edges));
+        };
+        // The same frame's tracking (`after_decode`) on the tracker's stream, from the
+        // decode, queued by a crew thread while this one queues the detection and waits for
+        // it: the host's work for each overlaps the other's.
+        gpu.track
+            .wait(&ev[1])
+            .map_err(|e| context::cuda_err("ordering the tracker's stream", e))?;
+        // SAFETY: level 0 (the image) is written only by a frame's decode, which is queued
+        // above; nothing else of this frame writes it and the crew thread's use of it ends
+        // before `alongside` returns, within this call.
+        let image = unsafe { image.unbound() };
+        crew::alongside(
+            move || f(image),
+            || after_decode_work(gpu, ev, st, side_pending, cfg, plan, gray, (out, edges)),
+        )
     }
+}
+
+/// What a frame runs after its decode ([`CudaPipeline::run_frame`]'s choices).
+#[derive(Clone, Copy)]
+struct Plan {
+    /// The budget selection on the GPU (spread none).
+    gpu_select: bool,
+    /// The pyramid's launch priority, when it goes first.
+    pyramid_priority: Option<i32>,
+    /// This frame reads its stage events.
+    timed: bool,
+    /// The work is replayed from CUDA graphs.
+    use_graphs: bool,
+    /// This frame times the span after the decode as a whole.
+    span_timed: bool,
+}
+
+/// The frame after its decode: Canny on the side stream, the pyramid, the detection and
+/// the selection (from graphs where they apply), the edge map into `edges` (Ok(true) when
+/// written) or `out.edges`, the keypoints brought to the host, the stage times.
+#[allow(clippy::too_many_arguments)]
+fn after_decode_work(
+    gpu: &Gpu,
+    ev: &[CudaEvent],
+    st: &mut State,
+    side_pending: &mut bool,
+    cfg: &Config,
+    plan: Plan,
+    gray: DevPtr<u8>,
+    (out, edges): (&mut Features, Option<&mut [u8]>),
+) -> Result<bool> {
+    let Plan {
+        gpu_select,
+        pyramid_priority,
+        timed,
+        use_graphs,
+        span_timed,
+    } = plan;
+    let budget = cfg.select.max_keypoints as usize;
+    if use_graphs {
+        ensure_graphs(
+            gpu,
+            ev,
+            st,
+            cfg,
+            (gpu_select, pyramid_priority, timed),
+            gray,
+        )?;
+    }
+    let how = (gpu_select, pyramid_priority, timed);
+    let span_recorded = queue_after_decode(
+        (gpu, ev, st, cfg),
+        how,
+        (use_graphs, span_timed),
+        gray,
+        side_pending,
+    )?;
+
+    // Without the GPU selection one kernel brings the candidate header and the
+    // candidates it counts where the pinned buffers are mapped; else the count is only
+    // known after a first sync on the header, then the candidates' download. Either way
+    // the header is on the host after the frame's sync.
+    if let (false, Some(det)) = (gpu_select, st.det.as_mut()) {
+        if !det.copy_candidates(gpu)? {
+            det.queue_candidate_header(gpu)?;
+            gpu.sync()?;
+            det.queue_candidates(gpu)?;
+        }
+    }
+    if !gpu_select {
+        mark(&ev[7], gpu)?;
+    }
+
+    // The edge map, as soon as its download is done (the rest of the frame still runs).
+    let edges_written = st.canny.is_some();
+    if let Some(c) = &st.canny {
+        // The crew's threads wait for the edge map themselves only when no other
+        // pipeline of the process is inside a frame (four pipelines lost 8 % of their
+        // frames/s that way, run 37).
+        let early = FRAMES_IN_FLIGHT.load(Ordering::Relaxed) == 1;
+        c.edges_out_when(&ev[2], early, edges, &mut out.edges)?;
+        *side_pending = false;
+    } else {
+        out.edges = None;
+    }
+    gpu.sync()?;
+    let records = match (&st.det, &st.sel) {
+        (Some(det), Some(sel)) if gpu_select => sel.max_kept().min(det.out_cap()),
+        (Some(det), _) => (det.header_word(0) as usize).min(det.out_cap()),
+        (None, _) => 0,
+    };
+
+    let t_host = Instant::now();
+    host_outputs(gpu, st, cfg, (gpu_select, records), out)?;
+    let host_ms = t_host.elapsed().as_secs_f64() * 1e3;
+
+    let host_stage = if gpu_select || budget == 0 {
+        "keypoints (host)"
+    } else {
+        "select (host)"
+    };
+    let spans = Spans {
+        timed,
+        span: span_recorded,
+        canny: st.canny.is_some(),
+    };
+    stage_timings(ev, spans, (host_stage, host_ms), &mut out.timings)?;
+    Ok(edges_written)
 }
 
 /// The graphs of this config recorded where they are missing (GPU selection only): Canny's
