@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use cudarc::driver::{result, CudaEvent};
 
-use super::driver::{crew, device as context, graph, DevPtr};
+use super::driver::{device as context, graph, DevPtr};
 use super::in_flight::{InFlight, FRAMES_IN_FLIGHT};
 use super::kept::AfterDecode;
 use super::queue::{mark, queue_canny, queue_main, Marks};
@@ -92,22 +92,17 @@ impl CudaPipeline {
             span_timed,
         };
         let side_pending = &mut self.side_pending;
-        let Some((f, image)) = after_decode.zip(st.gray()) else {
-            return after_decode_work(gpu, ev, st, side_pending, cfg, plan, gray, (out, edges));
-        };
-        // The same frame's tracking (`after_decode`) on the tracker's stream, from the
-        // decode, queued by a crew thread while this one queues the detection and waits for
-        // it: the host's work for each overlaps the other's.
-        gpu.track
-            .wait(&ev[1])
-            .map_err(|e| context::cuda_err("ordering the tracker's stream", e))?;
-        // SAFETY: level 0 (the image) is written only by a frame's decode, which is queued
-        // above; nothing else of this frame writes it and the crew thread's use of it ends
-        // before `alongside` returns, within this call.
-        let image = unsafe { image.unbound() };
-        crew::alongside(
-            move || f(image),
-            || after_decode_work(gpu, ev, st, side_pending, cfg, plan, gray, (out, edges)),
+        let work = (out, edges);
+        after_decode_work(
+            gpu,
+            ev,
+            st,
+            side_pending,
+            cfg,
+            plan,
+            gray,
+            work,
+            after_decode,
         )
     }
 }
@@ -128,8 +123,9 @@ struct Plan {
 }
 
 /// The frame after its decode: Canny on the side stream, the pyramid, the detection and
-/// the selection (from graphs where they apply), the edge map into `edges` (Ok(true) when
-/// written) or `out.edges`, the keypoints brought to the host, the stage times.
+/// the selection (from graphs where they apply), `after_decode` once they are queued, the
+/// edge map into `edges` (Ok(true) when written) or `out.edges`, the keypoints brought to
+/// the host, the stage times.
 #[allow(clippy::too_many_arguments)]
 fn after_decode_work(
     gpu: &Gpu,
@@ -140,6 +136,7 @@ fn after_decode_work(
     plan: Plan,
     gray: DevPtr<u8>,
     (out, edges): (&mut Features, Option<&mut [u8]>),
+    after_decode: Option<AfterDecode>,
 ) -> Result<bool> {
     let Plan {
         gpu_select,
@@ -167,6 +164,15 @@ fn after_decode_work(
         gray,
         side_pending,
     )?;
+    // The same frame's tracking (`after_decode`) on the tracker's stream, from the decode:
+    // queued once the detection is, so that the host's work for it runs while the GPU
+    // detects (on a crew thread beside this one it took longer: docs/tracking.md).
+    if let (Some(f), Some(image)) = (after_decode, st.gray()) {
+        gpu.track
+            .wait(&ev[1])
+            .map_err(|e| context::cuda_err("ordering the tracker's stream", e))?;
+        f(image);
+    }
 
     // Without the GPU selection one kernel brings the candidate header and the
     // candidates it counts where the pinned buffers are mapped; else the count is only

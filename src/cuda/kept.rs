@@ -37,21 +37,6 @@ impl DeviceGray<'_> {
         self.pitch
     }
 
-    /// The same handle, its owner's borrow dropped.
-    ///
-    /// # Safety
-    /// The caller keeps the pixels as they are, and alive, for as long as the handle is
-    /// used (`CudaPipeline::run_frame`: for the rest of the frame's call).
-    pub(crate) unsafe fn unbound<'b>(self) -> DeviceGray<'b> {
-        DeviceGray {
-            ptr: self.ptr,
-            width: self.width,
-            height: self.height,
-            pitch: self.pitch,
-            owner: std::marker::PhantomData,
-        }
-    }
-
     /// A handle to gray bytes at `ptr`, owned by nobody.
     ///
     /// # Safety
@@ -112,10 +97,8 @@ impl super::state::State {
 }
 
 /// Work on a frame queued as soon as its gray image is on the device, beside the
-/// detection: the feature tracker's `begin` (`CudaPipeline::process_edges_then`). It runs
-/// on a crew thread while the calling thread queues the detection and waits for it
-/// (`driver::crew::alongside`), hence `Send`.
-pub type AfterDecode<'h> = &'h mut (dyn FnMut(DeviceGray<'_>) + Send);
+/// detection: the feature tracker's `begin` (`CudaPipeline::process_edges_then`).
+pub type AfterDecode<'h> = &'h mut dyn FnMut(DeviceGray<'_>);
 
 impl CudaPipeline {
     /// The last frame's gray image on the device (the pyramid's level 0, what the decode

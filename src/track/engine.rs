@@ -120,16 +120,6 @@ impl FlowEngine {
         }
     }
 
-    /// Makes the GPU session's context current on this thread (`Tracker::begin` may run on
-    /// a crew thread); nothing on the CPU.
-    pub(super) fn bind(&self) -> crate::error::Result<()> {
-        match self {
-            FlowEngine::Cpu { .. } => Ok(()),
-            #[cfg(feature = "cuda")]
-            FlowEngine::Gpu(g) => g.gpu.bind(),
-        }
-    }
-
     /// The last [`FlowEngine::next_frame`] undone, after its GPU work (the pyramid, a
     /// launched LK, the corner map) is waited for: the previous pyramid is the current
     /// one again. Only the GPU begins a frame early (`Tracker::begin`).

@@ -235,7 +235,7 @@ impl Tracker {
     /// Begins `input`'s frame early, on the GPU: its pyramid built from the gray image on
     /// the device and LK queued on the tracker's stream, with no wait, so that they run
     /// while the caller waits for other work of the same frame (the node: the pipeline's
-    /// detection, `Pipeline::process_edges_then`, which calls this on a crew thread). The same frame's
+    /// detection, `Pipeline::process_edges_then`). The same frame's
     /// [`Tracker::track_input`] (`full`) or [`Tracker::track_flow_only`] (not `full`),
     /// with the same stamp and camera, then finishes it: the same tracks as without this
     /// call. Does nothing on the CPU, with `equalize`, or for a frame not on the device.
@@ -254,9 +254,6 @@ impl Tracker {
         let on_device = frame.device().is_some();
         #[cfg(not(feature = "cuda"))]
         let on_device = false;
-        if let Err(e) = self.engine.bind() {
-            self.fall_back(e);
-        }
         if on_device && !self.params.equalize && self.backend() == BackendKind::Cuda {
             let step = if full { Step::Full } else { Step::FlowOnly };
             let camera = camera.map(|c| c.clone().lifted(self.params.lifting));

@@ -142,34 +142,6 @@ pub fn share<R>(job: &Job, helpers: Helpers, this_thread: impl FnOnce() -> R) ->
     })
 }
 
-/// Runs `side` on a crew thread while this thread runs `this_thread`, and returns when both
-/// are done: `side` runs here, after `this_thread`, when no crew thread took it by then
-/// (the crew asleep or busy, every slot taken). A panic in `side` panics here once both
-/// are done.
-pub fn alongside<R>(side: impl FnOnce() + Send, this_thread: impl FnOnce() -> R) -> R {
-    let side = Mutex::new(Some(side));
-    let run = |_: usize| {
-        let f = side.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(f) = f {
-            f()
-        }
-    };
-    let job = Job::new(1, &run);
-    let posted = Crew::global().and_then(|c| c.post(&job));
-    let out = this_thread();
-    job.run_one();
-    let mut waits = 0u32;
-    while !job.all_done() {
-        waits = waits.wrapping_add(1);
-        pause(waits);
-    }
-    drop(posted); // no crew thread looks at `job` any more
-    if job.panicked().is_err() {
-        panic!("the work run beside the frame panicked");
-    }
-    out
-}
-
 /// `f(0)`, ..., `f(count - 1)` on this thread and `helpers`; the first error, if any, once
 /// all have run (a panic in `f`: [`Job::panicked`]).
 pub fn for_each(
