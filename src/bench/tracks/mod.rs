@@ -334,7 +334,7 @@ fn opencv_script<'a>(
 fn opencv_rows(
     (py, sc, tmp): (&str, &Path, &Path),
     size: Size,
-    (seqs, pairs): (&[Vec<GrayImage>], &[(&Vec<GrayImage>, &Vec<GrayImage>)]),
+    (seqs, pairs): (&[Vec<GrayImage>], &[Pair]),
     setting: (usize, f64),
     (rows, stereo_rows): (&mut Vec<TrackRow>, &mut Vec<StereoRow>),
 ) -> std::result::Result<(), String> {
@@ -366,6 +366,103 @@ fn opencv_rows(
     Ok(())
 }
 
+/// A stereo pan: the left camera's frames and the right one's.
+type Pair<'a> = (&'a Vec<GrayImage>, &'a Vec<GrayImage>);
+
+/// Our trackers' rows for one size and setting: mono on the pans `seqs`, stereo on the
+/// `pairs`, on the GPU (unless `--backend cpu`) and the CPU (unless `--no-cpu`), into
+/// `out` (rows, stereo rows, notes).
+fn our_rows(
+    args: &BenchArgs,
+    size: Size,
+    setting: (usize, f64),
+    (seqs, pairs): (&[Vec<GrayImage>], &[Pair]),
+    cpu_frames: usize,
+    (rows, stereo_rows, notes): (&mut Vec<TrackRow>, &mut Vec<StereoRow>, &mut Vec<String>),
+) {
+    let want_gpu = args.backend != BackendChoice::Cpu;
+    let params = TrackParams {
+        max_features: setting.0,
+        min_distance: setting.1,
+        ransac_threshold: 0.0,
+        ..Default::default()
+    };
+    let push = |rows: &mut Vec<TrackRow>, tracker: &str, (ms, n, st): Timed| {
+        let d = |f: fn(&FrameStats) -> f64| Dist::of(st.iter().map(f));
+        eprintln!(
+            "bench tracks {size} {} features, {tracker}: median {:.3} ms",
+            setting.0,
+            Dist::of(ms.iter().copied()).p50
+        );
+        rows.push(TrackRow {
+            size: size.to_string(),
+            max_features: setting.0,
+            min_distance: setting.1,
+            tracker: tracker.into(),
+            tracks_mean: mean_count(&n),
+            ms: Dist::of(ms),
+            stages: Some([
+                d(|s| s.pyramid_ms),
+                d(|s| s.flow_ms),
+                d(|s| s.detect_ms),
+                d(|s| s.lk_kernel_ms),
+            ]),
+        });
+    };
+    if want_gpu {
+        let (mut t, why) = Tracker::with_cuda(params);
+        match why {
+            None => {
+                let r = time_tracker(
+                    &mut t,
+                    seqs,
+                    (args.warmup, args.frames),
+                    &mut Pacer::new(args.pace),
+                );
+                if let Some(f) = t.gpu_failure() {
+                    notes.push(format!("the GPU tracker fell back to the CPU: {f}"));
+                }
+                push(rows, "cuda", r);
+            }
+            Some(why) => {
+                if !notes.iter().any(|n| n.starts_with("GPU rows omitted")) {
+                    notes.push(format!("GPU rows omitted: {why}"));
+                }
+            }
+        }
+    }
+    if !args.no_cpu || !want_gpu {
+        let mut t = Tracker::new(params);
+        let r = time_tracker(&mut t, seqs, (0, cpu_frames), &mut Pacer::new(args.pace));
+        push(rows, "cpu", r);
+    }
+    // Stereo (VINS-Fusion's mode), on the pans with room for the right camera.
+    let mut stereo_push = |tracker: &str, r: std::result::Result<_, String>| match r {
+        Ok(m) => stereo_rows.push(stereo::our_row(size.to_string(), setting.0, tracker, m)),
+        Err(why) => notes.push(format!("{size} stereo, {tracker}: {why}")),
+    };
+    if want_gpu && !pairs.is_empty() {
+        if let (mut t, None) = Tracker::with_cuda(params) {
+            stereo_push(
+                "cuda",
+                stereo::time_stereo(
+                    &mut t,
+                    pairs,
+                    (args.warmup, args.frames),
+                    &mut Pacer::new(args.pace),
+                ),
+            );
+        }
+    }
+    if (!args.no_cpu || !want_gpu) && !pairs.is_empty() {
+        let mut t = Tracker::new(params);
+        stereo_push(
+            "cpu",
+            stereo::time_stereo(&mut t, pairs, (0, cpu_frames), &mut Pacer::new(args.pace)),
+        );
+    }
+}
+
 pub(super) fn run(
     args: &BenchArgs,
     sizes: &[Size],
@@ -377,7 +474,6 @@ pub(super) fn run(
     if script.is_some() {
         std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
-    let want_gpu = args.backend != BackendChoice::Cpu;
     let cpu_frames = args.cpu_frames.unwrap_or(args.frames.min(20)).max(1);
     let mut rows = Vec::new();
     let mut stereo_rows: Vec<StereoRow> = Vec::new();
@@ -403,91 +499,9 @@ pub(super) fn run(
             names.join(", ")
         ));
         for setting in SETTINGS {
-            let params = TrackParams {
-                max_features: setting.0,
-                min_distance: setting.1,
-                ransac_threshold: 0.0,
-                ..Default::default()
-            };
-            let push = |rows: &mut Vec<TrackRow>, tracker: &str, (ms, n, st): Timed| {
-                let d = |f: fn(&FrameStats) -> f64| Dist::of(st.iter().map(f));
-                eprintln!(
-                    "bench tracks {size} {} features, {tracker}: median {:.3} ms",
-                    setting.0,
-                    Dist::of(ms.iter().copied()).p50
-                );
-                rows.push(TrackRow {
-                    size: size.to_string(),
-                    max_features: setting.0,
-                    min_distance: setting.1,
-                    tracker: tracker.into(),
-                    tracks_mean: mean_count(&n),
-                    ms: Dist::of(ms),
-                    stages: Some([
-                        d(|s| s.pyramid_ms),
-                        d(|s| s.flow_ms),
-                        d(|s| s.detect_ms),
-                        d(|s| s.lk_kernel_ms),
-                    ]),
-                });
-            };
-            if want_gpu {
-                let (mut t, why) = Tracker::with_cuda(params);
-                match why {
-                    None => {
-                        let r = time_tracker(
-                            &mut t,
-                            seqs,
-                            (args.warmup, args.frames),
-                            &mut Pacer::new(args.pace),
-                        );
-                        if let Some(f) = t.gpu_failure() {
-                            notes.push(format!("the GPU tracker fell back to the CPU: {f}"));
-                        }
-                        push(&mut rows, "cuda", r);
-                    }
-                    Some(why) => {
-                        if !notes.iter().any(|n| n.starts_with("GPU rows omitted")) {
-                            notes.push(format!("GPU rows omitted: {why}"));
-                        }
-                    }
-                }
-            }
-            if !args.no_cpu || !want_gpu {
-                let mut t = Tracker::new(params);
-                let r = time_tracker(&mut t, seqs, (0, cpu_frames), &mut Pacer::new(args.pace));
-                push(&mut rows, "cpu", r);
-            }
-            // Stereo (VINS-Fusion's mode), on the pans with room for the right camera.
-            let mut stereo_push = |tracker: &str, r: std::result::Result<_, String>| match r {
-                Ok(m) => stereo_rows.push(stereo::our_row(size.to_string(), setting.0, tracker, m)),
-                Err(why) => notes.push(format!("{size} stereo, {tracker}: {why}")),
-            };
-            if want_gpu && !pairs.is_empty() {
-                if let (mut t, None) = Tracker::with_cuda(params) {
-                    stereo_push(
-                        "cuda",
-                        stereo::time_stereo(
-                            &mut t,
-                            &pairs,
-                            (args.warmup, args.frames),
-                            &mut Pacer::new(args.pace),
-                        ),
-                    );
-                }
-            }
-            if (!args.no_cpu || !want_gpu) && !pairs.is_empty() {
-                let mut t = Tracker::new(params);
-                stereo_push(
-                    "cpu",
-                    stereo::time_stereo(
-                        &mut t,
-                        &pairs,
-                        (0, cpu_frames),
-                        &mut Pacer::new(args.pace),
-                    ),
-                );
-            }
+            let ours = (seqs.as_slice(), pairs.as_slice());
+            let out = (&mut rows, &mut stereo_rows, &mut notes);
+            our_rows(args, size, setting, ours, cpu_frames, out);
             if let (Some(py), Some(sc), None) = (python, &script, &opencv_failed) {
                 let io = (py, sc.as_path(), tmp.as_path());
                 let r = opencv_rows(
@@ -532,69 +546,4 @@ pub(super) fn run(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn photo(w: usize, h: usize) -> Photo {
-        let mut img = GrayImage::new(w, h);
-        for (i, v) in img.data.iter_mut().enumerate() {
-            *v = ((i % w) * 7 + (i / w) * 3) as u8;
-        }
-        Photo {
-            name: format!("{w}x{h}"),
-            img,
-        }
-    }
-
-    #[test]
-    fn pans_move_by_the_step_and_skip_small_photos() {
-        let photos = [photo(100, 100), photo(300, 200)];
-        let size = Size {
-            width: 160,
-            height: 120,
-        };
-        let pans = pan_sequences(&photos, size);
-        assert_eq!(pans.names, ["300x200"]);
-        assert_eq!(pans.left[0].len(), SEQ_LEN);
-        let (a, b) = (&pans.left[0][0], &pans.left[0][1]);
-        // Frame 1 at (x, y) is frame 0 at (x + step).
-        assert_eq!(b.get(10, 10), a.get(10 + PAN_STEP.0, 10 + PAN_STEP.1));
-        assert_ne!(a.data, b.data);
-        // The right camera: the left's pixel x at x - DISPARITY.
-        let r = &pans.right[0].as_ref().expect("room for the right camera")[5];
-        assert_eq!(r.get(10, 10), pans.left[0][5].get(10 + DISPARITY, 10));
-        // No room to the right: no right camera.
-        let tight = [photo(160 + PAN_STEP.0 * SEQ_LEN, 200)];
-        assert!(pan_sequences(&tight, size).right[0].is_none());
-    }
-
-    #[test]
-    fn the_table_puts_trackers_side_by_side_with_the_ratio() {
-        let row = |tracker: &str, p50: f64| TrackRow {
-            size: "752x480".into(),
-            max_features: 150,
-            min_distance: 30.0,
-            tracker: tracker.into(),
-            tracks_mean: 120.0,
-            ms: Dist {
-                n: 10,
-                p50,
-                p90: p50 * 1.5,
-                ..Dist::default()
-            },
-            stages: None,
-        };
-        let t = table(&[
-            row("cuda", 0.25),
-            row("cpu", 9.0),
-            row("opencv-1", 5.0),
-            row("opencv-N (16)", 4.0),
-        ]);
-        let line = t.lines().nth(2).unwrap();
-        assert!(
-            line.starts_with("| 752x480 | 150 (30 px) | 120 |"),
-            "{line}"
-        );
-        assert!(line.ends_with("| 16.0x |"), "{line}");
-    }
-}
+mod tests;
