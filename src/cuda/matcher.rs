@@ -143,14 +143,7 @@ impl CudaMatcher {
         let desc_bytes = (n + m) * DESC_BYTES;
         let knn_bytes = n * 8;
         let key_bytes = knn_bytes + if cross { m * 4 } else { 0 };
-        let ctx = self.gpu.ctx.clone();
-        ensure_dev(&ctx, &mut self.desc, (n + m) * 2)?;
-        ensure_host(&ctx, &mut self.host_desc, desc_bytes, true)?;
-        ensure_dev(&ctx, &mut self.keys, key_bytes / 4)?;
-        ensure_host(&ctx, &mut self.host_keys, key_bytes, false)?;
-        if p.splits > 1 {
-            ensure_dev(&ctx, &mut self.partial, p.splits * n)?;
-        }
+        self.ensure_buffers((n, m), (desc_bytes, key_bytes), p.splits)?;
 
         let staging = self.host_desc.as_mut_slice();
         staging[..n * DESC_BYTES].copy_from_slice(query.as_flattened());
@@ -209,8 +202,40 @@ impl CudaMatcher {
         }
         download(&gpu.stream, knn_ptr, &mut self.host_keys, 0, key_bytes)?;
         gpu.sync()?;
+        self.read_keys((n, m), cross, knn, reverse);
+        Ok(())
+    }
 
-        let bytes = &self.host_keys.as_slice()[..key_bytes];
+    /// Room for `n` query and `m` train descriptors (`bytes`: the descriptors', the keys')
+    /// and, with more than one split, their partial keys; grown only, never shrunk.
+    fn ensure_buffers(
+        &mut self,
+        (n, m): (usize, usize),
+        (desc_bytes, key_bytes): (usize, usize),
+        splits: usize,
+    ) -> Result<()> {
+        let ctx = self.gpu.ctx.clone();
+        ensure_dev(&ctx, &mut self.desc, (n + m) * 2)?;
+        ensure_host(&ctx, &mut self.host_desc, desc_bytes, true)?;
+        ensure_dev(&ctx, &mut self.keys, key_bytes / 4)?;
+        ensure_host(&ctx, &mut self.host_keys, key_bytes, false)?;
+        if splits > 1 {
+            ensure_dev(&ctx, &mut self.partial, splits * n)?;
+        }
+        Ok(())
+    }
+
+    /// After the sync: the `n` queries' top-2 keys into `knn` and, when `cross`, the `m`
+    /// train descriptors' reverse keys (the rest of the download) into `reverse`.
+    fn read_keys(
+        &self,
+        (n, m): (usize, usize),
+        cross: bool,
+        knn: &mut Vec<[u32; 2]>,
+        reverse: &mut Vec<u32>,
+    ) {
+        let knn_bytes = n * 8;
+        let bytes = self.host_keys.as_slice();
         let word = |b: &[u8]| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
         knn.extend(
             bytes[..knn_bytes]
@@ -218,9 +243,9 @@ impl CudaMatcher {
                 .map(|c| [word(&c[..4]), word(&c[4..])]),
         );
         if cross {
-            reverse.extend(bytes[knn_bytes..].chunks_exact(4).map(word));
+            let rev = &bytes[knn_bytes..knn_bytes + 4 * m];
+            reverse.extend(rev.chunks_exact(4).map(word));
         }
-        Ok(())
     }
 }
 
