@@ -201,45 +201,13 @@ fn measure(
             ),
             Some(s),
         ));
-        // `cuda.host_gray`: the colour frame converted to gray while it is copied, by this
-        // thread alone or with the crew, and the pipeline's own path (the crew's pieces of the
-        // gray image uploaded as they come, `stage_gray_and_upload`). Rows of "-" for the
-        // frames that are not bgr8.
-        let gray_rows = [
-            "on this thread, no upload",
-            "by the crew, no upload",
-            "by the crew, each piece uploaded when converted",
-        ];
-        let mut gray_stats = [None; 3];
-        if bytes == 3 * w * h {
-            let layout = FrameLayout {
-                width: w,
-                height: h,
-                step: 3 * w,
-                encoding: Encoding::Bgr8,
-                big_endian: false,
-            };
-            for (k, helpers) in [Helpers::ThisThread, Helpers::Crew].into_iter().enumerate() {
-                gray_stats[k] = Some(time_after(runs, idle, |i| {
-                    let dst = &mut host.as_mut_slice()[..w * h];
-                    gray_in_pieces(&src[i % SOURCES], layout, dst, helpers, |_, _| Ok(()))?;
-                    gpu.sync()
-                })?);
-            }
-            gray_stats[2] = Some(time_after(runs, idle, |i| {
-                stage_gray_and_upload(
-                    &gpu.stream,
-                    &mut host,
-                    dev.ptr(),
-                    &src[i % SOURCES],
-                    layout,
-                )?;
-                gpu.sync()
-            })?);
-        }
-        for (what, s) in gray_rows.into_iter().zip(gray_stats) {
-            rows.push((format!("bgr8 converted to gray {what}{after}"), s));
-        }
+        gray_rows(
+            gpu,
+            (&mut host, &dev),
+            &src,
+            (pixels, runs, idle),
+            &mut rows,
+        )?;
     }
     Ok(rows)
 }
@@ -290,6 +258,59 @@ pub(super) fn run(args: &BenchArgs) -> Result<()> {
     print!("{md}");
     if let Some(p) = &args.markdown {
         std::fs::write(p, &md).map_err(|e| Error::io(p, e))?;
+    }
+    Ok(())
+}
+
+/// [`measure`]'s `cuda.host_gray` rows, after `idle` (None: back to back): the colour frame
+/// converted to gray while it is copied, by this thread alone or with the crew, and the
+/// pipeline's own path; rows of "-" when `src`'s frames are not bgr8 of `pixels`.
+fn gray_rows(
+    gpu: &Gpu,
+    (host, dev): (&mut HostBuf, &DevBuf<u8>),
+    src: &[Vec<u8>],
+    (pixels, runs, idle): ((usize, usize), usize, Option<std::time::Duration>),
+    rows: &mut Vec<(String, Option<Stat>)>,
+) -> Result<()> {
+    let (w, h) = pixels;
+    let bytes = src[0].len();
+    let after = if idle.is_some() {
+        ", after 0.3 ms idle"
+    } else {
+        ""
+    };
+    // `cuda.host_gray`: the colour frame converted to gray while it is copied, by this
+    // thread alone or with the crew, and the pipeline's own path (the crew's pieces of the
+    // gray image uploaded as they come, `stage_gray_and_upload`). Rows of "-" for the
+    // frames that are not bgr8.
+    let names = [
+        "on this thread, no upload",
+        "by the crew, no upload",
+        "by the crew, each piece uploaded when converted",
+    ];
+    let mut gray_stats = [None; 3];
+    if bytes == 3 * w * h {
+        let layout = FrameLayout {
+            width: w,
+            height: h,
+            step: 3 * w,
+            encoding: Encoding::Bgr8,
+            big_endian: false,
+        };
+        for (k, helpers) in [Helpers::ThisThread, Helpers::Crew].into_iter().enumerate() {
+            gray_stats[k] = Some(time_after(runs, idle, |i| {
+                let dst = &mut host.as_mut_slice()[..w * h];
+                gray_in_pieces(&src[i % SOURCES], layout, dst, helpers, |_, _| Ok(()))?;
+                gpu.sync()
+            })?);
+        }
+        gray_stats[2] = Some(time_after(runs, idle, |i| {
+            stage_gray_and_upload(&gpu.stream, host, dev.ptr(), &src[i % SOURCES], layout)?;
+            gpu.sync()
+        })?);
+    }
+    for (what, s) in names.into_iter().zip(gray_stats) {
+        rows.push((format!("bgr8 converted to gray {what}{after}"), s));
     }
     Ok(())
 }
