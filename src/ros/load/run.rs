@@ -228,27 +228,7 @@ async fn run_async(
     let t_start = Instant::now();
     let cpu = process::CpuClock::start(args.node_pid);
     shared.measuring.store(true, Ordering::SeqCst);
-    let mut threads = Vec::new();
-    // Every input's frame n is due at the same instant (cameras triggered together, as a
-    // stereo pair): the threads share the start.
-    let start = Instant::now() + Duration::from_millis(5);
-    for (k, p) in publishers.into_iter().enumerate() {
-        let shared = shared.clone();
-        let templates = templates.clone();
-        let (rate, malformed) = (args.rate, args.malformed_percent / 100.0);
-        threads.push(std::thread::spawn(move || {
-            publish_paced(
-                k,
-                &p,
-                templates,
-                (rate, start),
-                malformed,
-                duration,
-                capacity,
-                &shared,
-            )
-        }));
-    }
+    let threads = spawn_publishers(args, publishers, &templates, (duration, capacity), &shared);
     let sampler = args
         .node_pid
         .map(|pid| process::sample_rss(pid, t_start, duration, sample_every, spin_stop.clone()));
@@ -299,6 +279,38 @@ async fn run_async(
         rep.judge_soak(growth);
     }
     Ok(rep)
+}
+
+/// One paced publisher thread per input ([`publish_paced`]), `duration` long, room for
+/// `capacity` frames each. Every input's frame n is due at the same instant (cameras
+/// triggered together, as a stereo pair): the threads share the start.
+fn spawn_publishers(
+    args: &LoadArgs,
+    publishers: Vec<r2r::Publisher<Image>>,
+    templates: &[Image],
+    (duration, capacity): (Duration, usize),
+    shared: &Arc<Shared>,
+) -> Vec<std::thread::JoinHandle<(u64, u64, u64)>> {
+    let start = Instant::now() + Duration::from_millis(5);
+    let mut threads = Vec::new();
+    for (k, p) in publishers.into_iter().enumerate() {
+        let shared = shared.clone();
+        let templates = templates.to_vec();
+        let (rate, malformed) = (args.rate, args.malformed_percent / 100.0);
+        threads.push(std::thread::spawn(move || {
+            publish_paced(
+                k,
+                &p,
+                templates,
+                (rate, start),
+                malformed,
+                duration,
+                capacity,
+                &shared,
+            )
+        }));
+    }
+    threads
 }
 
 /// Stops the node under test (`--node-pid`), when given, and returns its log (`--node-log`).
