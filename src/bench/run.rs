@@ -66,14 +66,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let matching = run_matching(args, &p, &scripts, &results)?;
     scripts.finish(&mut notes);
 
-    let cv = results.iter().find_map(|r| r.opencv.clone());
-    let (cv_version, cv_threads) = match &cv {
-        Some(v) => (
-            v["version"].as_str().unwrap_or("?").to_string(),
-            v["threads_all"].as_u64().unwrap_or(0),
-        ),
-        None => ("-".into(), 0),
-    };
+    let (cv_version, cv_threads) = opencv_version(&results);
     let gpu_desc = gpu_info();
     let mut md = report(ReportInput {
         args,
@@ -380,5 +373,16 @@ impl Summary<'_> {
             "sizes": sizes,
             "matching": matching.map(|m| m.json.clone()),
         })
+    }
+}
+
+/// The OpenCV version and thread count the peers' scripts reported ("-" and 0 without).
+fn opencv_version(results: &[SizeResult]) -> (String, u64) {
+    match results.iter().find_map(|r| r.opencv.as_ref()) {
+        Some(v) => (
+            v["version"].as_str().unwrap_or("?").to_string(),
+            v["threads_all"].as_u64().unwrap_or(0),
+        ),
+        None => ("-".into(), 0),
     }
 }
