@@ -160,6 +160,7 @@ impl FlowEngine {
     /// carry status false): this launch, then [`FlowEngine::collect_flow`]. On the GPU, LK
     /// queued on the tracker's stream (with the marked corner map beside it), no wait;
     /// nothing on the CPU.
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
     pub(super) fn launch_flow(
         &mut self,
         pts: &[(f32, f32)],
@@ -249,6 +250,7 @@ impl FlowEngine {
 
 /// Which two pyramids LK tracks between: the previous and the current frame, or the current
 /// frame and the second camera's.
+#[cfg(feature = "cuda")]
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Pair {
     Frames,

@@ -339,6 +339,7 @@ impl Tracker {
     /// The frame's first part: the resets its stamp, size and camera call for, its
     /// pyramid (step 1), the corner map marked, LK launched (step 2; on the GPU it runs
     /// while the caller goes on).
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
     fn begin_frame(
         &mut self,
         frame: &mut HostFrame,
