@@ -289,7 +289,8 @@ fn usable_camera(
 }
 
 /// A frame the tracker begins on the GPU while its pipeline detects (`Tracker::begin`),
-/// as far as it is known before the pipeline runs.
+/// as far as it is known before the pipeline runs (read only by the GPU build).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(super) struct Early {
     pub(super) stamp: f64,
     pub(super) camera: Option<CameraModel>,

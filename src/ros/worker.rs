@@ -278,6 +278,7 @@ impl Running {
             &mut self.image_cdr,
             &self.header,
         );
+        #[cfg(feature = "cuda")]
         let tracker = &mut self.w.tracks.tracker;
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let px = edges_in_place
