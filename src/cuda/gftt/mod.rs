@@ -6,17 +6,19 @@
 //! Buffers are sized once per resolution.
 
 mod lazy_sorted;
+mod map;
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaEvent, CudaStream};
 
 use self::lazy_sorted::LazySorted;
-use super::driver::buffers::{copy_rows_on_device, download, upload, DevBuf, HostBuf};
+use self::map::MapKey;
+use super::driver::buffers::{download, upload, DevBuf, HostBuf};
 use super::driver::cuda_err;
+use super::driver::graph::Graph;
 use super::driver::{DevPtr, Launch};
-use super::harris::sobel_kernels;
-use super::kernels::params::{DenseParams, LevelDesc};
+use super::kernels::params::LevelDesc;
 use super::Gpu;
 use crate::cpu::gftt::{take_best, GfttParams};
 use crate::error::Result;
@@ -98,6 +100,9 @@ pub struct GpuGftt {
     image_ready: CudaEvent,
     /// Recorded on the map stream when the map is done; the tracker's stream (`gpu.track`) waits.
     map_done: CudaEvent,
+    /// The map's copy and launches from a pyramid's level 0 as CUDA graphs, one per source
+    /// (the tracker's two pyramids take turns), recorded on first use.
+    map_graphs: Vec<(MapKey, Graph)>,
     /// A map was started ([`GpuGftt::start_map`]) and the tracker's stream (`gpu.track`) does not wait
     /// for it yet.
     pending: bool,
@@ -145,6 +150,7 @@ impl GpuGftt {
             image_ready: c
                 .new_event(None)
                 .map_err(|e| cuda_err("creating an event", e))?,
+            map_graphs: Vec::new(),
             map_done: c
                 .new_event(None)
                 .map_err(|e| cuda_err("creating an event", e))?,
@@ -197,31 +203,6 @@ impl GpuGftt {
         Ok(())
     }
 
-    /// The map's image into `self.gray` on the map's stream: uploaded from the host, or
-    /// copied on the device from the LK pyramid's level 0.
-    fn stage_image(&mut self, img: GfttInput, (w, h): (usize, usize)) -> Result<()> {
-        let (n, ms) = (w * h, &*self.map_stream);
-        match img {
-            GfttInput::Host(i) => {
-                self.host_in.as_mut_slice()[..n].copy_from_slice(&i.data);
-                upload(ms, &self.host_in, self.gray.ptr(), n)?;
-            }
-            GfttInput::Device { ptr, pitch, .. } => {
-                // The pyramid's buffer is not written again before the tracker's stream (`gpu.track`)
-                // waits for `map_done` (`settle`, called by the tracker before it builds its
-                // next pyramid).
-                copy_rows_on_device(
-                    ms,
-                    (ptr, pitch),
-                    (self.gray.ptr(), w),
-                    (w, h),
-                    "copying the LK pyramid's level 0",
-                )?;
-            }
-        }
-        Ok(())
-    }
-
     /// The second half of [`GpuGftt::start_map`]: the map of `img` (the image of the last
     /// [`GpuGftt::mark_image`], whose buffer the tracker's stream (`gpu.track`) leaves as it is until it
     /// waits for the map: `settle`) on the map's stream, from the marked point.
@@ -240,82 +221,15 @@ impl GpuGftt {
             .wait(&self.image_ready)
             .map_err(|e| cuda_err("waiting for an event", e))?;
         self.pending = true;
-        self.stage_image(img, (w, h))?;
-        let ms = &*self.map_stream;
-        let dp = eigen_params(p);
-        let (gray, desc, nlev) = (self.gray.ptr(), self.desc.ptr(), 1i32);
-        let (gx, gy) = (self.gx.ptr(), self.gy.ptr());
-        let [sxx, sxy, syy] = [self.sums[0].ptr(), self.sums[1].ptr(), self.sums[2].ptr()];
-        let (eig, words) = (self.eig.ptr(), self.words.ptr());
-        let tiles = ((w.div_ceil(32) * h.div_ceil(8)) as u32, 1, 1);
-        // SAFETY: `harris_sobel`'s buffers are this context's, sized for this launch when the
-        // stage was built.
-        unsafe {
-            gpu.k.harris.harris_sobel(
-                gpu,
-                Launch::new(tiles, (32, 8, 1)).on(ms),
-                gray,
-                desc,
-                nlev,
-                dp,
-                gx,
-                gy,
-            )
-        }?;
-        // SAFETY: `harris_rowsum`'s buffers are this context's, sized for this launch when the
-        // stage was built.
-        unsafe {
-            gpu.k.harris.harris_rowsum(
-                gpu,
-                Launch::new(tiles, (32, 8, 1)).on(ms),
-                desc,
-                nlev,
-                dp,
-                gx,
-                gy,
-                sxx,
-                sxy,
-                syy,
-                words,
-            )
-        }?;
-        let (wi, hi, block) = (w as i32, h as i32, p.block_size as i32);
-        let (sa, sb, sc) = (gx, gy, self.box_c.ptr());
-        // SAFETY: `gftt_boxsum`'s buffers are this context's, sized for this launch when the
-        // stage was built.
-        unsafe {
-            // A warp per block and a thread per column and product: each is a serial
-            // chain, latency-bound, so spread over as many SMs as there are chains.
-            gpu.k.gftt.gftt_boxsum(
-                gpu,
-                Launch::new((w.div_ceil(32) as u32, 3, 1), (32, 1, 1)).on(ms),
-                wi,
-                hi,
-                block,
-                sxx,
-                sxy,
-                syy,
-                sa,
-                sb,
-                sc,
-            )
-        }?;
-        let ni = n as i32;
-        // SAFETY: `gftt_eig`'s buffers are this context's, sized for this launch when the
-        // stage was built.
-        unsafe {
-            gpu.k.gftt.gftt_eig(
-                gpu,
-                Launch::new((n.div_ceil(256) as u32, 1, 1), (256, 1, 1)).on(ms),
-                sa,
-                sb,
-                sc,
-                eig,
-                ni,
-            )
-        }?;
+        match img {
+            GfttInput::Device { ptr, pitch, .. } => self.map_from_graph(gpu, ptr, pitch, p)?,
+            GfttInput::Host(_) => {
+                self.stage_image(img, (w, h))?;
+                self.map_launches(gpu, p)?;
+            }
+        }
         self.map_done
-            .record(ms)
+            .record(&self.map_stream)
             .map_err(|e| cuda_err("recording an event", e))
     }
 
@@ -523,22 +437,4 @@ impl GpuGftt {
             )
         }
     }
-}
-
-/// The dense kernels' parameters for goodFeaturesToTrack's min-eigenvalue map (mode 1), with
-/// `cpu::harris::dense_core`'s kernels and scale.
-fn eigen_params(p: &GfttParams) -> DenseParams {
-    let (smooth, deriv) = sobel_kernels(p.ksize);
-    let scale = 1.0 / ((1u32 << (p.ksize - 1)) as f64 * p.block_size as f64 * 255.0);
-    let mut dp = DenseParams {
-        ksize: p.ksize as i32,
-        block: p.block_size as i32,
-        mode: 1,
-        ..Default::default()
-    };
-    for (i, (&s, &dv)) in smooth.iter().zip(deriv).enumerate() {
-        dp.sm[i] = s as f32 * scale as f32;
-        dp.de[i] = dv as f32;
-    }
-    dp
 }
