@@ -236,8 +236,8 @@ impl Pipeline {
     }
 
     /// [`Pipeline::process_into_edges`] (into `edges` when given, else `out.edges`), calling
-    /// `after_decode` on the CUDA backend with the frame's gray image on the device as soon
-    /// as it is there: the feature tracker begins the same frame beside the detection
+    /// `after_decode` on the CUDA backend with the frame's gray image on the device once the
+    /// decode and the detection are queued: the feature tracker begins the same frame beside the detection
     /// (`Tracker::begin`; `CudaPipeline::process_edges_then`). Not called on the CPU.
     #[cfg(feature = "cuda")]
     pub fn process_edges_then(

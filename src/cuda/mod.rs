@@ -251,9 +251,9 @@ impl CudaPipeline {
     }
 
     /// [`CudaPipeline::process_edges_into`], calling `after_decode` with the frame's gray
-    /// image on the device as soon as the decode is queued: what it queues on the tracker's
-    /// stream (`gpu.track`, which waits for the decode) runs beside the detection, and the
-    /// image stays as it is until this pipeline's next frame.
+    /// image on the device once the decode and the detection are queued: what it queues on
+    /// the tracker's stream (`gpu.track`, which waits for the decode) runs beside the
+    /// detection, and the image stays as it is until this pipeline's next frame.
     pub fn process_edges_then(
         &mut self,
         cfg: &Config,

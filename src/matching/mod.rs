@@ -179,12 +179,7 @@ impl Matcher {
                 Err(e) => (Backend::Cpu, Some(e.to_string())),
             },
         };
-        Ok(Matcher {
-            backend,
-            fallback_reason,
-            knn: Vec::new(),
-            reverse: Vec::new(),
-        })
+        Ok(Matcher::with_backend(backend, fallback_reason))
     }
 
     /// The matcher of `pipeline`'s descriptors: on the CUDA backend in the pipeline's own
@@ -197,6 +192,10 @@ impl Matcher {
             Some(Err(e)) => (Backend::Cpu, Some(e.to_string())),
             None => (Backend::Cpu, None),
         };
+        Matcher::with_backend(backend, fallback_reason)
+    }
+
+    fn with_backend(backend: Backend, fallback_reason: Option<String>) -> Matcher {
         Matcher {
             backend,
             fallback_reason,

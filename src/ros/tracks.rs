@@ -318,7 +318,7 @@ impl TrackOutputs {
         {
             return None;
         }
-        let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
+        let stamp = stamp_seconds(header);
         let full = self.gate.peek(stamp, cfg)?;
         let (camera, _) = usable_camera(&self.camera, view.width(), view.height());
         Some(Early {
@@ -356,7 +356,7 @@ impl TrackOutputs {
             return None;
         }
         let (camera, mut problem) = usable_camera(&self.camera, view.width(), view.height());
-        let stamp = header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9;
+        let stamp = stamp_seconds(header);
         let input = track_input(pipeline, view);
         match self.gate.before(stamp, cfg) {
             Before::Skip { restart } => {
@@ -461,6 +461,13 @@ impl TrackOutputs {
             }
         }
     }
+}
+
+/// The tracker's stamp of a frame, as ROS's `Time::toSec`: seconds plus nanoseconds * 1e-9
+/// (one expression for [`TrackOutputs::early`] and [`TrackOutputs::step`], so that a begun
+/// frame is found again).
+fn stamp_seconds(header: &Header) -> f64 {
+    header.stamp.sec as f64 + header.stamp.nanosec as f64 * 1e-9
 }
 
 /// The frame for the tracker: with the pipeline's gray image on the GPU when it has one (the

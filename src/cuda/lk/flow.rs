@@ -77,18 +77,8 @@ impl GpuLk {
         back_out: &mut Vec<Flow>,
     ) -> Result<()> {
         let mut nothing = || Ok(());
-        self.track_with(
-            gpu,
-            prev,
-            next,
-            prev_pts,
-            initial,
-            p,
-            back,
-            out,
-            back_out,
-            &mut nothing,
-        )
+        self.launch(gpu, (prev, next), prev_pts, initial, p, back, &mut nothing)?;
+        self.collect(gpu, out, back_out)
     }
 
     /// The points (and their initial guesses) into pinned memory and up to the device (no
@@ -144,29 +134,10 @@ impl GpuLk {
         }
     }
 
-    /// [`GpuLk::track`], running `during` once the launch and its download are queued and
-    /// before the wait for them (work for the host, or more work queued on another stream,
-    /// while the GPU tracks; not run when there are no points).
-    #[allow(clippy::too_many_arguments)]
-    pub fn track_with(
-        &mut self,
-        gpu: &Gpu,
-        prev: &GpuFlowPyramid,
-        next: &GpuFlowPyramid,
-        prev_pts: &[(f32, f32)],
-        initial: Option<&[(f32, f32)]>,
-        p: &LkParams,
-        back: Option<(&LkParams, bool)>,
-        out: &mut Vec<Flow>,
-        back_out: &mut Vec<Flow>,
-        during: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        self.launch(gpu, (prev, next), prev_pts, initial, p, back, during)?;
-        self.collect(gpu, out, back_out)
-    }
-
-    /// The first half of [`GpuLk::track_with`]: the points up, the launch and its download
-    /// queued on the tracker's stream, then `during`; no wait. [`GpuLk::collect`] brings
+    /// The first half of [`GpuLk::track`]: the points up, the launch and its download
+    /// queued on the tracker's stream, then `during` (work for the host, or more work
+    /// queued on another stream, while the GPU tracks; not run when there are no points);
+    /// no wait. [`GpuLk::collect`] brings
     /// the flows; a later launch drops these uncollected.
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
@@ -257,7 +228,7 @@ impl GpuLk {
         during()
     }
 
-    /// The second half of [`GpuLk::track_with`]: waits for the last launch and reads its
+    /// The second half of [`GpuLk::track`]: waits for the last launch and reads its
     /// flows into `out` (and `back_out`); both empty when it had no points. An error when
     /// nothing was launched since the last collect.
     pub fn collect(
