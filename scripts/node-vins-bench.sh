@@ -14,6 +14,11 @@
 # "cuda.prewake_us:=0"). GF_VINS_BENCH_NODE: a gpu_features_node binary to run instead of
 # the bundle's (another build against the same libraries: before/after in one call).
 # GF_VINS_BENCH_CASES: only the cases of these labels ("pan-752x480-mono8 mono-752x480-mono8").
+# The load publishes a camera_info with each frame and times each frame's round trip to the
+# node's `feature` (the stereo pair's second camera: to its `tracks`), what VINS listens to;
+# nobody listens to `keypoints`, as in a VINS deployment. GF_VINS_BENCH_ANSWER=keypoints:
+# the load answers on `keypoints` instead, without camera_info (before 2026-11-29 the only
+# way: the node then also publishes its keypoints cloud and no `feature`).
 set -u
 bundle=$1 out=$2
 dir=$(mktemp -d); tar -C "$dir" -xJf "$bundle"
@@ -23,6 +28,12 @@ mkdir -p "$out"
 extra=()
 for x in ${GF_VINS_BENCH_PARAMS:-}; do extra+=(-p "$x"); done
 node_bin=${GF_VINS_BENCH_NODE:-$dir/bin/gpu_features_node}
+answer_mode=${GF_VINS_BENCH_ANSWER:-feature}
+answer_args() {  # the load's answer options for INPUTS (empty: one input)
+  if [ "$answer_mode" = keypoints ]; then echo "--answer keypoints"
+  elif [ -n "$1" ]; then echo "--camera-info --answer feature,tracks"
+  else echo "--camera-info --answer feature"; fi
+}
 run() {  # label size enc extra-node-params... ; LOAD_INPUTS, LOAD_IMAGES, LOAD_PAN
   local label=$1 size=$2 enc=$3; shift 3
   if [ -n "${GF_VINS_BENCH_CASES:-}" ] && [[ " $GF_VINS_BENCH_CASES " != *" $label "* ]]; then
@@ -35,6 +46,7 @@ run() {  # label size enc extra-node-params... ; LOAD_INPUTS, LOAD_IMAGES, LOAD_
   sleep 2
   "$dir/bin/gpu_features_load" ${LOAD_INPUTS:+--inputs $LOAD_INPUTS} --sizes "$size" --encodings "$enc" \
     --rate 30 --duration 20s --reliability reliable --images "${LOAD_IMAGES:-tests/data}" \
+    $(answer_args "${LOAD_INPUTS:-}") \
     ${LOAD_PAN:+--pan $LOAD_PAN --distinct 60} >"$out/load-$label.log" 2>&1
   kill -INT $node; wait $node
   echo "== $label"

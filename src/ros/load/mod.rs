@@ -70,6 +70,11 @@ pub struct LoadArgs {
     /// Share of malformed frames (short buffer, wrong step, unknown encoding), percent
     #[arg(long, default_value_t = 0.0)]
     pub malformed_percent: f64,
+    /// Publish a `camera_info` (plumb_bob, no distortion, focal length width / 1.6, the
+    /// centre in the middle) with each frame, just before its image and with its stamp, as
+    /// a camera driver does: the tracker then lifts its points and publishes `feature`
+    #[arg(long)]
+    pub camera_info: bool,
     /// The node's process id: its RSS is sampled, and it is stopped (SIGINT) at the end
     #[arg(long)]
     pub node_pid: Option<u32>,
@@ -93,10 +98,13 @@ pub struct LoadArgs {
     #[arg(long)]
     pub markdown: Option<PathBuf>,
     /// What answers a frame: `keypoints` (gpu_features_node's cloud), `tracks` (its tracks
-    /// cloud, with track.enabled: the round trip of a VINS front-end, and nobody listens to
+    /// cloud, with track.enabled), `feature` (its `sensor_msgs/PointCloud` for VINS, with
+    /// track.enabled: the round trip of a VINS front-end, and nobody listens to
     /// `keypoints`), `edges` (its edge map: the round trip of an edge consumer, nobody
     /// listening to `keypoints`) or `relayed` (gpu_features_relay's copy of the Image: the
-    /// transport floor)
+    /// transport floor). A comma-separated list names one per input, the last repeated
+    /// (`feature,tracks` for a stereo pair: the first camera's `feature` carries both, the
+    /// second camera answers on its `tracks`)
     #[arg(long, default_value = "keypoints")]
     pub answer: String,
     /// A relay run's --json from the same machine and run: its round trip is printed beside
@@ -105,7 +113,30 @@ pub struct LoadArgs {
     pub floor: Option<PathBuf>,
 }
 
+/// The answers `--answer` may name.
+const ANSWERS: [&str; 5] = ["keypoints", "tracks", "feature", "relayed", "edges"];
+
 impl LoadArgs {
+    /// The answer topic of input `k` (`--answer`'s k-th entry, or its last).
+    fn answer(&self, k: usize) -> &str {
+        let mut all = self.answer.split(',').map(str::trim);
+        let last = all.clone().next_back().unwrap_or("keypoints");
+        all.nth(k).unwrap_or(last)
+    }
+    /// `--answer`'s entries, checked.
+    fn check_answers(&self) -> Result<(), String> {
+        match self
+            .answer
+            .split(',')
+            .map(str::trim)
+            .find(|a| !ANSWERS.contains(a))
+        {
+            Some(a) => Err(format!(
+                "answer {a:?}: one of {ANSWERS:?} (a comma-separated list: one per input)"
+            )),
+            None => Ok(()),
+        }
+    }
     fn duration(&self) -> Result<Duration, String> {
         crate::config::parse_duration(&self.duration)
     }

@@ -148,12 +148,7 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     if !(args.rate > 0.0 && args.rate <= 1000.0) {
         return Err(format!("rate {}: 0 < rate <= 1000", args.rate));
     }
-    if !["keypoints", "tracks", "relayed", "edges"].contains(&args.answer.as_str()) {
-        return Err(format!(
-            "answer {:?}: keypoints, tracks, edges or relayed",
-            args.answer
-        ));
-    }
+    args.check_answers()?;
     let floor = match &args.floor {
         Some(p) => Some(super::report::read_floor(p)?),
         None => None,
@@ -286,7 +281,7 @@ async fn run_async(
 /// triggered together, as a stereo pair): the threads share the start.
 fn spawn_publishers(
     args: &LoadArgs,
-    publishers: Vec<r2r::Publisher<Image>>,
+    publishers: Vec<wiring::InputPublishers>,
     templates: &[Image],
     (duration, capacity): (Duration, usize),
     shared: &Arc<Shared>,
@@ -421,7 +416,7 @@ impl LoadReport {
 #[allow(clippy::too_many_arguments)]
 fn publish_paced(
     k: usize,
-    p: &r2r::Publisher<Image>,
+    p: &wiring::InputPublishers,
     mut templates: Vec<Image>,
     (rate, start): (f64, Instant),
     malformed: f64,
@@ -459,9 +454,10 @@ fn publish_paced(
         };
         msg.header.stamp = measured_stamp(n, shared.period_ns);
         if !broken {
+            p.camera_for(msg);
             shared.inputs[k].lock().unwrap().sent_at[n as usize] = Some(Instant::now());
         }
-        if p.publish(msg).is_ok() {
+        if p.image.publish(msg).is_ok() {
             sent += 1;
         }
         n += 1;
