@@ -8,8 +8,9 @@
 //   gftt_eig         the minimum eigenvalue of every pixel (cv::cornerMinEigenVal: every step
 //                    rounded, nothing fused)
 //   gftt_max         the map's maximum over the mask (atomicMax on an order-preserving key)
-//   gftt_discs       VINS's mask from the kept tracks' discs (the mask set to 255 before): a block
-//                    per disc, a thread per row, the row's span (half-width by row offset, from
+//   gftt_discs       VINS's mask from the kept tracks' discs (the mask set to 255 before; their
+//                    count and radius read from memory): blocks over the discs, threads over
+//                    the rows, each row's span (half-width by row offset, from
 //                    the host's table of cv::circle's filled disc) clipped to the image and zeroed
 //   gftt_candidates  IPP's threshold (v < max * quality + FLT_EPSILON zeroed), the 3x3
 //                    dilation, strict local-maximum test (v == dilated, v != 0) inside the
@@ -109,16 +110,23 @@ extern "C" __global__ void gftt_candidates(const float* __restrict__ eig, const 
     if ((int)slot < cap) out[slot] = make_uint2(__float_as_uint(v), (u32)i);
 }
 
-extern "C" __global__ void gftt_discs(const int2* __restrict__ centers, int n, const int* __restrict__ spans,
-                                      int radius, u8* __restrict__ mask, int w, int h) {
+extern "C" __global__ void gftt_discs(const int* __restrict__ discs, u8* __restrict__ mask, int w, int h) {
     wait_for_previous_kernel();  // note "programmatic dependent launch"
-    if ((int)blockIdx.x >= n) return;
-    const int dy = (int)(blockIdx.y * blockDim.x + threadIdx.x) - radius;
-    if (dy > radius) return;
-    const int2 c = centers[blockIdx.x];
-    const int y = c.y + dy, half = spans[dy < 0 ? -dy : dy];
-    if (y < 0 || y >= h || half < 0) return;
-    const int a = max(c.x - half, 0), b = min(c.x + half, w - 1);
-    u8* row = mask + (size_t)y * w;
-    for (int x = a; x <= b; ++x) row[x] = 0;
+    // discs: [n, radius, n centres' (x, y), the span table's radius + 1 half-widths], so that
+    // a graph's replay reads each frame's count from memory. Blocks stride over the discs,
+    // threads over the rows.
+    const int n = discs[0], radius = discs[1];
+    const int2* __restrict__ centers = reinterpret_cast<const int2*>(discs + 2);
+    const int* __restrict__ spans = discs + 2 + 2 * n;
+    for (int k = blockIdx.x; k < n; k += gridDim.x) {
+        const int2 c = centers[k];
+        for (int r = threadIdx.x; r <= 2 * radius; r += blockDim.x) {
+            const int dy = r - radius;
+            const int y = c.y + dy, half = spans[dy < 0 ? -dy : dy];
+            if (y < 0 || y >= h || half < 0) continue;
+            const int a = max(c.x - half, 0), b = min(c.x + half, w - 1);
+            u8* row = mask + (size_t)y * w;
+            for (int x = a; x <= b; ++x) row[x] = 0;
+        }
+    }
 }

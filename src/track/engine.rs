@@ -73,6 +73,16 @@ impl FlowEngine {
     }
 
     /// The last LK launch's GPU time (ms), NaN on the CPU.
+    /// LK's launches timed on the GPU, or not (nothing on the CPU).
+    pub(super) fn time_lk(&mut self, on: bool) {
+        #[cfg(feature = "cuda")]
+        if let FlowEngine::Gpu(g) = self {
+            g.lk.set_timed(on);
+        }
+        #[cfg(not(feature = "cuda"))]
+        let _ = on;
+    }
+
     pub(super) fn lk_kernel_ms(&self) -> f64 {
         match self {
             FlowEngine::Cpu { .. } => f64::NAN,

@@ -120,6 +120,8 @@ pub struct Tracker {
     clahe: ClaheScratch,
     /// The frame begun early and not finished yet, if any.
     begun: Option<Begun>,
+    /// LK's GPU time measured (`FrameStats::lk_kernel_ms`; [`Tracker::time_lk_kernel`]).
+    time_lk: bool,
 }
 
 impl Tracker {
@@ -184,6 +186,13 @@ impl Tracker {
     /// The tracks of the last frame (oldest first, then the new ones).
     pub fn tracks(&self) -> &[Track] {
         &self.tracks
+    }
+
+    /// Measures LK's GPU time (CUDA events around its launch) into
+    /// [`FrameStats::lk_kernel_ms`] from the next frame on (`bench --tracks`); off by
+    /// default, as the two event records cost host time on the frame's path.
+    pub fn time_lk_kernel(&mut self, on: bool) {
+        self.time_lk = on;
     }
 
     pub fn stats(&self) -> &FrameStats {
@@ -385,6 +394,7 @@ impl Tracker {
         let t1 = std::time::Instant::now();
         if !self.prev_pts.is_empty() {
             let (lk, back) = self.lk_params();
+            self.engine.time_lk(self.time_lk);
             if let Err(e) = self.engine.launch_flow(&self.prev_pts, &lk, back.as_ref()) {
                 self.fall_back(e);
             }

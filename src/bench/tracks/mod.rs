@@ -387,7 +387,9 @@ fn our_rows(
         ransac_threshold: 0.0,
         ..Default::default()
     };
-    let push = |rows: &mut Vec<TrackRow>, tracker: &str, (ms, n, st): Timed| {
+    // `kernel`: the frames of a second pass with LK's GPU time measured (its two events
+    // cost host time, so the first pass, the one timed, goes without).
+    let push = |rows: &mut Vec<TrackRow>, tracker: &str, (ms, n, st): Timed, kernel: &[FrameStats]| {
         let d = |f: fn(&FrameStats) -> f64| Dist::of(st.iter().map(f));
         eprintln!(
             "bench tracks {size} {} features, {tracker}: median {:.3} ms",
@@ -405,7 +407,7 @@ fn our_rows(
                 d(|s| s.pyramid_ms),
                 d(|s| s.flow_ms),
                 d(|s| s.detect_ms),
-                d(|s| s.lk_kernel_ms),
+                Dist::of(kernel.iter().map(|s| s.lk_kernel_ms)),
             ]),
         });
     };
@@ -419,10 +421,13 @@ fn our_rows(
                     (args.warmup, args.frames),
                     &mut Pacer::new(args.pace),
                 );
+                t.time_lk_kernel(true);
+                let frames = (0, args.frames.min(100));
+                let (_, _, kernel) = time_tracker(&mut t, seqs, frames, &mut Pacer::new(args.pace));
                 if let Some(f) = t.gpu_failure() {
                     notes.push(format!("the GPU tracker fell back to the CPU: {f}"));
                 }
-                push(rows, "cuda", r);
+                push(rows, "cuda", r, &kernel);
             }
             Some(why) => {
                 if !notes.iter().any(|n| n.starts_with("GPU rows omitted")) {
@@ -434,7 +439,7 @@ fn our_rows(
     if !args.no_cpu || !want_gpu {
         let mut t = Tracker::new(params);
         let r = time_tracker(&mut t, seqs, (0, cpu_frames), &mut Pacer::new(args.pace));
-        push(rows, "cpu", r);
+        push(rows, "cpu", r, &[]);
     }
     // Stereo (VINS-Fusion's mode), on the pans with room for the right camera.
     let mut stereo_push = |tracker: &str, r: std::result::Result<_, String>| match r {

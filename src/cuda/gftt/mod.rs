@@ -7,6 +7,7 @@
 
 mod lazy_sorted;
 mod map;
+mod select;
 
 use std::sync::Arc;
 
@@ -14,13 +15,14 @@ use cudarc::driver::{CudaEvent, CudaStream};
 
 use self::lazy_sorted::LazySorted;
 use self::map::MapKey;
-use super::driver::buffers::{download, upload, DevBuf, HostBuf};
+use self::select::SelectKey;
+use super::driver::buffers::{DevBuf, HostBuf};
 use super::driver::cuda_err;
 use super::driver::graph::Graph;
-use super::driver::{DevPtr, Launch};
+use super::driver::DevPtr;
 use super::kernels::params::LevelDesc;
 use super::Gpu;
-use crate::cpu::gftt::{take_best, GfttParams};
+use crate::cpu::gftt::GfttParams;
 use crate::error::Result;
 use crate::image::GrayImage;
 
@@ -61,12 +63,13 @@ pub enum GfttMask<'a> {
     },
 }
 
-/// Candidates downloaded with their count (32 KB); more take a second wait.
+/// Candidates downloaded with their count at least (32 KB; more when the last frame had
+/// more); more take a second wait.
 const FIRST_CANDIDATES: usize = 4096;
 
-/// The discs' first buffer, in words: 1,000 centres and the span table of a 1,000-pixel
-/// radius.
-const DISC_WORDS: usize = 1000 * 2 + 1001;
+/// The discs' first buffer, in words: the count and radius, 1,000 centres and the span
+/// table of a 1,000-pixel radius (grown for more).
+const DISC_WORDS: usize = 2 + 1000 * 2 + 1001;
 
 pub struct GpuGftt {
     size: (usize, usize),
@@ -103,6 +106,10 @@ pub struct GpuGftt {
     /// The map's copy and launches from a pyramid's level 0 as CUDA graphs, one per source
     /// (the tracker's two pyramids take turns), recorded on first use.
     map_graphs: Vec<(MapKey, Graph)>,
+    /// The selection's graphs with VINS's discs (`select.rs`), recorded on first use.
+    select_graphs: Vec<(SelectKey, Graph)>,
+    /// The last selection's candidate count (it sizes the next one's first download).
+    last_count: usize,
     /// A map was started ([`GpuGftt::start_map`]) and the tracker's stream (`gpu.track`) does not wait
     /// for it yet.
     pending: bool,
@@ -151,6 +158,8 @@ impl GpuGftt {
                 .new_event(None)
                 .map_err(|e| cuda_err("creating an event", e))?,
             map_graphs: Vec::new(),
+            select_graphs: Vec::new(),
+            last_count: 0,
             map_done: c
                 .new_event(None)
                 .map_err(|e| cuda_err("creating an event", e))?,
@@ -243,198 +252,5 @@ impl GpuGftt {
             self.pending = false;
         }
         Ok(())
-    }
-
-    /// The mask on the device (`n` pixels): uploaded, or drawn from its discs; null for none.
-    fn stage_mask(&mut self, gpu: &Gpu, mask: GfttMask, n: usize) -> Result<DevPtr<u8>> {
-        Ok(match mask {
-            GfttMask::Image(m) => {
-                self.host_in.as_mut_slice()[n..2 * n].copy_from_slice(&m.data);
-                super::driver::buffers::upload_range(
-                    &gpu.track,
-                    &self.host_in,
-                    n,
-                    self.mask.ptr(),
-                    n,
-                )?;
-                self.mask.ptr()
-            }
-            GfttMask::Discs { centers, spans } => {
-                self.draw_discs(gpu, centers, spans)?;
-                self.mask.ptr()
-            }
-            GfttMask::Everywhere => DevPtr::NULL,
-        })
-    }
-
-    /// The candidate count at `cnt` and the candidates at `cand` into `host_out` (after its
-    /// 16-byte header), then waits: the first `FIRST_CANDIDATES` come back in one wait with
-    /// the count, the rest in a second only when there are more. The count, at most `cap`.
-    fn download_candidates(
-        &mut self,
-        gpu: &Gpu,
-        cnt: DevPtr<u32>,
-        cand: DevPtr<[u32; 2]>,
-    ) -> Result<usize> {
-        // The count and the first FIRST_CANDIDATES candidates come back in one wait; a
-        // second download only when there are more.
-        let first = FIRST_CANDIDATES.min(self.cap);
-        download(&gpu.track, cnt, &mut self.host_out, 0, 4)?;
-        download(&gpu.track, cand, &mut self.host_out, 16, first * 8)?;
-        gpu.sync_track()?;
-        let count = u32::from_le_bytes(self.host_out.as_slice()[..4].try_into().unwrap()) as usize;
-        let count = count.min(self.cap);
-        if count > first {
-            let rest = cand.offset(first);
-            download(
-                &gpu.track,
-                rest,
-                &mut self.host_out,
-                16 + first * 8,
-                (count - first) * 8,
-            )?;
-            gpu.sync_track()?;
-        }
-        Ok(count)
-    }
-
-    /// The corners of the started map ([`GpuGftt::start_map`]) where `mask` allows, as
-    /// `cv::goodFeaturesToTrack` returns them.
-    pub fn finish(
-        &mut self,
-        gpu: &Gpu,
-        p: &GfttParams,
-        mask: GfttMask,
-        out: &mut Vec<(f32, f32)>,
-    ) -> Result<()> {
-        out.clear();
-        let (w, h) = self.map_size;
-        if matches!(mask, GfttMask::Image(m) if (m.width, m.height) != (w, h)) {
-            return Err(crate::error::Error::Cuda(
-                "goodFeaturesToTrack: the mask's size differs from the image's".into(),
-            ));
-        }
-        let n = w * h;
-        if n == 0 {
-            return Ok(());
-        }
-        self.settle(gpu)?;
-        let mask_ptr = self.stage_mask(gpu, mask, n)?;
-        let (eig, words) = (self.eig.ptr(), self.words.ptr());
-        let (wi, hi) = (w as i32, h as i32);
-        // The masked max and the candidate count.
-        self.words.fill_async(&gpu.track, 1..3, 0)?;
-        let (ni, mx, cnt) = (n as i32, words.offset(1), words.offset(2));
-        // SAFETY: `gftt_max`'s buffers are this context's, sized for this launch when the
-        // stage was built.
-        unsafe {
-            gpu.k.gftt.gftt_max(
-                gpu,
-                Launch::new((n.div_ceil(256).min(1024) as u32, 1, 1), (256, 1, 1)).on(&gpu.track),
-                eig,
-                mask_ptr,
-                ni,
-                mx,
-            )
-        }?;
-        let (q, cand, cap) = (p.quality, self.cand.ptr(), self.cap as i32);
-        // SAFETY: `gftt_candidates`'s buffers are this context's, sized for this launch when the
-        // stage was built.
-        unsafe {
-            gpu.k.gftt.gftt_candidates(
-                gpu,
-                Launch::new((n.div_ceil(256) as u32, 1, 1), (256, 1, 1)).on(&gpu.track),
-                eig,
-                mask_ptr,
-                wi,
-                hi,
-                mx,
-                q,
-                cand,
-                cnt,
-                cap,
-            )
-        }?;
-        let count = self.download_candidates(gpu, cnt, cand)?;
-        let h8 = &self.host_out.as_slice()[16..16 + count * 8];
-        self.cands.clear();
-        self.cands.extend(h8.chunks_exact(8).map(|c| {
-            (
-                u32::from_le_bytes(c[..4].try_into().unwrap()),
-                u32::from_le_bytes(c[4..].try_into().unwrap()),
-            )
-        }));
-        // The CPU's order (value descending, all positive, then the later pixel first),
-        // sorted only as far as the greedy spacing reads it: at 1080p there are tens of
-        // thousands of candidates and a VINS frame wants a few.
-        let first_chunk = (4 * p.max_corners).max(256);
-        take_best(
-            LazySorted::new(&mut self.cands, first_chunk),
-            w,
-            h,
-            p,
-            &mut self.grid,
-            out,
-        );
-        Ok(())
-    }
-}
-
-impl GpuGftt {
-    /// VINS's mask in `self.mask`: 255, then 0 on every disc (`GfttMask::Discs`); the
-    /// centres and the span table go up (a few KB) instead of the image-sized mask.
-    fn draw_discs(&mut self, gpu: &Gpu, centers: &[(i32, i32)], spans: &[i32]) -> Result<()> {
-        let (w, h) = self.map_size;
-        let bytes = (centers.len() * 2 + spans.len()) * 4;
-        if bytes > self.discs_host.bytes() {
-            // Before the buffers in use are dropped, the uploads from them are done.
-            gpu.sync_track()?;
-            let c = &gpu.ctx;
-            self.discs_host = HostBuf::new(c, bytes * 2, true)?;
-            self.discs_dev = DevBuf::new(c, bytes / 2)?;
-        }
-        let host = self.discs_host.as_mut_slice();
-        let words = centers
-            .iter()
-            .flat_map(|&(x, y)| [x, y])
-            .chain(spans.iter().copied());
-        for (dst, v) in host.chunks_exact_mut(4).zip(words) {
-            dst.copy_from_slice(&v.to_le_bytes());
-        }
-        upload(&gpu.track, &self.discs_host, self.discs_dev.ptr(), bytes)?;
-        let mask = self.mask.ptr();
-        self.mask.fill_async(&gpu.track, 0..w * h, 255)?;
-        if centers.is_empty() || spans.is_empty() {
-            return Ok(());
-        }
-        let pts = self.discs_dev.ptr();
-        let sp = pts.offset(centers.len() * 2);
-        let pts = pts.cast::<[i32; 2]>();
-        let (nc, radius, wi, hi) = (
-            centers.len() as i32,
-            spans.len() as i32 - 1,
-            w as i32,
-            h as i32,
-        );
-        let rows = 2 * spans.len() - 1;
-        // SAFETY: `gftt_discs`'s buffers are this context's, sized for this launch when the
-        // stage was built.
-        unsafe {
-            gpu.k.gftt.gftt_discs(
-                gpu,
-                Launch::new(
-                    (centers.len() as u32, rows.div_ceil(128) as u32, 1),
-                    (128, 1, 1),
-                )
-                .on(&gpu.track),
-                pts,
-                nc,
-                sp,
-                radius,
-                mask,
-                wi,
-                hi,
-            )
-        }
     }
 }

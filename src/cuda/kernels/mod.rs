@@ -213,8 +213,7 @@ kernel_set! {
         gftt_max(eig: DevPtr<f32>, mask: DevPtr<u8>, n: i32, maxkey: DevPtr<u32>);
         gftt_candidates(eig: DevPtr<f32>, mask: DevPtr<u8>, w: i32, h: i32, maxkey: DevPtr<u32>,
             quality: f64, out: DevPtr<[u32; 2]>, count: DevPtr<u32>, cap: i32);
-        gftt_discs(centers: DevPtr<[i32; 2]>, n: i32, spans: DevPtr<i32>, radius: i32,
-            mask: DevPtr<u8>, w: i32, h: i32);
+        gftt_discs(discs: DevPtr<i32>, mask: DevPtr<u8>, w: i32, h: i32);
     }
 }
 

@@ -14,10 +14,13 @@ use crate::error::{Error, Result};
 
 /// The points' buffers, grown when a call brings more points (rare; never shrunk).
 pub struct GpuLk {
-    /// Around each `lk_track` launch (timing events, made once): its GPU time.
+    /// Around each `lk_track` launch while `timed` (timing events, made once): its GPU time.
     start: CudaEvent,
     end: CudaEvent,
     kernel_ms: f64,
+    /// The launches timed ([`GpuLk::set_timed`]; off by default: the two event records cost
+    /// host time on the frame's path).
+    timed: bool,
     /// The points' (x, y), and their initial guesses.
     pts: DevBuf<[f32; 2]>,
     init: DevBuf<[f32; 2]>,
@@ -26,15 +29,21 @@ pub struct GpuLk {
     host_in: HostBuf,
     host_out: HostBuf,
     cap: usize,
-    /// The last [`GpuLk::launch`] not yet collected: its points, and whether it tracked
-    /// back too.
-    pending: Option<(usize, bool)>,
+    /// The last [`GpuLk::launch`] not yet collected: its points, whether it tracked back
+    /// too, whether it was timed.
+    pending: Option<(usize, bool, bool)>,
 }
 
 impl GpuLk {
-    /// The last `lk_track` launch's GPU time (CUDA events), ms; NaN before the first.
+    /// The last `lk_track` launch's GPU time (CUDA events), ms; NaN before the first, and
+    /// when it was not timed ([`GpuLk::set_timed`]).
     pub fn kernel_ms(&self) -> f64 {
         self.kernel_ms
+    }
+
+    /// Times the launches from now on (`bench --tracks`), or not.
+    pub fn set_timed(&mut self, on: bool) {
+        self.timed = on;
     }
 
     pub fn new(gpu: &Gpu, capacity: usize) -> Result<Self> {
@@ -48,6 +57,7 @@ impl GpuLk {
             start: ev()?,
             end: ev()?,
             kernel_ms: f64::NAN,
+            timed: false,
             pts: DevBuf::new(c, cap)?,
             init: DevBuf::new(c, cap)?,
             out: DevBuf::new(c, cap * 2)?,
@@ -151,11 +161,11 @@ impl GpuLk {
         during: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
         // A launch not collected still reads the points' pinned buffer.
-        if self.pending.take().is_some_and(|(n, _)| n > 0) {
+        if self.pending.take().is_some_and(|(n, ..)| n > 0) {
             gpu.sync_track()?;
         }
         let n = prev_pts.len();
-        self.pending = Some((0, false));
+        self.pending = Some((0, false, false));
         if n == 0 {
             return Ok(());
         }
@@ -165,7 +175,9 @@ impl GpuLk {
             ));
         }
         if n > self.cap {
+            let timed = self.timed;
             *self = GpuLk::new(gpu, n.next_power_of_two())?;
+            self.timed = timed;
         }
         self.upload_points(gpu, prev_pts, initial)?;
         let levels = |q: &LkParams| q.max_level.min(prev.max_level()).min(next.max_level());
@@ -200,9 +212,11 @@ impl GpuLk {
         // A block per point, its warps sharing each window's rows (2 or 3 rows each).
         let shared = (4 * (15 * chain + 16 + 3 * win * win)) as u32;
         let warps = win.div_ceil(2).min(MAX_WARPS) as u32;
-        self.start
-            .record(&gpu.track)
-            .map_err(|e| cuda_err("recording an event", e))?;
+        if self.timed {
+            self.start
+                .record(&gpu.track)
+                .map_err(|e| cuda_err("recording an event", e))?;
+        }
         // SAFETY: `lk_track`'s buffers are this context's, sized for this launch when the
         // stage was built.
         unsafe {
@@ -219,12 +233,14 @@ impl GpuLk {
                 args,
             )
         }?;
-        self.end
-            .record(&gpu.track)
-            .map_err(|e| cuda_err("recording an event", e))?;
+        if self.timed {
+            self.end
+                .record(&gpu.track)
+                .map_err(|e| cuda_err("recording an event", e))?;
+        }
         let results = if back.is_some() { 2 * n } else { n };
         download(&gpu.track, res, &mut self.host_out, 0, results * 16)?;
-        self.pending = Some((n, back.is_some()));
+        self.pending = Some((n, back.is_some(), self.timed));
         during()
     }
 
@@ -239,17 +255,20 @@ impl GpuLk {
     ) -> Result<()> {
         out.clear();
         back_out.clear();
-        let Some((n, back)) = self.pending.take() else {
+        let Some((n, back, timed)) = self.pending.take() else {
             return Err(Error::Cuda("LK: no launch to collect".into()));
         };
         if n == 0 {
             return Ok(());
         }
         gpu.sync_track()?;
-        self.kernel_ms = self
-            .start
-            .elapsed_ms(&self.end)
-            .map_or(f64::NAN, |ms| ms as f64);
+        self.kernel_ms = match timed {
+            true => self
+                .start
+                .elapsed_ms(&self.end)
+                .map_or(f64::NAN, |ms| ms as f64),
+            false => f64::NAN,
+        };
         self.read_flows(n, back, out, back_out);
         Ok(())
     }

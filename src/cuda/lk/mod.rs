@@ -20,6 +20,8 @@ pub use self::flow::GpuLk;
 
 /// Largest window the kernel takes (a lane per window column).
 pub const MAX_WINDOW: usize = 31;
+/// Sources a pyramid records a graph from at most ([`GpuFlowPyramid::build_from_device`]).
+const SOURCE_GRAPHS: usize = 4;
 /// Warps per point at most (`LK_MAX_THREADS` / 32 in kernels/lk.cu).
 const MAX_WARPS: usize = 12;
 
@@ -46,6 +48,12 @@ pub struct GpuFlowPyramid {
     /// Recorded after [`GpuFlowPyramid::build_from_device`]'s copy: the source may be
     /// reused once it has passed ([`GpuFlowPyramid::wait_source`]).
     copied: Option<CudaEvent>,
+    /// [`GpuFlowPyramid::build_from_device`]'s copy, its event and `graph`'s launches as
+    /// one graph per source (its address and row pitch: the pipeline's gray buffers),
+    /// recorded on the first frame from it (three calls before).
+    from_device: Vec<((u64, usize), Graph)>,
+    /// The graphs recorded into `from_device` since the buffers were made.
+    from_device_records: usize,
 }
 
 impl GpuFlowPyramid {
@@ -58,6 +66,8 @@ impl GpuFlowPyramid {
             derivs_ready: false,
             graph: None,
             copied: None,
+            from_device: Vec::new(),
+            from_device_records: 0,
         }
     }
 
@@ -140,6 +150,8 @@ impl GpuFlowPyramid {
             self.size = (width, height);
             self.window = window;
             self.graph = None;
+            self.from_device.clear();
+            self.from_device_records = 0;
         }
         self.derivs_ready = false;
         Ok(())
@@ -181,9 +193,45 @@ impl GpuFlowPyramid {
         max_level: usize,
     ) -> Result<()> {
         self.prepare(gpu, (src.width(), src.height()), window, max_level)?;
-        // Into level 0's interior (`prepare` sized it for this frame); the source lives
-        // until the caller's next frame, which comes after the wait below.
-        let (pad, stride) = (window, src.width() + 2 * window);
+        if self.copied.is_none() {
+            let e = gpu
+                .ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                .map_err(|e| cuda_err("creating an event", e))?;
+            self.copied = Some(e);
+        }
+        let key = (src.ptr().addr(), src.pitch());
+        let at = match self.from_device.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            // A pyramid fed from more sources than that (the stereo pair's kept frames take
+            // turns) goes without: a recording costs more than it saves.
+            None if self.from_device_records >= SOURCE_GRAPHS => {
+                self.queue_copy(gpu, src, false)?;
+                return self.build_levels(gpu);
+            }
+            None => {
+                self.from_device_records += 1;
+                let g = Graph::record(gpu, &gpu.track, || {
+                    self.queue_copy(gpu, src, true)?;
+                    self.queue_levels(gpu)?;
+                    self.queue_derivatives(gpu)
+                })?;
+                self.from_device.push((key, g));
+                self.from_device.len() - 1
+            }
+        };
+        self.from_device[at]
+            .1
+            .launch(gpu, "the LK pyramid's graph from the device")?;
+        self.derivs_ready = true;
+        Ok(())
+    }
+
+    /// `src` copied into level 0's interior (`prepare` sized it for this frame), then the
+    /// `copied` event, queued on the tracker's stream (`in_graph`: inside a graph's
+    /// capture, where the event becomes a node recorded at each replay).
+    fn queue_copy(&self, gpu: &Gpu, src: super::DeviceGray<'_>, in_graph: bool) -> Result<()> {
+        let (pad, stride) = (self.window, src.width() + 2 * self.window);
         let interior = self.levels[0].img.ptr().offset(pad * stride + pad);
         copy_rows_on_device(
             &gpu.track,
@@ -192,18 +240,8 @@ impl GpuFlowPyramid {
             (src.width(), src.height()),
             "copying the pipeline's gray frame",
         )?;
-        let copied = match &mut self.copied {
-            Some(e) => e,
-            None => self.copied.insert(
-                gpu.ctx
-                    .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-                    .map_err(|e| cuda_err("creating an event", e))?,
-            ),
-        };
-        copied
-            .record(&gpu.track)
-            .map_err(|e| cuda_err("recording an event", e))?;
-        self.build_levels(gpu)
+        let copied = self.copied.as_ref().expect("made before the capture");
+        super::driver::graph::mark(copied, &gpu.track, in_graph)
     }
 
     /// Waits until the source of the last [`GpuFlowPyramid::build_from_device`] has been
