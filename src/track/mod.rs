@@ -44,18 +44,16 @@ pub mod std_sort;
 mod steps;
 mod stereo;
 mod types;
+mod work;
 
 use self::engine::FlowEngine;
-use self::fundamental::Ransac;
 use self::input::HostFrame;
 pub use self::input::{RightInput, TrackInput};
-use self::mask::Discs;
 pub use self::stereo::STEREO_PAIR_TOLERANCE_NS;
 pub use self::types::{FrameStats, Reset, TopUp, Track, TrackParams};
+use self::work::Work;
 use crate::camera::CameraModel;
-use crate::cpu::clahe::{clahe, ClaheScratch};
-use crate::cpu::gftt::GfttScratch;
-use crate::cpu::lk::Flow;
+use crate::cpu::clahe::clahe;
 use crate::image::GrayImage;
 use crate::pipeline::BackendKind;
 
@@ -93,31 +91,13 @@ pub struct Tracker {
     tracks: Vec<Track>,
     stats: FrameStats,
     resets: Vec<Reset>,
-    gftt: GfttScratch,
-    fwd: Vec<Flow>,
-    back: Vec<Flow>,
-    /// VINS's mask as the discs the kept tracks claimed; painted into `mask` only for a
-    /// detector on the host.
-    discs: Discs,
-    mask: GrayImage,
-    corners: Vec<(f32, f32)>,
-    grid: Vec<Vec<(f32, f32)>>,
-    gray: GrayImage,
+    /// The per-frame work buffers ([`Work`]).
+    work: Work,
     /// Stereo: the second camera's side (track/stereo.rs).
     stereo: stereo::StereoSide,
     /// The last frame wanted new corners (the GPU then starts the next frame's corner map
     /// beside LK).
     last_wanted: bool,
-    // Per-frame work buffers, kept so that a frame allocates nothing once they have grown.
-    kept: Vec<(Track, (f32, f32))>,
-    ok: Vec<bool>,
-    spare_tracks: Vec<Track>,
-    ransac: Ransac,
-    ransac_a: Vec<(f32, f32)>,
-    ransac_b: Vec<(f32, f32)>,
-    /// The equalised frame (`equalize`) and CLAHE's tables.
-    equalized: GrayImage,
-    clahe: ClaheScratch,
     /// The frame begun early and not finished yet, if any.
     begun: Option<Begun>,
     /// LK's GPU time measured (`FrameStats::lk_kernel_ms`; [`Tracker::time_lk_kernel`]).
@@ -139,23 +119,10 @@ impl Tracker {
     /// counts the allocations of a frame).
     fn reserve(&mut self) {
         let m = self.params.max_features;
-        for v in [&mut self.prev_pts, &mut self.corners] {
-            v.reserve(m);
-        }
-        for v in [&mut self.ransac_a, &mut self.ransac_b] {
-            v.reserve(m);
-        }
-        for v in [&mut self.tracks, &mut self.spare_tracks] {
-            v.reserve(m);
-        }
-        for v in [&mut self.fwd, &mut self.back] {
-            v.reserve(m);
-        }
-        self.kept.reserve(m);
-        self.discs.reserve(m);
-        self.ok.reserve(m);
+        self.prev_pts.reserve(m);
+        self.tracks.reserve(m);
+        self.work.reserve(m);
         self.stereo.reserve(m);
-        self.ransac.reserve(m);
         self.engine.reserve(m);
     }
 
@@ -258,7 +225,7 @@ impl Tracker {
         full: bool,
     ) {
         self.drop_begun();
-        let mut frame = HostFrame::new(input, std::mem::take(&mut self.gray));
+        let mut frame = HostFrame::new(input, std::mem::take(&mut self.work.gray));
         #[cfg(feature = "cuda")]
         let on_device = frame.device().is_some();
         #[cfg(not(feature = "cuda"))]
@@ -272,7 +239,7 @@ impl Tracker {
             let size = frame.input.size();
             self.begun = Some(Begun { stamp, size, step });
         }
-        self.gray = frame.buf;
+        self.work.gray = frame.buf;
     }
 
     /// A begun frame ([`Tracker::begin`]) that will not be finished (its pipeline failed):
@@ -304,18 +271,18 @@ impl Tracker {
         camera: Option<&CameraModel>,
         step: Step,
     ) -> &[Track] {
-        let mut frame = HostFrame::new(input, std::mem::take(&mut self.gray));
+        let mut frame = HostFrame::new(input, std::mem::take(&mut self.work.gray));
         if self.params.equalize {
             // CLAHE on the host pixels; the tracker then sees only the equalised frame.
-            let mut eq = std::mem::take(&mut self.equalized);
-            clahe(frame.pixels(), 3.0, 8, &mut eq, &mut self.clahe);
-            self.gray = frame.buf;
+            let mut eq = std::mem::take(&mut self.work.equalized);
+            clahe(frame.pixels(), 3.0, 8, &mut eq, &mut self.work.clahe);
+            self.work.gray = frame.buf;
             let mut frame = HostFrame::new(TrackInput::Gray(&eq), GrayImage::default());
             self.track_frame(&mut frame, stamp, camera, step);
-            self.equalized = eq;
+            self.work.equalized = eq;
         } else {
             self.track_frame(&mut frame, stamp, camera, step);
-            self.gray = frame.buf;
+            self.work.gray = frame.buf;
         }
         self.release_inputs();
         &self.tracks
@@ -411,7 +378,7 @@ impl Tracker {
         let t1 = std::time::Instant::now();
 
         // 1-2. Flow forward, flow back, border.
-        let mut kept = std::mem::take(&mut self.kept);
+        let mut kept = std::mem::take(&mut self.work.kept);
         kept.clear();
         if !self.prev_pts.is_empty() {
             self.flow(size, &mut kept);
@@ -437,12 +404,12 @@ impl Tracker {
         if full {
             self.mask_and_top_up(frame, &mut kept);
         } else {
-            self.corners.clear();
+            self.work.corners.clear();
         }
 
         // 6. Normalised coordinates and velocities.
         self.lift(&kept, stamp);
-        self.kept = kept;
+        self.work.kept = kept;
     }
 
     /// A GPU failure: the CPU engine from now on; the tracks start over (their previous
@@ -463,8 +430,8 @@ impl Tracker {
         self.engine = FlowEngine::default();
         self.prev_pts.clear();
         self.tracks.clear();
-        self.fwd.clear();
-        self.back.clear();
+        self.work.fwd.clear();
+        self.work.back.clear();
     }
 
     fn reset(&mut self, why: Reset) {

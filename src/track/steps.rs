@@ -37,15 +37,15 @@ impl Tracker {
     pub(super) fn flow(&mut self, size: (usize, usize), kept: &mut Vec<(Track, (f32, f32))>) {
         let p = self.params;
         let (lk, back) = self.lk_params();
-        let mut ok = std::mem::take(&mut self.ok);
+        let mut ok = std::mem::take(&mut self.work.ok);
         ok.clear();
         let n = self.prev_pts.len();
-        let out = (&mut self.fwd, &mut self.back);
+        let out = (&mut self.work.fwd, &mut self.work.back);
         match self
             .engine
             .collect_flow(&self.prev_pts, &lk, back.as_ref(), out)
         {
-            Ok(()) => ok.extend(self.fwd.iter().map(|f| f.status)),
+            Ok(()) => ok.extend(self.work.fwd.iter().map(|f| f.status)),
             Err(e) => {
                 self.fall_back(e);
                 ok.resize(n, false);
@@ -54,15 +54,15 @@ impl Tracker {
         if p.flow_back && ok.iter().any(|&k| k) {
             let (mut sum, mut n) = (0.0, 0);
             for (i, k) in ok.iter_mut().enumerate() {
-                let (a, b) = (self.prev_pts[i], (self.back[i].x, self.back[i].y));
+                let (a, b) = (self.prev_pts[i], (self.work.back[i].x, self.work.back[i].y));
                 // VINS's distance(): f32 differences, the root in f64.
                 let (dx, dy) = (a.0 - b.0, a.1 - b.1);
                 let d = ((dx * dx + dy * dy) as f64).sqrt();
-                if *k && self.back[i].status {
+                if *k && self.work.back[i].status {
                     sum += d;
                     n += 1;
                 }
-                let pass = *k && self.back[i].status && d <= 0.5;
+                let pass = *k && self.work.back[i].status && d <= 0.5;
                 if *k && !pass {
                     self.stats.flow_back_rejected += 1;
                 }
@@ -72,7 +72,7 @@ impl Tracker {
         }
         self.stats.tried = self.prev_pts.len();
         let (w, h) = (size.0 as i32, size.1 as i32);
-        for (i, f) in self.fwd.iter().enumerate() {
+        for (i, f) in self.work.fwd.iter().enumerate() {
             let (rx, ry) = (round_px(f.x), round_px(f.y));
             let inside = 1 <= rx && rx < w - 1 && 1 <= ry && ry < h - 1;
             if ok[i] && inside {
@@ -83,15 +83,15 @@ impl Tracker {
             }
         }
         self.stats.flow_ok = kept.len() + self.stats.flow_back_rejected;
-        self.ok = ok;
+        self.work.ok = ok;
     }
 
     /// Step 3: VINS-Mono's `rejectWithF` over `kept` (OpenCV's RANSAC, [`fundamental`]).
     pub(super) fn f_test(&mut self, kept: &mut Vec<(Track, (f32, f32))>) {
         // The kept point buffers taken out for the calls on `self`, put back below.
         let (mut a, mut b) = (
-            std::mem::take(&mut self.ransac_a),
-            std::mem::take(&mut self.ransac_b),
+            std::mem::take(&mut self.work.ransac_a),
+            std::mem::take(&mut self.work.ransac_b),
         );
         a.clear();
         b.clear();
@@ -103,15 +103,15 @@ impl Tracker {
             threshold: self.params.ransac_threshold,
             ..Default::default()
         };
-        let m = self.ransac.mask(&a, &b, &rp);
+        let m = self.work.ransac.mask(&a, &b, &rp);
         let before = kept.len();
         let mut it = m.iter();
         kept.retain(|_| *it.next().unwrap_or(&true));
         self.stats.ransac_rejected = before - kept.len();
-        (self.ransac_a, self.ransac_b) = (a, b);
+        (self.work.ransac_a, self.work.ransac_b) = (a, b);
     }
 
-    /// Steps 4 and 5: the mask over `kept` and the new corners (into `self.corners`).
+    /// Steps 4 and 5: the mask over `kept` and the new corners (into `self.work.corners`).
     pub(super) fn mask_and_top_up(
         &mut self,
         frame: &mut HostFrame,
@@ -128,21 +128,21 @@ impl Tracker {
             MaskOrder::Vins => std_sort::sort_by(kept, |a, b| a.0.age > b.0.age),
         }
         let before = kept.len();
-        self.discs.start(size, p.min_distance.round() as i32);
-        let discs = &mut self.discs;
+        self.work.discs.start(size, p.min_distance.round() as i32);
+        let discs = &mut self.work.discs;
         kept.retain(|(t, _)| discs.claim(round_px(t.x), round_px(t.y)));
         self.stats.mask_dropped = before - kept.len();
 
         // 5. New corners.
         let want = p.max_features.saturating_sub(kept.len());
         self.last_wanted = want > 0;
-        self.corners.clear();
+        self.work.corners.clear();
         let t2 = std::time::Instant::now();
         if want > 0 {
             self.detect(frame, want);
         }
         self.stats.detect_ms = t2.elapsed().as_secs_f64() * 1e3;
-        self.stats.added = self.corners.len();
+        self.stats.added = self.work.corners.len();
     }
 
     /// Step 6: the kept tracks and the new corners lifted to the normalised plane, with
@@ -156,7 +156,7 @@ impl Tracker {
         let cam = self.camera.clone();
         let f32_lift = cam.as_ref().is_some_and(|c| c.lifts_as_camodocal());
         let norm = |x: f32, y: f32| normalised(cam.as_ref(), (x, y));
-        let mut out = std::mem::take(&mut self.spare_tracks);
+        let mut out = std::mem::take(&mut self.work.spare_tracks);
         out.clear();
         for &(mut t, prev) in kept {
             let prev_n = (t.x_n, t.y_n);
@@ -178,7 +178,7 @@ impl Tracker {
             }
             out.push(t);
         }
-        for &(x, y) in &self.corners {
+        for &(x, y) in &self.work.corners {
             let (x_n, y_n) = norm(x, y);
             let zero = if cam.is_some() { 0.0 } else { f64::NAN };
             out.push(Track {
@@ -197,7 +197,7 @@ impl Tracker {
         }
         self.prev_pts.clear();
         self.prev_pts.extend(out.iter().map(|t| (t.x, t.y)));
-        self.spare_tracks = std::mem::replace(&mut self.tracks, out);
+        self.work.spare_tracks = std::mem::replace(&mut self.tracks, out);
         self.prev_time = Some(stamp);
     }
 
@@ -225,7 +225,7 @@ impl Tracker {
         }
     }
 
-    /// New corners where the mask allows, into `self.corners`.
+    /// New corners where the mask allows, into `self.work.corners`.
     fn detect(&mut self, frame: &mut HostFrame, want: usize) {
         let p = self.params;
         match p.top_up {
@@ -238,25 +238,30 @@ impl Tracker {
                 };
                 #[cfg(feature = "cuda")]
                 if let FlowEngine::Gpu(gf) = &mut self.engine {
-                    match gf.corners(frame.input.size(), &g, &self.discs, &mut self.corners) {
+                    match gf.corners(
+                        frame.input.size(),
+                        &g,
+                        &self.work.discs,
+                        &mut self.work.corners,
+                    ) {
                         Ok(()) => return,
                         Err(e) => self.fall_back(e),
                     }
                 }
-                self.discs.paint(&mut self.mask);
+                self.work.discs.paint(&mut self.work.mask);
                 good_features_to_track(
                     frame.pixels(),
                     &g,
-                    Some(&self.mask),
-                    &mut self.gftt,
-                    &mut self.corners,
+                    Some(&self.work.mask),
+                    &mut self.work.gftt,
+                    &mut self.work.corners,
                 );
             }
             TopUp::Fast(threshold) => {
                 let img = frame.pixels();
                 let mut c = crate::cpu::fast::detect(img, threshold, true);
                 let (w, h) = (img.width, img.height);
-                let discs = &self.discs;
+                let discs = &self.work.discs;
                 c.retain(|c| {
                     let (x, y) = (c.x as usize, c.y as usize);
                     x >= 3
@@ -279,8 +284,8 @@ impl Tracker {
                     h,
                     p.min_distance,
                     want,
-                    &mut self.grid,
-                    &mut self.corners,
+                    &mut self.work.grid,
+                    &mut self.work.corners,
                 );
             }
         }

@@ -389,28 +389,29 @@ fn our_rows(
     };
     // `kernel`: the frames of a second pass with LK's GPU time measured (its two events
     // cost host time, so the first pass, the one timed, goes without).
-    let push = |rows: &mut Vec<TrackRow>, tracker: &str, (ms, n, st): Timed, kernel: &[FrameStats]| {
-        let d = |f: fn(&FrameStats) -> f64| Dist::of(st.iter().map(f));
-        eprintln!(
-            "bench tracks {size} {} features, {tracker}: median {:.3} ms",
-            setting.0,
-            Dist::of(ms.iter().copied()).p50
-        );
-        rows.push(TrackRow {
-            size: size.to_string(),
-            max_features: setting.0,
-            min_distance: setting.1,
-            tracker: tracker.into(),
-            tracks_mean: mean_count(&n),
-            ms: Dist::of(ms),
-            stages: Some([
-                d(|s| s.pyramid_ms),
-                d(|s| s.flow_ms),
-                d(|s| s.detect_ms),
-                Dist::of(kernel.iter().map(|s| s.lk_kernel_ms)),
-            ]),
-        });
-    };
+    let push =
+        |rows: &mut Vec<TrackRow>, tracker: &str, (ms, n, st): Timed, kernel: &[FrameStats]| {
+            let d = |f: fn(&FrameStats) -> f64| Dist::of(st.iter().map(f));
+            eprintln!(
+                "bench tracks {size} {} features, {tracker}: median {:.3} ms",
+                setting.0,
+                Dist::of(ms.iter().copied()).p50
+            );
+            rows.push(TrackRow {
+                size: size.to_string(),
+                max_features: setting.0,
+                min_distance: setting.1,
+                tracker: tracker.into(),
+                tracks_mean: mean_count(&n),
+                ms: Dist::of(ms),
+                stages: Some([
+                    d(|s| s.pyramid_ms),
+                    d(|s| s.flow_ms),
+                    d(|s| s.detect_ms),
+                    Dist::of(kernel.iter().map(|s| s.lk_kernel_ms)),
+                ]),
+            });
+        };
     if want_gpu {
         let (mut t, why) = Tracker::with_cuda(params);
         match why {

@@ -217,14 +217,21 @@ impl GpuGftt {
                 self.select_graphs.len() - 1
             }
         };
-        self.select_graphs[at].1.launch(gpu, "the corner selection's graph")
+        self.select_graphs[at]
+            .1
+            .launch(gpu, "the corner selection's graph")
     }
 
     /// The discs' `words` up, `self.mask` set to 255 and the discs drawn (`gftt_discs`),
     /// queued on the tracker's stream.
     fn draw_discs(&self, gpu: &Gpu, words: usize) -> Result<()> {
         let (w, h) = self.map_size;
-        upload(&gpu.track, &self.discs_host, self.discs_dev.ptr(), words * 4)?;
+        upload(
+            &gpu.track,
+            &self.discs_host,
+            self.discs_dev.ptr(),
+            words * 4,
+        )?;
         let mask = self.mask.ptr();
         self.mask.fill_async(&gpu.track, 0..w * h, 255)?;
         let (discs, wi, hi) = (self.discs_dev.ptr(), w as i32, h as i32);
