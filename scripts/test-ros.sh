@@ -13,6 +13,8 @@
 #      GF_ROS_TEST_BACKEND (cpu), GF_ROS_UNIT (1: also cargo test the node's modules),
 #      GF_ROS_NODE_TEST (1), GF_ROS_WORKFLOW (1: the colcon/launch/CLI test),
 #      GF_ROS_SOAK (1: an 8 s loopback soak with gpu_features_load; GF_ROS_SOAK_SECONDS),
+#      GF_ROS_VINS_LOOPBACK (1: the node as VINS's front-end answered on `feature`, mono and
+#      stereo, scripts/node-vins-loopback.sh),
 #      GF_ROS_CLIPPY (1), GF_ROS_DISTRO (kilted | jazzy), ROS_DOMAIN_ID (default: random 1..100).
 # GF_ROS_DISTRO=jazzy: the same against the Jazzy wheels: the build and the integration test;
 # the unit tests, clippy, soak and workflow default to off there (the same code, and the
@@ -24,7 +26,7 @@ cd "$ROOT"
 T0=$SECONDS
 DISTRO=${GF_ROS_DISTRO:-kilted}
 if [ "$DISTRO" != kilted ]; then
-  : "${GF_ROS_UNIT:=0}" "${GF_ROS_SOAK:=0}" "${GF_ROS_LOAD_SECONDS:=5}" \
+  : "${GF_ROS_UNIT:=0}" "${GF_ROS_SOAK:=0}" "${GF_ROS_VINS_LOOPBACK:=0}" "${GF_ROS_LOAD_SECONDS:=5}" \
     "${GF_ROS_WORKFLOW:=0}" "${GF_ROS_CLIPPY:=0}"
 fi
 eval "$(scripts/setup-ros.sh --env)"
@@ -90,6 +92,14 @@ if [ "${GF_ROS_SOAK:-1}" = 1 ]; then
     >"$CARGO_TARGET_DIR/node-soak-ci.log" 2>&1 || { rc=1; tail -30 "$CARGO_TARGET_DIR/node-soak-ci.log"; }
   grep -E "^\| node soak|^result" "$CARGO_TARGET_DIR/node-soak-ci.log" || true
   echo "[test-ros] node soak (${GF_ROS_SOAK_SECONDS:-8} s, gpu_features_load) done in $((SECONDS - T5)) s"
+fi
+
+if [ "${GF_ROS_VINS_LOOPBACK:-1}" = 1 ]; then
+  T6=$SECONDS
+  scripts/node-vins-loopback.sh "$CARGO_TARGET_DIR/node-vins-loopback" \
+    >"$CARGO_TARGET_DIR/node-vins-loopback.log" 2>&1 || { rc=1; tail -20 "$CARGO_TARGET_DIR/node-vins-loopback.log"; }
+  grep -E "^\[vins-loopback\]" "$CARGO_TARGET_DIR/node-vins-loopback.log" || true
+  echo "[test-ros] VINS front-end loopback (feature answers) done in $((SECONDS - T6)) s"
 fi
 
 if [ "${GF_ROS_WORKFLOW:-1}" = 1 ]; then

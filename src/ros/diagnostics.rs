@@ -85,7 +85,7 @@ pub(super) struct TrackState {
     pub(super) right_tracks: usize,
     pub(super) stereo_pairs: u64,
     /// The tracking step's parts per frame, whole run (`tracks::TRACK_PARTS`).
-    pub(super) ms: [Vec<f64>; 4],
+    pub(super) ms: [Vec<f64>; super::tracks::TRACK_PARTS.len()],
     /// Why the last frame's tracks have no normalised coordinates (camera_info), or a
     /// stereo problem.
     pub(super) camera_problem: Option<String>,

@@ -107,7 +107,7 @@ fn track_outputs(
         stereo_missed: 0,
         stereo_pairs: 0,
         vins_problem,
-        times: [f64::NAN; 4],
+        times: [f64::NAN; TRACK_PARTS.len()],
     })
 }
 

@@ -240,14 +240,30 @@ pub(super) struct TrackOutputs {
     /// Why `vins_config` could not be read (the node tracks on camera_info or pixels).
     pub(super) vins_problem: Option<String>,
     /// The last frame's times, ms ([`TRACK_PARTS`]; NaN where a part did not run).
-    pub(super) times: [f64; 4],
+    pub(super) times: [f64; TRACK_PARTS.len()],
 }
 
 /// The parts of a frame's tracking step in the node: the frame begun on the GPU inside the
 /// pipeline's call (`begin`: `Tracker::begin`, host time; part of the latency's pipeline
-/// part), the first camera's frame tracked (`track`), the wait for the second camera's frame
-/// of the same stamp (`stereo_wait`), the stereo step on it (`right`).
-pub(super) const TRACK_PARTS: [&str; 4] = ["begin", "track", "stereo_wait", "right"];
+/// part), the first camera's frame tracked (`track`), and within it the flows' launch and
+/// collection (`flow`: on the GPU mostly the wait for LK) and the new corners (`corners`),
+/// the wait for the second camera's frame of the same stamp (`stereo_wait`), the stereo step
+/// on it (`right`), and the outputs' publication (`publish`: `tracks`, `feature`, `restart`).
+pub(super) const TRACK_PARTS: [&str; 7] = [
+    "begin",
+    "track",
+    "flow",
+    "corners",
+    "stereo_wait",
+    "right",
+    "publish",
+];
+
+/// [`TRACK_PARTS`]'s indices.
+const FLOW: usize = 2;
+const PAIR_WAIT: usize = 4;
+const RIGHT: usize = 5;
+const PUBLISH: usize = 6;
 
 /// The camera model of a slot when it fits a `width x height` image, else why not.
 fn usable_camera(
@@ -363,7 +379,7 @@ impl TrackOutputs {
                 if restart {
                     let _ = self.pub_restart.publish(&Bool { data: true });
                 }
-                self.times = [f64::NAN; 4];
+                self.times = [f64::NAN; TRACK_PARTS.len()];
                 return problem;
             }
             Before::Track { full: true } => self.tracker.track_input(input, stamp, camera.as_ref()),
@@ -372,12 +388,24 @@ impl TrackOutputs {
             }
         };
         let stats = self.tracker.stats();
-        self.times = [stats.begin_ms, stats.total_ms, f64::NAN, f64::NAN];
+        self.times = [f64::NAN; TRACK_PARTS.len()];
+        self.times[..FLOW + 2].copy_from_slice(&[
+            stats.begin_ms,
+            stats.total_ms,
+            stats.flow_ms,
+            stats.detect_ms,
+        ]);
+        let published = Instant::now();
         if listened(self.pub_tracks.get_inter_process_subscription_count()) {
             let bytes = self.tracks_cdr.encode(header, self.tracker.tracks());
             let _ = self.pub_tracks.publish_raw(bytes);
         }
         let stereo = cfg.stereo && self.pair_with_right(stamp_ns, &mut problem);
+        // The stereo step is timed apart: `publish` counts the publications only.
+        let stereo_ms = self.times[PAIR_WAIT..=RIGHT]
+            .iter()
+            .filter(|v| v.is_finite())
+            .sum::<f64>();
         let tracks = self.tracker.tracks();
         let cameras: [&[Track]; 2] = [tracks, self.tracker.right_tracks()];
         let cameras = if stereo { &cameras[..] } else { &cameras[..1] };
@@ -397,6 +425,7 @@ impl TrackOutputs {
         if after.restart {
             let _ = self.pub_restart.publish(&Bool { data: true });
         }
+        self.times[PUBLISH] = published.elapsed().as_secs_f64() * 1e3 - stereo_ms;
         match (&self.vins_problem, problem) {
             (Some(v), None) => Some(format!(
                 "vins_config not used ({v}): camera from camera_info"
@@ -430,8 +459,8 @@ impl TrackOutputs {
             let (w, h) = input.size();
             let (cam, why) = usable_camera(right_camera, w, h);
             let r = tracker.track_right_input(input, cam.as_ref());
-            times[2] = (t1 - t0).as_secs_f64() * 1e3;
-            times[3] = t1.elapsed().as_secs_f64() * 1e3;
+            times[PAIR_WAIT] = (t1 - t0).as_secs_f64() * 1e3;
+            times[RIGHT] = t1.elapsed().as_secs_f64() * 1e3;
             (r, why, right.header.clone())
         });
         match got {

@@ -210,4 +210,26 @@ mod tests {
         }
         assert_eq!(LoadArgs::try_parse_from(["load"]).unwrap().pan(), Ok(None));
     }
+
+    #[test]
+    fn answers_name_one_topic_per_input_the_last_repeated() {
+        let args = |v: &str| {
+            let arg = format!("--answer={v}");
+            LoadArgs::try_parse_from(["load", arg.as_str()]).unwrap()
+        };
+        let a = args("feature,tracks");
+        assert_eq!(a.check_answers(), Ok(()));
+        assert_eq!(
+            (a.answer(0), a.answer(1), a.answer(2)),
+            ("feature", "tracks", "tracks")
+        );
+        let a = LoadArgs::try_parse_from(["load"]).unwrap();
+        assert_eq!((a.answer(0), a.answer(3)), ("keypoints", "keypoints"));
+        let a = args(" edges ");
+        assert_eq!((a.check_answers(), a.answer(1)), (Ok(()), "edges"));
+        for bad in ["features", "feature,", "keypoints,nothing"] {
+            let e = args(bad).check_answers().unwrap_err();
+            assert!(e.contains("answer"), "{bad}: {e}");
+        }
+    }
 }
