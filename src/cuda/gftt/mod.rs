@@ -95,7 +95,8 @@ pub struct GpuGftt {
     host_in: HostBuf,
     host_out: HostBuf,
     grid: Vec<Vec<(f32, f32)>>,
-    cands: Vec<(u32, u32)>,
+    /// The candidates as sort keys (`lazy_sorted::key`).
+    cands: Vec<u64>,
     /// The map's own stream (the lowest priority, as the pipeline's): it runs beside the
     /// LK launch on the tracker's stream (`gpu.track`).
     map_stream: Arc<CudaStream>,
@@ -108,7 +109,8 @@ pub struct GpuGftt {
     map_graphs: Vec<(MapKey, Graph)>,
     /// The selection's graphs with VINS's discs (`select.rs`), recorded on first use.
     select_graphs: Vec<(SelectKey, Graph)>,
-    /// The last selection's candidate count (it sizes the next one's first download).
+    /// The recent selections' largest candidate count, decaying (it sizes the next one's
+    /// first download).
     last_count: usize,
     /// A map was started ([`GpuGftt::start_map`]) and the tracker's stream (`gpu.track`) does not wait
     /// for it yet.

@@ -4,6 +4,7 @@
 //! one CUDA graph: the discs' upload, the mask, the three kernels and the download, replayed
 //! with one call (eight calls before; docs/tracking.md, "Begun beside the detection").
 
+use super::lazy_sorted::key;
 use super::{GfttMask, GpuGftt, LazySorted, FIRST_CANDIDATES};
 use crate::cpu::gftt::{take_best, GfttParams};
 use crate::cuda::driver::buffers::{download, upload, upload_range, DevBuf, HostBuf};
@@ -46,8 +47,9 @@ impl GpuGftt {
             return Ok(());
         }
         self.settle(gpu)?;
-        // The first download holds the last frame's count with room to spare: a scene's
-        // candidates (5,400 in a 752x480 crop of building.png) come back in one wait.
+        // The first download holds the recent frames' largest count with room to spare: a
+        // scene's candidates (5,400 in a 752x480 crop of building.png) come back in one
+        // wait, also when scenes of fewer and more take turns.
         let first = (self.last_count + self.last_count / 4)
             .next_power_of_two()
             .clamp(FIRST_CANDIDATES, self.cap.max(FIRST_CANDIDATES))
@@ -62,14 +64,13 @@ impl GpuGftt {
             }
         }
         let count = self.wait_candidates(gpu, first)?;
-        self.last_count = count;
+        // The largest recent count, decaying by an eighth a frame.
+        self.last_count = count.max(self.last_count - self.last_count / 8);
         let h8 = &self.host_out.as_slice()[16..16 + count * 8];
         self.cands.clear();
         self.cands.extend(h8.chunks_exact(8).map(|c| {
-            (
-                u32::from_le_bytes(c[..4].try_into().unwrap()),
-                u32::from_le_bytes(c[4..].try_into().unwrap()),
-            )
+            let value = u32::from_le_bytes(c[..4].try_into().unwrap());
+            key(value, u32::from_le_bytes(c[4..].try_into().unwrap()))
         }));
         // The CPU's order (value descending, all positive, then the later pixel first),
         // sorted only as far as the greedy spacing reads it: at 1080p there are tens of
