@@ -112,9 +112,6 @@ pub struct GpuGftt {
     /// The recent selections' largest candidate count, decaying (it sizes the next one's
     /// first download).
     last_count: usize,
-    /// How many candidates the last selection's spacing read (it sizes the next one's
-    /// first sorted chunk).
-    last_read: usize,
     /// A map was started ([`GpuGftt::start_map`]) and the tracker's stream (`gpu.track`) does not wait
     /// for it yet.
     pending: bool,
@@ -165,7 +162,6 @@ impl GpuGftt {
             map_graphs: Vec::new(),
             select_graphs: Vec::new(),
             last_count: 0,
-            last_read: 0,
             map_done: c
                 .new_event(None)
                 .map_err(|e| cuda_err("creating an event", e))?,

@@ -75,14 +75,15 @@ impl GpuGftt {
         // The CPU's order (value descending, all positive, then the later pixel first),
         // sorted only as far as the greedy spacing reads it: at 1080p there are tens of
         // thousands of candidates and a VINS frame wants a few.
-        // The first chunk holds what the last frame read with room to spare: one partition
-        // and one sort where a doubling chunk took three or four passes over the rest.
-        let first_chunk = (4 * p.max_corners)
-            .max(256)
-            .max(self.last_read + self.last_read / 4);
-        let mut sorted = LazySorted::new(&mut self.cands, first_chunk);
-        take_best(&mut sorted, w, h, p, &mut self.grid, out);
-        self.last_read = sorted.read();
+        let first_chunk = (4 * p.max_corners).max(256);
+        take_best(
+            LazySorted::new(&mut self.cands, first_chunk),
+            w,
+            h,
+            p,
+            &mut self.grid,
+            out,
+        );
         Ok(())
     }
 
