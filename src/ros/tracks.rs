@@ -259,8 +259,7 @@ pub(super) const TRACK_PARTS: [&str; 7] = [
     "publish",
 ];
 
-/// [`TRACK_PARTS`]'s indices.
-const FLOW: usize = 2;
+/// [`TRACK_PARTS`]'s indices of the parts filled in after the step.
 const PAIR_WAIT: usize = 4;
 const RIGHT: usize = 5;
 const PUBLISH: usize = 6;
@@ -388,13 +387,10 @@ impl TrackOutputs {
             }
         };
         let stats = self.tracker.stats();
-        self.times = [f64::NAN; TRACK_PARTS.len()];
-        self.times[..FLOW + 2].copy_from_slice(&[
-            stats.begin_ms,
-            stats.total_ms,
-            stats.flow_ms,
-            stats.detect_ms,
-        ]);
+        let nan = f64::NAN;
+        let (begin, flow, corners) = (stats.begin_ms, stats.flow_ms, stats.detect_ms);
+        // In TRACK_PARTS' order; the stereo parts and `publish` are filled in below.
+        self.times = [begin, stats.total_ms, flow, corners, nan, nan, nan];
         let published = Instant::now();
         if listened(self.pub_tracks.get_inter_process_subscription_count()) {
             let bytes = self.tracks_cdr.encode(header, self.tracker.tracks());

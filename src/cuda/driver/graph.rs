@@ -97,6 +97,55 @@ impl Drop for Graph {
     }
 }
 
+/// Recorded graphs by what they were recorded for (`K`: a source buffer, the parameters
+/// baked into their nodes), at most `cap`, the oldest dropped for a new one; and how many
+/// were recorded since the last [`GraphCache::clear`] (a caller may stop recording when its
+/// keys keep changing).
+pub struct GraphCache<K> {
+    graphs: Vec<(K, Graph)>,
+    cap: usize,
+    recorded: usize,
+}
+
+impl<K: PartialEq> GraphCache<K> {
+    pub fn new(cap: usize) -> Self {
+        GraphCache {
+            graphs: Vec::new(),
+            cap: cap.max(1),
+            recorded: 0,
+        }
+    }
+
+    /// The graph recorded for `key`, if any.
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut Graph> {
+        self.graphs
+            .iter_mut()
+            .find(|(k, _)| k == key)
+            .map(|(_, g)| g)
+    }
+
+    /// `graph` kept for `key` (the oldest dropped when `cap` are kept); returned.
+    pub fn insert(&mut self, key: K, graph: Graph) -> &mut Graph {
+        if self.graphs.len() >= self.cap {
+            self.graphs.remove(0);
+        }
+        self.recorded += 1;
+        self.graphs.push((key, graph));
+        &mut self.graphs.last_mut().expect("pushed above").1
+    }
+
+    /// Graphs recorded since the last clear.
+    pub fn recorded(&self) -> usize {
+        self.recorded
+    }
+
+    /// Every graph dropped (the buffers they were recorded with are going).
+    pub fn clear(&mut self) {
+        self.graphs.clear();
+        self.recorded = 0;
+    }
+}
+
 /// Records `event` on `stream`. Inside a capture (`in_graph`) it becomes an event-record node
 /// of the graph, so that the replays of a graph recorded with them time its stages
 /// (`cuda.stage_timings`: such nodes cost GPU time, so not every frame replays that graph).

@@ -65,22 +65,16 @@ impl GpuGftt {
             block: p.block_size,
             ksize: p.ksize,
         };
-        let at = match self.map_graphs.iter().position(|(k, _)| *k == key) {
-            Some(i) => i,
-            None => {
-                if self.map_graphs.len() >= 2 {
-                    self.map_graphs.remove(0);
-                }
-                let stream = self.map_stream.clone();
-                let graph = Graph::record(gpu, &stream, || {
-                    self.copy_image(ptr, pitch, key.size)?;
-                    self.map_launches(gpu, p)
-                })?;
-                self.map_graphs.push((key, graph));
-                self.map_graphs.len() - 1
-            }
-        };
-        self.map_graphs[at].1.launch(gpu, "the corner map's graph")
+        let name = "the corner map's graph";
+        if let Some(g) = self.map_graphs.get_mut(&key) {
+            return g.launch(gpu, name);
+        }
+        let stream = self.map_stream.clone();
+        let graph = Graph::record(gpu, &stream, || {
+            self.copy_image(ptr, pitch, key.size)?;
+            self.map_launches(gpu, p)
+        })?;
+        self.map_graphs.insert(key, graph).launch(gpu, name)
     }
 
     /// The map's launches on the map's stream, from `self.gray`: the derivatives and their

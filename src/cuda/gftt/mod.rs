@@ -18,7 +18,7 @@ use self::map::MapKey;
 use self::select::SelectKey;
 use super::driver::buffers::{DevBuf, HostBuf};
 use super::driver::cuda_err;
-use super::driver::graph::Graph;
+use super::driver::graph::GraphCache;
 use super::driver::DevPtr;
 use super::kernels::params::LevelDesc;
 use super::Gpu;
@@ -106,9 +106,9 @@ pub struct GpuGftt {
     map_done: CudaEvent,
     /// The map's copy and launches from a pyramid's level 0 as CUDA graphs, one per source
     /// (the tracker's two pyramids take turns), recorded on first use.
-    map_graphs: Vec<(MapKey, Graph)>,
+    map_graphs: GraphCache<MapKey>,
     /// The selection's graphs with VINS's discs (`select.rs`), recorded on first use.
-    select_graphs: Vec<(SelectKey, Graph)>,
+    select_graphs: GraphCache<SelectKey>,
     /// The recent selections' largest candidate count, decaying (it sizes the next one's
     /// first download).
     last_count: usize,
@@ -159,8 +159,8 @@ impl GpuGftt {
             image_ready: c
                 .new_event(None)
                 .map_err(|e| cuda_err("creating an event", e))?,
-            map_graphs: Vec::new(),
-            select_graphs: Vec::new(),
+            map_graphs: GraphCache::new(2),
+            select_graphs: GraphCache::new(3),
             last_count: 0,
             map_done: c
                 .new_event(None)

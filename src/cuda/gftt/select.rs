@@ -12,6 +12,7 @@ use crate::cuda::driver::graph::Graph;
 use crate::cuda::driver::{DevPtr, Launch};
 use crate::cuda::Gpu;
 use crate::error::{Error, Result};
+use crate::image::GrayImage;
 
 /// The disc kernel's blocks (they stride over the discs).
 const DISC_BLOCKS: u32 = 256;
@@ -52,16 +53,17 @@ impl GpuGftt {
         // wait, also when scenes of fewer and more take turns.
         let first = (self.last_count + self.last_count / 4)
             .next_power_of_two()
-            .clamp(FIRST_CANDIDATES, self.cap.max(FIRST_CANDIDATES))
+            .max(FIRST_CANDIDATES)
             .min(self.cap);
         match mask {
             GfttMask::Discs { centers, spans } => {
                 self.select_by_graph(gpu, p.quality, (centers, spans), first)?
             }
-            _ => {
-                let mask_ptr = self.stage_mask(gpu, mask, n)?;
+            GfttMask::Image(m) => {
+                let mask_ptr = self.upload_mask(gpu, m, n)?;
                 self.select_launches(gpu, p.quality, mask_ptr, first)?;
             }
+            GfttMask::Everywhere => self.select_launches(gpu, p.quality, DevPtr::NULL, first)?,
         }
         let count = self.wait_candidates(gpu, first)?;
         // The largest recent count, decaying by an eighth a frame.
@@ -87,17 +89,11 @@ impl GpuGftt {
         Ok(())
     }
 
-    /// The mask on the device (`n` pixels): uploaded; null for none. (Discs go by
-    /// [`GpuGftt::select_by_graph`].)
-    fn stage_mask(&mut self, gpu: &Gpu, mask: GfttMask, n: usize) -> Result<DevPtr<u8>> {
-        Ok(match mask {
-            GfttMask::Image(m) => {
-                self.host_in.as_mut_slice()[n..2 * n].copy_from_slice(&m.data);
-                upload_range(&gpu.track, &self.host_in, n, self.mask.ptr(), n)?;
-                self.mask.ptr()
-            }
-            GfttMask::Discs { .. } | GfttMask::Everywhere => DevPtr::NULL,
-        })
+    /// The mask image `m` (`n` pixels) uploaded into `self.mask`; its device pointer.
+    fn upload_mask(&mut self, gpu: &Gpu, m: &GrayImage, n: usize) -> Result<DevPtr<u8>> {
+        self.host_in.as_mut_slice()[n..2 * n].copy_from_slice(&m.data);
+        upload_range(&gpu.track, &self.host_in, n, self.mask.ptr(), n)?;
+        Ok(self.mask.ptr())
     }
 
     /// The masked maximum, the candidates and the download of their count and `first` of
@@ -202,25 +198,17 @@ impl GpuGftt {
             disc_words,
             first,
         };
-        let at = match self.select_graphs.iter().position(|(k, _)| *k == key) {
-            Some(i) => i,
-            None => {
-                if self.select_graphs.len() >= 3 {
-                    self.select_graphs.remove(0);
-                }
-                let stream = gpu.track.clone();
-                let graph = Graph::record(gpu, &stream, || {
-                    self.draw_discs(gpu, disc_words)?;
-                    let mask = self.mask.ptr();
-                    self.select_launches(gpu, quality, mask, first)
-                })?;
-                self.select_graphs.push((key, graph));
-                self.select_graphs.len() - 1
-            }
-        };
-        self.select_graphs[at]
-            .1
-            .launch(gpu, "the corner selection's graph")
+        let name = "the corner selection's graph";
+        if let Some(g) = self.select_graphs.get_mut(&key) {
+            return g.launch(gpu, name);
+        }
+        let stream = gpu.track.clone();
+        let graph = Graph::record(gpu, &stream, || {
+            self.draw_discs(gpu, disc_words)?;
+            let mask = self.mask.ptr();
+            self.select_launches(gpu, quality, mask, first)
+        })?;
+        self.select_graphs.insert(key, graph).launch(gpu, name)
     }
 
     /// The discs' `words` up, `self.mask` set to 255 and the discs drawn (`gftt_discs`),

@@ -8,7 +8,7 @@ use cudarc::driver::{sys, CudaEvent};
 
 use super::driver::buffers::{copy_rows_on_device, upload, DevBuf, HostBuf};
 use super::driver::cuda_err;
-use super::driver::graph::Graph;
+use super::driver::graph::{Graph, GraphCache};
 use super::driver::Launch;
 use super::kernels::params::{LkLevel, LkPyr, LK_MAX_LEVELS as MAX_LEVELS};
 use super::Gpu;
@@ -51,9 +51,7 @@ pub struct GpuFlowPyramid {
     /// [`GpuFlowPyramid::build_from_device`]'s copy, its event and `graph`'s launches as
     /// one graph per source (its address and row pitch: the pipeline's gray buffers),
     /// recorded on the first frame from it (three calls before).
-    from_device: Vec<((u64, usize), Graph)>,
-    /// The graphs recorded into `from_device` since the buffers were made.
-    from_device_records: usize,
+    from_device: GraphCache<(u64, usize)>,
 }
 
 impl GpuFlowPyramid {
@@ -66,8 +64,7 @@ impl GpuFlowPyramid {
             derivs_ready: false,
             graph: None,
             copied: None,
-            from_device: Vec::new(),
-            from_device_records: 0,
+            from_device: GraphCache::new(SOURCE_GRAPHS),
         }
     }
 
@@ -151,7 +148,6 @@ impl GpuFlowPyramid {
             self.window = window;
             self.graph = None;
             self.from_device.clear();
-            self.from_device_records = 0;
         }
         self.derivs_ready = false;
         Ok(())
@@ -201,28 +197,22 @@ impl GpuFlowPyramid {
             self.copied = Some(e);
         }
         let key = (src.ptr().addr(), src.pitch());
-        let at = match self.from_device.iter().position(|(k, _)| *k == key) {
-            Some(i) => i,
+        let name = "the LK pyramid's graph from the device";
+        if let Some(g) = self.from_device.get_mut(&key) {
+            g.launch(gpu, name)?;
+        } else if self.from_device.recorded() >= SOURCE_GRAPHS {
             // A pyramid fed from more sources than that (the stereo pair's kept frames take
             // turns) goes without: a recording costs more than it saves.
-            None if self.from_device_records >= SOURCE_GRAPHS => {
-                self.queue_copy(gpu, src, false)?;
-                return self.build_levels(gpu);
-            }
-            None => {
-                self.from_device_records += 1;
-                let g = Graph::record(gpu, &gpu.track, || {
-                    self.queue_copy(gpu, src, true)?;
-                    self.queue_levels(gpu)?;
-                    self.queue_derivatives(gpu)
-                })?;
-                self.from_device.push((key, g));
-                self.from_device.len() - 1
-            }
-        };
-        self.from_device[at]
-            .1
-            .launch(gpu, "the LK pyramid's graph from the device")?;
+            self.queue_copy(gpu, src, false)?;
+            return self.build_levels(gpu);
+        } else {
+            let g = Graph::record(gpu, &gpu.track, || {
+                self.queue_copy(gpu, src, true)?;
+                self.queue_levels(gpu)?;
+                self.queue_derivatives(gpu)
+            })?;
+            self.from_device.insert(key, g).launch(gpu, name)?;
+        }
         self.derivs_ready = true;
         Ok(())
     }
