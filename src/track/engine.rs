@@ -371,14 +371,14 @@ impl GpuFlow {
     }
 
     /// The corners of the frame's map (queued now if it was not) outside the claimed
-    /// `discs` (VINS's mask, drawn on the GPU from their centres).
+    /// `discs` (VINS's mask, drawn on the GPU from their centres); the selection's host times.
     pub(super) fn corners(
         &mut self,
         size: (usize, usize),
         g: &GfttParams,
         discs: &super::mask::Discs,
         out: &mut Vec<(f32, f32)>,
-    ) -> crate::error::Result<()> {
+    ) -> crate::error::Result<crate::cuda::gftt::CornerParts> {
         if !self.map_started {
             if !self.map_marked {
                 self.mark_corner_map(size)?;
@@ -393,7 +393,8 @@ impl GpuFlow {
             centers: discs.centers(),
             spans: discs.spans(),
         };
-        m.finish(&self.gpu, g, mask, out)
+        m.finish(&self.gpu, g, mask, out)?;
+        Ok(m.last_parts())
     }
 }
 

@@ -137,6 +137,7 @@ impl Tracker {
         let want = p.max_features.saturating_sub(kept.len());
         self.last_wanted = want > 0;
         self.work.corners.clear();
+        (self.stats.corner_parts_ms, self.stats.corner_candidates) = ([0.0; 4], 0);
         let t2 = std::time::Instant::now();
         if want > 0 {
             self.detect(frame, want);
@@ -244,7 +245,11 @@ impl Tracker {
                         &self.work.discs,
                         &mut self.work.corners,
                     ) {
-                        Ok(()) => return,
+                        Ok(parts) => {
+                            self.stats.corner_parts_ms = parts.ms;
+                            self.stats.corner_candidates = parts.candidates;
+                            return;
+                        }
                         Err(e) => self.fall_back(e),
                     }
                 }

@@ -121,5 +121,10 @@ pub struct FrameStats {
     /// On the GPU: the LK launch's own time (CUDA events), ms; NaN on the CPU.
     pub lk_kernel_ms: f64,
     pub detect_ms: f64,
+    /// On the GPU, the new corners' host time in parts, ms (queue, wait, keys, spacing:
+    /// `cuda::gftt::CornerParts`), then their candidates' count; zeros when none were
+    /// selected on the GPU this frame.
+    pub corner_parts_ms: [f64; 4],
+    pub corner_candidates: usize,
     pub total_ms: f64,
 }

@@ -31,7 +31,7 @@ pub(super) struct Work {
     pub(super) mask: GrayImage,
     /// The frame's new corners, and the spacing grid of the host's selection.
     pub(super) corners: Vec<(f32, f32)>,
-    pub(super) grid: Vec<Vec<(f32, f32)>>,
+    pub(super) grid: crate::cpu::gftt::SpacingGrid,
     /// The frame's gray pixels when the input had to be converted on the host.
     pub(super) gray: GrayImage,
     /// The F test's RANSAC and its two point lists.

@@ -63,6 +63,16 @@ pub enum GfttMask<'a> {
     },
 }
 
+/// Where a selection's host time went ([`GpuGftt::finish`]), ms: queueing it (the wait for
+/// the map ordered, the discs written, the graph launched), the wait for its download (a
+/// second one when the first was short), the candidates read as sort keys, and their sort
+/// and spacing; with the candidates' count.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CornerParts {
+    pub ms: [f64; 4],
+    pub candidates: usize,
+}
+
 /// Candidates downloaded with their count at least (32 KB; more when the last frame had
 /// more); more take a second wait.
 const FIRST_CANDIDATES: usize = 4096;
@@ -94,7 +104,7 @@ pub struct GpuGftt {
     discs_dev: DevBuf<i32>,
     host_in: HostBuf,
     host_out: HostBuf,
-    grid: Vec<Vec<(f32, f32)>>,
+    grid: crate::cpu::gftt::SpacingGrid,
     /// The candidates as sort keys (`lazy_sorted::key`).
     cands: Vec<u64>,
     /// The map's own stream (the lowest priority, as the pipeline's): it runs beside the
@@ -109,6 +119,8 @@ pub struct GpuGftt {
     map_graphs: GraphCache<MapKey>,
     /// The selection's graphs with VINS's discs (`select.rs`), recorded on first use.
     select_graphs: GraphCache<SelectKey>,
+    /// The last selection's host times and candidates ([`GpuGftt::last_parts`]).
+    last_parts: CornerParts,
     /// The recent selections' largest candidate count, decaying (it sizes the next one's
     /// first download).
     last_count: usize,
@@ -150,7 +162,7 @@ impl GpuGftt {
             discs_dev: DevBuf::new(c, DISC_WORDS)?,
             host_in: HostBuf::new(c, 2 * n, true)?,
             host_out: HostBuf::new(c, cap * 8 + 16, false)?,
-            grid: Vec::new(),
+            grid: Default::default(),
             // Room for every candidate the device may report (`cap`): no frame grows it.
             cands: Vec::with_capacity(cap),
             map_stream: c
@@ -162,6 +174,7 @@ impl GpuGftt {
             map_graphs: GraphCache::new(2),
             select_graphs: GraphCache::new(3),
             last_count: 0,
+            last_parts: CornerParts::default(),
             map_done: c
                 .new_event(None)
                 .map_err(|e| cuda_err("creating an event", e))?,
@@ -242,6 +255,11 @@ impl GpuGftt {
         self.map_done
             .record(&self.map_stream)
             .map_err(|e| cuda_err("recording an event", e))
+    }
+
+    /// The last [`GpuGftt::finish`]'s host times and candidate count.
+    pub fn last_parts(&self) -> CornerParts {
+        self.last_parts
     }
 
     /// The pipeline's stream waits (on the GPU) for a started map: before anything the map

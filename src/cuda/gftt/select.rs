@@ -5,7 +5,7 @@
 //! with one call (eight calls before; docs/tracking.md, "Begun beside the detection").
 
 use super::lazy_sorted::key;
-use super::{GfttMask, GpuGftt, LazySorted, FIRST_CANDIDATES};
+use super::{CornerParts, GfttMask, GpuGftt, LazySorted, FIRST_CANDIDATES};
 use crate::cpu::gftt::{take_best, GfttParams};
 use crate::cuda::driver::buffers::{download, upload, upload_range, DevBuf, HostBuf};
 use crate::cuda::driver::graph::Graph;
@@ -47,6 +47,7 @@ impl GpuGftt {
         if n == 0 {
             return Ok(());
         }
+        let t0 = std::time::Instant::now();
         self.settle(gpu)?;
         // The first download holds the recent frames' largest count with room to spare: a
         // scene's candidates (5,400 in a 752x480 crop of building.png) come back in one
@@ -65,7 +66,9 @@ impl GpuGftt {
             }
             GfttMask::Everywhere => self.select_launches(gpu, p.quality, DevPtr::NULL, first)?,
         }
+        let t1 = std::time::Instant::now();
         let count = self.wait_candidates(gpu, first)?;
+        let t2 = std::time::Instant::now();
         // The largest recent count, decaying by an eighth a frame.
         self.last_count = count.max(self.last_count - self.last_count / 8);
         let h8 = &self.host_out.as_slice()[16..16 + count * 8];
@@ -78,6 +81,7 @@ impl GpuGftt {
         // sorted only as far as the greedy spacing reads it: at 1080p there are tens of
         // thousands of candidates and a VINS frame wants a few.
         let first_chunk = (4 * p.max_corners).max(256);
+        let t3 = std::time::Instant::now();
         take_best(
             LazySorted::new(&mut self.cands, first_chunk),
             w,
@@ -86,6 +90,16 @@ impl GpuGftt {
             &mut self.grid,
             out,
         );
+        let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
+        self.last_parts = CornerParts {
+            ms: [
+                ms(t0, t1),
+                ms(t1, t2),
+                ms(t2, t3),
+                ms(t3, std::time::Instant::now()),
+            ],
+            candidates: count,
+        };
         Ok(())
     }
 
