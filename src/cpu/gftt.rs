@@ -191,12 +191,14 @@ impl SpacingGrid {
     }
 }
 
-/// The least `f32` at or above `v` (NaN for NaN): for any `f32` s, `(s as f64) < v` exactly
-/// when `s < f32_above(v)`, so that the spacing's distances compare in `f32`.
+/// The least `f32` at or above `v >= 0` (NaN for NaN): for any `f32` s, `(s as f64) < v`
+/// exactly when `s < f32_above(v)`, so that the spacing's distances compare in `f32`.
 fn f32_above(v: f64) -> f32 {
     let f = v as f32; // round to nearest
     if (f as f64) < v {
-        f.next_up()
+        // The next f32 up (`f` is finite and not negative here: `f32::next_up` is newer
+        // than the crate's minimum Rust).
+        f32::from_bits(f.to_bits() + 1)
     } else {
         f
     }
@@ -384,7 +386,8 @@ mod tests {
         let (w, h) = (203usize, 97usize);
         let mut s = 0x2545_f491u32;
         let mut grid = SpacingGrid::default();
-        for md in [1.0, 1.5, 2.5, 3.49, 7.0, 10.0, 29.6, 30.0, 30.4, 150.0, 1e9] {
+        let (inf, nan) = (f64::INFINITY, f64::NAN);
+        for md in [1.0, 1.5, 2.5, 3.49, 7.0, 10.0, 29.6, 30.0, 30.4, 150.0, 1e9, 1e30, inf, nan] {
             for (n, limit) in [(5000usize, usize::MAX), (3000, 40), (400, 7)] {
                 let c: Vec<(u32, u32)> = (0..n)
                     .map(|_| {
