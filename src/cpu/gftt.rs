@@ -208,10 +208,12 @@ fn f32_above(v: f64) -> f32 {
 /// keeps each one farther than `min_distance` from every point kept before (checked in a
 /// grid of `round(min_distance)` cells), appending to `out` until it holds `limit`.
 ///
-/// Each candidate is checked against the 3x3 cells around its own, every slot of each, with
-/// no branch on how many points a cell holds: the candidates of a new scene are mostly near
-/// a kept point, and the branches of a search that stopped at the first one cost more than
-/// the 18 distances (camera.png tiled to 752x480: 4,780 candidates, 0.092 -> 0.0xx ms).
+/// Each candidate is checked against the 3x3 cells around its own, a row of cells at a time
+/// (its own row first), every slot of the row's three cells without a branch: a new scene's
+/// candidates are mostly near a kept point, and a search that branched on each cell's count
+/// and stopped at the first near point (a `Vec` per cell before) cost three times as much on
+/// the densest frames (camera.png tiled to 752x480: 4,780 candidates, 0.094 -> 0.033 ms on
+/// the development machine; docs/performance.md, change 78).
 pub fn keep_spaced(
     candidates: impl Iterator<Item = (u32, u32)>,
     w: usize,
@@ -387,7 +389,9 @@ mod tests {
         let mut s = 0x2545_f491u32;
         let mut grid = SpacingGrid::default();
         let (inf, nan) = (f64::INFINITY, f64::NAN);
-        for md in [1.0, 1.5, 2.5, 3.49, 7.0, 10.0, 29.6, 30.0, 30.4, 150.0, 1e9, 1e30, inf, nan] {
+        for md in [
+            1.0, 1.5, 2.5, 3.49, 7.0, 10.0, 29.6, 30.0, 30.4, 150.0, 1e9, 1e30, inf, nan,
+        ] {
             for (n, limit) in [(5000usize, usize::MAX), (3000, 40), (400, 7)] {
                 let c: Vec<(u32, u32)> = (0..n)
                     .map(|_| {
