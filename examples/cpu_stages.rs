@@ -100,6 +100,41 @@ fn hash_i32(v: &[i32]) -> u64 {
     h.finish()
 }
 
+/// The pyramids (both interpolations, three scales) and four resizes of `img` to sizes drawn
+/// from `rng`, as lines of `out`.
+fn dump_pyramids(out: &mut impl Write, img: &GrayImage, rng: &mut Rng) {
+    let (w, h) = (img.width, img.height);
+    for interp in [Interpolation::Linear, Interpolation::LinearExact] {
+        for scale in [1.2f32, 1.5, 2.0] {
+            let mut levels = vec![img.clone()];
+            pyramid::build(&mut levels, 8, scale, interp);
+            for l in &levels[1..] {
+                writeln!(
+                    out,
+                    "pyr {interp:?} {scale} {}x{} {:016x}",
+                    l.width,
+                    l.height,
+                    hash_bytes(&l.data)
+                )
+                .unwrap();
+            }
+        }
+        // Single resizes to random sizes, down and up.
+        for _ in 0..4 {
+            let dw = (rng.below(2 * w as u64 + 3) as usize + 1).min(700);
+            let dh = (rng.below(2 * h as u64 + 3) as usize + 1).min(700);
+            let mut dst = GrayImage::new(dw, dh);
+            pyramid::resize_linear(img, &mut dst, interp);
+            writeln!(
+                out,
+                "resize {interp:?} {dw}x{dh} {:016x}",
+                hash_bytes(&dst.data)
+            )
+            .unwrap();
+        }
+    }
+}
+
 fn dump(path: &str, root: &Path) {
     let mut imgs = Vec::new();
     let names = common::fixture_paths(root);
@@ -117,7 +152,6 @@ fn dump(path: &str, root: &Path) {
     }
     let n_fixtures = names.len();
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    let interps = [Interpolation::Linear, Interpolation::LinearExact];
     let mut scratch = CannyScratch::default();
     let mut edges = GrayImage::default();
     let mut grad = Gradients::default();
@@ -125,36 +159,7 @@ fn dump(path: &str, root: &Path) {
     for (idx, img) in imgs.iter().enumerate() {
         let (w, h) = (img.width, img.height);
         writeln!(out, "img {idx} {w}x{h} {:016x}", hash_bytes(&img.data)).unwrap();
-        // Pyramids.
-        for interp in interps {
-            for scale in [1.2f32, 1.5, 2.0] {
-                let mut levels = vec![img.clone()];
-                pyramid::build(&mut levels, 8, scale, interp);
-                for l in &levels[1..] {
-                    writeln!(
-                        out,
-                        "pyr {interp:?} {scale} {}x{} {:016x}",
-                        l.width,
-                        l.height,
-                        hash_bytes(&l.data)
-                    )
-                    .unwrap();
-                }
-            }
-            // Single resizes to random sizes, down and up.
-            for _ in 0..4 {
-                let dw = (rng.below(2 * w as u64 + 3) as usize + 1).min(700);
-                let dh = (rng.below(2 * h as u64 + 3) as usize + 1).min(700);
-                let mut dst = GrayImage::new(dw, dh);
-                pyramid::resize_linear(img, &mut dst, interp);
-                writeln!(
-                    out,
-                    "resize {interp:?} {dw}x{dh} {:016x}",
-                    hash_bytes(&dst.data)
-                )
-                .unwrap();
-            }
-        }
+        dump_pyramids(&mut out, img, &mut rng);
         // Canny.
         let threshold_sets: &[(f64, f64)] = if idx < n_fixtures {
             &[(50.0, 150.0), (10.0, 40.0), (100.0, 300.0)]
