@@ -143,34 +143,8 @@ fn report_contents_and_max_frames() {
         ratio > 0.3 && ratio <= tr["ratio_position"].as_f64().unwrap(),
         "{tr}"
     );
-    // Descriptor tracking (the default config computes descriptors): the library matcher on
-    // consecutive frames, almost every match where the 5 px / 3 px pan puts it.
-    let dt = &j["descriptor_tracking"];
-    assert_eq!(dt["frame_pairs"], 3, "{dt}");
-    assert_eq!(dt["matcher"], "cpu");
-    assert_eq!(dt["cross_check"], true);
-    let share = dt["inlier_share"].as_f64().unwrap();
-    assert!(share > 0.9, "{dt}");
-    assert!(
-        dt["inlier_share_per_pair"]["min"].as_f64().unwrap() > 0.85,
-        "{dt}"
-    );
-    // At least a third of the keypoints find a match that passes ratio test + cross-check.
-    let q = dt["query_keypoints"].as_f64().unwrap();
-    assert!(dt["matches"].as_f64().unwrap() > q / 3.0, "{dt}");
-    let mean = dt["matches_per_pair"]["mean"].as_f64().unwrap();
-    assert!(
-        (mean - dt["matches"].as_f64().unwrap() / 3.0).abs() < 1e-9,
-        "{dt}"
-    );
-    // The per-frame series: none for the first frame, then one per pair, summing up.
+    check_descriptor_tracking(&j);
     let pf = j["per_frame"].as_array().unwrap();
-    assert!(pf[0]["match_track"].is_null());
-    let inl: u64 = pf[1..]
-        .iter()
-        .map(|f| f["match_track"]["inliers"].as_u64().unwrap())
-        .sum();
-    assert_eq!(inl, dt["inliers"].as_u64().unwrap());
     let levels = j["keypoints_per_level_mean"].as_array().unwrap();
     assert_eq!(levels.len(), 8);
     let md = std::fs::read_to_string(&s.report_md).unwrap();
@@ -184,33 +158,7 @@ fn report_contents_and_max_frames() {
     ] {
         assert!(md.contains(h), "{h} missing in report.md");
     }
-    let names: Vec<&str> = s
-        .plots
-        .iter()
-        .map(|p| p.file_name().unwrap().to_str().unwrap())
-        .collect();
-    for want in [
-        "latency.png",
-        "frame_latency.png",
-        "keypoints.png",
-        "levels.png",
-        "heatmap.png",
-        "coverage.png",
-        "tracking.png",
-    ] {
-        assert!(names.contains(&want), "{want} missing: {names:?}");
-    }
-    // No homography pairs: no score plot.
-    assert!(!names.contains(&"homography.png"), "{names:?}");
-    for p in &s.plots {
-        let img = ::image::open(p).unwrap().to_rgb8();
-        assert_eq!(img.dimensions(), (plot::W, plot::H));
-        assert!(
-            plot::ink_pixels(&img, 0..plot::W, 0..plot::H) > 5_000,
-            "{p:?} is blank"
-        );
-        assert!(md.contains(&format!("]({})", p.file_name().unwrap().to_str().unwrap())));
-    }
+    check_plots(&s, &md);
     // The heat map's grid covers the 256x192 frames in 32 px cells and counts every keypoint.
     let h = &j["keypoint_heatmap"];
     assert_eq!(
@@ -240,6 +188,70 @@ fn report_contents_and_max_frames() {
     );
     assert!(html.contains("<table>") && html.contains("<td>frame</td>"));
     assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
+}
+
+/// `report_contents_and_max_frames`'s descriptor tracking: the library matcher on consecutive
+/// frames, almost every match where the pan puts it, and the per-frame series summing up.
+fn check_descriptor_tracking(j: &serde_json::Value) {
+    // The default config computes descriptors; the pan is 5 px / 3 px a frame.
+    let dt = &j["descriptor_tracking"];
+    assert_eq!(dt["frame_pairs"], 3, "{dt}");
+    assert_eq!(dt["matcher"], "cpu");
+    assert_eq!(dt["cross_check"], true);
+    let share = dt["inlier_share"].as_f64().unwrap();
+    assert!(share > 0.9, "{dt}");
+    assert!(
+        dt["inlier_share_per_pair"]["min"].as_f64().unwrap() > 0.85,
+        "{dt}"
+    );
+    // At least a third of the keypoints find a match that passes ratio test + cross-check.
+    let q = dt["query_keypoints"].as_f64().unwrap();
+    assert!(dt["matches"].as_f64().unwrap() > q / 3.0, "{dt}");
+    let mean = dt["matches_per_pair"]["mean"].as_f64().unwrap();
+    assert!(
+        (mean - dt["matches"].as_f64().unwrap() / 3.0).abs() < 1e-9,
+        "{dt}"
+    );
+    // The per-frame series: none for the first frame, then one per pair, summing up.
+    let pf = j["per_frame"].as_array().unwrap();
+    assert!(pf[0]["match_track"].is_null());
+    let inl: u64 = pf[1..]
+        .iter()
+        .map(|f| f["match_track"]["inliers"].as_u64().unwrap())
+        .sum();
+    assert_eq!(inl, dt["inliers"].as_u64().unwrap());
+}
+
+/// `report_contents_and_max_frames`'s plots: every one there, the size of a plot, not blank,
+/// linked from report.md; no homography plot without homography pairs.
+fn check_plots(s: &replay::ReplaySummary, md: &str) {
+    let names: Vec<&str> = s
+        .plots
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap())
+        .collect();
+    for want in [
+        "latency.png",
+        "frame_latency.png",
+        "keypoints.png",
+        "levels.png",
+        "heatmap.png",
+        "coverage.png",
+        "tracking.png",
+    ] {
+        assert!(names.contains(&want), "{want} missing: {names:?}");
+    }
+    // No homography pairs: no score plot.
+    assert!(!names.contains(&"homography.png"), "{names:?}");
+    for p in &s.plots {
+        let img = ::image::open(p).unwrap().to_rgb8();
+        assert_eq!(img.dimensions(), (plot::W, plot::H));
+        assert!(
+            plot::ink_pixels(&img, 0..plot::W, 0..plot::H) > 5_000,
+            "{p:?} is blank"
+        );
+        assert!(md.contains(&format!("]({})", p.file_name().unwrap().to_str().unwrap())));
+    }
 }
 
 /// The chromium binary: $CHROMIUM, else the first of the usual names on PATH.
@@ -516,6 +528,38 @@ fn bags_python() -> Option<String> {
     None
 }
 
+/// The photo at `src` written to `dst` as a binary PPM (RGB).
+fn write_ppm(src: &Path, dst: &Path) {
+    use ::image::codecs::pnm::{PnmEncoder, PnmSubtype, SampleEncoding};
+    use ::image::ImageEncoder;
+    let rgb = ::image::open(src).unwrap().to_rgb8();
+    let f = std::fs::File::create(dst).unwrap();
+    PnmEncoder::new(f)
+        .with_subtype(PnmSubtype::Pixmap(SampleEncoding::Binary))
+        .write_image(
+            rgb.as_raw(),
+            rgb.width(),
+            rgb.height(),
+            ::image::ExtendedColorType::Rgb8,
+        )
+        .unwrap();
+}
+
+/// make_bags.py's manifest: the frames' header stamps and log times, ns.
+fn manifest_times(path: &Path) -> (Vec<u64>, Vec<u64>) {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let times = |key: &str| -> Vec<u64> {
+        manifest[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    (times("stamps"), times("log_times"))
+}
+
 #[test]
 fn rosbags_written_bags_both_formats() {
     let Some(py) = bags_python() else {
@@ -528,21 +572,7 @@ fn rosbags_written_bags_both_formats() {
     let dir = scratch("replay_rosbags");
     // A real photo as binary PPM (make_bags.py reads it without OpenCV).
     let ppm = dir.join("astronaut.ppm");
-    let rgb = ::image::open(data("astronaut.png")).unwrap().to_rgb8();
-    {
-        use ::image::codecs::pnm::{PnmEncoder, PnmSubtype, SampleEncoding};
-        use ::image::ImageEncoder;
-        let f = std::fs::File::create(&ppm).unwrap();
-        PnmEncoder::new(f)
-            .with_subtype(PnmSubtype::Pixmap(SampleEncoding::Binary))
-            .write_image(
-                rgb.as_raw(),
-                rgb.width(),
-                rgb.height(),
-                ::image::ExtendedColorType::Rgb8,
-            )
-            .unwrap();
-    }
+    write_ppm(&data("astronaut.png"), &ppm);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make_bags.py");
     let bags = dir.join("bags");
     let o = Command::new(&py)
@@ -557,21 +587,7 @@ fn rosbags_written_bags_both_formats() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(bags.join("manifest.json")).unwrap())
-            .unwrap();
-    let st: Vec<u64> = manifest["stamps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
-    let lt: Vec<u64> = manifest["log_times"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let (st, lt) = manifest_times(&bags.join("manifest.json"));
     let mut per_format = Vec::new();
     for fmt in ["mcap", "sqlite3"] {
         let out = dir.join(format!("out_{fmt}"));
