@@ -251,7 +251,52 @@ fn len_spec() -> impl Strategy<Value = LenSpec> {
 /// A valid config covering the corners of every range: many levels whose sizes round to 0
 /// or 1 px, borders larger than the image, budgets of 1, big blur kernels, ...
 fn valid_config() -> impl Strategy<Value = Config> {
-    let pyramid = (
+    let orient =
+        (any::<bool>(), (1u32..=63).prop_map(|k| 2 * k + 1)).prop_map(|(enabled, patch_size)| {
+            OrientConfig {
+                enabled,
+                patch_size,
+            }
+        });
+    (
+        pyramid_config(),
+        detector_config(),
+        select_config(),
+        orient,
+        canny_config(),
+    )
+        .prop_map(|(pyramid, detector, select, orient, canny)| {
+            let mut cfg = Config {
+                pyramid,
+                detector,
+                select,
+                orient,
+                canny,
+                describe: DescribeConfig::default(),
+                track: Default::default(),
+                cuda: Default::default(),
+            };
+            // The retry at a lower threshold needs a spread selection.
+            cfg.detector.low_threshold_retry &= cfg.select.spread != Spread::None;
+            // Descriptors (ORB's pattern) need the 31-pixel patch: about half the cases.
+            let describe = cfg.canny.l2_gradient ^ cfg.detector.nonmax_suppression;
+            if describe {
+                cfg.orient.patch_size = 31;
+            }
+            // The orientation patch must fit inside the border.
+            if cfg.orient.enabled {
+                cfg.orient.patch_size = cfg.orient.patch_size.min(2 * cfg.detector.border - 1);
+            }
+            cfg.describe.enabled = describe && cfg.orient.patch_size == 31;
+            cfg.validate()
+                .unwrap_or_else(|e| panic!("strategy made {e}"));
+            cfg
+        })
+}
+
+/// [`valid_config`]'s pyramid: 1 to 32 levels, scales from barely above 1 to 4.
+fn pyramid_config() -> impl Strategy<Value = PyramidConfig> {
+    (
         prop_oneof![1u32..=3, 4u32..=12, Just(32u32)],
         prop_oneof![
             Just(1.2f32),
@@ -264,8 +309,17 @@ fn valid_config() -> impl Strategy<Value = Config> {
             Just(Interpolation::Linear),
             Just(Interpolation::LinearExact)
         ],
-    );
-    let detector = (
+    )
+        .prop_map(|(levels, scale_factor, interpolation)| PyramidConfig {
+            levels,
+            scale_factor,
+            interpolation,
+        })
+}
+
+/// [`valid_config`]'s detector (its retry flag before the selection is known).
+fn detector_config() -> impl Strategy<Value = DetectorConfig> {
+    (
         prop_oneof![
             4 => Just(DetectorMethod::Fast),
             2 => Just(DetectorMethod::Harris),
@@ -282,8 +336,26 @@ fn valid_config() -> impl Strategy<Value = Config> {
         1u32..=31,
         prop::sample::select(vec![3u32, 5, 7]),
         prop_oneof![Just(0.01f32), Just(1.0f32), 0.0001f32..=1.0],
-    );
-    let select = (
+    )
+        .prop_map(|d| DetectorConfig {
+            method: d.0,
+            fast_threshold: d.1,
+            min_fast_threshold: 1 + d.2 % d.1,
+            low_threshold_retry: d.3,
+            nonmax_suppression: d.4,
+            border: d.5,
+            score: d.6,
+            harris_k: d.7,
+            harris_block_size: d.8,
+            dense_block_size: d.9,
+            dense_ksize: d.10,
+            dense_quality: d.11,
+        })
+}
+
+/// [`valid_config`]'s selection: budgets from none to a million, every spread and cell size.
+fn select_config() -> impl Strategy<Value = SelectConfig> {
+    (
         prop_oneof![
             Just(0u32),
             Just(1u32),
@@ -297,72 +369,32 @@ fn valid_config() -> impl Strategy<Value = Config> {
             Just(Spread::Quadtree)
         ],
         prop_oneof![Just(8u32), 8u32..=64, Just(1024u32)],
-    );
-    let orient = (any::<bool>(), (1u32..=63).prop_map(|k| 2 * k + 1));
-    let canny = (
+    )
+        .prop_map(|(max_keypoints, spread, cell_size)| SelectConfig {
+            max_keypoints,
+            spread,
+            cell_size,
+        })
+}
+
+/// [`valid_config`]'s Canny: thresholds from 0 to 1e300 in either order, blurs up to 31.
+fn canny_config() -> impl Strategy<Value = CannyConfig> {
+    (
         any::<bool>(),
         prop_oneof![Just(0.0f64), 0.0f64..400.0, Just(1e300)],
         prop_oneof![Just(0.0f64), 0.0f64..400.0, Just(1e300)],
         any::<bool>(),
         prop_oneof![Just(0u32), (1u32..=15).prop_map(|k| 2 * k + 1)],
         prop_oneof![Just(0.0f64), 0.0f64..20.0, Just(1e6)],
-    );
-    (pyramid, detector, select, orient, canny).prop_map(|(p, d, s, o, c)| {
-        let mut cfg = Config {
-            pyramid: PyramidConfig {
-                levels: p.0,
-                scale_factor: p.1,
-                interpolation: p.2,
-            },
-            detector: DetectorConfig {
-                method: d.0,
-                fast_threshold: d.1,
-                min_fast_threshold: 1 + d.2 % d.1,
-                low_threshold_retry: d.3 && s.1 != Spread::None,
-                nonmax_suppression: d.4,
-                border: d.5,
-                score: d.6,
-                harris_k: d.7,
-                harris_block_size: d.8,
-                dense_block_size: d.9,
-                dense_ksize: d.10,
-                dense_quality: d.11,
-            },
-            select: SelectConfig {
-                max_keypoints: s.0,
-                spread: s.1,
-                cell_size: s.2,
-            },
-            orient: OrientConfig {
-                enabled: o.0,
-                patch_size: o.1,
-            },
-            canny: CannyConfig {
-                enabled: c.0,
-                low_threshold: c.1,
-                high_threshold: c.2,
-                l2_gradient: c.3,
-                blur_ksize: c.4,
-                blur_sigma: c.5,
-            },
-            describe: DescribeConfig::default(),
-            track: Default::default(),
-            cuda: Default::default(),
-        };
-        // Descriptors (ORB's pattern) need the 31-pixel patch: about half the cases.
-        let describe = c.3 ^ d.4;
-        if describe {
-            cfg.orient.patch_size = 31;
-        }
-        // The orientation patch must fit inside the border.
-        if cfg.orient.enabled {
-            cfg.orient.patch_size = cfg.orient.patch_size.min(2 * cfg.detector.border - 1);
-        }
-        cfg.describe.enabled = describe && cfg.orient.patch_size == 31;
-        cfg.validate()
-            .unwrap_or_else(|e| panic!("strategy made {e}"));
-        cfg
-    })
+    )
+        .prop_map(|c| CannyConfig {
+            enabled: c.0,
+            low_threshold: c.1,
+            high_threshold: c.2,
+            l2_gradient: c.3,
+            blur_ksize: c.4,
+            blur_sigma: c.5,
+        })
 }
 
 proptest! {
