@@ -393,8 +393,7 @@ impl GpuFlow {
             centers: discs.centers(),
             spans: discs.spans(),
         };
-        m.finish(&self.gpu, g, mask, out)?;
-        Ok(m.last_parts())
+        m.finish(&self.gpu, g, mask, out)
     }
 }
 

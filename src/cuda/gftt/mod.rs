@@ -119,8 +119,6 @@ pub struct GpuGftt {
     map_graphs: GraphCache<MapKey>,
     /// The selection's graphs with VINS's discs (`select.rs`), recorded on first use.
     select_graphs: GraphCache<SelectKey>,
-    /// The last selection's host times and candidates ([`GpuGftt::last_parts`]).
-    last_parts: CornerParts,
     /// The recent selections' largest candidate count, decaying (it sizes the next one's
     /// first download).
     last_count: usize,
@@ -174,7 +172,6 @@ impl GpuGftt {
             map_graphs: GraphCache::new(2),
             select_graphs: GraphCache::new(3),
             last_count: 0,
-            last_parts: CornerParts::default(),
             map_done: c
                 .new_event(None)
                 .map_err(|e| cuda_err("creating an event", e))?,
@@ -195,7 +192,7 @@ impl GpuGftt {
     ) -> Result<()> {
         self.start_map(gpu, GfttInput::Host(img), p)?;
         let mask = mask.map_or(GfttMask::Everywhere, GfttMask::Image);
-        self.finish(gpu, p, mask, out)
+        self.finish(gpu, p, mask, out).map(|_| ())
     }
 
     /// Queues the minimum-eigenvalue map of `img` on the map's own stream, after the work
@@ -255,11 +252,6 @@ impl GpuGftt {
         self.map_done
             .record(&self.map_stream)
             .map_err(|e| cuda_err("recording an event", e))
-    }
-
-    /// The last [`GpuGftt::finish`]'s host times and candidate count.
-    pub fn last_parts(&self) -> CornerParts {
-        self.last_parts
     }
 
     /// The pipeline's stream waits (on the GPU) for a started map: before anything the map

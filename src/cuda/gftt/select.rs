@@ -28,14 +28,14 @@ pub(super) struct SelectKey {
 
 impl GpuGftt {
     /// The corners of the started map ([`GpuGftt::start_map`]) where `mask` allows, as
-    /// `cv::goodFeaturesToTrack` returns them.
+    /// `cv::goodFeaturesToTrack` returns them; where the host's time went.
     pub fn finish(
         &mut self,
         gpu: &Gpu,
         p: &GfttParams,
         mask: GfttMask,
         out: &mut Vec<(f32, f32)>,
-    ) -> Result<()> {
+    ) -> Result<CornerParts> {
         out.clear();
         let (w, h) = self.map_size;
         if matches!(mask, GfttMask::Image(m) if (m.width, m.height) != (w, h)) {
@@ -45,7 +45,7 @@ impl GpuGftt {
         }
         let n = w * h;
         if n == 0 {
-            return Ok(());
+            return Ok(CornerParts::default());
         }
         let t0 = std::time::Instant::now();
         self.settle(gpu)?;
@@ -91,7 +91,7 @@ impl GpuGftt {
             out,
         );
         let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
-        self.last_parts = CornerParts {
+        Ok(CornerParts {
             ms: [
                 ms(t0, t1),
                 ms(t1, t2),
@@ -99,8 +99,7 @@ impl GpuGftt {
                 ms(t3, std::time::Instant::now()),
             ],
             candidates: count,
-        };
-        Ok(())
+        })
     }
 
     /// The mask image `m` (`n` pixels) uploaded into `self.mask`; its device pointer.
