@@ -7,11 +7,15 @@
 //! moving camera pans 2 px a frame over tiles of tests/data/seq; the new scene is a tile of
 //! another photo of tests/data every frame.
 //!
-//! Prints the p50 and p90 of each. `cargo run --release --example step_parts [-- --pace HZ]`
-//! (with `--pace`, frames start 1/HZ s apart, as a camera's come to the node).
+//! Prints the p50 and p90 of each. `cargo run --release --example step_parts [-- --pace HZ]
+//! [--pan IMAGE] [--warm-us US]`: with `--pace`, frames start 1/HZ s apart, as a camera's
+//! come to the node; with `--pan`, the moving camera is `scripts/node-vins-bench.sh`'s (60
+//! crops of IMAGE, 3 px right and 2 down a frame, as `gpu_features_load --pan 3,2
+//! --distinct 60` makes them); with `--warm-us` (paced only), a one-byte device memset and
+//! its wait US before each frame's start, then sleep (examples/paced_floor.rs: what a
+//! round trip ahead of a frame buys).
 use std::time::Instant;
 
-use gpu_features::bench::Pacer;
 use gpu_features::cpu::decode::load_gray;
 use gpu_features::track::{FrameStats, TrackInput, TrackParams, Tracker};
 use gpu_features::{BackendChoice, Config, Features, GrayImage, ImageView, Pipeline};
@@ -30,13 +34,70 @@ fn tile(src: &GrayImage, dx: usize) -> GrayImage {
     out
 }
 
-/// `--pace HZ` from the command line.
-fn pace_from_args() -> Option<f64> {
+/// Frame `d` of the load generator's pan over `photo` (`--pan 3,2 --distinct 60`): the
+/// `SIZE` crop from the pan's origin (centred where it fits) + d * (3, 2), wrapping.
+fn pan_frame(photo: &GrayImage, d: usize) -> GrayImage {
+    let (w, h) = SIZE;
+    let (pw, ph) = (photo.width, photo.height);
+    let ox = pw.saturating_sub(w + 3 * 60) / 2 + 3 * d;
+    let oy = ph.saturating_sub(h + 2 * 60) / 2 + 2 * d;
+    let mut out = GrayImage::new(w, h);
+    for y in 0..h {
+        for x in 0..w {
+            out.data[y * w + x] = photo.data[((y + oy) % ph) * pw + (x + ox) % pw];
+        }
+    }
+    out
+}
+
+/// `NAME VALUE` from the command line.
+fn arg<T: std::str::FromStr>(name: &str) -> Option<T> {
     let a: Vec<String> = std::env::args().collect();
     a.iter()
-        .position(|x| x == "--pace")
+        .position(|x| x == name)
         .and_then(|i| a.get(i + 1))
-        .map(|v| v.parse::<f64>().expect("--pace HZ"))
+        .map(|v| v.parse::<T>().unwrap_or_else(|_| panic!("{name}: {v}")))
+}
+
+/// Frames 1/`hz` s apart (none: back to back), each optionally preceded by a device round
+/// trip `warm_us` before its start.
+struct Pace {
+    period: Option<std::time::Duration>,
+    warm: Option<(std::time::Duration, gpu_features::cuda::driver::DevBuf<u8>)>,
+    next: Option<Instant>,
+}
+
+impl Pace {
+    fn new(hz: Option<f64>, warm_us: Option<u64>, pipe: &Pipeline) -> Pace {
+        let warm = warm_us.filter(|_| hz.is_some()).map(|us| {
+            let gpu = pipe.gpu_session().expect("the CUDA backend");
+            let buf = gpu_features::cuda::driver::DevBuf::new(&gpu.ctx, 4).unwrap();
+            (std::time::Duration::from_micros(us), buf)
+        });
+        Pace {
+            period: hz.map(|h| std::time::Duration::from_secs_f64(1.0 / h)),
+            warm,
+            next: None,
+        }
+    }
+
+    /// Sleeps until the next frame's start (the round trip on the way).
+    fn wait(&mut self) {
+        let Some(period) = self.period else { return };
+        let sleep_until = |t: Instant| {
+            if let Some(d) = t.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+        };
+        if let Some(next) = self.next {
+            if let Some((lead, buf)) = &self.warm {
+                sleep_until(next - *lead);
+                buf.fill_sync(0..4, 0).unwrap();
+            }
+            sleep_until(next);
+        }
+        self.next = Some(Instant::now() + period);
+    }
 }
 
 /// p50 / p90 of `v`, as text.
@@ -50,7 +111,7 @@ fn p50_p90(v: &mut [f64]) -> String {
 fn run(
     frames: &[GrayImage],
     cfg: &Config,
-    hz: Option<f64>,
+    (hz, warm_us): (Option<f64>, Option<u64>),
     time_lk: bool,
 ) -> Vec<(f64, FrameStats)> {
     let (w, h) = SIZE;
@@ -60,7 +121,7 @@ fn run(
     assert!(why.is_none(), "{why:?}");
     t.time_lk_kernel(time_lk);
     let mut out = Features::default();
-    let mut pace = Pacer::new(hz);
+    let mut pace = Pace::new(hz, warm_us, &pipe);
     let mut rows = Vec::new();
     for round in 0..4 {
         for (k, f) in frames.iter().enumerate() {
@@ -149,7 +210,9 @@ fn report(name: &str, rows: &[(f64, FrameStats)], lk: &[(f64, FrameStats)]) {
 }
 
 fn main() {
-    let hz = pace_from_args();
+    let hz = arg::<f64>("--pace");
+    let warm_us = arg::<u64>("--warm-us");
+    let pan = arg::<std::path::PathBuf>("--pan");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let seq: Vec<GrayImage> = (0..8)
         .map(|k| load_gray(&root.join(format!("tests/data/seq/cockatoo_{k:02}.png"))).unwrap())
@@ -168,12 +231,18 @@ fn main() {
     .map(|n| load_gray(&root.join(format!("tests/data/{n}.png"))).unwrap())
     .collect();
     let cfg = Config::from_file(&root.join("config/vins_frontend.yaml")).unwrap();
-    let moving: Vec<GrayImage> = (0..64).map(|k| tile(&seq[k % 8], 2 * k)).collect();
+    let moving: Vec<GrayImage> = match &pan {
+        Some(p) => {
+            let photo = load_gray(p).unwrap();
+            (0..60).map(|d| pan_frame(&photo, d)).collect()
+        }
+        None => (0..64).map(|k| tile(&seq[k % 8], 2 * k)).collect(),
+    };
     let new_scene: Vec<GrayImage> = (0..64).map(|k| tile(&photos[k % 8], 13 * k)).collect();
-    println!("pace: {hz:?} Hz; ms p50 / p90");
+    println!("pace: {hz:?} Hz, warm-up {warm_us:?} us ahead, pan {pan:?}; ms p50 / p90");
     for (name, frames) in [("moving camera", &moving), ("new scene", &new_scene)] {
-        let rows = run(frames, &cfg, hz, false);
-        let lk = run(frames, &cfg, hz, true);
+        let rows = run(frames, &cfg, (hz, warm_us), false);
+        let lk = run(frames, &cfg, (hz, warm_us), true);
         report(name, &rows, &lk);
     }
 }

@@ -166,6 +166,33 @@ impl Pipeline {
         }
     }
 
+    /// How long before a frame is due [`Pipeline::warm_gpu`] should run
+    /// (`cuda.warm_ahead_us`, auto resolved on this GPU); None on the CPU backend or when
+    /// off.
+    pub fn warm_ahead(&self) -> Option<std::time::Duration> {
+        #[cfg(feature = "cuda")]
+        if let Backend::Cuda(p) = &self.backend {
+            let us = match self.config.cuda.warm_ahead_us {
+                // auto: off on an integrated GPU, where it was not measured (docs/jetson.md)
+                ..0 if p.integrated() => 0,
+                ..0 => crate::config::WARM_AHEAD_AUTO_US,
+                us => us as u64,
+            };
+            return (us > 0).then(|| std::time::Duration::from_micros(us));
+        }
+        None
+    }
+
+    /// One small round trip to the GPU between frames, shortly before the next is due
+    /// (`CudaPipeline::warm`; the node times it: `cuda.warm_ahead_us`). Nothing on the CPU
+    /// backend. A failure is left for the next frame to meet (and fall back on).
+    pub fn warm_gpu(&mut self) {
+        #[cfg(feature = "cuda")]
+        if let Backend::Cuda(p) = &mut self.backend {
+            let _ = p.warm();
+        }
+    }
+
     pub fn config(&self) -> &Config {
         &self.config
     }

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::gftt::{good_features_to_track, GfttParams, GfttScratch};
-use gpu_features::cpu::lk::{track, FlowPyramid, LkParams, LkScratch};
+use gpu_features::cpu::lk::{track, Flow, FlowPyramid, LkParams, LkScratch};
 use gpu_features::cuda::lk::{GpuFlowPyramid, GpuLk};
 use gpu_features::cuda::Gpu;
 use gpu_features::BackendKind;
@@ -26,6 +26,113 @@ fn frame(k: usize) -> gpu_features::GrayImage {
     .unwrap()
 }
 
+/// The frame's GFTT corners and 60 seeded points in and around it (up to 8 px past each
+/// border), the next state of `seed` after them.
+fn points(a: &gpu_features::GrayImage, gfs: &mut GfttScratch, seed: &mut u32) -> Vec<(f32, f32)> {
+    let mut pts = Vec::new();
+    good_features_to_track(a, &GfttParams::default(), None, gfs, &mut pts);
+    for _ in 0..60 {
+        let mut u = |span: f32| {
+            *seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (*seed >> 8) as f32 / (1 << 24) as f32 * span - 8.0
+        };
+        let (x, y) = (u(a.width as f32 + 16.0), u(a.height as f32 + 16.0));
+        pts.push((x, y));
+    }
+    pts
+}
+
+/// The bits of a flow's position and its status.
+fn bits(f: &Flow) -> (u32, u32, bool) {
+    (f.x.to_bits(), f.y.to_bits(), f.status)
+}
+
+/// The CPU's and the GPU's LK of one frame pair (pyramids `cpu` and `gpu_pyr`, built and
+/// with derivatives) compared three ways: forward (position bits, status, `err` where
+/// tracked), the reverse pass alone (initial flow), and forward and back in one launch.
+/// Returns the points and how many the forward pass tracked.
+#[allow(clippy::too_many_arguments)]
+fn compare_pair(
+    gpu: &Gpu,
+    glk: &mut GpuLk,
+    cpu: (&FlowPyramid, &FlowPyramid),
+    gpu_pyr: (&GpuFlowPyramid, &GpuFlowPyramid),
+    pts: &[(f32, f32)],
+    p: &LkParams,
+    s: &mut LkScratch,
+    what: &str,
+) -> (usize, usize) {
+    let back = LkParams { max_level: 1, ..*p };
+    let ((ca, cb), (ga, gb)) = (cpu, gpu_pyr);
+    let (mut cf, mut gf, mut cr, mut gr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    track(ca, cb, pts, None, p, s, &mut cf);
+    glk.track(gpu, ga, gb, pts, None, p, None, &mut gf, &mut gr)
+        .unwrap();
+    for (i, (c, g)) in cf.iter().zip(&gf).enumerate() {
+        assert_eq!(
+            bits(c),
+            bits(g),
+            "{what} point {i} {:?}: cpu {c:?} gpu {g:?}",
+            pts[i]
+        );
+        if c.status {
+            assert_eq!(c.err.to_bits(), g.err.to_bits(), "err of point {i}");
+        }
+    }
+    // The reverse pass alone (initial flow), as the CPU runs it.
+    let fwd: Vec<(f32, f32)> = cf.iter().map(|f| (f.x, f.y)).collect();
+    track(cb, ca, &fwd, Some(pts), &back, s, &mut cr);
+    let mut unused = Vec::new();
+    glk.track(
+        gpu,
+        gb,
+        ga,
+        &fwd,
+        Some(pts),
+        &back,
+        None,
+        &mut gr,
+        &mut unused,
+    )
+    .unwrap();
+    for (i, (c, g)) in cr.iter().zip(&gr).enumerate() {
+        assert_eq!(bits(c), bits(g), "{what} reverse point {i}");
+    }
+    // Forward and back in one launch: the same forward results, and the CPU's reverse
+    // results wherever the forward status holds.
+    let (mut fused_f, mut fused_b) = (Vec::new(), Vec::new());
+    glk.track(
+        gpu,
+        ga,
+        gb,
+        pts,
+        None,
+        p,
+        Some((&back, true)),
+        &mut fused_f,
+        &mut fused_b,
+    )
+    .unwrap();
+    assert_eq!(fused_b.len(), pts.len());
+    for i in 0..pts.len() {
+        assert_eq!(
+            bits(&fused_f[i]),
+            bits(&cf[i]),
+            "{what} fused forward point {i}"
+        );
+        if cf[i].status {
+            assert_eq!(
+                bits(&fused_b[i]),
+                bits(&cr[i]),
+                "{what} fused back point {i}"
+            );
+        } else {
+            assert!(!fused_b[i].status);
+        }
+    }
+    (cf.len(), cf.iter().filter(|c| c.status).count())
+}
+
 #[test]
 fn gpu_lk_matches_cpu_on_the_sequence() {
     let gpu = match Gpu::new() {
@@ -34,8 +141,6 @@ fn gpu_lk_matches_cpu_on_the_sequence() {
     };
     eprintln!("gpu_lk_matches_cpu_on_the_sequence: {}", gpu.name);
     let mut s = LkScratch::default();
-    let (mut cf, mut gf, mut cr, mut gr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut fused_f, mut fused_b) = (Vec::new(), Vec::new());
     let mut gfs = GfttScratch::default();
     let mut seed = 0x2545_f491u32;
     let (mut total, mut tracked) = (0, 0);
@@ -47,7 +152,6 @@ fn gpu_lk_matches_cpu_on_the_sequence() {
             window: win,
             ..Default::default()
         };
-        let back = LkParams { max_level: 1, ..p };
         let (mut ca, mut cb) = (FlowPyramid::default(), FlowPyramid::default());
         let (mut ga, mut gb) = (GpuFlowPyramid::new(), GpuFlowPyramid::new());
         for k in frames {
@@ -60,80 +164,20 @@ fn gpu_lk_matches_cpu_on_the_sequence() {
             gb.build(&gpu, &b, win, 3).unwrap();
             ga.ensure_derivatives(&gpu).unwrap();
             gb.ensure_derivatives(&gpu).unwrap();
-            let mut pts = Vec::new();
-            good_features_to_track(&a, &GfttParams::default(), None, &mut gfs, &mut pts);
-            for _ in 0..60 {
-                let mut u = |span: f32| {
-                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                    (seed >> 8) as f32 / (1 << 24) as f32 * span - 8.0
-                };
-                let (x, y) = (u(a.width as f32 + 16.0), u(a.height as f32 + 16.0));
-                pts.push((x, y));
-            }
-            track(&ca, &cb, &pts, None, &p, &mut s, &mut cf);
-            glk.track(&gpu, &ga, &gb, &pts, None, &p, None, &mut gf, &mut gr)
-                .unwrap();
-            for (i, (c, g)) in cf.iter().zip(&gf).enumerate() {
-                assert_eq!(
-                    (c.x.to_bits(), c.y.to_bits(), c.status),
-                    (g.x.to_bits(), g.y.to_bits(), g.status),
-                    "window {win} frame {k} point {i} {:?}: cpu {c:?} gpu {g:?}",
-                    pts[i]
-                );
-                if c.status {
-                    assert_eq!(c.err.to_bits(), g.err.to_bits(), "err of point {i}");
-                }
-                total += 1;
-                tracked += c.status as usize;
-            }
-            // The reverse pass alone (initial flow), as the CPU runs it.
-            let fwd: Vec<(f32, f32)> = cf.iter().map(|f| (f.x, f.y)).collect();
-            track(&cb, &ca, &fwd, Some(&pts), &back, &mut s, &mut cr);
-            let mut unused = Vec::new();
-            glk.track(
+            let pts = points(&a, &mut gfs, &mut seed);
+            let what = format!("window {win} frame {k}");
+            let (n, t) = compare_pair(
                 &gpu,
-                &gb,
-                &ga,
-                &fwd,
-                Some(&pts),
-                &back,
-                None,
-                &mut gr,
-                &mut unused,
-            )
-            .unwrap();
-            for (i, (c, g)) in cr.iter().zip(&gr).enumerate() {
-                assert_eq!(
-                    (c.x.to_bits(), c.y.to_bits(), c.status),
-                    (g.x.to_bits(), g.y.to_bits(), g.status),
-                    "window {win} frame {k} reverse point {i}"
-                );
-            }
-            // Forward and back in one launch: the same forward results, and the CPU's
-            // reverse results wherever the forward status holds.
-            glk.track(
-                &gpu,
-                &ga,
-                &gb,
+                &mut glk,
+                (&ca, &cb),
+                (&ga, &gb),
                 &pts,
-                None,
                 &p,
-                Some((&back, true)),
-                &mut fused_f,
-                &mut fused_b,
-            )
-            .unwrap();
-            assert_eq!(fused_b.len(), pts.len());
-            for i in 0..pts.len() {
-                let bits =
-                    |f: &gpu_features::cpu::lk::Flow| (f.x.to_bits(), f.y.to_bits(), f.status);
-                assert_eq!(bits(&fused_f[i]), bits(&cf[i]), "fused forward point {i}");
-                if cf[i].status {
-                    assert_eq!(bits(&fused_b[i]), bits(&cr[i]), "fused back point {i}");
-                } else {
-                    assert!(!fused_b[i].status);
-                }
-            }
+                &mut s,
+                &what,
+            );
+            total += n;
+            tracked += t;
         }
     }
     assert!(total > 800 && tracked * 2 > total, "{tracked} of {total}");

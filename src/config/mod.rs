@@ -17,6 +17,11 @@ mod validate;
 
 pub use duration::parse_duration;
 
+/// `cuda.warm_ahead_us: -1` (auto) on a discrete GPU: on the H200 machine a round trip 300
+/// or 1000 us ahead of a paced frame took the same off it, 3000 us less
+/// (examples/paced_floor.rs; docs/performance.md, change 79).
+pub const WARM_AHEAD_AUTO_US: u64 = 500;
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -301,6 +306,12 @@ pub struct CudaConfig {
     /// idle gap 0.16-0.17 -> 0.10-0.12 ms on the H100 machine); -1 = auto: 200 on a
     /// discrete GPU, 0 on an integrated one (Jetson: the spin's CPU, docs/jetson.md).
     pub prewake_us: i32,
+    /// The node only, one input only: when its frames come at a steady rate, one small
+    /// round trip to the GPU (a 4-byte memset and its wait) this many microseconds before
+    /// the next frame is due, which wakes the driver and the GPU from the idle spell between
+    /// frames (docs/performance.md, change 79); 0 = none; -1 = auto: 500 on a discrete GPU, 0
+    /// on an integrated one (not measured on a Jetson).
+    pub warm_ahead_us: i32,
     /// The process's copy crew (`cuda::driver::crew`): how many helper threads copy a frame into
     /// pinned memory and unpack the edge map beside the calling thread; 0 = auto (half the
     /// cores, at most 8; on an integrated GPU a quarter, at most 2). Read when the first CUDA
@@ -323,6 +334,7 @@ impl Default for CudaConfig {
             stage_timings: 16,
             programmatic_launch: true,
             prewake_us: -1,
+            warm_ahead_us: -1,
             crew_threads: 0,
             host_gray: true,
         }
@@ -551,7 +563,19 @@ mod tests {
         let plain = c.with_value("cuda.programmatic_launch", "false").unwrap();
         assert!(!plain.cuda.programmatic_launch && plain.cuda.graphs);
         assert_eq!(c.cuda.prewake_us, -1);
+        assert_eq!(c.cuda.warm_ahead_us, -1);
         assert_eq!(c.cuda.crew_threads, 0);
+        for bad in ["-2", "100001"] {
+            let e = c.with_value("cuda.warm_ahead_us", bad).unwrap_err();
+            let e = e.to_string();
+            assert!(
+                e.contains("cuda.warm_ahead_us") && e.contains("-1 = auto"),
+                "{e}"
+            );
+        }
+        let off = c.with_value("cuda.warm_ahead_us", "0").unwrap();
+        assert_eq!(off.cuda.warm_ahead_us, 0);
+        assert_eq!(Config::from_yaml(&off.to_yaml()).unwrap(), off);
         for bad in ["-2", "10001"] {
             let e = c
                 .with_value("cuda.prewake_us", bad)

@@ -6,6 +6,8 @@ use super::*;
 const MAX_CREW_THREADS: u32 = 64;
 /// The longest spin of `cuda.prewake_us` (10 ms: more than a frame's hand-over ever takes).
 pub const MAX_PREWAKE_US: i32 = 10_000;
+/// The earliest `cuda.warm_ahead_us` (100 ms: more than a 10 Hz camera's gap).
+const MAX_WARM_AHEAD_US: i32 = 100_000;
 
 fn check(ok: bool, key: &str, why: impl FnOnce() -> String) -> Result<()> {
     if ok {
@@ -161,6 +163,16 @@ impl Config {
                 format!(
                     "{} is not in -1..={MAX_PREWAKE_US} (-1 = auto)",
                     self.cuda.prewake_us
+                )
+            },
+        )?;
+        check(
+            (-1..=MAX_WARM_AHEAD_US).contains(&self.cuda.warm_ahead_us),
+            "cuda.warm_ahead_us",
+            || {
+                format!(
+                    "{} is not in -1..={MAX_WARM_AHEAD_US} (-1 = auto)",
+                    self.cuda.warm_ahead_us
                 )
             },
         )?;

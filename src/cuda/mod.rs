@@ -119,6 +119,8 @@ pub struct CudaPipeline {
     frames: u64,
     /// The last frame ran to its end: its gray image is on the device ([`CudaPipeline::gray_on_device`]).
     gray_ready: bool,
+    /// Four bytes that [`CudaPipeline::warm`] sets.
+    warm_buf: driver::DevBuf<u8>,
 }
 
 impl CudaPipeline {
@@ -134,8 +136,10 @@ impl CudaPipeline {
                     .map_err(|e| driver::cuda_err("creating an event", e))?,
             );
         }
+        let warm_buf = driver::DevBuf::new(&gpu.ctx, 4)?;
         Ok(CudaPipeline {
             gpu,
+            warm_buf,
             decoder: None,
             state: None,
             events,
@@ -154,6 +158,22 @@ impl CudaPipeline {
     /// kernels, and its work queued on the same streams, after the frame's.
     pub fn session(&self) -> std::sync::Arc<Gpu> {
         self.gpu.clone()
+    }
+
+    /// One small round trip to the GPU: a 4-byte memset on the pipeline's stream, and the
+    /// wait for it. Made shortly before a frame is due (`cuda.warm_ahead_us`), it wakes the
+    /// driver and the GPU from the idle spell between a camera's frames, so that the frame's
+    /// own calls run nearer their back-to-back speed (examples/paced_floor.rs;
+    /// docs/performance.md, change 79). Between frames only: it waits for the stream.
+    pub fn warm(&mut self) -> Result<()> {
+        self.gpu.bind()?;
+        self.warm_buf.fill_async(&self.gpu.stream, 0..4, 0)?;
+        self.gpu.sync()
+    }
+
+    /// Whether the GPU is an integrated one (Jetson).
+    pub fn integrated(&self) -> bool {
+        self.gpu.integrated
     }
 
     /// Whether `cfg` maps the input buffer (`cuda.zero_copy`) on this GPU.

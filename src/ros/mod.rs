@@ -7,6 +7,7 @@
 //! - `tracks`: the feature tracker's outputs (`tracks`, VINS's `feature` and `restart`) and
 //!   the `camera_info` it undistorts with;
 //! - `publish`: which outputs someone reads (the others are not built);
+//! - `warm_ahead`: when one input's next frame is due, for the GPU's warm-up before it;
 //! - [`params`]: the ROS parameters (the config's dotted keys + node settings);
 //! - [`convert`]: `sensor_msgs` <-> library types;
 //! - [`trace`]: per-frame instants on the host's monotonic clock (`GF_TRACE_DIR`), written
@@ -35,6 +36,7 @@ mod settings;
 pub mod take;
 pub mod trace;
 mod tracks;
+mod warm_ahead;
 mod worker;
 
 use std::path::{Path, PathBuf};

@@ -31,6 +31,7 @@ use super::trace::{self, Trace};
 use super::tracks::{
     camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs, TRACK_PARTS,
 };
+use super::warm_ahead::WarmAhead;
 use super::worker::{Pending, Running, Slot, Worker};
 use crate::output::tracks::VinsFormat;
 use crate::pipeline::BackendChoice;
@@ -441,8 +442,10 @@ fn spawn_spinner(
     let (spin_stop, spin_params, spin_logger) =
         (shutdown.clone(), params.clone(), logger.to_string());
     tokio::task::spawn_blocking(move || {
+        let mut warm = WarmAhead::default();
         while !spin_stop.load(Ordering::SeqCst) {
-            node.spin_once(Duration::from_millis(10));
+            // One input: the wait ends early for the GPU's warm-up before its next frame.
+            node.spin_once(warm.wait(Instant::now(), Duration::from_millis(10)));
             let mut taken = false;
             if let Some(running) = inline.as_mut() {
                 // Through the input's slot as for a worker (newest wins, the others count
@@ -456,7 +459,10 @@ fn spawn_spinner(
                     if gpu {
                         prewake(&spin_params);
                     }
+                    warm.frame_taken(pending.received, running.warm_ahead());
                     run_inline(running, pending, &spin_logger);
+                } else if warm.take_due(Instant::now()) {
+                    running.warm_gpu();
                 }
                 continue;
             }

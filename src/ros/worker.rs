@@ -166,6 +166,17 @@ pub(super) struct Running {
 }
 
 impl Running {
+    /// How long before this input's next frame the GPU's warm-up should come
+    /// (`Pipeline::warm_ahead`); None on the CPU or when off.
+    pub(super) fn warm_ahead(&self) -> Option<std::time::Duration> {
+        self.pipeline.warm_ahead()
+    }
+
+    /// The GPU's warm-up between frames (`Pipeline::warm_gpu`).
+    pub(super) fn warm_gpu(&mut self) {
+        self.pipeline.warm_gpu();
+    }
+
     /// One frame, taken at `taken`: the pipeline, the outputs, the stats.
     pub(super) fn step(&mut self, pending: Pending, taken: Instant) {
         self.pick_up_params();

@@ -178,10 +178,15 @@ class Harness:
         store = self.clouds if kind is PointCloud2 else self.images
         store.setdefault(topic, {})
 
+        # The first message per stamp is kept: when send_and_wait re-sends a frame (an
+        # answer delayed past 2 s, e.g. by a reliable writer's repair), the node answers the
+        # copy too, as a later frame of the same stamp (matched against the first), and that
+        # answer must not replace the one to the frame as first sent.
         def cb(msg, topic=topic, store=store):
             t = time.monotonic()
             with self.lock:
-                store[topic][(msg.header.stamp.sec, msg.header.stamp.nanosec)] = (t, msg)
+                key = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+                store[topic].setdefault(key, (t, msg))
         qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE,
                          history=HistoryPolicy.KEEP_LAST)
         self.subs.append(self.node.create_subscription(kind, topic, cb, qos))
