@@ -13,7 +13,7 @@ use gpu_features::cpu::CpuPipeline;
 use gpu_features::cuda::CudaPipeline;
 use gpu_features::features::AFTER_DECODE_STAGE;
 use gpu_features::image::{load_view_owned, Encoding, GrayImage, ImageView, OwnedFrame};
-use gpu_features::{Features, Keypoint};
+use gpu_features::{BackendChoice, Features, Keypoint, Pipeline};
 
 mod shared;
 #[path = "../src/cuda/test_images.rs"]
@@ -544,8 +544,10 @@ fn deterministic_and_survives_resolution_changes() {
         let f = g.process(&cfg, &frame.view().unwrap()).unwrap();
         first.push(f);
     }
-    // Again, in reverse order (every frame a resolution change): identical results.
+    // Again, in reverse order (every frame a resolution change), each after the warm-up
+    // round trip the node makes before a frame it expects: identical results.
     for (i, (name, frame)) in fx.iter().enumerate().rev() {
+        g.warm().unwrap();
         let f = g.process(&cfg, &frame.view().unwrap()).unwrap();
         let a: Vec<_> = first[i].keypoints.iter().map(kp_bits).collect();
         let b: Vec<_> = f.keypoints.iter().map(kp_bits).collect();
@@ -577,6 +579,35 @@ fn deterministic_and_survives_resolution_changes() {
             first[i].edges, reused.edges,
             "{name}: edges differ when written into a reused Features"
         );
+    }
+}
+
+/// `cuda.warm_ahead_us` resolved on this GPU: auto is 500 us on a discrete GPU and none on
+/// an integrated one, 0 is none, a value is itself; none on the CPU backend.
+#[test]
+fn warm_ahead_resolves_per_gpu_and_setting() {
+    let Some(g) = gpu("warm_ahead_resolves_per_gpu_and_setting") else {
+        return;
+    };
+    let integrated = g.integrated();
+    drop(g);
+    let us = |v: &str, choice| {
+        let cfg = Config::default()
+            .with_value("cuda.warm_ahead_us", v)
+            .unwrap();
+        let p = Pipeline::new(cfg, choice).unwrap();
+        p.warm_ahead().map(|d| d.as_micros())
+    };
+    let auto = (!integrated).then_some(500);
+    assert_eq!(us("-1", BackendChoice::Cuda), auto);
+    assert_eq!(us("0", BackendChoice::Cuda), None);
+    assert_eq!(us("1200", BackendChoice::Cuda), Some(1200));
+    assert_eq!(us("1200", BackendChoice::Cpu), None);
+    // The warm-up itself, on the pipeline's GPU and on the CPU (where it does nothing).
+    for choice in [BackendChoice::Cuda, BackendChoice::Cpu] {
+        let mut p = Pipeline::new(Config::default(), choice).unwrap();
+        p.warm_gpu();
+        assert!(p.gpu_failure().is_none());
     }
 }
 
