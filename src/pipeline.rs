@@ -73,6 +73,12 @@ pub struct Pipeline {
     gpu_failure: Option<String>,
 }
 
+/// `cuda.warm_ahead_us: -1` (auto) on a discrete GPU: on the H200 machine a round trip 300
+/// or 1000 us ahead of a paced frame took the same off it, 3000 us less
+/// (examples/paced_floor.rs; docs/performance.md, change 79).
+#[cfg(feature = "cuda")]
+const WARM_AHEAD_AUTO_US: u64 = 500;
+
 impl Pipeline {
     pub fn new(config: Config, choice: BackendChoice) -> Result<Self> {
         config.validate()?;
@@ -174,8 +180,8 @@ impl Pipeline {
         if let Backend::Cuda(p) = &self.backend {
             let us = match self.config.cuda.warm_ahead_us {
                 // auto: off on an integrated GPU, where it was not measured (docs/jetson.md)
-                ..0 if p.integrated() => 0,
-                ..0 => crate::config::WARM_AHEAD_AUTO_US,
+                ..0 if p.gpu().integrated => 0,
+                ..0 => WARM_AHEAD_AUTO_US,
                 us => us as u64,
             };
             return (us > 0).then(|| std::time::Duration::from_micros(us));

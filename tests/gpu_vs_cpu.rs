@@ -589,7 +589,7 @@ fn warm_ahead_resolves_per_gpu_and_setting() {
     let Some(g) = gpu("warm_ahead_resolves_per_gpu_and_setting") else {
         return;
     };
-    let integrated = g.integrated();
+    let integrated = g.gpu().integrated;
     drop(g);
     let us = |v: &str, choice| {
         let cfg = Config::default()

@@ -17,11 +17,6 @@ mod validate;
 
 pub use duration::parse_duration;
 
-/// `cuda.warm_ahead_us: -1` (auto) on a discrete GPU: on the H200 machine a round trip 300
-/// or 1000 us ahead of a paced frame took the same off it, 3000 us less
-/// (examples/paced_floor.rs; docs/performance.md, change 79).
-pub const WARM_AHEAD_AUTO_US: u64 = 500;
-
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -565,26 +560,17 @@ mod tests {
         assert_eq!(c.cuda.prewake_us, -1);
         assert_eq!(c.cuda.warm_ahead_us, -1);
         assert_eq!(c.cuda.crew_threads, 0);
-        for bad in ["-2", "100001"] {
-            let e = c.with_value("cuda.warm_ahead_us", bad).unwrap_err();
-            let e = e.to_string();
-            assert!(
-                e.contains("cuda.warm_ahead_us") && e.contains("-1 = auto"),
-                "{e}"
-            );
-        }
         let off = c.with_value("cuda.warm_ahead_us", "0").unwrap();
         assert_eq!(off.cuda.warm_ahead_us, 0);
         assert_eq!(Config::from_yaml(&off.to_yaml()).unwrap(), off);
-        for bad in ["-2", "10001"] {
-            let e = c
-                .with_value("cuda.prewake_us", bad)
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("cuda.prewake_us") && e.contains("-1 = auto"),
-                "{e}"
-            );
+        for (key, bad) in [
+            ("cuda.prewake_us", ["-2", "10001"]),
+            ("cuda.warm_ahead_us", ["-2", "100001"]),
+        ] {
+            for bad in bad {
+                let e = c.with_value(key, bad).unwrap_err().to_string();
+                assert!(e.contains(key) && e.contains("-1 = auto"), "{e}");
+            }
         }
         assert_eq!(
             c.with_value("cuda.crew_threads", "3")

@@ -171,11 +171,6 @@ impl CudaPipeline {
         self.gpu.sync()
     }
 
-    /// Whether the GPU is an integrated one (Jetson).
-    pub fn integrated(&self) -> bool {
-        self.gpu.integrated
-    }
-
     /// Whether `cfg` maps the input buffer (`cuda.zero_copy`) on this GPU.
     fn zero_copy(&self, cfg: &Config) -> Result<bool> {
         let g = &self.gpu;
