@@ -107,7 +107,13 @@ fn dump_pyramids(out: &mut impl Write, img: &GrayImage, rng: &mut Rng) {
     for interp in [Interpolation::Linear, Interpolation::LinearExact] {
         for scale in [1.2f32, 1.5, 2.0] {
             let mut levels = vec![img.clone()];
-            pyramid::build(&mut levels, 8, scale, interp);
+            pyramid::build(
+                &mut levels,
+                8,
+                gpu_features::levels::Scales::Orb,
+                scale,
+                interp,
+            );
             for l in &levels[1..] {
                 writeln!(
                     out,
@@ -228,7 +234,13 @@ fn main() {
         let mut line = format!("{name}: pyramid 8x1.2");
         for interp in [Interpolation::Linear, Interpolation::LinearExact] {
             let t = median_ms(runs, || {
-                pyramid::build(&mut levels, 8, 1.2, interp);
+                pyramid::build(
+                    &mut levels,
+                    8,
+                    gpu_features::levels::Scales::Orb,
+                    1.2,
+                    interp,
+                );
                 std::hint::black_box(&levels);
             });
             line += &format!(" {interp:?} {t:.3} ms");

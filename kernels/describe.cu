@@ -38,9 +38,15 @@ struct DescLevels {
 // orientation computed here from the raw patch (ORB's intensity centroid, integer moments
 // reduced over the block, as ic_angle; needs half < DESC_R + OB_R) and stored into the
 // record: the selection then skips its own orientation pass.
+// `flags` bit 0 (`describe.blur: orb_slam3`): `k` holds OpenCV's fixed-point taps (integers, 8
+// fraction bits, summing to 256) and the blur is its bit-exact path (cpu::blur): every
+// partial sum of the same two passes is an integer below 2^24 (<= 255 * 256 * 256), so
+// exact in f32 whatever the order, and the result is rounded as OpenCV rounds it,
+// (v + 2^15) >> 16. Bit 1 (`describe.fma`): the rotated offsets as GCC contracts them,
+// fma(px, a, -(py*b)) and fma(px, b, py*a) (cpu::describe::rotate).
 extern "C" __global__ void orb_describe(const u8* __restrict__ pyr, DescLevels L, int nlev,
                                         const u32* __restrict__ header, uint4* __restrict__ recs,
-                                        int angle_mode, float4 k, int half,
+                                        int angle_mode, float4 k, int flags, int half,
                                         const int* __restrict__ umax, float4 atan_p, float eps,
                                         u32* __restrict__ out) {
     wait_for_previous_kernel();  // note "programmatic dependent launch"
@@ -119,7 +125,9 @@ extern "C" __global__ void orb_describe(const u8* __restrict__ pyr, DescLevels L
 #pragma unroll
             for (int d = 1; d <= 3; ++d)
                 acc = __fmaf_rn(__fadd_rn(in[j + OB_R + d], in[j + OB_R - d]), kt[3 + d], acc);
-            if (r0 + j < DESC_P) blur[r0 + j][c] = (u8)fminf(fmaxf(rintf(acc), 0.0f), 255.0f);
+            if (r0 + j < DESC_P)
+                blur[r0 + j][c] = (flags & 1) ? (u8)(((u32)acc + 32768u) >> 16)
+                                        : (u8)fminf(fmaxf(rintf(acc), 0.0f), 255.0f);
         }
     }
     __syncthreads();
@@ -168,8 +176,11 @@ extern "C" __global__ void orb_describe(const u8* __restrict__ pyr, DescLevels L
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
         const float px = (float)(e ? p.z : p.x), py = (float)(e ? p.w : p.y);
-        const int dx = __float2int_rn(__fsub_rn(__fmul_rn(px, a), __fmul_rn(py, b)));
-        const int dy = __float2int_rn(__fadd_rn(__fmul_rn(px, b), __fmul_rn(py, a)));
+        const bool fused = flags & 2;
+        const int dx = __float2int_rn(fused ? __fmaf_rn(px, a, -__fmul_rn(py, b))
+                                            : __fsub_rn(__fmul_rn(px, a), __fmul_rn(py, b)));
+        const int dy = __float2int_rn(fused ? __fmaf_rn(px, b, __fmul_rn(py, a))
+                                            : __fadd_rn(__fmul_rn(px, b), __fmul_rn(py, a)));
         const int x = cx + dx, y = cy + dy;
         // Inside the level: the blurred pixel; outside: the raw pixel at the reflected place
         // (which is what the raw patch holds there).

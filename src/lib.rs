@@ -46,6 +46,7 @@ pub mod ros;
 pub mod select;
 #[cfg(feature = "tools")]
 pub mod soak;
+pub mod std_sort;
 pub mod track;
 
 pub use config::Config;

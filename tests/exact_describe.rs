@@ -103,6 +103,7 @@ fn descriptors_near_the_image_edge_match_opencvs_padding() {
         pyramid::build(
             &mut levels,
             3,
+            pyramid::Scales::Orb,
             1.2,
             gpu_features::config::Interpolation::LinearExact,
         );
@@ -119,11 +120,17 @@ fn descriptors_near_the_image_edge_match_opencvs_padding() {
             })
             .collect();
         let mut got = Vec::new();
-        describe::describe_into(&levels, 1.2, &kps, &mut scratch, &mut got);
+        describe::describe_into(
+            &levels,
+            describe::DescribeSettings::orb(1.2),
+            &kps,
+            &mut scratch,
+            &mut got,
+        );
         for ((k, d), (r, want_hex)) in kps.iter().zip(&got).zip(&want) {
             assert_eq!(hex(d), *want_hex, "{stem}: keypoint {r:?}");
             let l = &levels[k.octave as usize];
-            let (cx, cy) = describe::center(k, 1.2);
+            let (cx, cy) = describe::center(k, pyramid::Scales::Orb, 1.2);
             let m = 19;
             outside += (cx < m || cy < m || cx + m >= l.width as i32 || cy + m >= l.height as i32)
                 as usize;

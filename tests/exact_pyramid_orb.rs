@@ -37,7 +37,7 @@ fn check_pyramid(stems: &[&str], interp: Interpolation, tag: &str) {
     let mut size_mismatch = Vec::new();
     for stem in stems {
         let mut levels = vec![gray(stem)];
-        pyramid::build(&mut levels, 8, 1.2, interp);
+        pyramid::build(&mut levels, 8, pyramid::Scales::Orb, 1.2, interp);
         // Chain `resize_linear` through the goldens' sizes (each level from our previous one:
         // drift would compound), and check that `build` gives the same images and sizes.
         let mut prev = levels[0].clone();
@@ -98,11 +98,11 @@ fn pyramid_1920x1080_sizes_and_timing() {
         (536, 301),
     ];
     for interp in [Interpolation::Linear, Interpolation::LinearExact] {
-        pyramid::build(&mut levels, 8, 1.2, interp); // warm-up: allocations
+        pyramid::build(&mut levels, 8, pyramid::Scales::Orb, 1.2, interp); // warm-up: allocations
         let runs = 10;
         let t = Instant::now();
         for _ in 0..runs {
-            pyramid::build(&mut levels, 8, 1.2, interp);
+            pyramid::build(&mut levels, 8, pyramid::Scales::Orb, 1.2, interp);
         }
         let ms = t.elapsed().as_secs_f64() * 1e3 / runs as f64;
         println!("pyramid 1920x1080, 8 levels, {interp:?}: {ms:.2} ms");
@@ -158,6 +158,7 @@ fn pyramid_of(stem: &str, cfg: &Config) -> Vec<GrayImage> {
     pyramid::build(
         &mut levels,
         cfg.pyramid.levels as usize,
+        cfg.pyramid.scales,
         cfg.pyramid.scale_factor,
         cfg.pyramid.interpolation,
     );
@@ -301,7 +302,7 @@ fn orb_slam3_style_budget_border_and_spread() {
                 on_level.len() <= per_level[l],
                 "{stem} level {l}: over budget"
             );
-            let s = pyramid::level_scale(1.2, l);
+            let s = pyramid::level_scale(pyramid::Scales::Orb, 1.2, l);
             for k in on_level {
                 let (x, y) = ((k.x / s).round() as usize, (k.y / s).round() as usize);
                 assert!(

@@ -379,7 +379,13 @@ fn pyramid_matches_cpu_on_fixtures() {
                 cfg.detector.score = ScoreType::Fast;
                 let mut levels = vec![GrayImage::default()];
                 gpu_features::cpu::decode::decode(&view, &mut levels[0]);
-                gpu_features::cpu::pyramid::build(&mut levels, n as usize, scale, interp);
+                gpu_features::cpu::pyramid::build(
+                    &mut levels,
+                    n as usize,
+                    gpu_features::levels::Scales::Orb,
+                    scale,
+                    interp,
+                );
                 g.process(&cfg, &view).unwrap();
                 let gl = g.download_levels().unwrap();
                 assert_eq!(levels.len(), gl.len());

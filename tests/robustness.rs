@@ -17,8 +17,8 @@ use gpu_features::bag::writer::write_metadata_yaml;
 use gpu_features::bag::{Bag, StorageKind};
 use gpu_features::cdr;
 use gpu_features::config::{
-    CannyConfig, DescribeConfig, DetectorConfig, DetectorMethod, Interpolation, OrientConfig,
-    PyramidConfig, ScoreType, SelectConfig, Spread,
+    CannyConfig, DescribeConfig, DescriptorBlur, DetectorConfig, DetectorMethod, Interpolation,
+    OrientConfig, PyramidConfig, Scales, ScoreType, SelectConfig, Spread,
 };
 use gpu_features::image::{MAX_PIXELS, MAX_SIDE};
 use gpu_features::output::{csv, pointcloud};
@@ -288,6 +288,10 @@ fn valid_config() -> impl Strategy<Value = Config> {
                 cfg.orient.patch_size = cfg.orient.patch_size.min(2 * cfg.detector.border - 1);
             }
             cfg.describe.enabled = describe && cfg.orient.patch_size == 31;
+            // The descriptor blur as ORB-SLAM3 calls it, with its level scales.
+            if cfg.pyramid.scales == Scales::OrbSlam3 {
+                cfg.describe.blur = DescriptorBlur::OrbSlam3;
+            }
             cfg.validate()
                 .unwrap_or_else(|e| panic!("strategy made {e}"));
             cfg
@@ -309,12 +313,16 @@ fn pyramid_config() -> impl Strategy<Value = PyramidConfig> {
             Just(Interpolation::Linear),
             Just(Interpolation::LinearExact)
         ],
+        prop_oneof![Just(Scales::Orb), Just(Scales::OrbSlam3)],
     )
-        .prop_map(|(levels, scale_factor, interpolation)| PyramidConfig {
-            levels,
-            scale_factor,
-            interpolation,
-        })
+        .prop_map(
+            |(levels, scale_factor, interpolation, scales)| PyramidConfig {
+                levels,
+                scale_factor,
+                interpolation,
+                scales,
+            },
+        )
 }
 
 /// [`valid_config`]'s detector (its retry flag before the selection is known).

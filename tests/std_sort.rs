@@ -1,4 +1,4 @@
-//! `track::std_sort` against g++'s own `std::sort` (libstdc++, the library VINS-Fusion is
+//! `std_sort` against g++'s own `std::sort` (libstdc++, the library VINS-Fusion is
 //! built with on Linux): the same permutation of equal keys, element for element, on random
 //! inputs of VINS's shape (track counts with many ties, up to a few hundred tracks), and
 //! g++'s internal `std::__introsort_loop` at small depth limits so that the heap sort runs
@@ -6,7 +6,7 @@
 
 use std::process::{Command, Stdio};
 
-use gpu_features::track::std_sort;
+use gpu_features::std_sort;
 
 const HARNESS: &str = r#"
 #include <algorithm>

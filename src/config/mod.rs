@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+pub use crate::levels::Scales;
 use crate::levels::MAX_LEVELS;
 
 mod dotted;
@@ -99,7 +100,7 @@ pub enum Frontend {
 #[serde(rename_all = "snake_case")]
 pub enum MaskOrder {
     /// As VINS built with libstdc++ leaves them: its `std::sort` (introsort, not stable),
-    /// reproduced step for step (`track::std_sort`).
+    /// reproduced step for step (`std_sort`).
     Vins,
     /// Stable: among one age the earlier track first (what a rewrite with a stable sort,
     /// e.g. Python's, does).
@@ -161,6 +162,9 @@ pub struct PyramidConfig {
     pub scale_factor: f32,
     /// Resize kernel between levels.
     pub interpolation: Interpolation,
+    /// Whose level scales: `orb` (OpenCV ORB) or `orb_slam3` (ORB-SLAM3's running product,
+    /// integer keypoint sizes); see [`Scales`].
+    pub scales: Scales,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -270,6 +274,23 @@ pub struct CannyConfig {
 pub struct DescribeConfig {
     /// ORB rBRIEF descriptors (32 bytes) of the kept keypoints, as `ORB::detectAndCompute`.
     pub enabled: bool,
+    /// The 7x7 sigma-2 blur the descriptor samples, as its consumer calls `GaussianBlur`.
+    pub blur: DescriptorBlur,
+    /// The rotated pattern offsets with one fused multiply-add each, as GCC compiles
+    /// ORB-SLAM3's descriptor where FMA is in the target (`-march=native` on an FMA CPU, its
+    /// default build; every aarch64 build, Jetsons included): `fma(px, a, -(py*b))`,
+    /// `fma(px, b, py*a)`. Off: two rounded products, as OpenCV's ORB (docs/slam.md).
+    pub fma: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DescriptorBlur {
+    /// OpenCV ORB: a non-isolated ROI of its padded pyramid, OpenCV's float path.
+    Orb,
+    /// ORB-SLAM3: a continuous clone of the level, OpenCV's bit-exact fixed-point path
+    /// (kernel 18 34 48 56 48 34 18 / 256, as `cpu::blur`).
+    OrbSlam3,
 }
 
 /// Settings of the CUDA backend only (the CPU backend ignores them).
@@ -382,7 +403,11 @@ impl<'de> Deserialize<'de> for ZeroCopy {
 
 impl Default for DescribeConfig {
     fn default() -> Self {
-        DescribeConfig { enabled: true }
+        DescribeConfig {
+            enabled: true,
+            blur: DescriptorBlur::Orb,
+            fma: false,
+        }
     }
 }
 
@@ -392,6 +417,7 @@ impl Default for PyramidConfig {
             levels: 8,
             scale_factor: 1.2,
             interpolation: Interpolation::Linear,
+            scales: Scales::Orb,
         }
     }
 }

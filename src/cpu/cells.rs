@@ -9,8 +9,9 @@ use crate::select::Corner;
 ///
 /// The detectable area is `[border, size - border)` (what the border filter keeps). As in
 /// ORB-SLAM3 (`EDGE_THRESHOLD = border`), it is grown by FAST's 3 px margin to a span of
-/// `size - 2 * border + 6`, cut into `floor(span / cell_size)` cells (at least 1) of side
-/// `ceil(span / cells)`, and each window is a cell plus 6 px (the overlap that FAST's margins
+/// `size - 2 * border + 6`, cut into `floor(span / cell_size)` cells of side
+/// `ceil(span / cells)` (none, so nothing is detected, where a span is shorter than a cell:
+/// ORB-SLAM3's `nCols` or `nRows` is 0 there), and each window is a cell plus 6 px (the overlap that FAST's margins
 /// eat), clipped to the span. Windows too small for FAST (under 7 px) are skipped. The
 /// windows' detectable parts tile the area without overlap.
 pub fn cell_windows(
@@ -26,7 +27,11 @@ pub fn cell_windows(
         return Vec::new();
     }
     let cell = cell_size.max(1) as i64;
-    let (cols, rows) = ((span_x / cell).max(1), (span_y / cell).max(1));
+    // ORB-SLAM3's `nCols = width / W`: no cell at all on a level narrower than one.
+    let (cols, rows) = (span_x / cell, span_y / cell);
+    if cols == 0 || rows == 0 {
+        return Vec::new();
+    }
     let (cw, ch) = ((span_x + cols - 1) / cols, (span_y + rows - 1) / rows);
     let mut out = Vec::new();
     for r in 0..rows {
@@ -139,7 +144,7 @@ struct CellGrid {
 
 impl CellGrid {
     /// `None` when no window fits. Same arithmetic as [`cell_windows`]: the span
-    /// `size - 2b + 6` is cut into `max(span / cell, 1)` cells of side `ceil(span / n)`, and
+    /// `size - 2b + 6` is cut into `span / cell` cells (none: `None`) of side `ceil(span / n)`, and
     /// cell `i`'s detectable part is `[b + i * side, b + (i + 1) * side)` clipped to the area
     /// `[b, size - b)`.
     fn new(width: usize, height: usize, cell_size: u32, border: u32) -> Option<CellGrid> {
@@ -148,9 +153,12 @@ impl CellGrid {
             return None;
         }
         let cell = cell_size.max(1) as usize;
+        if width + 6 < 2 * b + cell || height + 6 < 2 * b + cell {
+            return None; // a span shorter than one cell: no cell (cell_windows)
+        }
         let axis = |size: usize| {
             let span = size - 2 * b + 6;
-            let n = (span / cell).max(1);
+            let n = span / cell;
             let side = span.div_ceil(n);
             let idx = (0..size)
                 .map(|v| {
@@ -290,7 +298,7 @@ mod tests {
 
     #[test]
     fn cell_windows_tile_the_detectable_area() {
-        for (w, h, cell, b) in [(640, 480, 30, 19), (101, 77, 30, 31), (300, 200, 8, 3)] {
+        for (w, h, cell, b) in [(640, 480, 30, 19), (101, 97, 30, 31), (300, 200, 8, 3)] {
             let win = cell_windows(w, h, cell, b);
             let mut hits = vec![0u8; w * h];
             for &(x0, y0, x1, y1) in &win {
@@ -318,10 +326,14 @@ mod tests {
             "no room left inside the border"
         );
         assert_eq!(
-            cell_windows(40, 40, 30, 19),
+            cell_windows(40, 40, 8, 19),
             [(16, 16, 24, 24)],
             "2x2 px inside"
         );
+        // ORB-SLAM3's nCols = span / W is 0 on a level narrower than a cell: nothing there.
+        assert!(cell_windows(40, 40, 30, 19).is_empty(), "span 8 < cell 30");
+        assert!(cell_windows(100, 56, 35, 19).is_empty(), "span_y 24 < 35");
+        assert_eq!(cell_windows(100, 67, 35, 19), [(16, 16, 84, 51)], "one cell each way");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! OpenCV 5.0's `computeOrbDescriptors` (goldens from `ORB::create(2000).detectAndCompute`,
 //! `tests/exact_describe.rs`).
 //!
-//! 1. **Blur.** Each level is smoothed with `GaussianBlur(7x7, sigma 2, BORDER_REFLECT_101)`
+//! 1. **Blur.** (`describe.blur: orb`; with `orb_slam3` the level is blurred as ORB-SLAM3
+//!    does, on a continuous clone: OpenCV's fixed-point path, [`gaussian_blur`].) Each level is smoothed with `GaussianBlur(7x7, sigma 2, BORDER_REFLECT_101)`
 //!    the way ORB calls it: on a non-isolated ROI of its padded pyramid, which sends OpenCV
 //!    down its *float* separable path, not the fixed-point one that `cv2.GaussianBlur` takes
 //!    on a standalone image (they differ at 2-3% of pixels). Kernel `k` =
@@ -20,7 +21,8 @@
 //!    `b = (float)sin((double)t)`. The angle is used as it is, -1 included (orientation off),
 //!    as OpenCV's `compute` does with keypoints that carry -1.
 //! 4. **Samples.** For a pattern point `(px, py)`: `X = px*a - py*b`, `Y = px*b + py*a` in
-//!    `f32` without FMA, then `round_half_even`; the sample is the blurred level at
+//!    `f32` without FMA (with `describe.fma`, as GCC contracts them: [`rotate`]), then
+//!    `round_half_even`; the sample is the blurred level at
 //!    `(cx + X, cy + Y)`.
 //! 5. **Bits.** Byte `i`, bit `j` (LSB first) = `sample(p1) < sample(p2)` for pattern row
 //!    `8i + j` ([`ORB_PATTERN`]).
@@ -32,9 +34,10 @@
 //! `detector.border >= 19` (ORB's 31 included) no sample leaves the level; for smaller
 //! borders the result equals what OpenCV computes where its padding reaches.
 
-use super::blur::reflect101;
+use super::blur::{gaussian_blur, reflect101, BlurScratch};
 use super::orb_pattern::ORB_PATTERN;
 use super::pyramid::level_scale;
+use crate::config::{Config, DescriptorBlur, Scales};
 use crate::features::{Descriptor, Keypoint};
 use crate::image::GrayImage;
 
@@ -65,9 +68,41 @@ pub fn rotation(angle_deg: f32) -> (f32, f32) {
     (t.cos() as f32, t.sin() as f32)
 }
 
-/// The keypoint's pixel on its level (step 2).
-pub fn center(kp: &Keypoint, scale_factor: f32) -> (i32, i32) {
-    let inv = 1.0f32 / level_scale(scale_factor, kp.octave.max(0) as usize);
+/// What the descriptor stage takes from the config: the level geometry and the blur.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DescribeSettings {
+    pub scales: Scales,
+    pub scale_factor: f32,
+    pub blur: DescriptorBlur,
+    /// The rotated offsets with FMA ([`rotate`]).
+    pub fma: bool,
+}
+
+impl DescribeSettings {
+    pub fn from_config(cfg: &Config) -> Self {
+        DescribeSettings {
+            scales: cfg.pyramid.scales,
+            scale_factor: cfg.pyramid.scale_factor,
+            blur: cfg.describe.blur,
+            fma: cfg.describe.fma,
+        }
+    }
+
+    /// OpenCV ORB's settings for `scale_factor`.
+    pub fn orb(scale_factor: f32) -> Self {
+        DescribeSettings {
+            scales: Scales::Orb,
+            scale_factor,
+            blur: DescriptorBlur::Orb,
+            fma: false,
+        }
+    }
+}
+
+/// The keypoint's pixel on its level (step 2). With ORB-SLAM3's scales this gives back the
+/// level pixel it was found at (ORB-SLAM3 describes before scaling to level 0).
+pub fn center(kp: &Keypoint, scales: Scales, scale_factor: f32) -> (i32, i32) {
+    let inv = 1.0f32 / level_scale(scales, scale_factor, kp.octave.max(0) as usize);
     (
         (kp.x * inv).round_ties_even() as i32,
         (kp.y * inv).round_ties_even() as i32,
@@ -85,12 +120,20 @@ fn round_even_small(v: f32) -> f32 {
 }
 
 /// One rotated pattern offset (step 4): `(round(px*a - py*b), round(px*b + py*a))`.
+///
+/// `fma` (`describe.fma`): the sums as GCC contracts them where FMA is in the target
+/// (ORB-SLAM3 built with its `-march=native` on a CPU with FMA, or any aarch64 build): the
+/// first product fused, `fma(px, a, -(py*b))` and `fma(px, b, py*a)` (read off g++ 12's
+/// code for ORB-SLAM3's `GET_VALUE` expression).
 #[inline]
-pub fn rotate(px: i8, py: i8, a: f32, b: f32) -> (i32, i32) {
+pub fn rotate(px: i8, py: i8, a: f32, b: f32, fma: bool) -> (i32, i32) {
     let (px, py) = (px as f32, py as f32);
-    // Two products rounded separately, then the sum: Rust never contracts to FMA.
-    let x = px * a - py * b;
-    let y = px * b + py * a;
+    let (x, y) = if fma {
+        (px.mul_add(a, -(py * b)), px.mul_add(b, py * a))
+    } else {
+        // Two products rounded separately, then the sum: Rust never contracts to FMA.
+        (px * a - py * b, px * b + py * a)
+    };
     (round_even_small(x) as i32, round_even_small(y) as i32)
 }
 
@@ -100,6 +143,8 @@ pub struct DescribeScratch {
     /// Blurred copy of each level that has keypoints (step 1).
     blurred: Vec<GrayImage>,
     blur: BlurBuffers,
+    /// The fixed-point blur's buffers (`describe.blur: orb_slam3`).
+    fixed: BlurScratch,
 }
 
 impl DescribeScratch {
@@ -196,13 +241,14 @@ pub fn describe_one(
     cx: i32,
     cy: i32,
     angle: f32,
+    fma: bool,
 ) -> Descriptor {
     let (a, b) = rotation(angle);
     let (w, h) = (blurred.width as i32, blurred.height as i32);
     // A rotated pattern point is within 19 pixels of the centre (ORB_PATTERN's docs).
     let inside = cx >= 19 && cy >= 19 && cx + 19 < w && cy + 19 < h;
     let sample = |px: i8, py: i8| {
-        let (dx, dy) = rotate(px, py, a, b);
+        let (dx, dy) = rotate(px, py, a, b, fma);
         let (x, y) = (cx + dx, cy + dy);
         if inside || (x >= 0 && y >= 0 && x < w && y < h) {
             blurred.data[y as usize * blurred.width + x as usize]
@@ -223,12 +269,12 @@ pub fn describe_one(
     d
 }
 
-/// Descriptors of `keypoints` (found on `levels`, whose ORB scale factor is
-/// `scale_factor`) into `out`, one per keypoint, in the same order. Only levels that have
-/// keypoints are blurred.
+/// Descriptors of `keypoints` (found on `levels`, whose geometry and blur `set` gives)
+/// into `out`, one per keypoint, in the same order. Only levels that have keypoints are
+/// blurred.
 pub fn describe_into(
     levels: &[GrayImage],
-    scale_factor: f32,
+    set: DescribeSettings,
     keypoints: &[Keypoint],
     scratch: &mut DescribeScratch,
     out: &mut Vec<Descriptor>,
@@ -244,14 +290,20 @@ pub fn describe_into(
         }
     }
     for (l, img) in levels.iter().enumerate() {
-        if used[l] {
-            blur_level(img, &mut scratch.blurred[l], &mut scratch.blur);
+        if !used[l] {
+            continue;
+        }
+        match set.blur {
+            DescriptorBlur::Orb => blur_level(img, &mut scratch.blurred[l], &mut scratch.blur),
+            DescriptorBlur::OrbSlam3 => {
+                gaussian_blur(img, 7, 2.0, &mut scratch.blurred[l], &mut scratch.fixed)
+            }
         }
     }
     out.extend(keypoints.iter().map(|kp| {
         let l = (kp.octave.max(0) as usize).min(levels.len() - 1);
-        let (cx, cy) = center(kp, scale_factor);
-        describe_one(&scratch.blurred[l], &levels[l], cx, cy, kp.angle)
+        let (cx, cy) = center(kp, set.scales, set.scale_factor);
+        describe_one(&scratch.blurred[l], &levels[l], cx, cy, kp.angle, set.fma)
     }));
 }
 
@@ -292,10 +344,10 @@ mod tests {
         );
         let (a, b) = rotation(0.0);
         assert_eq!((a, b), (1.0, 0.0));
-        assert_eq!(rotate(7, -12, a, b), (7, -12));
+        assert_eq!(rotate(7, -12, a, b, false), (7, -12));
         // 90 degrees: (x, y) -> (-y, x), up to rounding of cos(90) ~ -4e-8.
         let (a, b) = rotation(90.0);
-        assert_eq!(rotate(7, -12, a, b), (12, 7));
+        assert_eq!(rotate(7, -12, a, b, false), (12, 7));
     }
 
     #[test]
@@ -305,8 +357,8 @@ mod tests {
         blur_level(&img, &mut blurred, &mut BlurBuffers::default());
         assert!(blurred.data.iter().all(|&v| v == 77));
         // Equal samples: `<` is false for every pair, wherever the centre is.
-        assert_eq!(describe_one(&blurred, &img, 20, 15, 33.0), [0; 32]);
-        assert_eq!(describe_one(&blurred, &img, 0, 0, 200.0), [0; 32]);
+        assert_eq!(describe_one(&blurred, &img, 20, 15, 33.0, false), [0; 32]);
+        assert_eq!(describe_one(&blurred, &img, 0, 0, 200.0, false), [0; 32]);
     }
 
     #[test]
@@ -318,7 +370,7 @@ mod tests {
         let img = GrayImage::from_vec(w, h, data).unwrap();
         let mut blurred = GrayImage::default();
         blur_level(&img, &mut blurred, &mut BlurBuffers::default());
-        let d = describe_one(&blurred, &img, 32, 32, 0.0);
+        let d = describe_one(&blurred, &img, 32, 32, 0.0, false);
         for (row, p) in ORB_PATTERN.iter().enumerate() {
             let bit = d[row / 8] >> (row % 8) & 1;
             assert_eq!(bit == 1, p[0] < p[2], "pair {row}: {p:?}");

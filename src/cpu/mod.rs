@@ -80,6 +80,7 @@ impl CpuPipeline {
         pyramid::build(
             &mut self.levels,
             levels,
+            cfg.pyramid.scales,
             cfg.pyramid.scale_factor,
             cfg.pyramid.interpolation,
         );
@@ -91,7 +92,7 @@ impl CpuPipeline {
         if cfg.describe.enabled {
             describe::describe_into(
                 &self.levels[..levels],
-                cfg.pyramid.scale_factor,
+                describe::DescribeSettings::from_config(cfg),
                 &out.keypoints,
                 &mut self.describe,
                 &mut out.descriptors,

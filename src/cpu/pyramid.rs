@@ -1,6 +1,6 @@
 //! Image pyramid (CPU reference for `kernels/pyramid.cu`).
 //!
-//! Level `i` is `cv::resize(level i-1, level_size(.., i))`, as OpenCV's ORB builds it: each
+//! Level `i` is `cv::resize(level i-1, level_size(Scales::Orb, .., i))`, as OpenCV's ORB builds it: each
 //! level from the previous one, to the size ORB derives from level 0.
 //!
 //! Exactness (checked by `tests/exact_pyramid_orb.rs` against OpenCV 5.0 goldens, and against
@@ -17,12 +17,13 @@
 use crate::config::Interpolation;
 use crate::image::GrayImage;
 
-pub use crate::levels::{level_scale, level_size};
+pub use crate::levels::{level_scale, level_size, Scales};
 
 /// Fills `levels[1..n]` from `levels[0]` (grows/shrinks the vector, reusing buffers).
 pub fn build(
     levels: &mut Vec<GrayImage>,
     n: usize,
+    scales: Scales,
     scale_factor: f32,
     interpolation: Interpolation,
 ) {
@@ -30,7 +31,7 @@ pub fn build(
     levels.resize_with(n, GrayImage::default);
     let (w0, h0) = (levels[0].width, levels[0].height);
     for i in 1..n {
-        let (w, h) = level_size(w0, h0, scale_factor, i);
+        let (w, h) = level_size(scales, w0, h0, scale_factor, i);
         let (done, rest) = levels.split_at_mut(i);
         rest[0].reshape(w, h);
         resize_linear(&done[i - 1], &mut rest[0], interpolation);
@@ -468,7 +469,9 @@ mod tests {
     #[test]
     fn orb_level_sizes() {
         // ORB sizes of a 640x480 image (OpenCV 5.0), and the float-factor trap (see level_scale).
-        let sizes: Vec<_> = (0..8).map(|l| level_size(640, 480, 1.2, l)).collect();
+        let sizes: Vec<_> = (0..8)
+            .map(|l| level_size(Scales::Orb, 640, 480, 1.2, l))
+            .collect();
         assert_eq!(
             sizes,
             [
@@ -482,8 +485,8 @@ mod tests {
                 (179, 134)
             ]
         );
-        assert_eq!(level_scale(1.2, 3), 1.728_000_2_f32);
-        assert_eq!(level_size(324, 223, 1.2, 3), (187, 129));
+        assert_eq!(level_scale(Scales::Orb, 1.2, 3), 1.728_000_2_f32);
+        assert_eq!(level_size(Scales::Orb, 324, 223, 1.2, 3), (187, 129));
     }
 
     #[test]
@@ -512,13 +515,13 @@ mod tests {
     #[test]
     fn build_reuses_and_sizes() {
         let mut levels = vec![GrayImage::new(100, 50)];
-        build(&mut levels, 4, 1.2, Interpolation::LinearExact);
+        build(&mut levels, 4, Scales::Orb, 1.2, Interpolation::LinearExact);
         assert_eq!(levels.len(), 4);
         assert_eq!(
             (levels[3].width, levels[3].height),
-            level_size(100, 50, 1.2, 3)
+            level_size(Scales::Orb, 100, 50, 1.2, 3)
         );
-        build(&mut levels, 2, 1.2, Interpolation::Linear);
+        build(&mut levels, 2, Scales::Orb, 1.2, Interpolation::Linear);
         assert_eq!(levels.len(), 2);
     }
 

@@ -8,7 +8,7 @@ use crate::levels::MAX_LEVELS;
 impl CellParams {
     /// The cell grid of `cpu::cells::cell_windows(w, h, cell_size, border)` for every level:
     /// the windows' detectable parts are the cells `[b + c * cw, b + (c + 1) * cw)` (clipped
-    /// to the area), `cols = max(span / cell, 1)` and `cw = ceil(span / cols)`, where
+    /// to the area), `cols = span / cell` (no window when that is 0) and `cw = ceil(span / cols)`, where
     /// `span = w - 2b + 6`; no window when a span is at most 6. Also returns the total cell
     /// count.
     pub fn new(
@@ -34,10 +34,11 @@ impl CellParams {
         for (l, &(w, h)) in levels.iter().enumerate().take(MAX_LEVELS) {
             p.start[l] = total as i32;
             let (span_x, span_y) = (w as i64 - 2 * b + 6, h as i64 - 2 * b + 6);
-            if span_x <= 6 || span_y <= 6 {
+            // No cell on a level whose span is shorter than one (ORB-SLAM3's nCols = 0).
+            if span_x <= 6 || span_y <= 6 || span_x < cell || span_y < cell {
                 continue;
             }
-            let (cols, rows) = ((span_x / cell).max(1), (span_y / cell).max(1));
+            let (cols, rows) = (span_x / cell, span_y / cell);
             p.cols[l] = cols as i32;
             p.rows[l] = rows as i32;
             p.cw[l] = ((span_x + cols - 1) / cols) as i32;

@@ -14,7 +14,9 @@ use super::driver::{DevPtr, Launch};
 use super::kernels::params::{DescLevels, DESC_MAX_LEVELS};
 use super::pyramid::Pyramid;
 use super::Gpu;
-use crate::cpu::describe::{blur_kernel, center};
+use crate::config::DescriptorBlur;
+use crate::cpu::blur::gaussian_kernel_fixed;
+use crate::cpu::describe::{blur_kernel, center, DescribeSettings};
 use crate::error::{Error, Result};
 use crate::features::{Descriptor, Keypoint};
 
@@ -37,6 +39,8 @@ pub const MAX_FUSED_HALF: i32 = 20;
 
 /// Device and pinned buffers of the descriptor stage, sized once per resolution.
 pub struct Describer {
+    /// The level geometry and the blur (`describe.blur`).
+    set: DescribeSettings,
     levels: DescLevels,
     nlev: usize,
     /// Capacity in keypoints (the detector's record capacity).
@@ -52,7 +56,7 @@ pub struct Describer {
 }
 
 impl Describer {
-    pub fn new(gpu: &Gpu, pyr: &Pyramid, cap: usize, scale_factor: f32) -> Result<Self> {
+    pub fn new(gpu: &Gpu, pyr: &Pyramid, cap: usize, set: DescribeSettings) -> Result<Self> {
         let nlev = pyr.levels.len();
         if nlev > DESC_MAX_LEVELS {
             return Err(Error::Cuda(format!(
@@ -70,12 +74,13 @@ impl Describer {
             levels.h[l] = lv.h as i32;
             levels.off[l] = i32::try_from(lv.off)
                 .map_err(|_| Error::Cuda("pyramid larger than 2 GiB".into()))?;
-            levels.scale[l] = crate::cpu::pyramid::level_scale(scale_factor, l);
+            levels.scale[l] = crate::cpu::pyramid::level_scale(set.scales, set.scale_factor, l);
         }
         let c = &gpu.ctx;
         let cap = cap.max(1);
         let hdr = 1 + 2 * nlev;
         Ok(Describer {
+            set,
             levels,
             nlev,
             cap,
@@ -106,9 +111,18 @@ impl Describer {
         let n = max_records.min(self.cap);
         let (src, lv, out) = (pyr.buf.ptr(), self.levels, self.desc.ptr().cast::<u32>());
         let nlev = self.nlev as i32;
-        let k = blur_kernel();
         // The kernel takes the first four taps (the 7-tap kernel is symmetric).
-        let k = [k[0], k[1], k[2], k[3]];
+        let (k, fixed) = match self.set.blur {
+            DescriptorBlur::Orb => {
+                let k = blur_kernel();
+                ([k[0], k[1], k[2], k[3]], 0)
+            }
+            DescriptorBlur::OrbSlam3 => {
+                let k = gaussian_kernel_fixed(7, 2.0);
+                ([k[0] as f32, k[1] as f32, k[2] as f32, k[3] as f32], 1)
+            }
+        };
+        let flags = fixed | (self.set.fma as i32) << 1;
         let (mode, half, umax) = match angles {
             Angles::None => (0, 0, DevPtr::NULL),
             Angles::FromRecords => (1, 0, DevPtr::NULL),
@@ -130,6 +144,7 @@ impl Describer {
                 recs,
                 mode,
                 k,
+                flags,
                 half,
                 umax,
                 p,
@@ -157,7 +172,6 @@ impl Describer {
         gpu: &Gpu,
         pyr: &Pyramid,
         keypoints: &[Keypoint],
-        scale_factor: f32,
         use_angle: bool,
     ) -> Result<()> {
         let n = keypoints.len();
@@ -173,7 +187,7 @@ impl Describer {
         for (i, kp) in keypoints.iter().enumerate() {
             let l = (kp.octave.max(0) as usize).min(nlev - 1);
             counts[l] += 1;
-            let (cx, cy) = center(kp, scale_factor);
+            let (cx, cy) = center(kp, self.set.scales, self.set.scale_factor);
             let words = [
                 (cx as u32 & 0xffff) | (cy as u32) << 16,
                 0,

@@ -347,13 +347,7 @@ fn host_outputs(
                 .extend((0..out.keypoints.len()).map(|i| d.descriptor(i)));
         } else {
             let use_angle = true; // host keypoints carry their final angle (-1 if off)
-            d.describe_keypoints(
-                gpu,
-                &st.pyr,
-                &out.keypoints,
-                cfg.pyramid.scale_factor,
-                use_angle,
-            )?;
+            d.describe_keypoints(gpu, &st.pyr, &out.keypoints, use_angle)?;
             out.descriptors
                 .extend((0..out.keypoints.len()).map(|i| d.descriptor(i)));
         }

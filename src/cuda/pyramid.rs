@@ -6,7 +6,7 @@ use std::ops::Range;
 use super::driver::buffers::DevBuf;
 use super::driver::{DevPtr, Launch};
 use super::Gpu;
-use crate::config::Interpolation;
+use crate::config::{Interpolation, Scales};
 use crate::cpu::pyramid::{level_size, ResizeTables};
 use crate::error::Result;
 
@@ -40,6 +40,7 @@ impl Pyramid {
         w0: usize,
         h0: usize,
         n: usize,
+        scales: Scales,
         scale_factor: f32,
         interpolation: Interpolation,
     ) -> Result<Self> {
@@ -49,7 +50,7 @@ impl Pyramid {
             let (w, h) = if l == 0 {
                 (w0, h0)
             } else {
-                level_size(w0, h0, scale_factor, l)
+                level_size(scales, w0, h0, scale_factor, l)
             };
             levels.push(Level { w, h, off });
             off += (w * h).div_ceil(256) * 256;
@@ -289,8 +290,8 @@ mod tests {
             (37, 23),
         ] {
             for l in 1..8 {
-                let mid = level_size(w, h, 1.2, l);
-                let next = level_size(w, h, 1.2, l + 1);
+                let mid = level_size(Scales::Orb, w, h, 1.2, l);
+                let next = level_size(Scales::Orb, w, h, 1.2, l + 1);
                 let t = ResizeTables::new(mid.0, mid.1, next.0, next.1, Interpolation::Linear);
                 assert!(two_level_fits(&t, mid.0, mid.1), "{w}x{h} level {l}");
             }

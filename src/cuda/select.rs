@@ -184,12 +184,6 @@ pub fn push_keypoints(
     records: usize,
     out: &mut Vec<Keypoint>,
 ) {
-    // Without orientation the keypoint is cv::FAST's, whose size is 7 (select::to_keypoint).
-    let diameter = if cfg.orient.enabled {
-        cfg.orient.patch_size as f32
-    } else {
-        7.0
-    };
     for (level, &scale) in scales.iter().enumerate().take(det.nlev()) {
         let (count, base) = det.level_range(level, records);
         out.reserve(count);
@@ -199,7 +193,7 @@ pub fn push_keypoints(
                 x: c.x() as f32 * scale,
                 y: c.y() as f32 * scale,
                 response: c.response,
-                size: diameter * scale,
+                size: select::keypoint_size(cfg, scale),
                 angle: if cfg.orient.enabled { c.angle } else { -1.0 },
                 octave: level as i32,
             });

@@ -4,7 +4,7 @@
 use super::driver::graph;
 use super::Gpu;
 use super::{canny, describe, fast_harris, harris, pyramid, select};
-use crate::config::{Config, DetectorMethod, Interpolation};
+use crate::config::{Config, DescriptorBlur, DetectorMethod, Interpolation, Scales};
 use crate::error::Result;
 use crate::image::{Encoding, FrameLayout};
 
@@ -18,6 +18,7 @@ pub(super) struct StateKey {
     pub(super) levels: usize,
     pub(super) scale_bits: u32,
     pub(super) interpolation: Interpolation,
+    pub(super) scales: Scales,
     pub(super) detect: bool,
     pub(super) dense: bool,
     /// Slots per detection tile (`fast_harris::slot_cap`: NMS, per-cell detection).
@@ -26,6 +27,8 @@ pub(super) struct StateKey {
     pub(super) canny: bool,
     pub(super) blur: (u32, u64),
     pub(super) describe: bool,
+    /// `describe.blur` and `describe.fma` (the descriptor stage keeps them).
+    pub(super) describe_blur: (DescriptorBlur, bool),
 }
 
 impl StateKey {
@@ -43,6 +46,7 @@ impl StateKey {
             },
             scale_bits: cfg.pyramid.scale_factor.to_bits(),
             interpolation: cfg.pyramid.interpolation,
+            scales: cfg.pyramid.scales,
             detect,
             dense: cfg.detector.method == DetectorMethod::Harris,
             cap: fast_harris::slot_cap(
@@ -53,6 +57,7 @@ impl StateKey {
             canny: cfg.canny.enabled,
             blur: (cfg.canny.blur_ksize, cfg.canny.blur_sigma.to_bits()),
             describe: detect && cfg.describe.enabled,
+            describe_blur: (cfg.describe.blur, cfg.describe.fma),
         }
     }
 }
@@ -91,6 +96,7 @@ impl State {
             w,
             h,
             key.levels,
+            cfg.pyramid.scales,
             cfg.pyramid.scale_factor,
             cfg.pyramid.interpolation,
         )?;
@@ -114,7 +120,9 @@ impl State {
             None
         };
         let scales = (0..pyr.levels.len())
-            .map(|l| crate::cpu::pyramid::level_scale(cfg.pyramid.scale_factor, l))
+            .map(|l| {
+                crate::cpu::pyramid::level_scale(cfg.pyramid.scales, cfg.pyramid.scale_factor, l)
+            })
             .collect();
         let canny = if key.canny {
             Some(canny::Canny::new(g, w, h, &cfg.canny)?)
@@ -126,7 +134,7 @@ impl State {
                 g,
                 &pyr,
                 d.out_cap(),
-                cfg.pyramid.scale_factor,
+                crate::cpu::describe::DescribeSettings::from_config(cfg),
             )?),
             _ => None,
         };

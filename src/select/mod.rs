@@ -7,15 +7,15 @@
 //! Everything here is deterministic: equal responses are broken by position, `(y, x)`
 //! ascending, so the GPU twin can reproduce the exact same set.
 //!
-//! May import: `config`, `features`, `levels`.
+//! May import: `config`, `features`, `levels`, `std_sort`.
 
 mod grid;
 mod quadtree;
 
 use std::cmp::Ordering;
 
-pub use self::quadtree::quadtree;
-use crate::config::{Config, DetectorMethod, ScoreType, SelectConfig, Spread};
+pub use self::quadtree::{quadtree, QuadtreeArea};
+use crate::config::{Config, DetectorMethod, Scales, ScoreType, SelectConfig, Spread};
 use crate::features::Keypoint;
 
 /// A corner on one pyramid level, in that level's pixel coordinates.
@@ -97,53 +97,60 @@ pub fn retain_best_with_ties(corners: &mut Vec<Corner>, n: usize) {
     }
 }
 
-/// Keeps at most `n` corners, spread as configured (`width x height` is the level size):
+/// Keeps `n` corners, spread as configured (`area`: the level, for the quadtree):
 ///
-/// - `None`: [`retain_best`].
-/// - `Grid`: corners are bucketed into `cell_size` squares; round `r` offers every
-///   cell's r-th best corner. Whole rounds are taken while they fit; the round that does not
-///   fit contributes its best offers (by response, then `(y, x)`).
-/// - `Quadtree`: ORB-SLAM3's `DistributeOctTree`, see [`quadtree`].
+/// - `None`: [`retain_best`], at most `n`.
+/// - `Grid`: at most `n`; corners are bucketed into `cell_size` squares; round `r` offers
+///   every cell's r-th best corner. Whole rounds are taken while they fit; the round that
+///   does not fit contributes its best offers (by response, then `(y, x)`).
+/// - `Quadtree`: ORB-SLAM3's `DistributeOctTree` exactly, see [`quadtree`]: it may keep up
+///   to `n + 2`, or fewer than `n` where its splitting stalls, as ORB-SLAM3 does.
 ///
-/// Output order: best first for `None`; raster order `(y, x)` for the spread modes.
-pub fn select(
-    corners: &mut Vec<Corner>,
-    n: usize,
-    cfg: &SelectConfig,
-    width: usize,
-    height: usize,
-) {
+/// Output order: best first for `None`; raster order `(y, x)` for `grid`; ORB-SLAM3's node
+/// order for `quadtree`.
+pub fn select(corners: &mut Vec<Corner>, n: usize, cfg: &SelectConfig, area: QuadtreeArea) {
     match cfg.spread {
         Spread::None => retain_best(corners, n),
+        Spread::Quadtree => quadtree(corners, n, area),
         _ if corners.len() <= n => corners.sort_unstable_by_key(|c| (c.y, c.x)),
         Spread::Grid => grid::grid(corners, n, cfg.cell_size.max(1) as usize),
-        Spread::Quadtree => quadtree(corners, n, width, height),
     }
 }
 
-/// A level corner as a level-0 keypoint, with ORB's scale: its `(float)pow((double)scale,
-/// level)`, not an f32 `powi` (which differs from level 3 on).
+/// A level corner as a level-0 keypoint, with the level's scale (`pyramid.scales`: ORB's
+/// `(float)pow((double)scale, level)`, not an f32 `powi`, which differs from level 3 on; or
+/// ORB-SLAM3's running product, whose keypoint size is truncated to an integer).
 pub fn to_keypoint(cfg: &Config, level: usize, c: &Corner, angle: f32) -> Keypoint {
-    let scale = crate::levels::level_scale(cfg.pyramid.scale_factor, level);
-    // Without orientation the keypoint is cv::FAST's, whose size is 7.
-    let diameter = if cfg.orient.enabled {
-        cfg.orient.patch_size as f32
-    } else {
-        7.0
-    };
+    let scale = crate::levels::level_scale(cfg.pyramid.scales, cfg.pyramid.scale_factor, level);
     Keypoint {
         x: c.x as f32 * scale,
         y: c.y as f32 * scale,
         response: c.response,
-        size: diameter * scale,
+        size: keypoint_size(cfg, scale),
         angle,
         octave: level as i32,
     }
 }
 
+/// The `size` of a keypoint on a level of this `scale`: the patch diameter times the scale
+/// (7 without orientation: cv::FAST's size), truncated to an integer with ORB-SLAM3's
+/// scales (its `int(PATCH_SIZE * scale)`).
+pub fn keypoint_size(cfg: &Config, scale: f32) -> f32 {
+    let diameter = if cfg.orient.enabled {
+        cfg.orient.patch_size as f32
+    } else {
+        7.0
+    };
+    match cfg.pyramid.scales {
+        Scales::Orb => diameter * scale,
+        Scales::OrbSlam3 => (diameter * scale) as i32 as f32,
+    }
+}
+
 /// ORB's selection on one level's candidates, shared by every backend: with the Harris
 /// score, a first cut to 2n by FAST score, then `harris(c)` as the response; then the budget
-/// `n` with the configured spread; leaves the kept corners in (y, x) order.
+/// `n` with the configured spread; leaves the kept corners in (y, x) order, or in
+/// ORB-SLAM3's node order with the quadtree (its keypoint order).
 pub fn select_level(
     cfg: &Config,
     corners: &mut Vec<Corner>,
@@ -164,7 +171,18 @@ pub fn select_level(
         }
     }
     if let Some(n) = n {
-        select(corners, n, &cfg.select, width, height);
+        let d = &cfg.detector;
+        let area = QuadtreeArea {
+            width,
+            height,
+            border: d.border,
+            cell: (d.method == DetectorMethod::Fast && d.low_threshold_retry)
+                .then_some(cfg.select.cell_size),
+        };
+        select(corners, n, &cfg.select, area);
+        if cfg.select.spread == Spread::Quadtree {
+            return;
+        }
     }
     corners.sort_by_key(|c| (c.y, c.x));
 }
@@ -197,6 +215,16 @@ mod tests {
         v.sort_unstable_by_key(|c| (c.y, c.x));
         v.dedup_by_key(|c| (c.y, c.x));
         v
+    }
+
+    /// A level of this size with ORB-SLAM3's border, candidates in raster order.
+    fn area(width: usize, height: usize) -> QuadtreeArea {
+        QuadtreeArea {
+            width,
+            height,
+            border: 19,
+            cell: None,
+        }
     }
 
     fn is_subset(kept: &[Corner], all: &[Corner]) -> bool {
@@ -264,12 +292,19 @@ mod tests {
             };
             for n in [0, 1, 5, 100, 777, all.len(), all.len() + 10] {
                 let mut v = all.clone();
-                select(&mut v, n, &cfg, 640, 480);
-                assert_eq!(v.len(), n.min(all.len()), "{spread:?} n={n}");
+                select(&mut v, n, &cfg, area(640, 480));
+                if spread == Spread::Quadtree {
+                    // ORB-SLAM3's count: one corner per node, n..n+2 nodes where the corners
+                    // allow (a stalled round may stop short of n).
+                    assert!(v.len() <= (n + 2).min(all.len()), "{spread:?} n={n}");
+                    assert!(v.len() >= n.min(all.len()) * 9 / 10, "{spread:?} n={n}");
+                } else {
+                    assert_eq!(v.len(), n.min(all.len()), "{spread:?} n={n}");
+                }
                 assert!(is_subset(&v, &all), "{spread:?}");
                 let mut again = all.clone();
                 again.reverse();
-                select(&mut again, n, &cfg, 640, 480);
+                select(&mut again, n, &cfg, area(640, 480));
                 again.sort_unstable_by_key(|c| (c.y, c.x));
                 v.sort_unstable_by_key(|c| (c.y, c.x));
                 assert_eq!(v, again, "{spread:?} n={n} depends on input order");
@@ -308,7 +343,7 @@ mod tests {
                 cell_size: 30,
             };
             let mut v = all.clone();
-            select(&mut v, n, &cfg, 640, 480);
+            select(&mut v, n, &cfg, area(640, 480));
             assert!(coverage(&v) > 30, "{spread:?}: {}", coverage(&v));
         }
     }
@@ -322,8 +357,35 @@ mod tests {
             corner(600, 400, 7.0),
             corner(600, 401, 2.0),
         ];
-        quadtree(&mut v, 2, 640, 480);
-        assert_eq!(v, [corner(11, 10, 5.0), corner(600, 400, 7.0)]);
+        quadtree(&mut v, 2, area(640, 480));
+        // Round 1 splits the root (640 / 480 rounds to 1): the children go to the front of
+        // ORB-SLAM3's list in push order n1..n4, so the last pushed (bottom right) is first.
+        assert_eq!(v, [corner(600, 400, 7.0), corner(11, 10, 5.0)]);
+    }
+
+    #[test]
+    fn quadtree_stops_when_a_round_adds_no_node() {
+        // Two neighbours and n = 3: every split puts both in one child, so ORB-SLAM3's first
+        // round leaves one node and it stops there with one corner, the first best.
+        let mut v = vec![corner(200, 200, 4.0), corner(201, 200, 4.0)];
+        quadtree(&mut v, 3, area(640, 480));
+        assert_eq!(v, [corner(200, 200, 4.0)]);
+    }
+
+    #[test]
+    fn quadtree_keeps_the_first_of_equal_responses_in_cell_order() {
+        // Detected per 35 px cell: (100, 30) is in the second cell column, (40, 60) in the
+        // second cell row, so (100, 30) arrives first and wins the tie, raster order aside.
+        let cells = QuadtreeArea {
+            cell: Some(35),
+            ..area(640, 480)
+        };
+        let mut v = vec![corner(40, 60, 9.0), corner(100, 30, 9.0)];
+        quadtree(&mut v, 1, cells);
+        assert_eq!(v, [corner(100, 30, 9.0)]);
+        let mut r = vec![corner(40, 60, 9.0), corner(100, 30, 9.0)];
+        quadtree(&mut r, 1, area(640, 480));
+        assert_eq!(r, [corner(40, 60, 9.0)], "raster order without cells");
     }
 
     #[test]
@@ -340,7 +402,7 @@ mod tests {
             spread: Spread::Grid,
             cell_size: 30,
         };
-        select(&mut v, 2, &cfg, 64, 32);
+        select(&mut v, 2, &cfg, area(64, 32));
         assert_eq!(v, [corner(1, 1, 9.0), corner(50, 1, 1.0)]);
     }
 }

@@ -1,159 +1,248 @@
-//! `select.spread: quadtree`: ORB-SLAM3's `DistributeOctTree` (see [`quadtree`]).
+//! `select.spread: quadtree`: ORB-SLAM3 v1.0's `DistributeOctTree`, step for step (see
+//! [`quadtree`]).
 
-use super::{by_rank, retain_best, Corner};
+use super::Corner;
+use crate::std_sort;
 
-/// A quadtree node: the half-open box `[x0, x1) x [y0, y1)` and the corners inside it.
+/// Where the quadtree works and in which order its candidates come: the area ORB-SLAM3's
+/// `ComputeKeyPointsOctTree` distributes over and the FAST cells it detected in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuadtreeArea {
+    /// Level size.
+    pub width: usize,
+    pub height: usize,
+    /// `detector.border` (ORB-SLAM3's `EDGE_THRESHOLD`): the box is `[border - 3,
+    /// size - border + 3)` on both axes, the span of the FAST cells.
+    pub border: u32,
+    /// The FAST cell side when the candidates were detected per cell
+    /// (`detector.low_threshold_retry`): ORB-SLAM3 collects them cell by cell, raster order
+    /// inside each, and that order decides ties. `None`: raster order over the level.
+    pub cell: Option<u32>,
+}
+
+/// A node: the box `[x0, x1) x [y0, y1)` in box-relative pixels (ORB-SLAM3's `UL`/`BR`)
+/// and its corners in arrival order.
 struct Node {
-    x0: u32,
-    y0: u32,
-    x1: u32,
-    y1: u32,
+    x0: i32,
+    y0: i32,
+    x1: i32,
+    y1: i32,
     pts: Vec<Corner>,
+    /// ORB-SLAM3's `bNoMore`: set when a node is made with one corner.
+    no_more: bool,
+    alive: bool,
 }
 
-impl Node {
-    /// Splittable while it holds several corners and is larger than a pixel (corners are
-    /// distinct pixels, so this always ends).
-    fn splittable(&self) -> bool {
-        self.pts.len() > 1 && (self.x1 - self.x0 > 1 || self.y1 - self.y0 > 1)
+/// The nodes and their list order (ORB-SLAM3 keeps a `std::list` it pushes children to the
+/// front of): `order` is the list at the start of a pass, `front` the nodes pushed during
+/// it, in push order.
+struct Tree {
+    nodes: Vec<Node>,
+    order: Vec<usize>,
+    front: Vec<usize>,
+    /// Box-relative origin.
+    lo: u32,
+}
+
+impl Tree {
+    fn push(&mut self, node: Node) -> usize {
+        self.nodes.push(node);
+        self.nodes.len() - 1
     }
 
-    /// ORB-SLAM3's `DivideNode`: halves rounded up, empty children dropped.
-    fn split(self) -> Vec<Node> {
-        let mx = self.x0 + (self.x1 - self.x0).div_ceil(2);
-        let my = self.y0 + (self.y1 - self.y0).div_ceil(2);
-        let mut kids: Vec<Node> = [
-            (self.x0, self.y0, mx, my),
-            (mx, self.y0, self.x1, my),
-            (self.x0, my, mx, self.y1),
-            (mx, my, self.x1, self.y1),
-        ]
-        .into_iter()
-        .map(|(x0, y0, x1, y1)| Node {
-            x0,
-            y0,
-            x1,
-            y1,
-            pts: Vec::new(),
-        })
-        .collect();
-        for c in self.pts {
-            let i = (c.x >= mx) as usize + 2 * (c.y >= my) as usize;
-            kids[i].pts.push(c);
+    /// `DivideNode` of node `id`, its children pushed to the front in ORB-SLAM3's order
+    /// (n1..n4, empty ones dropped) and the node erased; returns the children with more
+    /// than one corner, in push order.
+    fn split(&mut self, id: usize, expand: &mut Vec<usize>) -> usize {
+        let (x0, y0, x1, y1) = {
+            let n = &self.nodes[id];
+            (n.x0, n.y0, n.x1, n.y1)
+        };
+        // ceil(static_cast<float>(w) / 2)
+        let hx = ((x1 - x0) as f32 / 2.0).ceil() as i32;
+        let hy = ((y1 - y0) as f32 / 2.0).ceil() as i32;
+        let (mx, my) = (x0 + hx, y0 + hy);
+        let boxes = [
+            (x0, y0, mx, my),
+            (mx, y0, x1, my),
+            (x0, my, mx, y1),
+            (mx, my, x1, y1),
+        ];
+        let mut kids: [Vec<Corner>; 4] = Default::default();
+        let pts = std::mem::take(&mut self.nodes[id].pts);
+        for c in pts {
+            let (rx, ry) = ((c.x - self.lo) as i32, (c.y - self.lo) as i32);
+            let k = match (rx < mx, ry < my) {
+                (true, true) => 0,
+                (true, false) => 2,
+                (false, true) => 1,
+                (false, false) => 3,
+            };
+            kids[k].push(c);
         }
-        kids.retain(|k| !k.pts.is_empty());
-        kids
+        self.nodes[id].alive = false;
+        let mut added = 0;
+        for ((x0, y0, x1, y1), pts) in boxes.into_iter().zip(kids) {
+            if pts.is_empty() {
+                continue;
+            }
+            let many = pts.len() > 1;
+            let kid = self.push(Node {
+                x0,
+                y0,
+                x1,
+                y1,
+                no_more: !many,
+                pts,
+                alive: true,
+            });
+            self.front.push(kid);
+            if many {
+                expand.push(kid);
+            }
+            added += 1;
+        }
+        added
+    }
+
+    /// The list after a pass: the pushed nodes (last pushed first), then what is left of
+    /// the list the pass started from.
+    fn settle(&mut self) {
+        let mut order: Vec<usize> = self.front.drain(..).rev().collect();
+        order.extend(self.order.iter().copied().filter(|&i| self.nodes[i].alive));
+        self.order = order;
     }
 }
 
-/// ORB-SLAM3's `DistributeOctTree`, made deterministic and budget-exact:
+/// ORB-SLAM3 v1.0's `ORBextractor::DistributeOctTree` on one level, reproduced step for step
+/// (its output set, count and order), for a budget of `n`:
 ///
-/// 1. `round(w / h)` (at least 1) root nodes side by side over the level.
-/// 2. Every splittable node is split, round after round, until there are at least `n` nodes
-///    or nothing can be split. When a full round could overshoot `n` (`nodes + 3 *
-///    splittable > n`), nodes are split one at a time, most corners first (ties: top-left
-///    node first, where ORB-SLAM3 uses pointer order), stopping as soon as `n` is reached.
-/// 3. Each node keeps its best corner (ties by `(y, x)`).
+/// 1. The box is `[border - 3, size - border + 3)` ([`QuadtreeArea`]); `round(w / h)` root
+///    nodes (at least 1) of width `hX = w / nIni` (`f32`), their edges `int(hX * i)`; a
+///    corner goes to root `int(x / hX)`. Empty roots are dropped.
+/// 2. Rounds: every node with more than one corner is split in four (halves rounded up,
+///    empty children dropped), the children pushed to the front of the list. The loop ends
+///    when there are at least `n` nodes or a round added none. If a full round could
+///    overshoot (`nodes + 3 * expandable > n`), the last round's children with more than
+///    one corner are sorted by (corners, left edge) with libstdc++'s `std::sort` (not
+///    stable: [`std_sort`]) and split from the back, stopping as soon as `n` is reached,
+///    repeatedly until `n` is reached or a pass adds nothing. ORB-SLAM3 may so keep up to
+///    `n + 2` nodes, and fewer than `n` when the corners run out.
+/// 3. Each node, in list order, keeps its first corner of the largest response, in the
+///    order the corners arrived: cell by cell (row-major), raster order inside a cell.
 ///
-/// Differences from ORB-SLAM3: it also stops when a whole round left the node count
-/// unchanged (all corners of each node in one child), which can end early; here the loop
-/// only ends when nothing is splittable. A final split may leave up to `n + 3` nodes, which
-/// ORB-SLAM3 keeps; here the best `n` of them are kept ([`retain_best`]).
-pub fn quadtree(corners: &mut Vec<Corner>, n: usize, width: usize, height: usize) {
-    if n == 0 || corners.is_empty() {
+/// The result is in that node order (ORB-SLAM3's keypoint order within a level).
+pub fn quadtree(corners: &mut Vec<Corner>, n: usize, area: QuadtreeArea) {
+    let b = area.border.max(3) as i64;
+    let lo = b - 3;
+    let (w, h) = (
+        area.width as i64 - b + 3 - lo,
+        area.height as i64 - b + 3 - lo,
+    );
+    if corners.is_empty() || w <= 0 || h <= 0 {
         corners.clear();
         return;
     }
-    // The box must contain every corner, even if the caller's size is off.
-    let w = (width as u32).max(corners.iter().map(|c| c.x + 1).max().unwrap_or(1));
-    let h = (height as u32).max(corners.iter().map(|c| c.y + 1).max().unwrap_or(1));
-    let n_roots = ((w as f32 / h as f32).round() as u32).clamp(1, w);
-    let root_w = w as f32 / n_roots as f32;
-    let bound = |i: u32| {
-        if i == n_roots {
-            w
-        } else {
-            (root_w * i as f32) as u32
+    // Arrival order: ORB-SLAM3's vToDistributeKeys.
+    match area.cell {
+        Some(cell) => {
+            let cell = cell.max(1) as i64;
+            let (cols, rows) = ((w / cell).max(1), (h / cell).max(1));
+            let (cw, ch) = ((w + cols - 1) / cols, (h + rows - 1) / rows);
+            // A cell's FAST window starts at lo + j * cw; its detections at 3 px inside it.
+            let at =
+                |v: u32, side: i64, count: i64| ((v as i64 - lo - 3) / side).clamp(0, count - 1);
+            corners.sort_by_key(|c| (at(c.y, ch, rows), at(c.x, cw, cols), c.y, c.x));
         }
-    };
-    let mut nodes: Vec<Node> = (0..n_roots)
-        .map(|i| Node {
-            x0: bound(i),
-            y0: 0,
-            x1: bound(i + 1),
-            y1: h,
-            pts: Vec::new(),
-        })
-        .collect();
-    for &c in corners.iter() {
-        let mut i = ((c.x as f32 / root_w) as u32).min(n_roots - 1) as usize;
-        // Float rounding of the boundaries: move to the node that really holds x.
-        while c.x < nodes[i].x0 {
-            i -= 1;
-        }
-        while c.x >= nodes[i].x1 {
-            i += 1;
-        }
-        nodes[i].pts.push(c);
+        None => corners.sort_by_key(|c| (c.y, c.x)),
     }
-    nodes.retain(|nd| !nd.pts.is_empty());
 
-    let mut first_round = true;
-    while nodes.len() < n {
-        let split_count = nodes.iter().filter(|nd| nd.splittable()).count();
-        if split_count == 0 {
+    let n_ini = ((w as f32 / h as f32).round() as i32).max(1);
+    let hx = w as f32 / n_ini as f32;
+    let mut tree = Tree {
+        nodes: Vec::new(),
+        order: Vec::new(),
+        front: Vec::new(),
+        lo: lo as u32,
+    };
+    for i in 0..n_ini {
+        let id = tree.push(Node {
+            x0: (hx * i as f32) as i32,
+            y0: 0,
+            x1: (hx * (i + 1) as f32) as i32,
+            y1: h as i32,
+            pts: Vec::new(),
+            no_more: false,
+            alive: true,
+        });
+        tree.order.push(id);
+    }
+    for &c in corners.iter() {
+        let rx = (c.x as i64 - lo) as f32;
+        let root = ((rx / hx) as usize).min(n_ini as usize - 1);
+        tree.nodes[root].pts.push(c);
+    }
+    for i in 0..tree.nodes.len() {
+        let node = &mut tree.nodes[i];
+        node.no_more = node.pts.len() == 1;
+        node.alive = !node.pts.is_empty();
+    }
+    tree.order.retain(|&i| tree.nodes[i].alive);
+
+    loop {
+        let prev = tree.order.len();
+        let mut expand = Vec::new();
+        let round: Vec<usize> = tree.order.clone();
+        for id in round {
+            if !tree.nodes[id].no_more {
+                tree.split(id, &mut expand);
+            }
+        }
+        tree.settle();
+        let size = tree.order.len();
+        if size >= n || size == prev {
             break;
         }
-        if first_round || nodes.len() + 3 * split_count <= n {
-            // A full round (ORB-SLAM3 always splits all roots once).
-            nodes = nodes
-                .into_iter()
-                .flat_map(|nd| {
-                    if nd.splittable() {
-                        nd.split()
-                    } else {
-                        vec![nd]
+        if size + expand.len() * 3 > n {
+            // Split the biggest nodes one at a time until the budget is met.
+            let mut count = size;
+            loop {
+                let prev = count;
+                let mut pending = std::mem::take(&mut expand);
+                let nodes = &tree.nodes;
+                std_sort::sort_by(&mut pending, |&a, &b| {
+                    let (na, nb) = (&nodes[a], &nodes[b]);
+                    (na.pts.len(), na.x0) < (nb.pts.len(), nb.x0)
+                });
+                for &id in pending.iter().rev() {
+                    count += tree.split(id, &mut expand);
+                    count -= 1;
+                    if count >= n {
+                        break;
                     }
-                })
-                .collect();
-        } else {
-            // One at a time, most corners first, until the budget is met.
-            let mut order: Vec<usize> = (0..nodes.len())
-                .filter(|&i| nodes[i].splittable())
-                .collect();
-            order.sort_by(|&a, &b| {
-                let (na, nb) = (&nodes[a], &nodes[b]);
-                nb.pts
-                    .len()
-                    .cmp(&na.pts.len())
-                    .then((na.y0, na.x0).cmp(&(nb.y0, nb.x0)))
-            });
-            let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
-            let mut count = slots.len();
-            let mut added = Vec::new();
-            for i in order {
-                if count >= n {
+                }
+                tree.settle();
+                if count >= n || count == prev {
                     break;
                 }
-                let kids = slots[i].take().expect("split once").split();
-                count += kids.len() - 1;
-                added.extend(kids);
             }
-            nodes = slots.into_iter().flatten().chain(added).collect();
+            break;
         }
-        first_round = false;
     }
 
-    let mut kept: Vec<Corner> = nodes
+    let kept: Vec<Corner> = tree
+        .order
         .iter()
-        .map(|nd| {
-            *nd.pts
-                .iter()
-                .min_by(|a, b| by_rank(a, b))
-                .expect("non-empty")
+        .map(|&i| {
+            let pts = &tree.nodes[i].pts;
+            let mut best = pts[0];
+            for c in &pts[1..] {
+                if c.response > best.response {
+                    best = *c;
+                }
+            }
+            best
         })
         .collect();
-    retain_best(&mut kept, n);
-    kept.sort_unstable_by_key(|c| (c.y, c.x));
     *corners = kept;
 }

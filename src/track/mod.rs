@@ -32,7 +32,7 @@
 //! equal ages in an order that depends on the standard library), and the F test runs on
 //! VINS-Fusion's path too (it left it commented out) when configured.
 //!
-//! May import: `camera`, `config`, `cpu`, `cuda`, `error`, `image`, `pipeline` (`BackendKind`) (`cpu` and `cuda` for LK
+//! May import: `camera`, `config`, `cpu`, `cuda`, `error`, `image`, `pipeline` (`BackendKind`), `std_sort` (`cpu` and `cuda` for LK
 //! and the corner detectors).
 
 mod engine;
@@ -40,7 +40,6 @@ pub mod fundamental;
 mod input;
 mod lift;
 pub mod mask;
-pub mod std_sort;
 mod steps;
 mod stereo;
 mod types;

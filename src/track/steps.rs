@@ -10,10 +10,11 @@ use super::fundamental::RansacParams;
 use super::input::HostFrame;
 use super::lift::{normalised, velocity};
 use super::mask::round_px;
-use super::{std_sort, TopUp, Track, Tracker};
+use super::{TopUp, Track, Tracker};
 use crate::config::MaskOrder;
 use crate::cpu::gftt::{good_features_to_track, keep_spaced, GfttParams};
 use crate::cpu::lk::LkParams;
+use crate::std_sort;
 
 #[cfg(feature = "cuda")]
 use super::engine::FlowEngine;

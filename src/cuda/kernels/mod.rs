@@ -177,7 +177,7 @@ kernel_set! {
     /// ORB descriptors (`cuda::describe`).
     Describe from "describe.cu" {
         orb_describe(pyr: DevPtr<u8>, l: DescLevels, nlev: i32, header: DevPtr<u32>,
-            recs: DevPtr<[u32; 4]>, angle_mode: i32, k: [f32; 4], half: i32, umax: DevPtr<i32>,
+            recs: DevPtr<[u32; 4]>, angle_mode: i32, k: [f32; 4], flags: i32, half: i32, umax: DevPtr<i32>,
             atan_p: [f32; 4], eps: f32, out: DevPtr<u32>);
     }
 }

@@ -1,5 +1,7 @@
-//! libstdc++'s `std::sort` (GCC's introsort), step for step, so that equal keys end in the
-//! order VINS's `setMask` leaves them in on Linux: VINS sorts its tracks by count with
+//! libstdc++'s `std::sort` (GCC's introsort), step for step, for the consumers that sort
+//! with it and keep what ties leave first: VINS's `setMask` (the tracker) and ORB-SLAM3's
+//! `DistributeOctTree` node order (`select::quadtree`). For VINS, equal keys must end in the
+//! order its `setMask` leaves them in on Linux: VINS sorts its tracks by count with
 //! `std::sort` and a `>` comparator, which is not stable, and among tracks of one count the
 //! one that comes first claims its disc. A stable sort keeps other tracks from the first
 //! tie on (issue 44: on a slowly starting sequence that decided between an estimator that
@@ -11,6 +13,8 @@
 //! `2 * floor(log2 n)` runs out, then one insertion sort over the whole range (guarded on
 //! the first 16). `tests/std_sort.rs` compares it with g++'s `std::sort` and with its
 //! internal loop at small depth limits (the heap path) on random inputs with many ties.
+//!
+//! May import: nothing of the crate.
 
 /// Sorts `v` as libstdc++'s `std::sort(v.begin(), v.end(), less)` does.
 pub fn sort_by<T: Copy>(v: &mut [T], mut less: impl FnMut(&T, &T) -> bool) {
