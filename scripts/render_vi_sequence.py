@@ -11,6 +11,8 @@ Writes into OUT:
                        /imu0 (sensor_msgs/Imu)
   groundtruth.tum      body (IMU) pose in the world, TUM: t x y z qx qy qz qw, at 200 Hz
   vins_config.yaml     the VINS-Fusion config for this sequence (output_path set by the caller)
+  orb_slam3.yaml       an ORB-SLAM3 v1.0 settings file for it (PinHole kinds: Camera1, the IMU,
+                       Camera2 and Stereo.T_c1_c2 for stereo; its EuRoC extractor settings)
   cam0.yaml (cam1.yaml) camodocal camera files (PINHOLE, or MEI for --kind fisheye)
   sequence.json        what was rendered (kind, seed, intrinsics, extrinsics, noise)
 
@@ -279,6 +281,31 @@ def vins_config(ncam, cams, w, h):
     return head + body + tail
 
 
+def orb_slam3_settings(cams, cam, noise):
+    """ORB-SLAM3 v1.0 settings (File.version "1.0", PinHole) for this rig: both cameras
+    share the intrinsics; IMU.T_b_c1 is body_T_cam0, Stereo.T_c1_c2 cam0_T_cam1."""
+    def mat(name, t):
+        vals = ", ".join(repr(float(v)) for v in t.reshape(-1))
+        return f"{name}: !!opencv-matrix\n  rows: 4\n  cols: 4\n  dt: f\n  data: [{vals}]\n"
+    intr = "".join(f"Camera{i}.{k}: {cam[k]!r}\n" for i in range(1, len(cams) + 1)
+                   for k in ("fx", "fy", "cx", "cy", "k1", "k2", "p1", "p2"))
+    text = ("%YAML:1.0\n# Written by scripts/render_vi_sequence.py for a rendered sequence.\n"
+            'File.version: "1.0"\nCamera.type: "PinHole"\n' + intr +
+            f"Camera.width: {cam['w']}\nCamera.height: {cam['h']}\nCamera.fps: 20\nCamera.RGB: 1\n")
+    if len(cams) == 2:
+        text += "Stereo.ThDepth: 60.0\n" + mat("Stereo.T_c1_c2", np.linalg.inv(cams[0]) @ cams[1])
+    text += mat("IMU.T_b_c1", cams[0])
+    text += (f"IMU.NoiseGyro: {noise[1]!r}\nIMU.NoiseAcc: {noise[0]!r}\nIMU.GyroWalk: 1.9393e-05\n"
+             "IMU.AccWalk: 3.0e-03\nIMU.Frequency: 200.0\n"
+             "ORBextractor.nFeatures: 1000\nORBextractor.scaleFactor: 1.2\nORBextractor.nLevels: 8\n"
+             "ORBextractor.iniThFAST: 20\nORBextractor.minThFAST: 7\n"
+             "Viewer.KeyFrameSize: 0.05\nViewer.KeyFrameLineWidth: 1.0\nViewer.GraphLineWidth: 0.9\n"
+             "Viewer.PointSize: 2.0\nViewer.CameraSize: 0.08\nViewer.CameraLineWidth: 3.0\n"
+             "Viewer.ViewpointX: 0.0\nViewer.ViewpointY: -0.7\nViewer.ViewpointZ: -1.8\n"
+             "Viewer.ViewpointF: 500.0\nViewer.imageViewScale: 1.0\n")
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kind", required=True,
@@ -378,6 +405,8 @@ def main():
     for c in range(ncam):
         (out / f"cam{c}.yaml").write_text(camodocal_file(model, cam, f"cam{c}"))
     (out / "vins_config.yaml").write_text(vins_config(ncam, t_bc, cam["w"], cam["h"]))
+    if model == "PINHOLE":
+        (out / "orb_slam3.yaml").write_text(orb_slam3_settings(t_bc, cam, (ACC_DENSITY, GYR_DENSITY)))
     (out / "sequence.json").write_text(json.dumps(
         {"kind": args.kind, "seed": args.seed, "duration_s": args.duration, "model": model, "camera": cam,
          "cameras": ncam, "body_T_cam": [t.tolist() for t in t_bc], "acc_bias": ACC_BIAS.tolist(),

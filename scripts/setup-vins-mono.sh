@@ -9,7 +9,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SRC=${1:?usage: scripts/setup-vins-mono.sh VINS-MONO-DIR}
 [ -f "$SRC/feature_tracker/src/feature_tracker.cpp" ] || { echo "no feature_tracker/src/feature_tracker.cpp in $SRC" >&2; exit 2; }
 eval "$(bash "$ROOT/scripts/setup-vio.sh" | grep '^VINS_SETUP=')"
-WS=$ROOT/target/vins-ws
+WS=${GF_CACHE:-$HOME/.cache/gpu_features}/vins-ws
 FUSION=$WS/src/VINS-Fusion
 H=$ROOT/target/vins-harness
 mkdir -p "$H"

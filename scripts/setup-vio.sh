@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent: everything the VINS-Fusion end-to-end needs, installed by the project itself.
 #  - the real VINS-Fusion (ROS 1, Debian 12's own packages) from ../shared/vins-fusion into
-#    target/vins-ws (its setup.sh: apt packages + catkin_make, ~7 min the first time);
+#    a cache outside the clone, $GF_CACHE/vins-ws (default ~/.cache/gpu_features; its
+#    setup.sh: apt packages + catkin_make, ~7 min the first time, then a check of its
+#    sources' stamp), so a clean clone reuses it;
 #  - the harnesses that run VINS's own FeatureTracker (scripts/vins/track_harness.cpp) and
 #    camodocal's liftProjective (scripts/vins/lift_harness.cpp), linked against that build,
 #    into target/vins-harness;
@@ -11,7 +13,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SHARED=${GF_SHARED:-$ROOT/../shared}
 [ -x "$SHARED/vins-fusion/setup.sh" ] || { echo "setup-vio: $SHARED/vins-fusion/setup.sh not found (set GF_SHARED)" >&2; exit 1; }
-WS=$ROOT/target/vins-ws
+WS=${GF_CACHE:-$HOME/.cache/gpu_features}/vins-ws
 SETUP=$(bash "$SHARED/vins-fusion/setup.sh" "$WS")
 VENV=$ROOT/target/py-vio
 if ! "$VENV/bin/python" -c "import rosbags, numpy, PIL, evo" 2>/dev/null; then
@@ -33,6 +35,7 @@ if [ "$(cat "$H/.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -x "$H/track_harness"
   echo "$stamp" > "$H/.stamp"
 fi
 echo "VINS_SETUP=$SETUP"
+echo "VINS_WS=$WS"
 echo "VINS_NODE=$WS/devel/lib/vins/vins_node"
 echo "VINS_HARNESS=$H/track_harness"
 echo "VINS_LIFT_HARNESS=$H/lift_harness"

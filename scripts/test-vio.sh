@@ -33,7 +33,7 @@ T2=$SECONDS
   --gpu-features target/release/gpu_features --harness "$VINS_HARNESS"
 "$VIO_PY" scripts/vins_parity.py --images tests/data/seq/*.png --vins-config tests/data/vins/seq_640x360_config.yaml \
   --out "$OUT/parity-seq" --gpu-features target/release/gpu_features --harness "$VINS_HARNESS"
-VCFG=target/vins-ws/src/VINS-Fusion/config
+VCFG=$VINS_WS/src/VINS-Fusion/config
 "$VIO_PY" scripts/lift_parity.py --harness "$VINS_LIFT_HARNESS" --ours target/release/examples/lift \
   --out "$OUT/lift_parity.json" tests/data/vins/cam_kb_848x800.yaml tests/data/vins/cam_kb_fewer_terms.yaml \
   tests/data/vins/cam0_640x360.yaml "$VCFG/mynteye/left_mei.yaml"

@@ -298,8 +298,11 @@ fn orb_slam3_style_budget_border_and_spread() {
         );
         for (l, img) in levels.iter().enumerate() {
             let on_level: Vec<_> = kps.iter().filter(|k| k.octave == l as i32).collect();
+            // ORB-SLAM3's DistributeOctTree stops on the first split that reaches the
+            // budget, so up to two more nodes than asked (its keypoints are checked against
+            // ORB-SLAM3's own code by scripts/orb-slam3/extractor_parity.py).
             assert!(
-                on_level.len() <= per_level[l],
+                on_level.len() <= per_level[l] + 2,
                 "{stem} level {l}: over budget"
             );
             let s = pyramid::level_scale(pyramid::Scales::Orb, 1.2, l);

@@ -131,7 +131,8 @@ impl Tree {
 /// 3. Each node, in list order, keeps its first corner of the largest response, in the
 ///    order the corners arrived: cell by cell (row-major), raster order inside a cell.
 ///
-/// The result is in that node order (ORB-SLAM3's keypoint order within a level).
+/// The result is in that node order (ORB-SLAM3's keypoint order within a level). Corners
+/// outside the box (none from the detector) are dropped.
 pub fn quadtree(corners: &mut Vec<Corner>, n: usize, area: QuadtreeArea) {
     let b = area.border.max(3) as i64;
     let lo = b - 3;
@@ -139,6 +140,10 @@ pub fn quadtree(corners: &mut Vec<Corner>, n: usize, area: QuadtreeArea) {
         area.width as i64 - b + 3 - lo,
         area.height as i64 - b + 3 - lo,
     );
+    // The detector never yields a corner outside the box (they lie inside the border);
+    // any other caller's are dropped, as ORB-SLAM3 has no node for them.
+    let inside = |v: u32, len: i64| (lo..lo + len).contains(&(v as i64));
+    corners.retain(|c| inside(c.x, w) && inside(c.y, h));
     if corners.is_empty() || w <= 0 || h <= 0 {
         corners.clear();
         return;

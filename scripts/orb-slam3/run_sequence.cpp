@@ -1,0 +1,104 @@
+// Runs the real ORB-SLAM3 v1.0 (linked from the build scripts/setup-orb-slam3.sh makes) on a
+// sequence laid out by scripts/orb_slam3_e2e.py, headless, as its EuRoC examples do (frames
+// paced at the sequence's rate, the IMU samples up to each frame handed with it), and logs
+// what a comparison needs that the examples do not: the tracking state after every frame.
+//
+//   run_sequence VOCABULARY SETTINGS MODE SEQ_DIR OUT_DIR
+//
+// MODE: mono | mono-inertial | stereo | stereo-inertial. SEQ_DIR/frames.csv: `t_ns,cam0[,cam1]`
+// (image paths, relative to SEQ_DIR); SEQ_DIR/imu.csv: `t_ns,wx,wy,wz,ax,ay,az`.
+// Writes OUT_DIR/states.csv (`t_ns,state,track_ms`: Tracking::eTrackingState after the
+// frame), OUT_DIR/trajectory.txt (SaveTrajectoryEuRoC: `t_ns x y z qx qy qz qw`, the body for
+// the inertial modes, the camera otherwise) and OUT_DIR/keyframes.txt.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "System.h"
+
+namespace {
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+    std::vector<std::vector<std::string>> rows;
+    std::ifstream f(path);
+    std::string line;
+    while (std::getline(f, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::vector<std::string> cells;
+        std::stringstream ss(line);
+        std::string c;
+        while (std::getline(ss, c, ',')) cells.push_back(c);
+        rows.push_back(cells);
+    }
+    return rows;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 6) {
+        std::fprintf(stderr, "usage: %s VOCABULARY SETTINGS MODE SEQ_DIR OUT_DIR\n", argv[0]);
+        return 2;
+    }
+    const std::string mode = argv[3], seq = argv[4], out = argv[5];
+    ORB_SLAM3::System::eSensor sensor;
+    if (mode == "mono") sensor = ORB_SLAM3::System::MONOCULAR;
+    else if (mode == "mono-inertial") sensor = ORB_SLAM3::System::IMU_MONOCULAR;
+    else if (mode == "stereo") sensor = ORB_SLAM3::System::STEREO;
+    else if (mode == "stereo-inertial") sensor = ORB_SLAM3::System::IMU_STEREO;
+    else {
+        std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+        return 2;
+    }
+    const bool stereo = sensor == ORB_SLAM3::System::STEREO || sensor == ORB_SLAM3::System::IMU_STEREO;
+    const bool inertial = sensor == ORB_SLAM3::System::IMU_MONOCULAR || sensor == ORB_SLAM3::System::IMU_STEREO;
+    const auto frames = read_csv(seq + "/frames.csv");
+    const auto imu = inertial ? read_csv(seq + "/imu.csv") : std::vector<std::vector<std::string>>();
+    if (frames.empty()) {
+        std::fprintf(stderr, "%s/frames.csv: no frames\n", seq.c_str());
+        return 1;
+    }
+    ORB_SLAM3::System slam(argv[1], argv[2], sensor, false);
+    std::ofstream states(out + "/states.csv");
+    states << "t_ns,state,track_ms\n";
+    size_t next_imu = 0;
+    const double period = frames.size() > 1
+        ? (std::stoll(frames.back()[0]) - std::stoll(frames.front()[0])) * 1e-9 / (frames.size() - 1)
+        : 0.05;
+    for (const auto& row : frames) {
+        const long long t_ns = std::stoll(row[0]);
+        const double t = t_ns * 1e-9;
+        cv::Mat left = cv::imread(seq + "/" + row[1], cv::IMREAD_UNCHANGED), right;
+        if (stereo) right = cv::imread(seq + "/" + row.at(2), cv::IMREAD_UNCHANGED);
+        if (left.empty() || (stereo && right.empty())) {
+            std::fprintf(stderr, "cannot read the images of frame %lld\n", t_ns);
+            return 1;
+        }
+        std::vector<ORB_SLAM3::IMU::Point> meas;
+        while (inertial && next_imu < imu.size() && std::stoll(imu[next_imu][0]) <= t_ns) {
+            const auto& m = imu[next_imu++];
+            meas.emplace_back(std::stof(m[4]), std::stof(m[5]), std::stof(m[6]), std::stof(m[1]),
+                              std::stof(m[2]), std::stof(m[3]), std::stoll(m[0]) * 1e-9);
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        if (stereo) slam.TrackStereo(left, right, t, meas);
+        else slam.TrackMonocular(left, t, meas);
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        states << t_ns << "," << slam.GetTrackingState() << "," << ms << "\n";
+        // Paced as the examples pace: the rest of the frame period.
+        if (ms * 1e-3 < period)
+            std::this_thread::sleep_for(std::chrono::duration<double>(period - ms * 1e-3));
+    }
+    states.close();
+    slam.Shutdown();
+    slam.SaveTrajectoryEuRoC(out + "/trajectory.txt");
+    slam.SaveKeyFrameTrajectoryEuRoC(out + "/keyframes.txt");
+    return 0;
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# CI's ORB-SLAM3 step (scripts/test.sh): the real ORB-SLAM3 v1.0 as the oracle of our
+# `orb_slam3` preset, then fed by our keypoints on a rendered sequence.
+#  1. setup (scripts/setup-orb-slam3.sh): ORB-SLAM3 from ../shared/orb-slam3 in a cache outside
+#     the clone (~20 min on 2 cores when the cache is cold, seconds when warm), our programs
+#     built against it, the seeded vocabulary;
+#  2. extractor parity (scripts/orb-slam3/extractor_parity.py): ORB-SLAM3's own ORBextractor
+#     against `detect --config config/orb_slam3.yaml` (CPU), its 1000-point and its 5000-point
+#     init extractor, both lapping areas, on tests/data's photos, the real sequence and frames
+#     of the rendered one: every keypoint (x, y, size, angle, response, octave, order) and
+#     every descriptor byte identical, against ORB-SLAM3 as built here (-march=native: FMA
+#     where the CPU has it, our describe.fma) and as built without FMA (our default);
+#  3. end-to-end (scripts/vio-e2e.sh --estimator orb-slam3, one run per side, monocular-
+#     inertial and monocular): fails unless ours has ATE <= 1.1 x own + 1 cm (a third of the
+#     ATE for monocular's Sim(3), whose runs spread more), no divergence where its own holds,
+#     initialisation no later (1 s of slack) and no more map resets.
+# GF_ORB_SECONDS (12) sets the sequence's length; SKIP_ORB_SLAM3=1 (in scripts/test.sh) leaves
+# it out.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+T0=$SECONDS
+eval "$(bash scripts/setup-orb-slam3.sh)"
+echo "[test-orb-slam3] setup done in $((SECONDS - T0)) s"
+cargo build --release --quiet --bin gpu_features
+OUT=$ROOT/target/orb-slam3-ci
+SEQ=$OUT/walk
+T1=$SECONDS
+# The VIO step's sequence when it rendered the same one (same kind, seed and length).
+VIO_SEQ=$ROOT/target/vio-ci/walk
+if [ "${GF_ORB_SECONDS:-12}" = "${GF_VIO_SECONDS:-12}" ] && [ -f "$VIO_SEQ/orb_slam3.yaml" ]; then
+  SEQ=$VIO_SEQ
+else
+  "$VIO_PY" scripts/render_vi_sequence.py --kind walk --duration "${GF_ORB_SECONDS:-12}" --out "$SEQ" >/dev/null
+fi
+echo "[test-orb-slam3] sequence ready in $((SECONDS - T1)) s: $SEQ"
+T2=$SECONDS
+# Every 8th frame of the rendered sequence as PNG files for the parity.
+"$VIO_PY" - "$SEQ/bag" "$OUT/frames" <<'PY'
+import sys
+from pathlib import Path
+import numpy as np
+from PIL import Image
+sys.path.insert(0, "scripts")
+import vins_tools as vt
+ts, out = vt.typestore2(), Path(sys.argv[2])
+out.mkdir(parents=True, exist_ok=True)
+for i, (_, _, mt, raw) in enumerate(vt.read_bag(sys.argv[1], {"/cam0/image_raw"})):
+    if i % 8 == 0:
+        m = ts.deserialize_cdr(raw, mt)
+        Image.fromarray(np.frombuffer(bytes(m.data), np.uint8).reshape(m.height, m.width)).save(out / f"f{i:04d}.png")
+PY
+IMAGES=(tests/data/*.png tests/data/seq/*.png "$OUT"/frames/*.png)
+FMA_SET=()
+[ "$ORB_FMA" = 1 ] && FMA_SET=(--set describe.fma=true)
+"$VIO_PY" scripts/orb-slam3/extractor_parity.py --harness "$ORB_TOOLS/extractor_harness" "${FMA_SET[@]}" \
+  --gpu-features target/release/gpu_features --json "$OUT/parity_native.json" "${IMAGES[@]}" | grep '^=='
+"$VIO_PY" scripts/orb-slam3/extractor_parity.py --harness "$ORB_TOOLS/extractor_harness_nofma" \
+  --gpu-features target/release/gpu_features --json "$OUT/parity_nofma.json" "${IMAGES[@]}" | grep '^=='
+echo "[test-orb-slam3] extractor parity done in $((SECONDS - T2)) s (${#IMAGES[@]} images)"
+for MODE in mono-inertial mono; do
+  T3=$SECONDS
+  bash scripts/vio-e2e.sh --estimator orb-slam3 --mode "$MODE" --bag "$SEQ/bag" --gt "$SEQ/groundtruth.tum" \
+    --orb-settings "$SEQ/orb_slam3.yaml" --out "$OUT/e2e-$MODE" --repeats 1 >/dev/null
+  "$VIO_PY" - "$OUT/e2e-$MODE/summary.json" "$MODE" <<'PY'
+import json, sys
+s, mode = json.load(open(sys.argv[1])), sys.argv[2]
+own, ours = s["own"], s["gpu_features"]
+problems = []
+if own["ate_rmse_m"] is None or own["diverged"]:
+    problems.append(f"ORB-SLAM3 on its own extractor gave no trajectory: {own['runs']}")
+elif ours["ate_rmse_m"] is None or ours["diverged"]:
+    problems.append(f"ORB-SLAM3 fed by gpu_features diverged or gave no pose: {ours['runs']}")
+else:
+    rel = 1.1 if mode.endswith("inertial") else 1.33
+    bound = rel * own["ate_rmse_m"] + 0.01
+    if ours["ate_rmse_m"] > bound:
+        problems.append(f"ATE {ours['ate_rmse_m']:.4f} m > bound {bound:.4f} m (own {own['ate_rmse_m']:.4f})")
+    if ours["init_s"] is None or ours["init_s"] > own["init_s"] + 1.0:
+        problems.append(f"initialised later: {ours['init_s']} s vs {own['init_s']:.2f} s")
+    if ours["map_resets"] > own["map_resets"]:
+        problems.append(f"more map resets: {ours['map_resets']} vs {own['map_resets']}")
+    skipped = sum(r.get("adapter", {}).get("skipped", 0) for r in ours["runs"])
+    if skipped:
+        problems.append(f"the adapter skipped {skipped} frames")
+print(f"[test-orb-slam3] {mode}: ATE own {own['ate_rmse_m']} m, gpu_features {ours['ate_rmse_m']} m; "
+      f"init {own['init_s']} / {ours['init_s']} s; lost {own['lost_frames']} / {ours['lost_frames']}; "
+      f"extraction {own['extract_ms']} / {ours['extract_ms']} ms per frame")
+if problems:
+    print(f"[test-orb-slam3] {mode} FAILED: " + "; ".join(problems))
+    sys.exit(1)
+PY
+  echo "[test-orb-slam3] $MODE end-to-end done in $((SECONDS - T3)) s"
+done
+echo "[test-orb-slam3] all in $((SECONDS - T0)) s"
