@@ -845,14 +845,23 @@ fn orb_slam3() -> Config {
     c
 }
 
-/// Variants of the ORB-SLAM3 preset: retry on/off, FAST/Harris score, thresholds, NMS,
-/// cell sizes, spread, border.
+/// Variants of the ORB-SLAM3 preset: retry on/off, FMA, OpenCV's scales and blur,
+/// FAST/Harris score, thresholds, NMS, cell sizes, spread, border.
 fn orb_slam3_variants() -> Vec<(String, Config)> {
     let base = orb_slam3();
     let mut out = vec![("orb_slam3".to_string(), base.clone())];
     let mut c = base.clone();
     c.detector.low_threshold_retry = false;
     out.push(("no-retry".into(), c));
+    // ORB-SLAM3 as GCC builds it with FMA (describe.fma), and OpenCV ORB's level scales and
+    // descriptor blur under the same detection.
+    let mut c = base.clone();
+    c.describe.fma = true;
+    out.push(("fma".into(), c));
+    let mut c = base.clone();
+    c.pyramid.scales = gpu_features::levels::Scales::Orb;
+    c.describe.blur = gpu_features::config::DescriptorBlur::Orb;
+    out.push(("orb-scales-and-blur".into(), c));
     let mut c = base.clone();
     c.detector.score = ScoreType::Harris;
     out.push(("harris-score".into(), c));

@@ -333,7 +333,11 @@ mod tests {
         // ORB-SLAM3's nCols = span / W is 0 on a level narrower than a cell: nothing there.
         assert!(cell_windows(40, 40, 30, 19).is_empty(), "span 8 < cell 30");
         assert!(cell_windows(100, 56, 35, 19).is_empty(), "span_y 24 < 35");
-        assert_eq!(cell_windows(100, 67, 35, 19), [(16, 16, 84, 51)], "one cell each way");
+        assert_eq!(
+            cell_windows(100, 67, 35, 19),
+            [(16, 16, 84, 51)],
+            "one cell each way"
+        );
     }
 
     #[test]
