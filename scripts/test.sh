@@ -3,8 +3,11 @@
 # SKIPPED without a CUDA device), then the ROS 2 node integration test against real rclpy
 # (installs the PyPI ROS 2 wheels on first use; SKIP_ROS=1 leaves it out), after the real
 # VINS-Fusion end-to-end on a rendered sequence (scripts/test-vio.sh; SKIP_VIO=1 leaves it out)
-# and the aarch64 (Jetson) build and tests (scripts/test-aarch64.sh; SKIP_AARCH64=1), then the
-# node against ROS 2 Kilted and Jazzy.
+# and the real ORB-SLAM3 as the oracle of our `orb_slam3` preset and fed by our keypoints
+# (scripts/test-orb-slam3.sh; SKIP_ORB_SLAM3=1 leaves it out), the aarch64 (Jetson) build and
+# tests (scripts/test-aarch64.sh; SKIP_AARCH64=1), then the node against ROS 2 Kilted and
+# Jazzy. ORB-SLAM3's and VINS-Fusion's builds are cached outside the clone (GF_CACHE, default
+# ~/.cache/gpu_features), keyed by their sources.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -32,6 +35,7 @@ mkdir -p target
   bash scripts/setup-nvrtc.sh 13 >/dev/null
   [ "${SKIP_ROS:-0}" = 1 ] || GF_ROS_DISTRO=jazzy bash scripts/setup-ros.sh >/dev/null
   [ "${SKIP_VIO:-0}" = 1 ] || NICE=10 bash scripts/setup-vio.sh >/dev/null
+  [ "${SKIP_ORB_SLAM3:-0}" = 1 ] || NICE=10 bash scripts/setup-orb-slam3.sh >/dev/null
 ) >"$PREFETCH_LOG" 2>&1 &
 PREFETCH=$!
 step "cargo test"
@@ -51,6 +55,10 @@ done
 if [ "${SKIP_VIO:-0}" != 1 ]; then
   step "VINS-Fusion fed by gpu_features (parity with its FeatureTracker, trajectory bound)"
   bash scripts/test-vio.sh
+fi
+if [ "${SKIP_ORB_SLAM3:-0}" != 1 ]; then
+  step "ORB-SLAM3: its extractor reproduced bit for bit, then fed by gpu_features (trajectory bound)"
+  bash scripts/test-orb-slam3.sh
 fi
 if [ "${SKIP_AARCH64:-0}" != 1 ]; then
   step "aarch64 (Jetson): clippy, build, tests under qemu, detect == x86_64, the node's code, tarballs"

@@ -130,7 +130,7 @@ def to_sequence(bag, topics, imu_topic, seq):
     return stamps, len(imu)
 
 
-def run_orb_slam3(tools, vocabulary, settings, mode, seq, run_dir, features_dir, log):
+def run_orb_slam3(tools, vocabulary, settings, mode, seq, run_dir, features_dir, log, pace):
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     if features_dir is not None:
@@ -138,7 +138,8 @@ def run_orb_slam3(tools, vocabulary, settings, mode, seq, run_dir, features_dir,
         env["GF_FEATURES_DIR"] = str(features_dir)
         env["GF_FEATURES_STATS"] = str(run_dir / "adapter.json")
     t0 = time.time()
-    p = subprocess.run([str(tools / "run_sequence"), str(vocabulary), str(settings), mode, str(seq), str(run_dir)],
+    p = subprocess.run([str(tools / "run_sequence"), str(vocabulary), str(settings), mode, str(seq), str(run_dir),
+                        str(pace)],
                        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     (run_dir / "orb_slam3.log").write_text(p.stdout)
     log.write(p.stdout[-4000:])
@@ -258,6 +259,8 @@ def main():
     ap.add_argument("--backend", default="cpu", help="gpu_features' backend for the replay")
     ap.add_argument("--fma", type=int, default=0, help="1: describe.fma (ORB-SLAM3 built with FMA)")
     ap.add_argument("--only", choices=["own", "gpu_features"])
+    ap.add_argument("--pace", type=float, default=1.0,
+                    help="hand frames this many times slower than real time (default 1: real time)")
     ap.add_argument("--tools", required=True, type=Path)
     ap.add_argument("--gpu-features", required=True, type=Path)
     a = ap.parse_args()
@@ -311,7 +314,7 @@ def main():
             rd = out / name / f"run{r}"
             shutil.rmtree(rd, ignore_errors=True)
             log.write(f"\n==== {name} run {r} ====\n")
-            done, wall, rc = run_orb_slam3(a.tools, a.vocabulary, a.orb_settings, a.mode, seq, rd, fdir, log)
+            done, wall, rc = run_orb_slam3(a.tools, a.vocabulary, a.orb_settings, a.mode, seq, rd, fdir, log, a.pace)
             if done is None:
                 res = {"ate_rmse_m": None, "diverged": True, "crashed": rc, "init_s": None, "lost_frames": None,
                        "map_resets": None, "frames_with_pose": 0.0}
@@ -337,7 +340,7 @@ def main():
         results[name] = agg
     results["sequence"] = {"bag": str(a.bag), "frames": len(stamps), "imu_samples": n_imu, "mode": a.mode,
                            "settings": str(a.orb_settings), "vocabulary": str(a.vocabulary), "repeats": a.repeats,
-                           "backend": a.backend, "fma": a.fma, "set": sets, "replay_wall_s": replay_wall,
+                           "backend": a.backend, "fma": a.fma, "pace": a.pace, "set": sets, "replay_wall_s": replay_wall,
                            "replay_frame_ms": replay_ms, "own_extract_ms_from": "extractor_harness, 40 frames x 3"}
     (out / "summary.json").write_text(json.dumps(results, indent=1))
     (out / "summary.md").write_text(table(results))

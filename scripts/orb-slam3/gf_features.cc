@@ -229,7 +229,12 @@ struct Report {
                              g_stats.keypoints, g_stats.skipped);
                 bool first = true;
                 for (const auto& kv : g_stats.reasons) {
-                    std::fprintf(f, "%s\"%s\": %ld", first ? "" : ", ", kv.first.c_str(), kv.second);
+                    std::string key;
+                    for (char c : kv.first) {
+                        if (c == '"' || c == '\\') key += '\\';
+                        key += (c >= 0 && c < 0x20) ? ' ' : c;
+                    }
+                    std::fprintf(f, "%s\"%s\": %ld", first ? "" : ", ", key.c_str(), kv.second);
                     first = false;
                 }
                 std::fprintf(f, "}}\n");

@@ -3,14 +3,20 @@
 // paced at the sequence's rate, the IMU samples up to each frame handed with it), and logs
 // what a comparison needs that the examples do not: the tracking state after every frame.
 //
-//   run_sequence VOCABULARY SETTINGS MODE SEQ_DIR OUT_DIR
+//   run_sequence VOCABULARY SETTINGS MODE SEQ_DIR OUT_DIR [PACE]
 //
+// PACE (default 1): frames are handed PACE times slower than the sequence's rate (its local
+// mapping and loop closing threads then finish more of their work between frames, so
+// repeated runs on the same input differ less; 1 is the examples' real time).
 // MODE: mono | mono-inertial | stereo | stereo-inertial. SEQ_DIR/frames.csv: `t_ns,cam0[,cam1]`
 // (image paths, relative to SEQ_DIR); SEQ_DIR/imu.csv: `t_ns,wx,wy,wz,ax,ay,az`.
 // Writes OUT_DIR/states.csv (`t_ns,state,track_ms`: Tracking::eTrackingState after the
 // frame), OUT_DIR/trajectory.txt (SaveTrajectoryEuRoC: `t_ns x y z qx qy qz qw`, the body for
-// the inertial modes, the camera otherwise) and OUT_DIR/keyframes.txt.
+// the inertial modes, the camera otherwise) and OUT_DIR/keyframes.txt, when a frame was
+// tracked at all.
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -21,6 +27,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "System.h"
+#include "Tracking.h"
 
 namespace {
 
@@ -42,10 +49,11 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 6) {
-        std::fprintf(stderr, "usage: %s VOCABULARY SETTINGS MODE SEQ_DIR OUT_DIR\n", argv[0]);
+    if (argc != 6 && argc != 7) {
+        std::fprintf(stderr, "usage: %s VOCABULARY SETTINGS MODE SEQ_DIR OUT_DIR [PACE]\n", argv[0]);
         return 2;
     }
+    const double pace = argc == 7 ? std::max(1.0, std::atof(argv[6])) : 1.0;
     const std::string mode = argv[3], seq = argv[4], out = argv[5];
     ORB_SLAM3::System::eSensor sensor;
     if (mode == "mono") sensor = ORB_SLAM3::System::MONOCULAR;
@@ -68,9 +76,10 @@ int main(int argc, char** argv) {
     std::ofstream states(out + "/states.csv");
     states << "t_ns,state,track_ms\n";
     size_t next_imu = 0;
-    const double period = frames.size() > 1
+    bool tracked = false;
+    const double period = pace * (frames.size() > 1
         ? (std::stoll(frames.back()[0]) - std::stoll(frames.front()[0])) * 1e-9 / (frames.size() - 1)
-        : 0.05;
+        : 0.05);
     for (const auto& row : frames) {
         const long long t_ns = std::stoll(row[0]);
         const double t = t_ns * 1e-9;
@@ -91,14 +100,22 @@ int main(int argc, char** argv) {
         else slam.TrackMonocular(left, t, meas);
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        states << t_ns << "," << slam.GetTrackingState() << "," << ms << "\n";
+        const int state = slam.GetTrackingState();
+        tracked |= state == ORB_SLAM3::Tracking::OK || state == ORB_SLAM3::Tracking::OK_KLT;
+        states << t_ns << "," << state << "," << ms << "\n";
         // Paced as the examples pace: the rest of the frame period.
         if (ms * 1e-3 < period)
             std::this_thread::sleep_for(std::chrono::duration<double>(period - ms * 1e-3));
     }
     states.close();
     slam.Shutdown();
-    slam.SaveTrajectoryEuRoC(out + "/trajectory.txt");
-    slam.SaveKeyFrameTrajectoryEuRoC(out + "/keyframes.txt");
+    // ORB-SLAM3's savers read a map with keyframes (an uninitialised pointer otherwise):
+    // without a single tracked frame there is no trajectory to write.
+    if (tracked) {
+        slam.SaveTrajectoryEuRoC(out + "/trajectory.txt");
+        slam.SaveKeyFrameTrajectoryEuRoC(out + "/keyframes.txt");
+    } else {
+        std::fprintf(stderr, "no frame was tracked: no trajectory\n");
+    }
     return 0;
 }

@@ -21,13 +21,14 @@ pub struct QuadtreeArea {
 }
 
 /// A node: the box `[x0, x1) x [y0, y1)` in box-relative pixels (ORB-SLAM3's `UL`/`BR`)
-/// and its corners in arrival order.
+/// and its corners, `buf[start..start + len]` in arrival order.
 struct Node {
     x0: i32,
     y0: i32,
     x1: i32,
     y1: i32,
-    pts: Vec<Corner>,
+    start: u32,
+    len: u32,
     /// ORB-SLAM3's `bNoMore`: set when a node is made with one corner.
     no_more: bool,
     alive: bool,
@@ -35,11 +36,14 @@ struct Node {
 
 /// The nodes and their list order (ORB-SLAM3 keeps a `std::list` it pushes children to the
 /// front of): `order` is the list at the start of a pass, `front` the nodes pushed during
-/// it, in push order.
+/// it, in push order. A split partitions its node's corners in place (stably, children n1..n4
+/// one after the other), so every node's corners stay one run of `buf`.
 struct Tree {
     nodes: Vec<Node>,
     order: Vec<usize>,
     front: Vec<usize>,
+    buf: Vec<Corner>,
+    scratch: Vec<Corner>,
     /// Box-relative origin.
     lo: u32,
 }
@@ -51,54 +55,74 @@ impl Tree {
     }
 
     /// `DivideNode` of node `id`, its children pushed to the front in ORB-SLAM3's order
-    /// (n1..n4, empty ones dropped) and the node erased; returns the children with more
-    /// than one corner, in push order.
+    /// (n1..n4, empty ones dropped) and the node erased; the children with more than one
+    /// corner are appended to `expand` in push order. Returns the number of children.
     fn split(&mut self, id: usize, expand: &mut Vec<usize>) -> usize {
-        let (x0, y0, x1, y1) = {
-            let n = &self.nodes[id];
-            (n.x0, n.y0, n.x1, n.y1)
-        };
+        let Node {
+            x0,
+            y0,
+            x1,
+            y1,
+            start,
+            len,
+            ..
+        } = self.nodes[id];
         // ceil(static_cast<float>(w) / 2)
         let hx = ((x1 - x0) as f32 / 2.0).ceil() as i32;
         let hy = ((y1 - y0) as f32 / 2.0).ceil() as i32;
         let (mx, my) = (x0 + hx, y0 + hy);
+        let (s, e) = (start as usize, (start + len) as usize);
+        let lo = self.lo as i32;
+        let kid = |c: &Corner| {
+            let (rx, ry) = (c.x as i32 - lo, c.y as i32 - lo);
+            (rx >= mx) as usize + 2 * (ry >= my) as usize
+        };
+        // A stable partition of the run into the four children (n1, n2, n3, n4 order).
+        let mut counts = [0u32; 4];
+        for c in &self.buf[s..e] {
+            counts[kid(c)] += 1;
+        }
+        let mut at = [
+            0u32,
+            counts[0],
+            counts[0] + counts[1],
+            counts[0] + counts[1] + counts[2],
+        ];
+        let first = at;
+        self.scratch.clear();
+        self.scratch.resize(e - s, self.buf[s]);
+        for c in &self.buf[s..e] {
+            let k = kid(c);
+            self.scratch[at[k] as usize] = *c;
+            at[k] += 1;
+        }
+        self.buf[s..e].copy_from_slice(&self.scratch);
+        self.nodes[id].alive = false;
         let boxes = [
             (x0, y0, mx, my),
             (mx, y0, x1, my),
             (x0, my, mx, y1),
             (mx, my, x1, y1),
         ];
-        let mut kids: [Vec<Corner>; 4] = Default::default();
-        let pts = std::mem::take(&mut self.nodes[id].pts);
-        for c in pts {
-            let (rx, ry) = ((c.x - self.lo) as i32, (c.y - self.lo) as i32);
-            let k = match (rx < mx, ry < my) {
-                (true, true) => 0,
-                (true, false) => 2,
-                (false, true) => 1,
-                (false, false) => 3,
-            };
-            kids[k].push(c);
-        }
-        self.nodes[id].alive = false;
         let mut added = 0;
-        for ((x0, y0, x1, y1), pts) in boxes.into_iter().zip(kids) {
-            if pts.is_empty() {
+        for (k, (x0, y0, x1, y1)) in boxes.into_iter().enumerate() {
+            if counts[k] == 0 {
                 continue;
             }
-            let many = pts.len() > 1;
-            let kid = self.push(Node {
+            let many = counts[k] > 1;
+            let child = self.push(Node {
                 x0,
                 y0,
                 x1,
                 y1,
+                start: start + first[k],
+                len: counts[k],
                 no_more: !many,
-                pts,
                 alive: true,
             });
-            self.front.push(kid);
+            self.front.push(child);
             if many {
-                expand.push(kid);
+                expand.push(child);
             }
             added += 1;
         }
@@ -112,6 +136,24 @@ impl Tree {
         order.extend(self.order.iter().copied().filter(|&i| self.nodes[i].alive));
         self.order = order;
     }
+}
+
+/// `v` in ascending `key` order, stably, for small integer keys below `n` (a counting sort).
+fn bucket_stable(v: &mut Vec<Corner>, n: usize, key: impl Fn(&Corner) -> usize) {
+    let mut at = vec![0usize; n + 1];
+    for c in v.iter() {
+        at[key(c) + 1] += 1;
+    }
+    for i in 0..n {
+        at[i + 1] += at[i];
+    }
+    let mut out = v.clone();
+    for c in v.iter() {
+        let k = key(c);
+        out[at[k]] = *c;
+        at[k] += 1;
+    }
+    *v = out;
 }
 
 /// ORB-SLAM3 v1.0's `ORBextractor::DistributeOctTree` on one level, reproduced step for step
@@ -149,56 +191,64 @@ pub fn quadtree(corners: &mut Vec<Corner>, n: usize, area: QuadtreeArea) {
         return;
     }
     // Arrival order: ORB-SLAM3's vToDistributeKeys.
-    match area.cell {
-        Some(cell) => {
-            let cell = cell.max(1) as i64;
-            let (cols, rows) = ((w / cell).max(1), (h / cell).max(1));
-            let (cw, ch) = ((w + cols - 1) / cols, (h + rows - 1) / rows);
-            // A cell's FAST window starts at lo + j * cw; its detections at 3 px inside it.
-            let at =
-                |v: u32, side: i64, count: i64| ((v as i64 - lo - 3) / side).clamp(0, count - 1);
-            corners.sort_by_key(|c| (at(c.y, ch, rows), at(c.x, cw, cols), c.y, c.x));
-        }
-        None => corners.sort_by_key(|c| (c.y, c.x)),
+    if corners.windows(2).any(|p| (p[0].y, p[0].x) > (p[1].y, p[1].x)) {
+        corners.sort_unstable_by_key(|c| (c.y, c.x));
+    }
+    if let Some(cell) = area.cell {
+        // Cell by cell from raster order (a stable bucket sort by cell keeps raster order
+        // inside each).
+        let cell = cell.max(1) as i64;
+        let (cols, rows) = ((w / cell).max(1), (h / cell).max(1));
+        let (cw, ch) = ((w + cols - 1) / cols, (h + rows - 1) / rows);
+        // A cell's FAST window starts at lo + j * cw; its detections at 3 px inside it.
+        let at = |v: u32, side: i64, count: i64| ((v as i64 - lo - 3) / side).clamp(0, count - 1);
+        bucket_stable(corners, (rows * cols) as usize, |c| {
+            (at(c.y, ch, rows) * cols + at(c.x, cw, cols)) as usize
+        });
     }
 
     let n_ini = ((w as f32 / h as f32).round() as i32).max(1);
     let hx = w as f32 / n_ini as f32;
+    let root_of = |c: &Corner| (((c.x as i64 - lo) as f32 / hx) as usize).min(n_ini as usize - 1);
+    // The roots' corners, each root's in arrival order, one run per root.
+    let mut counts = vec![0u32; n_ini as usize];
+    for c in corners.iter() {
+        counts[root_of(c)] += 1;
+    }
+    let mut buf = corners.clone();
+    bucket_stable(&mut buf, n_ini as usize, root_of);
     let mut tree = Tree {
         nodes: Vec::new(),
         order: Vec::new(),
         front: Vec::new(),
+        scratch: Vec::with_capacity(buf.len()),
+        buf,
         lo: lo as u32,
     };
-    for i in 0..n_ini {
+    let mut start = 0u32;
+    for (i, &len) in counts.iter().enumerate() {
+        let i = i as i32;
         let id = tree.push(Node {
             x0: (hx * i as f32) as i32,
             y0: 0,
             x1: (hx * (i + 1) as f32) as i32,
             y1: h as i32,
-            pts: Vec::new(),
-            no_more: false,
-            alive: true,
+            start,
+            len,
+            no_more: len == 1,
+            alive: len > 0,
         });
-        tree.order.push(id);
+        start += len;
+        if len > 0 {
+            tree.order.push(id);
+        }
     }
-    for &c in corners.iter() {
-        let rx = (c.x as i64 - lo) as f32;
-        let root = ((rx / hx) as usize).min(n_ini as usize - 1);
-        tree.nodes[root].pts.push(c);
-    }
-    for i in 0..tree.nodes.len() {
-        let node = &mut tree.nodes[i];
-        node.no_more = node.pts.len() == 1;
-        node.alive = !node.pts.is_empty();
-    }
-    tree.order.retain(|&i| tree.nodes[i].alive);
 
     loop {
         let prev = tree.order.len();
         let mut expand = Vec::new();
-        let round: Vec<usize> = tree.order.clone();
-        for id in round {
+        for i in 0..tree.order.len() {
+            let id = tree.order[i];
             if !tree.nodes[id].no_more {
                 tree.split(id, &mut expand);
             }
@@ -217,7 +267,7 @@ pub fn quadtree(corners: &mut Vec<Corner>, n: usize, area: QuadtreeArea) {
                 let nodes = &tree.nodes;
                 std_sort::sort_by(&mut pending, |&a, &b| {
                     let (na, nb) = (&nodes[a], &nodes[b]);
-                    (na.pts.len(), na.x0) < (nb.pts.len(), nb.x0)
+                    (na.len, na.x0) < (nb.len, nb.x0)
                 });
                 for &id in pending.iter().rev() {
                     count += tree.split(id, &mut expand);
@@ -239,7 +289,8 @@ pub fn quadtree(corners: &mut Vec<Corner>, n: usize, area: QuadtreeArea) {
         .order
         .iter()
         .map(|&i| {
-            let pts = &tree.nodes[i].pts;
+            let nd = &tree.nodes[i];
+            let pts = &tree.buf[nd.start as usize..(nd.start + nd.len) as usize];
             let mut best = pts[0];
             for c in &pts[1..] {
                 if c.response > best.response {
