@@ -12,6 +12,7 @@
 #      extractor_harness_nofma   the same with -ffp-contract=off (a build without FMA),
 #      gf_features.so            the adapter: Frame::ExtractORB fed by our clouds (LD_PRELOAD),
 #      run_sequence              ORB-SLAM3 headless on a sequence folder, states per frame,
+#      rectify_stereo            a PinHole stereo sequence rectified as ORB-SLAM3 does it,
 #      train_vocabulary          DBoW2 training with ORB-SLAM3's own DBoW2, seeded;
 #  - a vocabulary trained from tests/data (k 10, L 4, seed 1), in
 #    $GF_CACHE/orb-slam3-voc/<hash>.txt;
@@ -50,6 +51,8 @@ if [ ! -f "$T/.done" ]; then
   g++ -O2 -fPIC -shared "${W[@]}" -o "$T/gf_features.so" "$SRC/gf_features.cc" "${INC[@]}" $CV >&2
   # shellcheck disable=SC2086
   g++ -O2 "${W[@]}" -o "$T/run_sequence" "$SRC/run_sequence.cpp" "${INC[@]}" "${LIBS[@]}" $CV -lpthread >&2
+  # shellcheck disable=SC2086
+  g++ -O2 "${W[@]}" -o "$T/rectify_stereo" "$SRC/rectify_stereo.cpp" "${INC[@]}" "${LIBS[@]}" $CV >&2
   # shellcheck disable=SC2086
   g++ -O2 "${W[@]}" -o "$T/train_vocabulary" "$SRC/train_vocabulary.cpp" "${INC[@]}" "${LIBS[@]}" $CV >&2
   touch "$T/.done"

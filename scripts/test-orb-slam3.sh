@@ -10,12 +10,14 @@
 #     of the rendered one: every keypoint (x, y, size, angle, response, octave, order) and
 #     every descriptor byte identical, against ORB-SLAM3 as built here (-march=native: FMA
 #     where the CPU has it, our describe.fma) and as built without FMA (our default);
-#  3. end-to-end (scripts/vio-e2e.sh --estimator orb-slam3, one run per side, monocular-
-#     inertial and monocular, frames handed 3x slower than real time: on 2 cores ORB-SLAM3's
-#     local mapping does not keep up in real time and both sides lose track; docs/slam.md):
-#     fails unless ours has ATE <= 1.1 x own + 1 cm (a third of the
-#     ATE for monocular's Sim(3), whose runs spread more), no divergence where its own holds,
-#     initialisation no later (1 s of slack) and no more map resets;
+#  3. end-to-end (scripts/vio-e2e.sh --estimator orb-slam3, one run per side, monocular
+#     with frames handed 3x slower than real time and monocular-inertial 6x: on 2 cores
+#     ORB-SLAM3's local mapping does not keep up in real time and both sides lose track;
+#     docs/slam.md): fails unless ours has ATE <= 1.33 x own + 1 cm (monocular; 2 x own +
+#     5 cm monocular-inertial, whose IMU initialisation spreads its runs by centimetres),
+#     no divergence where its own holds, initialisation no later (1 s of slack), no more map
+#     resets (one more with the IMU), a pose for as many frames (5 % of slack) and no frame
+#     skipped by the adapter;
 #  4. bad clouds (scripts/orb-slam3/bad_input.py): ORB-SLAM3 keeps running, frames counted.
 # GF_ORB_SECONDS (12) sets the sequence's length; SKIP_ORB_SLAM3=1 (in scripts/test.sh) leaves
 # it out.
@@ -63,8 +65,10 @@ FMA_SET=()
 echo "[test-orb-slam3] extractor parity done in $((SECONDS - T2)) s (${#IMAGES[@]} images)"
 for MODE in mono-inertial mono; do
   T3=$SECONDS
+  PACE=3
+  [ "$MODE" = mono-inertial ] && PACE=6
   bash scripts/vio-e2e.sh --estimator orb-slam3 --mode "$MODE" --bag "$SEQ/bag" --gt "$SEQ/groundtruth.tum" \
-    --orb-settings "$SEQ/orb_slam3.yaml" --out "$OUT/e2e-$MODE" --repeats 1 --pace 3 >/dev/null
+    --orb-settings "$SEQ/orb_slam3.yaml" --out "$OUT/e2e-$MODE" --repeats 1 --pace "$PACE" >/dev/null
   "$VIO_PY" - "$OUT/e2e-$MODE/summary.json" "$MODE" <<'PY'
 import json, sys
 s, mode = json.load(open(sys.argv[1])), sys.argv[2]
@@ -75,14 +79,19 @@ if own["ate_rmse_m"] is None or own["diverged"]:
 elif ours["ate_rmse_m"] is None or ours["diverged"]:
     problems.append(f"ORB-SLAM3 fed by gpu_features diverged or gave no pose: {ours['runs']}")
 else:
-    rel = 1.1 if mode.endswith("inertial") else 1.33
-    bound = rel * own["ate_rmse_m"] + 0.01
+    # Monocular (Sim(3)): its runs agree within ~1.5 mm here. Monocular-inertial: the IMU
+    # initialisation's outcome spreads its runs' ATE by several centimetres on the same input
+    # (docs/slam.md), so only a loose bound there; the exactness is step 2's.
+    rel, slack = (2.0, 0.05) if mode.endswith("inertial") else (1.33, 0.01)
+    bound = rel * own["ate_rmse_m"] + slack
     if ours["ate_rmse_m"] > bound:
         problems.append(f"ATE {ours['ate_rmse_m']:.4f} m > bound {bound:.4f} m (own {own['ate_rmse_m']:.4f})")
     if ours["init_s"] is None or ours["init_s"] > own["init_s"] + 1.0:
         problems.append(f"initialised later: {ours['init_s']} s vs {own['init_s']:.2f} s")
-    if ours["map_resets"] > own["map_resets"]:
+    if ours["map_resets"] > own["map_resets"] + (1 if mode.endswith("inertial") else 0):
         problems.append(f"more map resets: {ours['map_resets']} vs {own['map_resets']}")
+    if ours["frames_with_pose"] < own["frames_with_pose"] - 0.05:
+        problems.append(f"fewer frames with a pose: {ours['frames_with_pose']:.3f} vs {own['frames_with_pose']:.3f}")
     skipped = sum(r.get("adapter", {}).get("skipped", 0) for r in ours["runs"])
     if skipped:
         problems.append(f"the adapter skipped {skipped} frames")

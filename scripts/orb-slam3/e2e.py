@@ -81,10 +81,6 @@ def check_settings(s, path, mode):
                          "extracting, so features from the bag's images would not fit; remove them "
                          "(both sides then run on the full images)")
     ncam, inertial = MODES[mode]
-    if ncam == 2 and cam == "PinHole":
-        raise SystemExit(f"{path}: stereo with PinHole cameras: ORB-SLAM3 rectifies the images before "
-                         "extracting (and matches on its pyramid); feed the node rectified images. "
-                         "Not automated here yet: use KannalaBrandt8 settings or a monocular mode")
     if inertial and "IMU.T_b_c1" not in s:
         raise SystemExit(f"{path}: {mode} needs IMU.T_b_c1")
     for k in ("ORBextractor.nFeatures", "ORBextractor.scaleFactor", "ORBextractor.nLevels",
@@ -128,6 +124,31 @@ def to_sequence(bag, topics, imu_topic, seq):
         for r in imu:
             f.write(",".join([str(r[0])] + [repr(v) for v in r[1:]]) + "\n")
     return stamps, len(imu)
+
+
+def rectified_bag(tools, settings, seq, topics, dst):
+    """PinHole stereo: ORB-SLAM3 extracts from the pairs it rectified itself, so our replay
+    gets those pixels: rectify_stereo (ORB-SLAM3's Settings maps and remap) into a folder,
+    then a bag of them with the original stamps and topics."""
+    from PIL import Image
+    rect = dst.parent / "sequence_rectified"
+    subprocess.run([str(tools / "rectify_stereo"), str(settings), str(seq), str(rect)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ts = vt.typestore2()
+    T = ts.types
+    Image_, Header, Time = T["sensor_msgs/msg/Image"], T["std_msgs/msg/Header"], T["builtin_interfaces/msg/Time"]
+    items = []
+    for line in (rect / "frames.csv").read_text().splitlines():
+        t, *paths = line.split(",")
+        t = int(t)
+        for c, p in enumerate(paths):
+            px = np.asarray(Image.open(rect / p))
+            msg = Image_(header=Header(stamp=Time(sec=t // 10**9, nanosec=t % 10**9), frame_id=f"cam{c}"),
+                         height=px.shape[0], width=px.shape[1], encoding="mono8", is_bigendian=0,
+                         step=px.shape[1], data=px.reshape(-1))
+            items.append((topics[c], Image_.__msgtype__, t, ts.serialize_cdr(msg, Image_.__msgtype__)))
+    vt.write_rosbag2(dst, items, ts)
+    return dst
 
 
 def run_orb_slam3(tools, vocabulary, settings, mode, seq, run_dir, features_dir, log, pace):
@@ -288,9 +309,12 @@ def main():
             f"detector.min_fast_threshold={s['ORBextractor.minThFAST']}", f"describe.fma={'true' if a.fma else 'false'}"]
     replay_ms = []
     t_rep = time.time()
+    replay_bag = a.bag
+    if ncam == 2 and s.get("Camera.type") == "PinHole":
+        replay_bag = rectified_bag(a.tools, a.orb_settings, seq, topics, out / "rectified_bag")
     for budget in ([n, 5 * n] if ncam == 1 else [n]):
         rep = out / f"replay_{budget}"
-        cmd = [str(a.gpu_features), "replay", str(a.bag), "--out", str(rep), "--config",
+        cmd = [str(a.gpu_features), "replay", str(replay_bag), "--out", str(rep), "--config",
                str(ROOT / "config/orb_slam3.yaml"), "--backend", a.backend, "--no-progress",
                "--set", f"select.max_keypoints={budget}"]
         for x in sets:
@@ -340,7 +364,8 @@ def main():
         results[name] = agg
     results["sequence"] = {"bag": str(a.bag), "frames": len(stamps), "imu_samples": n_imu, "mode": a.mode,
                            "settings": str(a.orb_settings), "vocabulary": str(a.vocabulary), "repeats": a.repeats,
-                           "backend": a.backend, "fma": a.fma, "pace": a.pace, "set": sets, "replay_wall_s": replay_wall,
+                           "backend": a.backend, "fma": a.fma, "pace": a.pace,
+                           "replayed": str(replay_bag), "set": sets, "replay_wall_s": replay_wall,
                            "replay_frame_ms": replay_ms, "own_extract_ms_from": "extractor_harness, 40 frames x 3"}
     (out / "summary.json").write_text(json.dumps(results, indent=1))
     (out / "summary.md").write_text(table(results))

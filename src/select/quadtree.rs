@@ -191,7 +191,10 @@ pub fn quadtree(corners: &mut Vec<Corner>, n: usize, area: QuadtreeArea) {
         return;
     }
     // Arrival order: ORB-SLAM3's vToDistributeKeys.
-    if corners.windows(2).any(|p| (p[0].y, p[0].x) > (p[1].y, p[1].x)) {
+    if corners
+        .windows(2)
+        .any(|p| (p[0].y, p[0].x) > (p[1].y, p[1].x))
+    {
         corners.sort_unstable_by_key(|c| (c.y, c.x));
     }
     if let Some(cell) = area.cell {
