@@ -336,6 +336,66 @@ mod tests {
     }
 
     #[test]
+    fn fma_moves_a_sample_where_orb_slam3_built_with_fma_does() {
+        // The one keypoint of tests/data/seq (cockatoo_03, level 0) whose descriptor
+        // differs between ORB-SLAM3 built with and without FMA: at its angle one rotated
+        // pattern offset rounds the other way once the first product is fused.
+        let (a, b) = rotation(f32::from_bits(0x432f_906d)); // 175.564163
+        let moved: Vec<_> = ORB_PATTERN
+            .iter()
+            .flat_map(|p| [(p[0], p[1]), (p[2], p[3])])
+            .filter(|&(x, y)| rotate(x, y, a, b, true) != rotate(x, y, a, b, false))
+            .collect();
+        assert!(!moved.is_empty(), "no offset moves at this angle");
+        // Elsewhere the two agree (a plain angle, exact products).
+        let (a, b) = rotation(90.0);
+        for p in ORB_PATTERN.iter() {
+            assert_eq!(
+                rotate(p[0], p[1], a, b, true),
+                rotate(p[0], p[1], a, b, false)
+            );
+        }
+    }
+
+    #[test]
+    fn orb_slam3_blur_is_the_fixed_point_gaussian_blur() {
+        // ORB-SLAM3 blurs a clone of the level: OpenCV's fixed-point path; OpenCV ORB's ROI
+        // takes the float path. Both keep to their own on noise, and they differ.
+        let mut s = 7u64;
+        let img = crate::cpu::test_util::xorshift_image(97, 61, &mut s, |r| (r >> 56) as u8);
+        let kp = Keypoint {
+            x: 40.0,
+            y: 30.0,
+            response: 0.0,
+            size: 31.0,
+            angle: 10.0,
+            octave: 0,
+        };
+        let mut want = GrayImage::default();
+        gaussian_blur(&img, 7, 2.0, &mut want, &mut BlurScratch::default());
+        let mut float = GrayImage::default();
+        blur_level(&img, &mut float, &mut BlurBuffers::default());
+        assert_ne!(want.data, float.data, "the two blurs agree on noise");
+        let levels = [img];
+        for (blur, expect) in [
+            (DescriptorBlur::OrbSlam3, &want),
+            (DescriptorBlur::Orb, &float),
+        ] {
+            let set = DescribeSettings {
+                blur,
+                ..DescribeSettings::orb(1.2)
+            };
+            let (mut scratch, mut out) = (DescribeScratch::default(), Vec::new());
+            describe_into(&levels, set, &[kp], &mut scratch, &mut out);
+            assert_eq!(&scratch.blurred()[0].data, &expect.data, "{blur:?}");
+            assert_eq!(
+                out[0],
+                describe_one(expect, &levels[0], 40, 30, 10.0, false)
+            );
+        }
+    }
+
+    #[test]
     fn rotation_constant_is_opencvs() {
         // (float)(CV_PI/180) as OpenCV rounds it.
         assert_eq!(
