@@ -16,8 +16,9 @@
 #     docs/slam.md): fails unless ours has ATE <= 1.33 x own + 1 cm (monocular; 2 x own +
 #     5 cm monocular-inertial, whose IMU initialisation spreads its runs by centimetres),
 #     no divergence where its own holds, initialisation no later (1 s of slack), no more map
-#     resets (one more with the IMU), a pose for as many frames (5 % of slack) and no frame
-#     skipped by the adapter;
+#     resets (one more with the IMU), a pose for as many frames (5 % of slack), no frame
+#     skipped by the adapter, and (--check) ORB-SLAM3's own extractor, run by the adapter on
+#     every image ORB-SLAM3 hands it, giving exactly what we fed on every frame;
 #  4. bad clouds (scripts/orb-slam3/bad_input.py): ORB-SLAM3 keeps running, frames counted.
 # GF_ORB_SECONDS (12) sets the sequence's length; SKIP_ORB_SLAM3=1 (in scripts/test.sh) leaves
 # it out.
@@ -68,7 +69,7 @@ for MODE in mono-inertial mono; do
   PACE=3
   [ "$MODE" = mono-inertial ] && PACE=6
   bash scripts/vio-e2e.sh --estimator orb-slam3 --mode "$MODE" --bag "$SEQ/bag" --gt "$SEQ/groundtruth.tum" \
-    --orb-settings "$SEQ/orb_slam3.yaml" --out "$OUT/e2e-$MODE" --repeats 1 --pace "$PACE" >/dev/null
+    --orb-settings "$SEQ/orb_slam3.yaml" --out "$OUT/e2e-$MODE" --repeats 1 --pace "$PACE" --check >/dev/null
   "$VIO_PY" - "$OUT/e2e-$MODE/summary.json" "$MODE" <<'PY'
 import json, sys
 s, mode = json.load(open(sys.argv[1])), sys.argv[2]
@@ -92,9 +93,15 @@ else:
         problems.append(f"more map resets: {ours['map_resets']} vs {own['map_resets']}")
     if ours["frames_with_pose"] < own["frames_with_pose"] - 0.05:
         problems.append(f"fewer frames with a pose: {ours['frames_with_pose']:.3f} vs {own['frames_with_pose']:.3f}")
-    skipped = sum(r.get("adapter", {}).get("skipped", 0) for r in ours["runs"])
+    ad = [r.get("adapter", {}) for r in ours["runs"]]
+    skipped, checked = sum(x.get("skipped", 0) for x in ad), sum(x.get("checked", 0) for x in ad)
+    differs = sum(x.get("check_differs", 0) for x in ad)
     if skipped:
         problems.append(f"the adapter skipped {skipped} frames")
+    if not checked or differs:
+        problems.append(f"fed keypoints differ from ORB-SLAM3's extractor on {differs} of {checked} frames")
+    print(f"[test-orb-slam3] {mode}: ORB-SLAM3's own extractor on the {checked} images it tracked: "
+          f"{differs} differ from what we fed")
 print(f"[test-orb-slam3] {mode}: ATE own {own['ate_rmse_m']} m, gpu_features {ours['ate_rmse_m']} m; "
       f"init {own['init_s']} / {ours['init_s']} s; lost {own['lost_frames']} / {ours['lost_frames']}; "
       f"extraction {own['extract_ms']} / {ours['extract_ms']} ms per frame")

@@ -151,13 +151,15 @@ def rectified_bag(tools, settings, seq, topics, dst):
     return dst
 
 
-def run_orb_slam3(tools, vocabulary, settings, mode, seq, run_dir, features_dir, log, pace):
+def run_orb_slam3(tools, vocabulary, settings, mode, seq, run_dir, features_dir, log, pace, check=False):
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     if features_dir is not None:
         env["LD_PRELOAD"] = str(tools / "gf_features.so")
         env["GF_FEATURES_DIR"] = str(features_dir)
         env["GF_FEATURES_STATS"] = str(run_dir / "adapter.json")
+        if check:
+            env["GF_FEATURES_CHECK"] = "1"
     t0 = time.time()
     p = subprocess.run([str(tools / "run_sequence"), str(vocabulary), str(settings), mode, str(seq), str(run_dir),
                         str(pace)],
@@ -280,6 +282,9 @@ def main():
     ap.add_argument("--backend", default="cpu", help="gpu_features' backend for the replay")
     ap.add_argument("--fma", type=int, default=0, help="1: describe.fma (ORB-SLAM3 built with FMA)")
     ap.add_argument("--only", choices=["own", "gpu_features"])
+    ap.add_argument("--check", action="store_true",
+                    help="the adapter also runs ORB-SLAM3's extractor on every image it is handed and "
+                         "counts frames where ours differ (adapter.json: checked, check_differs)")
     ap.add_argument("--pace", type=float, default=1.0,
                     help="hand frames this many times slower than real time (default 1: real time)")
     ap.add_argument("--tools", required=True, type=Path)
@@ -338,7 +343,8 @@ def main():
             rd = out / name / f"run{r}"
             shutil.rmtree(rd, ignore_errors=True)
             log.write(f"\n==== {name} run {r} ====\n")
-            done, wall, rc = run_orb_slam3(a.tools, a.vocabulary, a.orb_settings, a.mode, seq, rd, fdir, log, a.pace)
+            done, wall, rc = run_orb_slam3(a.tools, a.vocabulary, a.orb_settings, a.mode, seq, rd, fdir, log,
+                                           a.pace, a.check)
             if done is None:
                 res = {"ate_rmse_m": None, "diverged": True, "crashed": rc, "init_s": None, "lost_frames": None,
                        "map_resets": None, "frames_with_pose": 0.0}
@@ -364,7 +370,7 @@ def main():
         results[name] = agg
     results["sequence"] = {"bag": str(a.bag), "frames": len(stamps), "imu_samples": n_imu, "mode": a.mode,
                            "settings": str(a.orb_settings), "vocabulary": str(a.vocabulary), "repeats": a.repeats,
-                           "backend": a.backend, "fma": a.fma, "pace": a.pace,
+                           "backend": a.backend, "fma": a.fma, "pace": a.pace, "check": a.check,
                            "replayed": str(replay_bag), "set": sets, "replay_wall_s": replay_wall,
                            "replay_frame_ms": replay_ms, "own_extract_ms_from": "extractor_harness, 40 frames x 3"}
     (out / "summary.json").write_text(json.dumps(results, indent=1))

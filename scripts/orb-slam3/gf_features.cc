@@ -24,6 +24,11 @@
 // A stereo frame also gets its extractor's image pyramid (ComputePyramid), which ORB-SLAM3's
 // stereo matching reads.
 //
+// GF_FEATURES_CHECK=1 also runs ORB-SLAM3's own extractor on the image ORB-SLAM3 handed over
+// (after its own rectification or resizing) and counts the frames where anything differs
+// from what we fed: the consumer's code as the oracle inside a running SLAM (extraction time
+// is then ORB-SLAM3's again; for verification, not for timing).
+//
 // Bad input never stops the SLAM process: a missing file, a frame without a record, a
 // cloud without the fields, with a short point_step, a truncated record or an octave beyond
 // the extractor's levels makes that frame's keypoints empty (ORB-SLAM3 treats it as a frame
@@ -73,6 +78,9 @@ struct Source {
 
 struct Stats {
     long fed = 0, skipped = 0, keypoints = 0;
+    // GF_FEATURES_CHECK: frames compared with ORB-SLAM3's own extractor on the same image,
+    // and those where anything differed.
+    long checked = 0, check_differs = 0;
     std::map<std::string, long> reasons;
 };
 
@@ -221,12 +229,18 @@ int lapping(const std::vector<cv::KeyPoint>& in, const cv::Mat& din, int x0, int
 
 struct Report {
     ~Report() {
-        std::fprintf(stderr, "[gf_features] %ld frames fed (%ld keypoints), %ld skipped\n", g_stats.fed,
+        std::fprintf(stderr, "[gf_features] %ld frames fed (%ld keypoints), %ld skipped", g_stats.fed,
                      g_stats.keypoints, g_stats.skipped);
+        if (g_stats.checked)
+            std::fprintf(stderr, "; checked against ORB-SLAM3's extractor: %ld frames, %ld differ", g_stats.checked,
+                         g_stats.check_differs);
+        std::fprintf(stderr, "\n");
         if (const char* path = std::getenv("GF_FEATURES_STATS")) {
             if (FILE* f = std::fopen(path, "w")) {
-                std::fprintf(f, "{\"fed\": %ld, \"keypoints\": %ld, \"skipped\": %ld, \"reasons\": {", g_stats.fed,
-                             g_stats.keypoints, g_stats.skipped);
+                std::fprintf(f,
+                             "{\"fed\": %ld, \"keypoints\": %ld, \"skipped\": %ld, \"checked\": %ld, "
+                             "\"check_differs\": %ld, \"reasons\": {",
+                             g_stats.fed, g_stats.keypoints, g_stats.skipped, g_stats.checked, g_stats.check_differs);
                 bool first = true;
                 for (const auto& kv : g_stats.reasons) {
                     std::string key;
@@ -288,4 +302,23 @@ void ORB_SLAM3::Frame::ExtractORB(int flag, const cv::Mat& im, const int x0, con
     }
     std::vector<int> area = {x0, x1};
     mono = lapping(got, d, area[0], area[1], keys, descs);
+    if (std::getenv("GF_FEATURES_CHECK")) {
+        // ORB-SLAM3's own extractor on the very image it handed us (rectified, resized, as
+        // it is): what it would have used. Every field and byte must be ours.
+        std::vector<cv::KeyPoint> own;
+        cv::Mat od;
+        const int own_mono = (*ex)(im, cv::Mat(), own, od, area);
+        bool same = own_mono == mono && own.size() == keys.size() && od.rows == descs.rows;
+        for (size_t i = 0; same && i < own.size(); ++i) {
+            const cv::KeyPoint &a = own[i], &b = keys[i];
+            same = a.pt.x == b.pt.x && a.pt.y == b.pt.y && a.size == b.size && a.angle == b.angle &&
+                   a.response == b.response && a.octave == b.octave &&
+                   std::memcmp(od.ptr(int(i)), descs.ptr(int(i)), 32) == 0;
+        }
+        std::lock_guard<std::mutex> lock(g_mutex);
+        ++g_stats.checked;
+        if (!same && g_stats.check_differs++ == 0)
+            std::fprintf(stderr, "[gf_features] frame at %.9f s (camera %d): differs from ORB-SLAM3's extractor "
+                         "(%zu keypoints vs its %zu)\n", mTimeStamp, flag, keys.size(), own.size());
+    }
 }
