@@ -13,7 +13,7 @@
 //! ([`crate::image::MAX_SIDE`], [`crate::image::MAX_PIXELS`]); the pipeline runs on decoded
 //! images only up to [`PIPELINE_MAX_PIXELS`].
 //!
-//! May import: `bag`, `cdr`, `config`, `cpu`, `features`, `image`, `pipeline`, `replay` (the
+//! May import: `bag`, `cdr`, `config`, `cpu`, `features`, `image`, `pipeline`, `replay`, `select` (the
 //! fuzz harnesses drive the rooms they test).
 
 use std::cell::RefCell;
@@ -154,7 +154,7 @@ pub fn check_features(f: &Features, cfg: &Config, w: usize, h: usize) {
         );
     }
     if cfg.select.max_keypoints > 0 {
-        assert!(f.keypoints.len() <= cfg.select.max_keypoints as usize);
+        assert!(f.keypoints.len() <= crate::select::max_kept(cfg, &f.level_sizes));
     }
     for k in &f.keypoints {
         assert!(

@@ -117,6 +117,30 @@ pub fn select(corners: &mut Vec<Corner>, n: usize, cfg: &SelectConfig, area: Qua
     }
 }
 
+/// The most keypoints a frame with these level sizes can get: the budget, except with
+/// ORB-SLAM3's quadtree, which keeps per level up to two nodes more than its share, or the
+/// four children of each root its first round always makes (`select::quadtree`).
+pub fn max_kept(cfg: &Config, level_sizes: &[(usize, usize)]) -> usize {
+    let budget = cfg.select.max_keypoints as usize;
+    if cfg.select.spread != Spread::Quadtree || budget == 0 {
+        return budget;
+    }
+    let per = features_per_level(budget, level_sizes.len(), cfg.pyramid.scale_factor);
+    let b = cfg.detector.border.max(3) as f32;
+    level_sizes
+        .iter()
+        .zip(per)
+        .map(|(&(w, h), n)| {
+            let (bw, bh) = (
+                (w as f32 - 2.0 * b + 6.0).max(1.0),
+                (h as f32 - 2.0 * b + 6.0).max(1.0),
+            );
+            let roots = ((bw / bh).round() as usize).max(1);
+            (n + 2).max(4 * roots)
+        })
+        .sum()
+}
+
 /// A level corner as a level-0 keypoint, with the level's scale (`pyramid.scales`: ORB's
 /// `(float)pow((double)scale, level)`, not an f32 `powi`, which differs from level 3 on; or
 /// ORB-SLAM3's running product, whose keypoint size is truncated to an integer).
