@@ -150,12 +150,18 @@ fn check_features(f: &Features, cfg: &Config, w: usize, h: usize) {
         }
     }
     let mut sorted = f.keypoints.clone();
-    sorted.sort_by(|a, b| {
-        (a.octave, a.y, a.x)
-            .partial_cmp(&(b.octave, b.y, b.x))
-            .unwrap()
-    });
-    assert_eq!(sorted, f.keypoints, "keypoints not in (octave, y, x) order");
+    if cfg.select.spread == Spread::Quadtree && cfg.select.max_keypoints > 0 {
+        // Levels in turn, each in ORB-SLAM3's node order (its keypoint order).
+        sorted.sort_by_key(|k| k.octave);
+        assert_eq!(sorted, f.keypoints, "keypoints not in octave order");
+    } else {
+        sorted.sort_by(|a, b| {
+            (a.octave, a.y, a.x)
+                .partial_cmp(&(b.octave, b.y, b.x))
+                .unwrap()
+        });
+        assert_eq!(sorted, f.keypoints, "keypoints not in (octave, y, x) order");
+    }
 }
 
 fn same(a: &Features, b: &Features) -> bool {
