@@ -11,8 +11,8 @@ use crate::select::Corner;
 /// ORB-SLAM3 (`EDGE_THRESHOLD = border`), it is grown by FAST's 3 px margin to a span of
 /// `size - 2 * border + 6`, cut into `floor(span / cell_size)` cells of side
 /// `ceil(span / cells)` (none, so nothing is detected, where a span is shorter than a cell:
-/// ORB-SLAM3's `nCols` or `nRows` is 0 there), and each window is a cell plus 6 px (the overlap that FAST's margins
-/// eat), clipped to the span. Windows too small for FAST (under 7 px) are skipped. The
+/// ORB-SLAM3's `nCols` or `nRows` is 0 there), and each window is a cell plus 6 px (the
+/// overlap that FAST's margins eat), clipped to the span. Windows too small for FAST (under 7 px) are skipped. The
 /// windows' detectable parts tile the area without overlap.
 pub fn cell_windows(
     width: usize,

@@ -1,7 +1,8 @@
 //! Image pyramid (CPU reference for `kernels/pyramid.cu`).
 //!
-//! Level `i` is `cv::resize(level i-1, level_size(Scales::Orb, .., i))`, as OpenCV's ORB builds it: each
-//! level from the previous one, to the size ORB derives from level 0.
+//! Level `i` is `cv::resize(level i-1, level_size(.., i))`, as OpenCV's ORB and ORB-SLAM3
+//! build it: each level from the previous one, to the size derived from level 0
+//! (`pyramid.scales` picks whose scale).
 //!
 //! Exactness (checked by `tests/exact_pyramid_orb.rs` against OpenCV 5.0 goldens, and against
 //! `cv2.resize` on random images of 2..1920 columns, down- and up-scaling):

@@ -138,22 +138,163 @@ impl Tree {
     }
 }
 
-/// `v` in ascending `key` order, stably, for small integer keys below `n` (a counting sort).
-fn bucket_stable(v: &mut Vec<Corner>, n: usize, key: impl Fn(&Corner) -> usize) {
-    let mut at = vec![0usize; n + 1];
-    for c in v.iter() {
-        at[key(c) + 1] += 1;
+/// `v` in ascending `key` order, stably, for small integer keys below `n` (a counting
+/// sort), and how many corners each key has.
+fn bucket_stable(
+    v: &[Corner],
+    n: usize,
+    key: impl Fn(&Corner) -> usize,
+) -> (Vec<Corner>, Vec<u32>) {
+    let mut counts = vec![0u32; n];
+    for c in v {
+        counts[key(c)] += 1;
     }
-    for i in 0..n {
-        at[i + 1] += at[i];
-    }
-    let mut out = v.clone();
-    for c in v.iter() {
+    let mut at: Vec<usize> = counts
+        .iter()
+        .scan(0usize, |sum, &c| {
+            let start = *sum;
+            *sum += c as usize;
+            Some(start)
+        })
+        .collect();
+    let mut out = v.to_vec();
+    for c in v {
         let k = key(c);
         out[at[k]] = *c;
         at[k] += 1;
     }
-    *v = out;
+    (out, counts)
+}
+
+/// ORB-SLAM3's `vToDistributeKeys` order: cell by cell (row-major) when the corners were
+/// detected per FAST cell (`cell`), raster order inside a cell; raster order otherwise.
+/// `lo` and `(w, h)`: the box.
+fn arrival_order(corners: &mut Vec<Corner>, cell: Option<u32>, lo: i64, w: i64, h: i64) {
+    if corners
+        .windows(2)
+        .any(|p| (p[0].y, p[0].x) > (p[1].y, p[1].x))
+    {
+        corners.sort_unstable_by_key(|c| (c.y, c.x));
+    }
+    if let Some(cell) = cell {
+        // Cell by cell from raster order (a stable bucket sort by cell keeps raster order
+        // inside each).
+        let cell = cell.max(1) as i64;
+        let (cols, rows) = ((w / cell).max(1), (h / cell).max(1));
+        let (cw, ch) = ((w + cols - 1) / cols, (h + rows - 1) / rows);
+        // A cell's FAST window starts at lo + j * cw; its detections at 3 px inside it.
+        let at = |v: u32, side: i64, count: i64| ((v as i64 - lo - 3) / side).clamp(0, count - 1);
+        *corners = bucket_stable(corners, (rows * cols) as usize, |c| {
+            (at(c.y, ch, rows) * cols + at(c.x, cw, cols)) as usize
+        })
+        .0;
+    }
+}
+
+impl Tree {
+    /// Step 1: `round(w / h)` roots side by side over the `w x h` box at `lo`, each with its
+    /// corners (in arrival order) as one run; the empty ones left out of the list.
+    fn roots(corners: &[Corner], lo: i64, w: i64, h: i64) -> Tree {
+        let n_ini = ((w as f32 / h as f32).round() as i32).max(1);
+        let hx = w as f32 / n_ini as f32;
+        let root_of =
+            |c: &Corner| (((c.x as i64 - lo) as f32 / hx) as usize).min(n_ini as usize - 1);
+        let (buf, counts) = bucket_stable(corners, n_ini as usize, root_of);
+        let mut tree = Tree {
+            nodes: Vec::new(),
+            order: Vec::new(),
+            front: Vec::new(),
+            scratch: Vec::with_capacity(buf.len()),
+            buf,
+            lo: lo as u32,
+        };
+        let mut start = 0u32;
+        for (i, &len) in counts.iter().enumerate() {
+            let i = i as i32;
+            let id = tree.push(Node {
+                x0: (hx * i as f32) as i32,
+                y0: 0,
+                x1: (hx * (i + 1) as f32) as i32,
+                y1: h as i32,
+                start,
+                len,
+                no_more: len == 1,
+                alive: len > 0,
+            });
+            start += len;
+            if len > 0 {
+                tree.order.push(id);
+            }
+        }
+        tree
+    }
+
+    /// Step 2: rounds of splits until `n` nodes, a round that adds none, or the one-at-a-time
+    /// splits of the biggest nodes that reach `n`.
+    fn distribute(&mut self, n: usize) {
+        loop {
+            let prev = self.order.len();
+            let mut expand = Vec::new();
+            for i in 0..self.order.len() {
+                let id = self.order[i];
+                if !self.nodes[id].no_more {
+                    self.split(id, &mut expand);
+                }
+            }
+            self.settle();
+            let size = self.order.len();
+            if size >= n || size == prev {
+                return;
+            }
+            if size + expand.len() * 3 > n {
+                return self.split_biggest(n, size, expand);
+            }
+        }
+    }
+
+    /// The last round could overshoot `n` (from `count` nodes): `expand`, sorted by
+    /// (corners, left edge) with libstdc++'s `std::sort`, split from the back until `n`,
+    /// then their children likewise, until `n` or a pass that adds nothing.
+    fn split_biggest(&mut self, n: usize, mut count: usize, mut expand: Vec<usize>) {
+        loop {
+            let prev = count;
+            let mut pending = std::mem::take(&mut expand);
+            let nodes = &self.nodes;
+            std_sort::sort_by(&mut pending, |&a, &b| {
+                let (na, nb) = (&nodes[a], &nodes[b]);
+                (na.len, na.x0) < (nb.len, nb.x0)
+            });
+            for &id in pending.iter().rev() {
+                count += self.split(id, &mut expand);
+                count -= 1;
+                if count >= n {
+                    break;
+                }
+            }
+            self.settle();
+            if count >= n || count == prev {
+                return;
+            }
+        }
+    }
+
+    /// Step 3: each node's first corner of the largest response, in list order.
+    fn best_per_node(&self) -> Vec<Corner> {
+        self.order
+            .iter()
+            .map(|&i| {
+                let nd = &self.nodes[i];
+                let pts = &self.buf[nd.start as usize..(nd.start + nd.len) as usize];
+                let mut best = pts[0];
+                for c in &pts[1..] {
+                    if c.response > best.response {
+                        best = *c;
+                    }
+                }
+                best
+            })
+            .collect()
+    }
 }
 
 /// ORB-SLAM3 v1.0's `ORBextractor::DistributeOctTree` on one level, reproduced step for step
@@ -190,118 +331,8 @@ pub fn quadtree(corners: &mut Vec<Corner>, n: usize, area: QuadtreeArea) {
         corners.clear();
         return;
     }
-    // Arrival order: ORB-SLAM3's vToDistributeKeys.
-    if corners
-        .windows(2)
-        .any(|p| (p[0].y, p[0].x) > (p[1].y, p[1].x))
-    {
-        corners.sort_unstable_by_key(|c| (c.y, c.x));
-    }
-    if let Some(cell) = area.cell {
-        // Cell by cell from raster order (a stable bucket sort by cell keeps raster order
-        // inside each).
-        let cell = cell.max(1) as i64;
-        let (cols, rows) = ((w / cell).max(1), (h / cell).max(1));
-        let (cw, ch) = ((w + cols - 1) / cols, (h + rows - 1) / rows);
-        // A cell's FAST window starts at lo + j * cw; its detections at 3 px inside it.
-        let at = |v: u32, side: i64, count: i64| ((v as i64 - lo - 3) / side).clamp(0, count - 1);
-        bucket_stable(corners, (rows * cols) as usize, |c| {
-            (at(c.y, ch, rows) * cols + at(c.x, cw, cols)) as usize
-        });
-    }
-
-    let n_ini = ((w as f32 / h as f32).round() as i32).max(1);
-    let hx = w as f32 / n_ini as f32;
-    let root_of = |c: &Corner| (((c.x as i64 - lo) as f32 / hx) as usize).min(n_ini as usize - 1);
-    // The roots' corners, each root's in arrival order, one run per root.
-    let mut counts = vec![0u32; n_ini as usize];
-    for c in corners.iter() {
-        counts[root_of(c)] += 1;
-    }
-    let mut buf = corners.clone();
-    bucket_stable(&mut buf, n_ini as usize, root_of);
-    let mut tree = Tree {
-        nodes: Vec::new(),
-        order: Vec::new(),
-        front: Vec::new(),
-        scratch: Vec::with_capacity(buf.len()),
-        buf,
-        lo: lo as u32,
-    };
-    let mut start = 0u32;
-    for (i, &len) in counts.iter().enumerate() {
-        let i = i as i32;
-        let id = tree.push(Node {
-            x0: (hx * i as f32) as i32,
-            y0: 0,
-            x1: (hx * (i + 1) as f32) as i32,
-            y1: h as i32,
-            start,
-            len,
-            no_more: len == 1,
-            alive: len > 0,
-        });
-        start += len;
-        if len > 0 {
-            tree.order.push(id);
-        }
-    }
-
-    loop {
-        let prev = tree.order.len();
-        let mut expand = Vec::new();
-        for i in 0..tree.order.len() {
-            let id = tree.order[i];
-            if !tree.nodes[id].no_more {
-                tree.split(id, &mut expand);
-            }
-        }
-        tree.settle();
-        let size = tree.order.len();
-        if size >= n || size == prev {
-            break;
-        }
-        if size + expand.len() * 3 > n {
-            // Split the biggest nodes one at a time until the budget is met.
-            let mut count = size;
-            loop {
-                let prev = count;
-                let mut pending = std::mem::take(&mut expand);
-                let nodes = &tree.nodes;
-                std_sort::sort_by(&mut pending, |&a, &b| {
-                    let (na, nb) = (&nodes[a], &nodes[b]);
-                    (na.len, na.x0) < (nb.len, nb.x0)
-                });
-                for &id in pending.iter().rev() {
-                    count += tree.split(id, &mut expand);
-                    count -= 1;
-                    if count >= n {
-                        break;
-                    }
-                }
-                tree.settle();
-                if count >= n || count == prev {
-                    break;
-                }
-            }
-            break;
-        }
-    }
-
-    let kept: Vec<Corner> = tree
-        .order
-        .iter()
-        .map(|&i| {
-            let nd = &tree.nodes[i];
-            let pts = &tree.buf[nd.start as usize..(nd.start + nd.len) as usize];
-            let mut best = pts[0];
-            for c in &pts[1..] {
-                if c.response > best.response {
-                    best = *c;
-                }
-            }
-            best
-        })
-        .collect();
-    *corners = kept;
+    arrival_order(corners, area.cell, lo, w, h);
+    let mut tree = Tree::roots(corners, lo, w, h);
+    tree.distribute(n);
+    *corners = tree.best_per_node();
 }
