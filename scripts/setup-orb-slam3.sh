@@ -16,7 +16,7 @@
 #      train_vocabulary          DBoW2 training with ORB-SLAM3's own DBoW2, seeded;
 #  - a vocabulary trained from tests/data (k 10, L 4, seed 1), in
 #    $GF_CACHE/orb-slam3-voc/<hash>.txt;
-#  - the venv of the VIO scripts (target/py-vio: rosbags, numpy, pillow, evo).
+#  - the venv of the VIO scripts (scripts/setup-vio-python.sh: target/py-vio).
 # Prints shell assignments: ORB_SLAM3_DIR, ORB_TOOLS, ORB_VOCABULARY, ORB_FMA (1 when the
 # build contracts to FMA), VIO_PY.
 set -euo pipefail
@@ -71,15 +71,11 @@ if [ ! -s "$VOC" ]; then
   echo "[setup-orb-slam3] vocabulary trained in $((SECONDS - T2)) s" >&2
 fi
 
-VENV=$ROOT/target/py-vio
-if ! "$VENV/bin/python" -c "import rosbags, numpy, PIL, evo" 2>/dev/null; then
-  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
-  "$VENV/bin/pip" install -q "rosbags==0.11.9" "numpy>=1.26" "pillow>=10" "evo==1.31.1" >&2
-fi
+VIO_PY=$(bash "$ROOT/scripts/setup-vio-python.sh")
 FMA=0
 grep -qw fma /proc/cpuinfo && FMA=1
 echo "ORB_SLAM3_DIR=$R"
 echo "ORB_TOOLS=$T"
 echo "ORB_VOCABULARY=$VOC"
 echo "ORB_FMA=$FMA"
-echo "VIO_PY=$VENV/bin/python"
+echo "VIO_PY=$VIO_PY"

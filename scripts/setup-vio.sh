@@ -7,7 +7,7 @@
 #  - the harnesses that run VINS's own FeatureTracker (scripts/vins/track_harness.cpp) and
 #    camodocal's liftProjective (scripts/vins/lift_harness.cpp), linked against that build,
 #    into target/vins-harness;
-#  - a venv (target/py-vio) with rosbags, numpy, pillow and evo (trajectory metrics).
+#  - the venv of the VIO scripts (scripts/setup-vio-python.sh: target/py-vio, with evo).
 # Prints shell assignments: VINS_SETUP, VINS_NODE, VINS_HARNESS, VIO_PY, ROSBAGS_CONVERT.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,11 +15,7 @@ SHARED=${GF_SHARED:-$ROOT/../shared}
 [ -x "$SHARED/vins-fusion/setup.sh" ] || { echo "setup-vio: $SHARED/vins-fusion/setup.sh not found (set GF_SHARED)" >&2; exit 1; }
 WS=${GF_CACHE:-$HOME/.cache/gpu_features}/vins-ws
 SETUP=$(bash "$SHARED/vins-fusion/setup.sh" "$WS")
-VENV=$ROOT/target/py-vio
-if ! "$VENV/bin/python" -c "import rosbags, numpy, PIL, evo" 2>/dev/null; then
-  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
-  "$VENV/bin/pip" install -q "rosbags==0.11.9" "numpy>=1.26" "pillow>=10" "evo==1.31.1" >&2
-fi
+VIO_PY=$(bash "$ROOT/scripts/setup-vio-python.sh")
 H=$ROOT/target/vins-harness
 SRC=$WS/src/VINS-Fusion
 stamp=$(cat "$ROOT/scripts/vins/track_harness.cpp" "$ROOT/scripts/vins/lift_harness.cpp" "$WS/.vins-stamp" | sha256sum | cut -c1-16)
@@ -39,5 +35,5 @@ echo "VINS_WS=$WS"
 echo "VINS_NODE=$WS/devel/lib/vins/vins_node"
 echo "VINS_HARNESS=$H/track_harness"
 echo "VINS_LIFT_HARNESS=$H/lift_harness"
-echo "VIO_PY=$VENV/bin/python"
-echo "ROSBAGS_CONVERT=$VENV/bin/rosbags-convert"
+echo "VIO_PY=$VIO_PY"
+echo "ROSBAGS_CONVERT=$(dirname "$VIO_PY")/rosbags-convert"

@@ -13,10 +13,11 @@ import numpy as np
 
 
 def read_opencv_yaml(path):
-    """The top-level scalar keys of an OpenCV YAML file (enough for VINS's settings)."""
+    """The top-level scalar keys of an OpenCV YAML file (enough for VINS's settings; dotted
+    names, as ORB-SLAM3's `Camera1.fx`, too)."""
     out = {}
     for line in Path(path).read_text().splitlines():
-        m = re.match(r'^([A-Za-z_][A-Za-z0-9_]*):\s*(.*?)\s*(#.*)?$', line)
+        m = re.match(r'^([A-Za-z_][A-Za-z0-9_.]*):\s*(.*?)\s*(#.*)?$', line)
         if not m or m.group(2).startswith("!!"):
             continue
         v = m.group(2)

@@ -42,6 +42,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 import vins_tools as vt  # noqa: E402
 from clouds_to_gfkp import convert  # noqa: E402
+from vio_e2e import fmt, median_spread  # noqa: E402
 
 DIVERGED_M = 1.0  # an ATE RMSE above this (or no trajectory) counts as divergence
 # Tracking::eTrackingState
@@ -50,23 +51,13 @@ MODES = {"mono": (1, False), "mono-inertial": (1, True), "stereo": (2, False), "
 
 
 def read_settings(path):
-    """ORB-SLAM3 settings: scalar keys (dotted names) and 4x4 matrices."""
+    """ORB-SLAM3 settings: the scalar keys (dotted names: vins_tools.read_opencv_yaml) and
+    the 4x4 `!!opencv-matrix` ones as arrays."""
+    out = vt.read_opencv_yaml(path)
     text = Path(path).read_text()
-    out = {}
-    for m in re.finditer(r'^([A-Za-z_][\w.]*):\s*(.*?)\s*(?:#.*)?$', text, re.M):
-        key, v = m.group(1), m.group(2)
-        if v.startswith("!!opencv-matrix"):
-            body = text[m.end():]
-            data = re.search(r'data:\s*\[([^\]]*)\]', body)
-            out[key] = np.array([float(x) for x in data.group(1).replace("\n", " ").split(",")]).reshape(4, 4)
-            continue
-        if len(v) >= 2 and v[0] == v[-1] == '"':
-            out[key] = v[1:-1]
-            continue
-        try:
-            out[key] = float(v) if any(c in v for c in ".eE") else int(v)
-        except ValueError:
-            out[key] = v
+    for m in re.finditer(r'^([A-Za-z_][\w.]*):\s*!!opencv-matrix', text, re.M):
+        data = re.search(r'data:\s*\[([^\]]*)\]', text[m.end():])
+        out[m.group(1)] = np.array([float(x) for x in data.group(1).replace("\n", " ").split(",")]).reshape(4, 4)
     return out
 
 
@@ -228,13 +219,6 @@ def score(run_dir, gt_file, stamps, inertial, t_bc, tmp):
     return res
 
 
-def median_spread(vals):
-    v = [x for x in vals if x is not None]
-    if not v:
-        return None, None
-    return statistics.median(v), max(v) - min(v)
-
-
 def extract_ms_own(tools, settings, seq, frames, n):
     """ORB-SLAM3's extractor per frame (extractor_harness: its ORBextractor.cc as ORB-SLAM3
     compiles it), median over the first n frames' medians of 3 calls."""
@@ -376,10 +360,6 @@ def main():
     (out / "summary.json").write_text(json.dumps(results, indent=1))
     (out / "summary.md").write_text(table(results))
     print(table(results))
-
-
-def fmt(v, p=4):
-    return "-" if v is None else f"{v:.{p}f}"
 
 
 def table(res):
