@@ -10,11 +10,13 @@
 #     of the rendered one: every keypoint (x, y, size, angle, response, octave, order) and
 #     every descriptor byte identical, against ORB-SLAM3 as built here (-march=native: FMA
 #     where the CPU has it, our describe.fma) and as built without FMA (our default);
-#  3. end-to-end (scripts/vio-e2e.sh --estimator orb-slam3, one run per side, monocular
-#     with frames handed 3x slower than real time and monocular-inertial 6x: on 2 cores
-#     ORB-SLAM3's local mapping does not keep up in real time and both sides lose track;
-#     docs/slam.md): fails unless ours has ATE <= 1.33 x own + 1 cm (monocular; 2 x own +
-#     5 cm monocular-inertial, whose IMU initialisation spreads its runs by centimetres),
+#  3. end-to-end (scripts/vio-e2e.sh --estimator orb-slam3 --pace 0: frames handed in
+#     lockstep with ORB-SLAM3's local mapping and loop closing, so a run does not depend on
+#     how busy the machine is (paced runs lost track or not with the CI machine's load; on 2
+#     cores its local mapping does not keep up in real time; docs/slam.md); monocular one run
+#     per side, monocular-inertial three, medians compared): fails unless ours has ATE <=
+#     1.33 x own + 1 cm (monocular; 2 x own + 5 cm monocular-inertial, whose IMU
+#     initialisation spreads its runs by centimetres even in lockstep),
 #     no divergence where its own holds, initialisation no later (1 s of slack), no more map
 #     resets (one more with the IMU), a pose for as many frames (5 % of slack), no frame
 #     skipped by the adapter, and (--check) ORB-SLAM3's own extractor, run by the adapter on
@@ -66,18 +68,19 @@ FMA_SET=()
 echo "[test-orb-slam3] extractor parity done in $((SECONDS - T2)) s (${#IMAGES[@]} images)"
 for MODE in mono-inertial mono; do
   T3=$SECONDS
-  PACE=3
-  [ "$MODE" = mono-inertial ] && PACE=6
+  REPEATS=1
+  [ "$MODE" = mono-inertial ] && REPEATS=3
   bash scripts/vio-e2e.sh --estimator orb-slam3 --mode "$MODE" --bag "$SEQ/bag" --gt "$SEQ/groundtruth.tum" \
-    --orb-settings "$SEQ/orb_slam3.yaml" --out "$OUT/e2e-$MODE" --repeats 1 --pace "$PACE" --check >/dev/null
+    --orb-settings "$SEQ/orb_slam3.yaml" --out "$OUT/e2e-$MODE" --repeats "$REPEATS" --pace 0 --check >/dev/null
   "$VIO_PY" - "$OUT/e2e-$MODE/summary.json" "$MODE" <<'PY'
 import json, sys
 s, mode = json.load(open(sys.argv[1])), sys.argv[2]
 own, ours = s["own"], s["gpu_features"]
 problems = []
-if own["ate_rmse_m"] is None or own["diverged"]:
+# `diverged`: how many of the runs diverged; the ATE is the runs' median.
+if own["ate_rmse_m"] is None or own["diverged"] == len(own["runs"]):
     problems.append(f"ORB-SLAM3 on its own extractor gave no trajectory: {own['runs']}")
-elif ours["ate_rmse_m"] is None or ours["diverged"]:
+elif ours["ate_rmse_m"] is None or ours["diverged"] > own["diverged"]:
     problems.append(f"ORB-SLAM3 fed by gpu_features diverged or gave no pose: {ours['runs']}")
 else:
     # Monocular (Sim(3)): its runs agree within ~1.5 mm here. Monocular-inertial: the IMU

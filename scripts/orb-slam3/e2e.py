@@ -11,8 +11,10 @@ gpu_features' keypoints; both scored against the ground truth with evo.
                       (gf_features.so, LD_PRELOAD) instead of extracting.
 
 Each side runs --repeats times (ORB-SLAM3 is multi-threaded: its runs differ), paced at the
-sequence's rate by run_sequence (scripts/orb-slam3/run_sequence.cpp), which logs the tracking
-state per frame. Scored with evo: ATE RMSE after SE(3) alignment with an IMU, Sim(3) for
+sequence's rate times --pace by run_sequence (scripts/orb-slam3/run_sequence.cpp), or with
+--pace 0 in lockstep (each frame handed once local mapping and loop closing are idle: the
+runs then depend on the input, not on the machine's speed), which logs the tracking state per
+frame. Scored with evo: ATE RMSE after SE(3) alignment with an IMU, Sim(3) for
 monocular (camera poses against the ground truth moved to the camera by IMU.T_b_c1 when the
 settings have it); time to initialisation; lost frames and map resets from the states; the
 share of frames with a pose; and the extraction time per frame (ORB-SLAM3's extractor timed
@@ -270,7 +272,8 @@ def main():
                     help="the adapter also runs ORB-SLAM3's extractor on every image it is handed and "
                          "counts frames where ours differ (adapter.json: checked, check_differs)")
     ap.add_argument("--pace", type=float, default=1.0,
-                    help="hand frames this many times slower than real time (default 1: real time)")
+                    help="hand frames this many times slower than real time (default 1: real time); "
+                         "0: lockstep, each frame once ORB-SLAM3's mapping threads are idle")
     ap.add_argument("--tools", required=True, type=Path)
     ap.add_argument("--gpu-features", required=True, type=Path)
     a = ap.parse_args()

@@ -7,7 +7,12 @@
 //
 // PACE (default 1): frames are handed PACE times slower than the sequence's rate (its local
 // mapping and loop closing threads then finish more of their work between frames, so
-// repeated runs on the same input differ less; 1 is the examples' real time).
+// repeated runs on the same input differ less; 1 is the examples' real time). PACE 0 is
+// lockstep: the next frame is handed only when local mapping has processed every keyframe
+// (its queue empty and its loop back to accepting keyframes) and loop closing has taken and
+// finished the last one, whatever the machine's speed. Tracking then sees the same map at
+// every frame in every run, so a run's outcome depends on its input, not on the threads'
+// timing (docs/slam.md measures how far that goes).
 // MODE: mono | mono-inertial | stereo | stereo-inertial. SEQ_DIR/frames.csv: `t_ns,cam0[,cam1]`
 // (image paths, relative to SEQ_DIR); SEQ_DIR/imu.csv: `t_ns,wx,wy,wz,ax,ay,az`.
 // Writes OUT_DIR/states.csv (`t_ns,state,track_ms`: Tracking::eTrackingState after the
@@ -19,6 +24,8 @@
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
+#include <list>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,10 +33,69 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "LocalMapping.h"
+#include "LoopClosing.h"
 #include "System.h"
 #include "Tracking.h"
 
 namespace {
+
+// ORB-SLAM3 keeps its threads' objects private and has no "wait until idle" call. The
+// standard's explicit-instantiation rule (access checks do not apply to the template
+// arguments of an explicit instantiation) gives a pointer to the members lockstep reads, without
+// patching ORB-SLAM3 or changing its layout.
+template <typename Tag, typename Tag::type Member>
+struct Expose {
+    friend typename Tag::type member(Tag) { return Member; }
+};
+#define GF_EXPOSE(NAME, CLASS, TYPE, FIELD)                  \
+    struct NAME {                                            \
+        typedef TYPE CLASS::*type;                           \
+        friend type member(NAME);                            \
+    };                                                       \
+    template struct Expose<NAME, &CLASS::FIELD>;
+GF_EXPOSE(SystemLocalMapper, ORB_SLAM3::System, ORB_SLAM3::LocalMapping*, mpLocalMapper)
+GF_EXPOSE(SystemLoopCloser, ORB_SLAM3::System, ORB_SLAM3::LoopClosing*, mpLoopCloser)
+GF_EXPOSE(LoopQueue, ORB_SLAM3::LoopClosing, std::list<ORB_SLAM3::KeyFrame*>, mlpLoopKeyFrameQueue)
+GF_EXPOSE(LoopQueueMutex, ORB_SLAM3::LoopClosing, std::mutex, mMutexLoopQueue)
+GF_EXPOSE(LoopCurrent, ORB_SLAM3::LoopClosing, ORB_SLAM3::KeyFrame*, mpCurrentKF)
+GF_EXPOSE(LoopLast, ORB_SLAM3::LoopClosing, ORB_SLAM3::KeyFrame*, mpLastCurrentKF)
+GF_EXPOSE(LoopActive, ORB_SLAM3::LoopClosing, bool, mbActiveLC)
+#undef GF_EXPOSE
+
+// Local mapping and loop closing idle: every keyframe tracking inserted has been through
+// local mapping (which hands it to loop closing before it accepts keyframes again) and
+// through loop closing's place recognition (LoopClosing::Run sets its last keyframe to the
+// current one when a keyframe is done; a merge it aborts skips that, and the wait gives up
+// after 10 s). Read twice, 1 ms apart, as the threads toggle their
+// flags between their iterations.
+bool idle(ORB_SLAM3::System& slam) {
+    ORB_SLAM3::LocalMapping* lm = slam.*member(SystemLocalMapper());
+    ORB_SLAM3::LoopClosing* lc = slam.*member(SystemLoopCloser());
+    if (lm->KeyframesInQueue() != 0 || !lm->AcceptKeyFrames()) return false;
+    // With `loopClosing: 0` its queue is never taken from: nothing to wait for there.
+    if (!(lc->*member(LoopActive()))) return true;
+    {
+        std::unique_lock<std::mutex> lock(lc->*member(LoopQueueMutex()));
+        if (!(lc->*member(LoopQueue())).empty()) return false;
+    }
+    auto* volatile current = lc->*member(LoopCurrent());
+    auto* volatile last = lc->*member(LoopLast());
+    return current == last && !lc->isRunningGBA();
+}
+
+void wait_idle(ORB_SLAM3::System& slam) {
+    const auto start = std::chrono::steady_clock::now();
+    int calm = 0;
+    while (calm < 2) {
+        calm = idle(slam) ? calm + 1 : 0;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (std::chrono::steady_clock::now() - start > std::chrono::seconds(10)) {
+            std::fprintf(stderr, "lockstep: ORB-SLAM3's threads busy for 10 s; going on\n");
+            return;
+        }
+    }
+}
 
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
     std::vector<std::vector<std::string>> rows;
@@ -53,7 +119,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: %s VOCABULARY SETTINGS MODE SEQ_DIR OUT_DIR [PACE]\n", argv[0]);
         return 2;
     }
-    const double pace = argc == 7 ? std::max(1.0, std::atof(argv[6])) : 1.0;
+    const double pace_arg = argc == 7 ? std::atof(argv[6]) : 1.0;
+    const bool lockstep = pace_arg == 0.0;
+    const double pace = std::max(1.0, pace_arg);
     const std::string mode = argv[3], seq = argv[4], out = argv[5];
     ORB_SLAM3::System::eSensor sensor;
     if (mode == "mono") sensor = ORB_SLAM3::System::MONOCULAR;
@@ -103,6 +171,10 @@ int main(int argc, char** argv) {
         const int state = slam.GetTrackingState();
         tracked |= state == ORB_SLAM3::Tracking::OK || state == ORB_SLAM3::Tracking::OK_KLT;
         states << t_ns << "," << state << "," << ms << "\n";
+        if (lockstep) {
+            wait_idle(slam);
+            continue;
+        }
         // Paced as the examples pace: the rest of the frame period.
         if (ms * 1e-3 < period)
             std::this_thread::sleep_for(std::chrono::duration<double>(period - ms * 1e-3));
