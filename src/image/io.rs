@@ -51,18 +51,51 @@ pub fn load_view_owned(path: &Path) -> Result<OwnedFrame> {
 /// Decodes an encoded image (PNG/JPEG/PGM bytes, e.g. a `CompressedImage`) like
 /// [`load_view_owned`]; the error says why it does not decode.
 pub fn decode_encoded(bytes: &[u8]) -> std::result::Result<OwnedFrame, String> {
+    let mut frame = OwnedFrame {
+        data: Vec::new(),
+        width: 0,
+        height: 0,
+        encoding: Encoding::Mono8,
+    };
+    decode_encoded_into(bytes, &mut frame)?;
+    Ok(frame)
+}
+
+/// [`decode_encoded`] into `frame`, whose buffer is reused: 8-bit gray and RGB images (what
+/// cameras and image_transport's `compressed` plugin send) are decoded straight into it, with
+/// no allocation of their own once it has grown; other colour types (16-bit, alpha) are
+/// converted as [`load_view_owned`] does. On error `frame` is left unchanged or empty.
+pub fn decode_encoded_into(
+    bytes: &[u8],
+    frame: &mut OwnedFrame,
+) -> std::result::Result<(), String> {
     if bytes.is_empty() {
         return Err("the data is empty".into());
     }
     let reader = ::image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| e.to_string())?;
-    decode_reader(reader)
+    decode_reader_into(reader, frame)
 }
 
 fn decode_reader<R: std::io::BufRead + std::io::Seek>(
-    mut reader: ::image::ImageReader<R>,
+    reader: ::image::ImageReader<R>,
 ) -> std::result::Result<OwnedFrame, String> {
+    let mut frame = OwnedFrame {
+        data: Vec::new(),
+        width: 0,
+        height: 0,
+        encoding: Encoding::Mono8,
+    };
+    decode_reader_into(reader, &mut frame)?;
+    Ok(frame)
+}
+
+fn decode_reader_into<R: std::io::BufRead + std::io::Seek>(
+    mut reader: ::image::ImageReader<R>,
+    frame: &mut OwnedFrame,
+) -> std::result::Result<(), String> {
+    use ::image::ImageDecoder;
     // The frame limits, checked from the header before any pixel buffer is allocated.
     let mut limits = ::image::Limits::default();
     limits.max_image_width = Some(MAX_SIDE as u32);
@@ -87,32 +120,42 @@ fn decode_reader<R: std::io::BufRead + std::io::Seek>(
         reader.limits(limits);
     }
     let format = reader.format();
-    let img = reader.decode().map_err(|e| decode_error(format, e))?;
-    let (width, height) = (img.width() as usize, img.height() as usize);
+    let decoder = reader.into_decoder().map_err(|e| decode_error(format, e))?;
+    let (w, h) = decoder.dimensions();
+    let (width, height) = (w as usize, h as usize);
     if width * height > MAX_PIXELS {
         return Err(format!(
             "{width}x{height} is larger than {MAX_PIXELS} pixels"
         ));
     }
+    let color = decoder.color_type();
+    let direct = match color {
+        ::image::ColorType::L8 => Some(Encoding::Mono8),
+        ::image::ColorType::Rgb8 => Some(Encoding::Rgb8),
+        _ => None,
+    };
+    if let Some(encoding) = direct {
+        // Straight into the reused buffer (its size checked against the decoder's own).
+        let n = decoder.total_bytes() as usize;
+        frame.data.resize(n, 0);
+        decoder
+            .read_image(&mut frame.data)
+            .map_err(|e| decode_error(format, e))?;
+        (frame.width, frame.height, frame.encoding) = (width, height, encoding);
+        return Ok(());
+    }
+    let img = ::image::DynamicImage::from_decoder(decoder).map_err(|e| decode_error(format, e))?;
     let gray = matches!(
         img.color(),
         ::image::ColorType::L8 | ::image::ColorType::L16 | ::image::ColorType::La8
     );
-    Ok(if gray {
-        OwnedFrame {
-            data: img.into_luma8().into_raw(),
-            width,
-            height,
-            encoding: Encoding::Mono8,
-        }
+    (frame.data, frame.encoding) = if gray {
+        (img.into_luma8().into_raw(), Encoding::Mono8)
     } else {
-        OwnedFrame {
-            data: img.into_rgb8().into_raw(),
-            width,
-            height,
-            encoding: Encoding::Rgb8,
-        }
-    })
+        (img.into_rgb8().into_raw(), Encoding::Rgb8)
+    };
+    (frame.width, frame.height) = (width, height);
+    Ok(())
 }
 
 /// Says what went wrong in words a user can act on (the format, "too large", "truncated").

@@ -6,7 +6,9 @@
 mod io;
 mod view;
 
-pub use io::{decode_encoded, load_view_owned, save_gray_png, save_rgb_png, OwnedFrame};
+pub use io::{
+    decode_encoded, decode_encoded_into, load_view_owned, save_gray_png, save_rgb_png, OwnedFrame,
+};
 pub use view::{Encoding, FrameLayout, ImageView, MAX_PIXELS, MAX_SIDE};
 
 /// Tightly packed 8-bit single-channel image (`step == width`).

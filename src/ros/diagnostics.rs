@@ -1,10 +1,14 @@
 //! The node's counters per input ([`Stats`]), the /diagnostics status built from them once
-//! per period, and the rate limit of its log lines.
+//! per period (its level by the rules of `diagnostics.*`: a dead camera is an ERROR, a rate
+//! off the expected one or stamps far from the clock a WARN), and the rate limit of its log
+//! lines.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use r2r::diagnostic_msgs::msg::{DiagnosticStatus, KeyValue};
+
+use super::settings::DiagnosticsRules;
 
 /// What the node knows of one input: totals since start, a window reset by each
 /// diagnostics report, the whole run's latencies, the tracker's state.
@@ -18,7 +22,18 @@ pub(super) struct Stats {
     pub(super) window: Window,
     pub(super) run: RunTimes,
     pub(super) track: TrackState,
+    /// When the node started (the timeout's reference before the first frame).
+    pub(super) started: Option<Instant>,
+    /// When the last frame was received.
+    pub(super) last_frame: Option<Instant>,
+    /// (report instant, frames received by then) of the last [`RATE_REPORTS`] + 1 reports:
+    /// the rate checked against `diagnostics.expected_hz` is over that span, as
+    /// diagnostic_updater's FrequencyStatus counts over its window of updates.
+    pub(super) rate_marks: std::collections::VecDeque<(Instant, u64)>,
 }
+
+/// How many diagnostics periods the checked rate spans.
+pub(super) const RATE_REPORTS: usize = 5;
 
 impl Stats {
     /// An input's stats from now on, its frames' instants kept in `trace`.
@@ -32,6 +47,7 @@ impl Stats {
                 trace,
                 ..RunTimes::default()
             },
+            started: Some(Instant::now()),
             ..Stats::default()
         }
     }
@@ -62,6 +78,18 @@ pub(super) struct Window {
     pub(super) parts_ms: [Vec<f64>; 4],
     pub(super) stage_ms: BTreeMap<&'static str, (f64, u64)>,
     pub(super) start: Option<Instant>,
+    /// The frames' stamps against the node's clock when received (s; positive: behind it),
+    /// the largest in size of the window, with its sign.
+    pub(super) stamp_lag_s: Option<f64>,
+}
+
+impl Window {
+    /// A frame's stamp lag (clock - stamp, s) into the window's largest.
+    pub(super) fn stamp_lag(&mut self, lag: f64) {
+        if self.stamp_lag_s.map_or(true, |l| lag.abs() > l.abs()) {
+            self.stamp_lag_s = Some(lag);
+        }
+    }
 }
 
 /// The whole run's latencies (for the summary at exit).
@@ -89,6 +117,8 @@ pub(super) struct TrackState {
     /// Why the last frame's tracks have no normalised coordinates (camera_info), or a
     /// stereo problem.
     pub(super) camera_problem: Option<String>,
+    /// The camera model the last frame was tracked with and where it came from.
+    pub(super) camera: super::tracks::CameraUse,
 }
 
 /// The parts of a frame's node latency: receive -> taken by the worker (`handover`), ->
@@ -135,7 +165,12 @@ pub(super) fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> DiagnosticStatus {
+pub(super) fn diagnostic_status(
+    node: &str,
+    input: &str,
+    s: &mut Stats,
+    rules: &DiagnosticsRules,
+) -> DiagnosticStatus {
     let now = Instant::now();
     let window = s
         .window
@@ -208,10 +243,36 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
                 .clone()
                 .unwrap_or_else(|| "ok".into()),
         ));
+        values.push(kv("camera_model", s.track.camera.describe()));
     }
-    let (level, message) = level_and_message(s, window, fps);
+    let since_frame = s.last_frame.map(|t| (now - t).as_secs_f64());
+    values.push(kv(
+        "since_last_frame_s",
+        since_frame.map_or("never".into(), |t| format!("{t:.3}")),
+    ));
+    if let Some(lag) = s.window.stamp_lag_s {
+        values.push(kv("stamp_lag_s", format!("{lag:.3}")));
+    }
+    if s.rate_marks.len() > RATE_REPORTS {
+        s.rate_marks.pop_front();
+    }
+    s.rate_marks.push_back((now, s.count.received));
+    let rate = match (s.rate_marks.front(), s.rate_marks.back()) {
+        (Some(a), Some(b)) if b.0 > a.0 => Some((b.1 - a.1) as f64 / (b.0 - a.0).as_secs_f64()),
+        _ => None,
+    };
+    if rules.expected_hz > 0.0 {
+        values.push(kv("expected_hz", format!("{:.2}", rules.expected_hz)));
+        values.push(kv(
+            "rate_hz",
+            rate.map_or("NaN".into(), |r| format!("{r:.2}")),
+        ));
+    }
+    let up = s.started.map_or(0.0, |t| (now - t).as_secs_f64());
+    let (level, message) = level_and_message(s, (window, fps, rate), (since_frame, up), rules);
     s.window.processed = 0;
     s.window.decode_errors = 0;
+    s.window.stamp_lag_s = None;
     s.window.start = Some(now);
     let label = if input.is_empty() { "image" } else { input };
     DiagnosticStatus {
@@ -223,32 +284,96 @@ pub(super) fn diagnostic_status(node: &str, input: &str, s: &mut Stats) -> Diagn
     }
 }
 
-/// The status's level (0 OK, 1 WARN) and message: a GPU failure, then malformed frames of
-/// the window (`window` seconds long), then a camera problem of the tracker.
-fn level_and_message(s: &Stats, window: f64, fps: f64) -> (u8, String) {
+/// diagnostic_msgs/DiagnosticStatus's levels.
+const OK: u8 = 0;
+const WARN: u8 = 1;
+const ERROR: u8 = 2;
+
+/// The status's level and message: every problem found, the worst first (ERROR: no frame for
+/// `rules.timeout` after frames came; WARN: none since start for that long, a GPU failure,
+/// malformed frames of the window, a camera problem of the tracker, a rate outside the
+/// expected one's tolerance, stamps off the clock), joined by "; "; OK with the rate when
+/// none. `window`: the window's length (s) and rate, and the rate received over the last
+/// [`RATE_REPORTS`] periods; `since_frame`: seconds since the last frame, `up`: since start.
+fn level_and_message(
+    s: &Stats,
+    (window, fps, rate): (f64, f64, Option<f64>),
+    (since_frame, up): (Option<f64>, f64),
+    rules: &DiagnosticsRules,
+) -> (u8, String) {
+    let mut found: Vec<(u8, String)> = Vec::new();
+    match since_frame {
+        Some(t) if rules.timeout > 0.0 && t > rules.timeout => found.push((
+            ERROR,
+            format!(
+                "no image for {t:.1} s (diagnostics.timeout {} s): the camera stopped",
+                rules.timeout
+            ),
+        )),
+        None if rules.timeout > 0.0 && up > rules.timeout => {
+            found.push((WARN, format!("no image received in {up:.1} s since start")))
+        }
+        _ => {}
+    }
     if s.count.gpu_failures > 0 {
         // WARN for as long as the input runs on the CPU after a GPU failure.
-        (
-            1u8,
+        found.push((
+            WARN,
             format!(
                 "GPU failed, running on the CPU backend (same output): {}",
                 s.gpu_failure
             ),
-        )
-    } else if s.window.decode_errors > 0 {
-        (
-            1u8,
+        ));
+    }
+    if s.window.decode_errors > 0 {
+        found.push((
+            WARN,
             format!(
                 "{} malformed frame(s) in the last {window:.1} s: {}",
                 s.window.decode_errors, s.last_error
             ),
-        )
-    } else if let (true, Some(p)) = (s.track.enabled, &s.track.camera_problem) {
-        (1u8, p.clone())
-    } else if s.count.processed == 0 {
-        (0u8, "waiting for images".to_string())
-    } else {
-        (0u8, format!("{fps:.1} fps"))
+        ));
+    }
+    if let (true, Some(p)) = (s.track.enabled, &s.track.camera_problem) {
+        found.push((WARN, p.clone()));
+    }
+    // The rate once frames come (a stopped camera is the timeout's).
+    let (lo, hi) = (
+        rules.expected_hz * (1.0 - rules.hz_tolerance),
+        rules.expected_hz * (1.0 + rules.hz_tolerance),
+    );
+    let off = rate.filter(|r| !(lo..=hi).contains(r));
+    if let (true, Some(_), Some(r)) = (rules.expected_hz > 0.0, since_frame, off) {
+        found.push((
+            WARN,
+            format!(
+                "{r:.1} Hz received over the last {RATE_REPORTS} periods, expected {:.1} (+-{:.0} %)",
+                rules.expected_hz,
+                rules.hz_tolerance * 100.0
+            ),
+        ));
+    }
+    if let Some(lag) = s.window.stamp_lag_s {
+        if rules.max_stamp_lag > 0.0 && lag.abs() > rules.max_stamp_lag {
+            let how = if lag > 0.0 { "behind" } else { "ahead of" };
+            found.push((
+                WARN,
+                format!(
+                    "stamps {:.3} s {how} the node's clock (diagnostics.max_stamp_lag {} s; a bag played without use_sim_time?)",
+                    lag.abs(),
+                    rules.max_stamp_lag
+                ),
+            ));
+        }
+    }
+    found.sort_by_key(|(level, _)| std::cmp::Reverse(*level));
+    match found.first() {
+        Some(&(level, _)) => {
+            let text: Vec<&str> = found.iter().map(|(_, m)| m.as_str()).collect();
+            (level, text.join("; "))
+        }
+        None if s.count.processed == 0 => (OK, "waiting for images".to_string()),
+        None => (OK, format!("{fps:.1} fps")),
     }
 }
 
@@ -266,11 +391,16 @@ mod tests {
             backend: "cpu".into(),
             ..Default::default()
         };
-        let ok = diagnostic_status("/gpu_features", "", &mut s);
+        let ok = diagnostic_status("/gpu_features", "", &mut s, &DiagnosticsRules::default());
         assert_eq!(ok.level, 0);
         s.count.gpu_failures = 1;
         s.gpu_failure = "launching orb_describe: injected fault".into();
-        let d = diagnostic_status("/gpu_features", "left", &mut s);
+        let d = diagnostic_status(
+            "/gpu_features",
+            "left",
+            &mut s,
+            &DiagnosticsRules::default(),
+        );
         assert_eq!(d.level, 1, "WARN");
         assert!(d.message.contains("CPU backend") && d.message.contains("injected"));
         assert!(d
@@ -294,7 +424,7 @@ mod tests {
             s.window.parts_ms[0].push(0.03);
         }
         s.window.parts_ms[1].push(5.0);
-        let d = diagnostic_status("/gpu_features", "", &mut s);
+        let d = diagnostic_status("/gpu_features", "", &mut s, &DiagnosticsRules::default());
         let get = |k: &str| {
             d.values
                 .iter()
@@ -308,5 +438,105 @@ mod tests {
         assert_eq!(get("latency_parts_ms.rest_p50"), "NaN");
         // The window starts over.
         assert!(s.window.parts_ms.iter().all(|p| p.is_empty()));
+    }
+
+    /// A stats window of `frames` frames over the last second, the last one `ago` seconds ago.
+    fn second_of(frames: u64, ago: f64) -> Stats {
+        let now = Instant::now();
+        let back = |s: f64| now.checked_sub(Duration::from_secs_f64(s)).unwrap();
+        let mut s = Stats {
+            count: Counts {
+                processed: 100,
+                received: 100,
+                ..Default::default()
+            },
+            started: Some(back(60.0)),
+            last_frame: Some(back(ago)),
+            ..Default::default()
+        };
+        s.window.start = Some(back(1.0));
+        s.window.processed = frames;
+        s.rate_marks.push_back((back(1.0), 100 - frames));
+        s
+    }
+
+    fn level_of(s: &mut Stats, rules: &DiagnosticsRules) -> (u8, String) {
+        let d = diagnostic_status("/gpu_features", "", s, rules);
+        (d.level, d.message)
+    }
+
+    #[test]
+    fn a_camera_that_stops_is_an_error_until_frames_come_again() {
+        let rules = DiagnosticsRules {
+            timeout: 1.0,
+            ..Default::default()
+        };
+        assert_eq!(level_of(&mut second_of(10, 0.05), &rules).0, OK);
+        let (level, message) = level_of(&mut second_of(0, 1.5), &rules);
+        assert_eq!(level, ERROR, "{message}");
+        assert!(message.contains("no image for 1.5 s"), "{message}");
+        // Frames again: OK at the next period.
+        assert_eq!(level_of(&mut second_of(10, 0.05), &rules).0, OK);
+        // Off: no error however long the silence.
+        let off = DiagnosticsRules {
+            timeout: 0.0,
+            ..Default::default()
+        };
+        assert_eq!(level_of(&mut second_of(0, 100.0), &off).0, OK);
+        // Never a frame: a warning once the timeout passed since start.
+        let mut never = second_of(0, 0.0);
+        never.last_frame = None;
+        let (level, message) = level_of(&mut never, &rules);
+        assert_eq!(level, WARN, "{message}");
+        assert!(message.contains("no image received"), "{message}");
+    }
+
+    #[test]
+    fn a_rate_outside_the_expected_one_is_a_warning() {
+        let rules = DiagnosticsRules {
+            expected_hz: 20.0,
+            hz_tolerance: 0.1,
+            ..Default::default()
+        };
+        let (level, message) = level_of(&mut second_of(20, 0.01), &rules);
+        assert_eq!(level, OK, "{message}");
+        // 17 fps is below 18 = 20 * (1 - 0.1); 23 above 22.
+        for frames in [17, 23] {
+            let (level, message) = level_of(&mut second_of(frames, 0.01), &rules);
+            assert_eq!(level, WARN, "{frames}: {message}");
+            assert!(message.contains("expected 20.0"), "{message}");
+        }
+        // Not checked without an expected rate.
+        assert_eq!(
+            level_of(&mut second_of(3, 0.01), &DiagnosticsRules::default()).0,
+            OK
+        );
+    }
+
+    #[test]
+    fn stamps_far_from_the_clock_are_a_warning_with_every_other_problem() {
+        let rules = DiagnosticsRules::default();
+        let mut s = second_of(10, 0.01);
+        s.window.stamp_lag(0.2);
+        s.window.stamp_lag(-7.5);
+        s.window.stamp_lag(3.0);
+        let d = diagnostic_status("/gpu_features", "", &mut s, &rules);
+        assert_eq!(d.level, WARN, "{}", d.message);
+        assert!(d.message.contains("7.500 s ahead of"), "{}", d.message);
+        assert!(d
+            .values
+            .iter()
+            .any(|kv| kv.key == "stamp_lag_s" && kv.value == "-7.500"));
+        // The next window starts without it.
+        assert_eq!(level_of(&mut s, &rules).0, OK);
+        // With a dead camera too: the error first, the warning after it.
+        let mut s = second_of(0, 10.0);
+        s.window.stamp_lag(100.0);
+        let (level, message) = level_of(&mut s, &rules);
+        assert_eq!(level, ERROR);
+        assert!(
+            message.starts_with("no image for") && message.contains("behind"),
+            "{message}"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! - [`node`]: runtime (subscriptions, the inputs' slots and workers, shutdown);
 //! - `worker`: one input's thread (newest frame -> pipeline -> publishers);
+//! - `compressed`: `CompressedImage` input (`transport: compressed`), decoded on the worker;
 //! - `diagnostics`: counters per input, /diagnostics statuses, log rate limits;
 //! - `tracks`: the feature tracker's outputs (`tracks`, VINS's `feature` and `restart`) and
 //!   the `camera_info` it undistorts with;
@@ -23,6 +24,7 @@
 //! `matching`, `output`, `pipeline`, `process`, `report`, `track` (the node and the load
 //! generator are shells around the library).
 
+mod compressed;
 pub mod convert;
 mod diagnostics;
 #[cfg(feature = "tools")]

@@ -24,13 +24,11 @@ use r2r::sensor_msgs::msg::{CameraInfo, PointCloud2};
 use r2r::std_msgs::msg::Bool;
 use r2r::QosProfile;
 
+use super::compressed::{Frame, FrameTaker};
 use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
 use super::params::NodeParams;
-use super::take::{ImageTaker, NativeImage};
 use super::trace::{self, Trace};
-use super::tracks::{
-    camera_from_info, CameraSlot, CameraState, StereoLink, StereoRole, TrackOutputs, TRACK_PARTS,
-};
+use super::tracks::{CameraSlot, Cameras, StereoLink, StereoRole, TrackOutputs, TRACK_PARTS};
 use super::warm_ahead::WarmAhead;
 use super::worker::{Pending, Running, Slot, Worker};
 use crate::output::tracks::VinsFormat;
@@ -64,18 +62,18 @@ fn track_outputs(
     (camera, stereo): (CameraSlot, StereoRole),
 ) -> Result<TrackOutputs, String> {
     let err = |e: r2r::Error| format!("publisher: {e}");
+    // Best effort: a best-effort subscription connects to reliable publishers too (a
+    // reliable one would never hear a best-effort camera driver or bag player). Kept by stamp
+    // (`Cameras`), so that a burst of messages does not lose the one of a frame.
+    let qos = QosProfile::default().keep_last(10).best_effort();
     let mut sub = node
-        .subscribe::<CameraInfo>(&topic(name, "camera_info"), QosProfile::default())
+        .subscribe::<CameraInfo>(&topic(name, "camera_info"), qos)
         .map_err(|e| format!("subscribe {}: {e}", topic(name, "camera_info")))?;
     {
         let camera = camera.clone();
         tokio::spawn(async move {
             while let Some(info) = sub.next().await {
-                let mut c = camera.lock().unwrap();
-                // A camera from vins_config stays: camera_info is not read then.
-                if !matches!(*c, CameraState::Vins(_)) {
-                    *c = camera_from_info(&info);
-                }
+                camera.lock().unwrap().receive(&info);
             }
         });
     }
@@ -109,6 +107,7 @@ fn track_outputs(
         stereo_pairs: 0,
         vins_problem,
         times: [f64::NAN; TRACK_PARTS.len()],
+        camera_use: Default::default(),
     })
 }
 
@@ -154,7 +153,7 @@ async fn run_async() -> Result<(), String> {
         &logger,
         trace_dir.is_some(),
     )?;
-    spawn_diagnostics(&mut node, &inputs, start.settings.diagnostics_period)?;
+    spawn_diagnostics(&mut node, &inputs, &start.settings)?;
     let gpu = start.backend != BackendChoice::Cpu;
     let spinner = spawn_spinner(node, takers, inline, &shutdown, &params, &logger, gpu);
 
@@ -240,7 +239,7 @@ impl Start {
 }
 
 /// Each input's subscription, slot and stats: what the spinning thread hands its frames to.
-type Taker = (ImageTaker, Arc<Slot>, Arc<Mutex<Stats>>);
+type Taker = (FrameTaker, Arc<Slot>, Arc<Mutex<Stats>>);
 
 type Opened = (
     Vec<Input>,
@@ -270,17 +269,16 @@ fn open_inputs(
     // Input k takes the VINS config's camera k, when there is one.
     let cameras: Vec<CameraSlot> = (0..names.len())
         .map(|k| {
-            let state = match start.vins.as_ref().and_then(|v| v.cameras.get(k)) {
-                Some(m) => CameraState::Vins(m.clone()),
-                None => CameraState::Missing,
-            };
-            Arc::new(Mutex::new(state))
+            let vins = start.vins.as_ref().and_then(|v| v.cameras.get(k)).cloned();
+            Arc::new(Mutex::new(Cameras::new(vins)))
         })
         .collect();
     let link = Arc::new(StereoLink::default());
     for (index, name) in names.iter().enumerate() {
-        let taker = ImageTaker::subscribe(node, &topic(name, "image"), qos.clone())
-            .map_err(|e| format!("subscribe {}: {e}", topic(name, "image")))?;
+        let transport = settings.transport_of(index);
+        let image_topic = transport.topic(&topic(name, "image"));
+        let taker = FrameTaker::subscribe(node, &topic(name, "image"), transport, qos.clone())
+            .map_err(|e| format!("subscribe {image_topic}: {e}"))?;
         let out_qos = QosProfile::default().keep_last(5);
         let stereo = match index {
             0 if names.len() >= 2 => StereoRole::Left {
@@ -314,10 +312,7 @@ fn open_inputs(
         let w = worker(node, &input, &out_qos, (params, shutdown, logger), tracks)?;
         let subscribed = format!(
             "input {:?}: subscribed to {} ({} depth {})",
-            input.name,
-            topic(name, "image"),
-            settings.reliability,
-            settings.depth
+            input.name, image_topic, settings.reliability, settings.depth
         );
         if names.len() == 1 {
             // One input: the spinning thread runs its frames (module docs).
@@ -386,8 +381,14 @@ fn worker(
     })
 }
 
-/// `/diagnostics` every `period_s` seconds: a status per input.
-fn spawn_diagnostics(node: &mut r2r::Node, inputs: &[Input], period_s: f64) -> Result<(), String> {
+/// `/diagnostics` every `diagnostics_period` seconds: a status per input, by the rules of
+/// `diagnostics.*`.
+fn spawn_diagnostics(
+    node: &mut r2r::Node,
+    inputs: &[Input],
+    settings: &super::settings::NodeSettings,
+) -> Result<(), String> {
+    let rules = settings.diagnostics.clone();
     let pub_diag = node
         .create_publisher::<DiagnosticArray>("/diagnostics", QosProfile::default())
         .map_err(|e| format!("publisher: {e}"))?;
@@ -398,7 +399,7 @@ fn spawn_diagnostics(node: &mut r2r::Node, inputs: &[Input], period_s: f64) -> R
         .iter()
         .map(|i| (i.name.clone(), i.stats.clone()))
         .collect();
-    let period = Duration::from_secs_f64(period_s);
+    let period = Duration::from_secs_f64(settings.diagnostics_period);
     tokio::spawn(async move {
         let mut clock = r2r::Clock::create(r2r::ClockType::SystemTime).ok();
         let mut tick = tokio::time::interval(period);
@@ -412,7 +413,9 @@ fn spawn_diagnostics(node: &mut r2r::Node, inputs: &[Input], period_s: f64) -> R
                 .unwrap_or_default();
             let status = diag_inputs
                 .iter()
-                .map(|(name, stats)| diagnostic_status(&node_fqn, name, &mut stats.lock().unwrap()))
+                .map(|(name, stats)| {
+                    diagnostic_status(&node_fqn, name, &mut stats.lock().unwrap(), &rules)
+                })
                 .collect();
             let msg = DiagnosticArray {
                 header: r2r::std_msgs::msg::Header {
@@ -441,6 +444,8 @@ fn spawn_spinner(
 ) -> tokio::task::JoinHandle<r2r::Node> {
     let (spin_stop, spin_params, spin_logger) =
         (shutdown.clone(), params.clone(), logger.to_string());
+    // ROS time (simulated under use_sim_time): the frames' stamps are checked against it.
+    let clock = node.get_ros_clock();
     tokio::task::spawn_blocking(move || {
         let mut warm = WarmAhead::default();
         while !spin_stop.load(Ordering::SeqCst) {
@@ -452,7 +457,7 @@ fn spawn_spinner(
                 // as dropped), then taken back at once.
                 let (taker, slot, stats) = &mut takers[0];
                 while let Some(msg) = taker.try_take() {
-                    deliver(slot, stats, msg);
+                    deliver(slot, stats, msg, &clock);
                 }
                 let pending = slot.frame.lock().unwrap().take();
                 if let Some(pending) = pending {
@@ -468,7 +473,7 @@ fn spawn_spinner(
             }
             for (taker, slot, stats) in &mut takers {
                 while let Some(msg) = taker.try_take() {
-                    deliver(slot, stats, msg);
+                    deliver(slot, stats, msg, &clock);
                     taken = true;
                 }
             }
@@ -566,9 +571,17 @@ fn run_inline(running: &mut Running, pending: Pending, logger: &str) {
     }
 }
 
-/// A frame into its input's slot, replacing (and counting as dropped) one not yet taken.
-fn deliver(slot: &Slot, stats: &Mutex<Stats>, msg: NativeImage) {
+/// A frame into its input's slot, replacing (and counting as dropped) one not yet taken; its
+/// arrival and its stamp's lag behind `clock` (ROS time; not while a simulated clock has not
+/// started) into the input's stats.
+fn deliver(slot: &Slot, stats: &Mutex<Stats>, msg: Frame, clock: &Mutex<r2r::Clock>) {
     let received = Instant::now();
+    let now_ns = clock
+        .lock()
+        .unwrap()
+        .get_now()
+        .map_or(0, |d| d.as_nanos() as i64);
+    let lag = (now_ns > 0).then(|| (now_ns - msg.stamp_ns()) as f64 * 1e-9);
     let replaced = slot
         .frame
         .lock()
@@ -578,6 +591,10 @@ fn deliver(slot: &Slot, stats: &Mutex<Stats>, msg: NativeImage) {
     slot.ready.notify_one();
     let mut s = stats.lock().unwrap();
     s.count.received += 1;
+    s.last_frame = Some(received);
+    if let Some(lag) = lag {
+        s.window.stamp_lag(lag);
+    }
     if replaced {
         s.count.dropped += 1;
     }

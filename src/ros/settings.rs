@@ -6,6 +6,35 @@
 
 use crate::pipeline::BackendChoice;
 
+/// What an input's /diagnostics status checks (diagnostic_updater's FrequencyStatus and
+/// TimeStampStatus conventions), in seconds and Hz.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiagnosticsRules {
+    /// `diagnostics.expected_hz`: the camera's rate; WARN when a period's rate is outside
+    /// `expected_hz * (1 +- hz_tolerance)`. 0 = not checked.
+    pub expected_hz: f64,
+    /// `diagnostics.hz_tolerance`: the fraction the rate may stray from `expected_hz`.
+    pub hz_tolerance: f64,
+    /// `diagnostics.timeout`: ERROR once no frame came for this long after frames came (a
+    /// dead camera), WARN while none came since start. 0 = not checked.
+    pub timeout: f64,
+    /// `diagnostics.max_stamp_lag`: WARN when a period's frame stamps are more than this
+    /// behind (or ahead of) the node's clock (ROS time: simulated with `use_sim_time`).
+    /// 0 = not checked.
+    pub max_stamp_lag: f64,
+}
+
+impl Default for DiagnosticsRules {
+    fn default() -> Self {
+        DiagnosticsRules {
+            expected_hz: 0.0,
+            hz_tolerance: 0.1,
+            timeout: 3.0,
+            max_stamp_lag: 5.0,
+        }
+    }
+}
+
 /// Node settings fixed at start.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeSettings {
@@ -14,9 +43,14 @@ pub struct NodeSettings {
     pub cuda_device: i64,
     /// Camera names; empty = one camera with un-prefixed topics.
     pub inputs: Vec<String>,
+    /// How the inputs' images come: `raw` (`<input>/image`) or `compressed`
+    /// (`<input>/image/compressed`); one value for every input, or one per input.
+    pub transport: Vec<String>,
     pub reliability: String,
     pub depth: i64,
     pub diagnostics_period: f64,
+    /// What /diagnostics checks each input against (`diagnostics.*`).
+    pub diagnostics: DiagnosticsRules,
     /// Layout of the `feature` topic (with `track.enabled`): `vins_fusion` or `vins_mono`.
     pub feature_format: String,
     /// A VINS-Fusion config file (what `vins_node` is started with): its front-end keys set
@@ -35,9 +69,11 @@ impl Default for NodeSettings {
             backend: "auto".into(),
             cuda_device: 0,
             inputs: Vec::new(),
+            transport: vec!["raw".into()],
             reliability: "best_effort".into(),
             depth: 1,
             diagnostics_period: 1.0,
+            diagnostics: DiagnosticsRules::default(),
             feature_format: "vins_fusion".into(),
             vins_config: String::new(),
             keep_freed_memory: true,
@@ -85,6 +121,15 @@ impl NodeSettings {
         false
     }
 
+    /// Input `index`'s transport (validated: `transport` has one value or one per input).
+    pub(super) fn transport_of(&self, index: usize) -> super::compressed::Transport {
+        let name = match self.transport.as_slice() {
+            [one] => one,
+            all => all.get(index).map_or("raw", |s| s.as_str()),
+        };
+        super::compressed::Transport::parse(name).unwrap_or(super::compressed::Transport::Raw)
+    }
+
     pub(super) fn validate(&self) -> Result<(), String> {
         self.backend_choice().map_err(|e| format!("backend: {e}"))?;
         if !(0..=1023).contains(&self.cuda_device) {
@@ -116,6 +161,31 @@ impl NodeSettings {
                 "diagnostics_period: {} is not a number of seconds >= 0.05",
                 self.diagnostics_period
             ));
+        }
+        if let Some(bad) = self
+            .transport
+            .iter()
+            .find(|t| super::compressed::Transport::parse(t).is_none())
+        {
+            return Err(format!("transport: {bad:?} is not raw or compressed"));
+        }
+        let inputs = self.inputs.len().max(1);
+        if self.transport.len() != 1 && self.transport.len() != inputs {
+            return Err(format!(
+                "transport: {} values for {inputs} input(s): give one for all, or one per input",
+                self.transport.len()
+            ));
+        }
+        let d = &self.diagnostics;
+        for (name, v, max) in [
+            ("diagnostics.expected_hz", d.expected_hz, 100_000.0),
+            ("diagnostics.hz_tolerance", d.hz_tolerance, 1.0),
+            ("diagnostics.timeout", d.timeout, 86_400.0),
+            ("diagnostics.max_stamp_lag", d.max_stamp_lag, 86_400.0),
+        ] {
+            if !(v.is_finite() && (0.0..=max).contains(&v)) {
+                return Err(format!("{name}: {v} is not in 0..={max}"));
+            }
         }
         let mut seen = std::collections::HashSet::new();
         for name in &self.inputs {

@@ -29,7 +29,7 @@ pub struct NativeImage(NativeMsg<Image>);
 unsafe impl Send for NativeImage {}
 
 /// `(data, size)` of a rosidl sequence or string as a slice (empty when `data` is null).
-fn slice<'a, T>(data: *const T, size: usize) -> &'a [T] {
+pub(super) fn slice<'a, T>(data: *const T, size: usize) -> &'a [T] {
     if data.is_null() || size == 0 {
         return &[];
     }

@@ -33,30 +33,103 @@ use crate::output::tracks::VinsFormat;
 use crate::pipeline::{BackendKind, Pipeline};
 use crate::track::{RightInput, Track, TrackInput, TrackParams, Tracker, STEREO_PAIR_TOLERANCE_NS};
 
-/// What the input's `camera_info` subscription last saw.
-#[derive(Clone, Debug, Default)]
-pub(super) enum CameraState {
-    #[default]
-    Missing,
-    Ready(CameraModel),
-    /// From the VINS config (`vins_config`): fixed, `camera_info` is not read.
-    Vins(CameraModel),
-    Invalid(String),
+/// How many `camera_info` messages an input keeps for matching frames by stamp.
+const CAMERA_INFOS_KEPT: usize = 16;
+
+/// What one input knows of its camera: the VINS config's (fixed; `camera_info` is then not
+/// read), or its last [`CAMERA_INFOS_KEPT`] `camera_info` messages by stamp.
+#[derive(Debug, Default)]
+pub(super) struct Cameras {
+    vins: Option<CameraModel>,
+    /// (stamp in ns, the message's model or what is wrong with it), oldest first.
+    infos: VecDeque<(i64, Result<CameraModel, String>)>,
 }
 
-pub(super) type CameraSlot = Arc<Mutex<CameraState>>;
+pub(super) type CameraSlot = Arc<Mutex<Cameras>>;
 
-/// `sensor_msgs/CameraInfo` to a camera model, or what is wrong with it.
-pub(super) fn camera_from_info(info: &CameraInfo) -> CameraState {
-    match CameraModel::from_camera_info(
-        info.width,
-        info.height,
-        &info.distortion_model,
-        &info.k,
-        &info.d,
-    ) {
-        Ok(m) => CameraState::Ready(m),
-        Err(e) => CameraState::Invalid(e),
+/// Where a frame's camera model came from (/diagnostics' `camera_model`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) enum CameraSource {
+    #[default]
+    None,
+    /// `vins_config`'s camera file.
+    Vins,
+    /// The `camera_info` of the frame's stamp.
+    InfoSameStamp,
+    /// No `camera_info` of the frame's stamp kept: the newest one.
+    InfoLatest,
+}
+
+/// The camera model a frame was tracked with and where it came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct CameraUse {
+    pub(super) source: CameraSource,
+    /// The model's distortion name, width, height and focal lengths (when a model is used).
+    pub(super) model: Option<(crate::camera::Distortion, u32, u32, f64, f64)>,
+}
+
+impl CameraUse {
+    /// For /diagnostics: e.g. `plumb_bob 752x480 fx 458.7 fy 457.3 from camera_info (same stamp)`.
+    pub(super) fn describe(&self) -> String {
+        let from = match self.source {
+            CameraSource::None => return "none (tracks in pixels)".into(),
+            CameraSource::Vins => "vins_config",
+            CameraSource::InfoSameStamp => "camera_info (the frame's stamp)",
+            CameraSource::InfoLatest => "camera_info (the newest: none of the frame's stamp)",
+        };
+        match self.model {
+            Some((d, w, h, fx, fy)) => {
+                format!("{} {w}x{h} fx {fx:.1} fy {fy:.1} from {from}", d.name())
+            }
+            None => format!("none: {from} unusable"),
+        }
+    }
+}
+
+impl Cameras {
+    /// The VINS config's camera (fixed) or nothing yet.
+    pub(super) fn new(vins: Option<CameraModel>) -> Self {
+        Cameras {
+            vins,
+            infos: VecDeque::with_capacity(CAMERA_INFOS_KEPT),
+        }
+    }
+
+    /// A `sensor_msgs/CameraInfo` received: kept by stamp (ignored with a VINS camera). A
+    /// message of a stamp already kept replaces it.
+    pub(super) fn receive(&mut self, info: &CameraInfo) {
+        if self.vins.is_some() {
+            return;
+        }
+        let model = CameraModel::from_camera_info(
+            info.width,
+            info.height,
+            &info.distortion_model,
+            &info.k,
+            &info.d,
+        );
+        let stamp = convert::stamp_ns(info.header.stamp.sec, info.header.stamp.nanosec);
+        self.infos.retain(|(t, _)| *t != stamp);
+        if self.infos.len() == CAMERA_INFOS_KEPT {
+            self.infos.pop_front();
+        }
+        self.infos.push_back((stamp, model));
+    }
+
+    /// The model for a frame of `stamp_ns`: the VINS camera; else the `camera_info` of that
+    /// stamp when one was kept (a camera that changes its model, e.g. a zoom, is matched
+    /// frame by frame), else the newest one.
+    fn for_stamp(&self, stamp_ns: i64) -> (Option<&Result<CameraModel, String>>, CameraSource) {
+        if self.vins.is_some() {
+            return (None, CameraSource::Vins);
+        }
+        match self.infos.iter().rev().find(|(t, _)| *t == stamp_ns) {
+            Some((_, m)) => (Some(m), CameraSource::InfoSameStamp),
+            None => match self.infos.back() {
+                Some((_, m)) => (Some(m), CameraSource::InfoLatest),
+                None => (None, CameraSource::None),
+            },
+        }
     }
 }
 
@@ -241,6 +314,8 @@ pub(super) struct TrackOutputs {
     pub(super) vins_problem: Option<String>,
     /// The last frame's times, ms ([`TRACK_PARTS`]; NaN where a part did not run).
     pub(super) times: [f64; TRACK_PARTS.len()],
+    /// The camera model the last frame was tracked with, and where it came from.
+    pub(super) camera_use: CameraUse,
 }
 
 /// The parts of a frame's tracking step in the node: the frame begun on the GPU inside the
@@ -264,43 +339,61 @@ const PAIR_WAIT: usize = 4;
 const RIGHT: usize = 5;
 const PUBLISH: usize = 6;
 
-/// The camera model of a slot when it fits a `width x height` image, else why not.
+/// The camera model of a slot for a `width x height` frame of `stamp_ns` when it fits,
+/// else why not; and where it came from.
 fn usable_camera(
     slot: &CameraSlot,
     width: usize,
     height: usize,
-) -> (Option<CameraModel>, Option<String>) {
-    let state = slot.lock().unwrap().clone();
-    match state {
-        CameraState::Ready(m) if (m.width as usize, m.height as usize) == (width, height) => {
-            (Some(m), None)
+    stamp_ns: i64,
+) -> (Option<CameraModel>, Option<String>, CameraUse) {
+    let cameras = slot.lock().unwrap();
+    let (info, source) = cameras.for_stamp(stamp_ns);
+    let model = match (&cameras.vins, info) {
+        (Some(m), _) | (None, Some(Ok(m))) => m,
+        (None, Some(Err(e))) => {
+            let why = format!("camera_info rejected ({e}): tracks in pixels only");
+            let used = CameraUse {
+                source,
+                model: None,
+            };
+            return (None, Some(why), used);
         }
-        CameraState::Vins(m) if (m.width as usize, m.height as usize) == (width, height) => {
-            (Some(m), None)
+        (None, None) => {
+            let why = "no camera_info received: tracks in pixels only".to_string();
+            return (None, Some(why), CameraUse::default());
         }
-        CameraState::Ready(m) => (
-            None,
-            Some(format!(
-                "camera_info is {}x{}, the images {width}x{height}: tracks in pixels only",
-                m.width, m.height
-            )),
-        ),
-        CameraState::Vins(m) => (
-            None,
-            Some(format!(
-                "vins_config's camera is {}x{}, the images {width}x{height}: tracks in pixels only",
-                m.width, m.height
-            )),
-        ),
-        CameraState::Missing => (
-            None,
-            Some("no camera_info received: tracks in pixels only".into()),
-        ),
-        CameraState::Invalid(e) => (
-            None,
-            Some(format!("camera_info rejected ({e}): tracks in pixels only")),
-        ),
+    };
+    let used = CameraUse {
+        source,
+        model: Some((
+            model.model,
+            model.width,
+            model.height,
+            model.k[(0, 0)],
+            model.k[(1, 1)],
+        )),
+    };
+    if (model.width as usize, model.height as usize) == (width, height) {
+        return (Some(model.clone()), None, used);
     }
+    let what = if source == CameraSource::Vins {
+        "vins_config's camera"
+    } else {
+        "camera_info"
+    };
+    let why = format!(
+        "{what} is {}x{}, the images {width}x{height}: tracks in pixels only",
+        model.width, model.height
+    );
+    (
+        None,
+        Some(why),
+        CameraUse {
+            model: None,
+            ..used
+        },
+    )
 }
 
 /// A frame the tracker begins on the GPU while its pipeline detects (`Tracker::begin`),
@@ -335,7 +428,8 @@ impl TrackOutputs {
         }
         let stamp = stamp_seconds(header);
         let full = self.gate.peek(stamp, cfg)?;
-        let (camera, _) = usable_camera(&self.camera, view.width(), view.height());
+        let stamp_ns = convert::stamp_ns(header.stamp.sec, header.stamp.nanosec);
+        let (camera, ..) = usable_camera(&self.camera, view.width(), view.height(), stamp_ns);
         Some(Early {
             stamp,
             camera,
@@ -370,7 +464,9 @@ impl TrackOutputs {
             link.put(header, stamp_ns, view, pipeline);
             return None;
         }
-        let (camera, mut problem) = usable_camera(&self.camera, view.width(), view.height());
+        let (camera, mut problem, used) =
+            usable_camera(&self.camera, view.width(), view.height(), stamp_ns);
+        self.camera_use = used;
         let stamp = stamp_seconds(header);
         let input = track_input(pipeline, view);
         match self.gate.before(stamp, cfg) {
@@ -453,7 +549,7 @@ impl TrackOutputs {
             let t1 = Instant::now();
             let input = right.input();
             let (w, h) = input.size();
-            let (cam, why) = usable_camera(right_camera, w, h);
+            let (cam, why, _) = usable_camera(right_camera, w, h, stamp_ns);
             let r = tracker.track_right_input(input, cam.as_ref());
             times[PAIR_WAIT] = (t1 - t0).as_secs_f64() * 1e3;
             times[RIGHT] = t1.elapsed().as_secs_f64() * 1e3;

@@ -9,14 +9,15 @@ use std::time::{Duration, Instant};
 use r2r::sensor_msgs::msg::PointCloud2;
 use r2r::std_msgs::msg::Header;
 
+use super::compressed::Frame;
 use super::convert;
 use super::diagnostics::{RateLimit, Stats};
 use super::matches::PreviousFrame;
 use super::params::NodeParams;
 use super::publish::listened;
-use super::take::NativeImage;
 use super::tracks::{Early, TrackOutputs};
 use crate::features::Features;
+use crate::image::OwnedFrame;
 use crate::image::{GrayImage, ImageView};
 use crate::pipeline::{BackendChoice, Pipeline};
 
@@ -24,7 +25,7 @@ use crate::pipeline::{BackendChoice, Pipeline};
 const MAX_KEPT_LATENCIES: usize = 1 << 20;
 
 pub(super) struct Pending {
-    pub(super) msg: NativeImage,
+    pub(super) msg: Frame,
     pub(super) received: Instant,
 }
 
@@ -101,6 +102,12 @@ impl Worker {
                 gpu_failure_logged,
                 previous,
                 match_previous,
+                decoded: OwnedFrame {
+                    data: Vec::new(),
+                    width: 0,
+                    height: 0,
+                    encoding: crate::image::Encoding::Mono8,
+                },
             },
             backend,
         ))
@@ -163,6 +170,8 @@ pub(super) struct Running {
     gpu_failure_logged: bool,
     previous: PreviousFrame,
     match_previous: bool,
+    /// A compressed frame's pixels, decoded into this buffer frame after frame.
+    decoded: OwnedFrame,
 }
 
 impl Running {
@@ -180,13 +189,51 @@ impl Running {
     /// One frame, taken at `taken`: the pipeline, the outputs, the stats.
     pub(super) fn step(&mut self, pending: Pending, taken: Instant) {
         self.pick_up_params();
-        let msg = &pending.msg;
-        let view = match msg.view() {
-            Ok(v) => v,
-            Err(e) => return self.malformed(format!("{}: {e}", msg.describe())),
-        };
+        match &pending.msg {
+            Frame::Raw(msg) => match msg.view() {
+                Ok(view) => {
+                    msg.header_into(&mut self.header);
+                    self.step_view(&view, &pending, taken);
+                }
+                Err(e) => self.malformed(format!("{}: {e}", msg.describe())),
+            },
+            Frame::Compressed(msg) => {
+                // Decoded here, on the worker (with one input: on the spinning thread, after
+                // the take), into the buffer of the previous frames.
+                let mut decoded = std::mem::replace(
+                    &mut self.decoded,
+                    OwnedFrame {
+                        data: Vec::new(),
+                        width: 0,
+                        height: 0,
+                        encoding: crate::image::Encoding::Mono8,
+                    },
+                );
+                let t0 = Instant::now();
+                let view = msg
+                    .decode_into(&mut decoded)
+                    .and_then(|()| decoded.view().map_err(|e| e.to_string()));
+                match view {
+                    Ok(view) => {
+                        let ms = t0.elapsed().as_secs_f64() * 1e3;
+                        let mut s = self.w.stats.lock().unwrap();
+                        let e = s.window.stage_ms.entry("decode_compressed").or_default();
+                        (e.0, e.1) = (e.0 + ms, e.1 + 1);
+                        drop(s);
+                        msg.header_into(&mut self.header);
+                        self.step_view(&view, &pending, taken);
+                    }
+                    Err(e) => self.malformed(format!("{}: {e}", msg.describe())),
+                }
+                self.decoded = decoded;
+            }
+        }
+    }
+
+    /// One frame's pixels (`view`) through the pipeline and the outputs.
+    fn step_view(&mut self, view: &ImageView, pending: &Pending, taken: Instant) {
+        let view = *view;
         let (edges_listened, debug_listened) = self.listeners();
-        msg.header_into(&mut self.header);
         let cfg = &self.pipeline.config().track;
         let early = self.w.tracks.early(&self.header, &view, cfg);
         let Some(edges_in_message) = self.process(&view, edges_listened, debug_listened, early)
@@ -444,6 +491,7 @@ impl Running {
         let mut s = w.stats.lock().unwrap();
         s.track.enabled = tracking;
         s.track.camera_problem = camera_problem;
+        s.track.camera = w.tracks.camera_use;
         if tracking {
             s.track.tracks = w.tracks.tracker.tracks().len();
             s.track.right_tracks = w.tracks.tracker.right_tracks().len();

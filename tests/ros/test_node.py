@@ -29,7 +29,7 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters, SetParametersAtomically
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
-from sensor_msgs.msg import CameraInfo, Image, PointCloud, PointCloud2
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud, PointCloud2
 from std_msgs.msg import Bool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -747,6 +747,220 @@ def main():
         assert rc == 0, f'exit status {rc} after SIGINT'
     R.case('tracks: IDs persist, camera_info WARN, VINS feature layout, restart on a time jump',
            t_tracks)
+
+    # ---- compressed input: JPEG and PNG bytes as CompressedImage, keypoints as detect's
+    def t_compressed():
+        ns = '/gf_comp'
+        files = ['camera_q90.jpg', 'astronaut_q90.jpg', 'camera.png', 'astronaut.png']
+        # The library's own decode of each file (what `detect` reads), as raw frames.
+        pixels = ref.load_images(files)
+        frames = [to_encoding(f, px, 'mono8' if px.ndim == 2 else 'rgb8') for f, px in pixels.items()]
+        want = ref.compute(frames, base_params)
+        formats = {'camera_q90.jpg': 'mono8; jpeg compressed mono8',
+                   'astronaut_q90.jpg': 'bgr8; jpeg compressed bgr8',
+                   'camera.png': 'png', 'astronaut.png': 'rgb8; png compressed rgb8'}
+        H.listen(f'{ns}/keypoints', PointCloud2)
+        qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+        pub = H.node.create_publisher(CompressedImage, f'{ns}/image/compressed', qos)
+        p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                     '-p', 'transport:=compressed', '-p', 'diagnostics_period:=0.25'],
+                          os.path.join(tmp, 'compressed.log'))
+
+        def send(data, fmt, stamp, wait=True):
+            m = CompressedImage()
+            m.header.stamp.sec, m.header.stamp.nanosec = stamp
+            m.header.frame_id = 'cam'
+            m.format, m.data = fmt, data
+            end = time.monotonic() + 20
+            while time.monotonic() < end:
+                pub.publish(m)
+                if not wait:
+                    return None
+                resend = time.monotonic() + 2.0
+                while time.monotonic() < resend:
+                    got = H.get(H.clouds, f'{ns}/keypoints', stamp)
+                    if got:
+                        return got[1]
+                    time.sleep(0.005)
+            raise TimeoutError(f'no keypoints for {fmt} stamp {stamp}')
+        try:
+            end = time.monotonic() + 15
+            while pub.get_subscription_count() == 0 and time.monotonic() < end:
+                time.sleep(0.05)
+            assert pub.get_subscription_count() > 0, f'no subscription on {ns}/image/compressed'
+            for k, fr in enumerate(frames):
+                data = open(os.path.join(DATA, fr.name), 'rb').read()
+                cloud = send(data, formats[fr.name], (1000 + k, 0))
+                n = check_cloud(cloud, want[fr.name][0])
+                log(f'  {fr.name} ({formats[fr.name]!r}, {len(data)} B): {n} keypoints, '
+                    f'identical to the library on its decoded pixels')
+            _, kv0 = H.wait_diag(f'{ns.strip("/")}/gpu_features', lambda kv: True)
+            errors0 = int(kv0['decode_errors'])
+            jpeg = open(os.path.join(DATA, 'camera_q90.jpg'), 'rb').read()
+            send(jpeg[:len(jpeg) // 2], 'jpeg', (1100, 0), wait=False)
+            st, kv = H.wait_diag(f'{ns.strip("/")}/gpu_features',
+                                 lambda kv: int(kv['decode_errors']) > errors0)
+            assert 'truncated' in st.message.lower(), st.message
+            # Still running: the next frame is answered.
+            send(jpeg, 'jpeg', (1101, 0))
+            log(f'  a truncated JPEG: decode_errors {errors0} -> {kv["decode_errors"]}, '
+                f'"{st.message}"; the next frame answered; decode {kv0.get("stage_ms.decode_compressed")} ms')
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('compressed input: JPEG and PNG keypoints identical to the library, a truncated JPEG counted',
+           t_compressed)
+
+    # ---- camera_info from best-effort and reliable publishers, matched to frames by stamp
+    def t_camera_info_qos():
+        ns = '/gf_info'
+        seq = [to_encoding(f'cockatoo_{k}', raw, 'mono8') for k, raw in enumerate(seq_gray(6))]
+        H.listen(f'{ns}/tracks', PointCloud2)
+
+        def info(fx, cx, cy, stamp):
+            m = CameraInfo()
+            m.header.stamp.sec, m.header.stamp.nanosec = stamp
+            m.width, m.height = seq[0].width, seq[0].height
+            m.distortion_model = 'plumb_bob'
+            m.k = [fx, 0.0, cx, 0.0, fx, cy, 0.0, 0.0, 1.0]
+            m.d = [0.0] * 5
+            return m
+        cams = {'A': (500.0, 320.0, 180.0), 'B': (400.0, 300.0, 200.0)}
+        kinds = {'best effort': ReliabilityPolicy.BEST_EFFORT, 'reliable': ReliabilityPolicy.RELIABLE}
+        pubs = {k: H.node.create_publisher(CameraInfo, f'{ns}/camera_info',
+                                           QoSProfile(depth=10, reliability=r,
+                                                      history=HistoryPolicy.KEEP_LAST))
+                for k, r in kinds.items()}
+        p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                     '-p', 'track.enabled:=true', '-p', 'diagnostics_period:=0.25']
+                          + TRACKS_ONLY, os.path.join(tmp, 'info.log'))
+
+        def lifted_by(tr):
+            """Which camera's pinhole gave the tracks' normalised coordinates."""
+            for name, (fx, cx, cy) in cams.items():
+                if (np.abs(tr['x_n'] - (tr['x'] - cx) / fx).max() < 1e-4
+                        and np.abs(tr['y_n'] - (tr['y'] - cy) / fx).max() < 1e-4):
+                    return name
+            return None
+        try:
+            assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
+            for kind, pub in pubs.items():
+                end = time.monotonic() + 10
+                while pub.get_subscription_count() == 0 and time.monotonic() < end:
+                    time.sleep(0.05)
+                assert pub.get_subscription_count() > 0, f'a {kind} camera_info publisher is not heard'
+            # Each publisher alone, its own camera: both are used.
+            k = 0
+            for kind, cam in (('best effort', 'A'), ('reliable', 'B')):
+                for _ in range(2):
+                    stamp = (900 + k, 0)
+                    # (Best effort may lose a message: sent three times, as a driver at its
+                    # rate would.)
+                    for _ in range(3):
+                        pubs[kind].publish(info(*cams[cam], stamp))
+                        time.sleep(0.05)
+                    got = H.send_and_wait(f'{ns}/image', seq[k % 6], stamp, 'cam',
+                                          [(f'{ns}/tracks', PointCloud2)])
+                    tr = decode_tracks(got[f'{ns}/tracks'])
+                    assert len(tr) > 20 and lifted_by(tr) == cam, \
+                        (kind, cam, lifted_by(tr), tr[:3])
+                    k += 1
+                log(f'  {kind} camera_info publisher: its camera used ({len(tr)} tracks)')
+            # By stamp: B for frame s1, then A for s2 (the newest); the frame of s1 gets B.
+            s1, s2 = (950, 0), (951, 0)
+            pubs['reliable'].publish(info(*cams['B'], s1))
+            pubs['reliable'].publish(info(*cams['A'], s2))
+            time.sleep(0.2)
+            got = H.send_and_wait(f'{ns}/image', seq[4], s1, 'cam', [(f'{ns}/tracks', PointCloud2)])
+            assert lifted_by(decode_tracks(got[f'{ns}/tracks'])) == 'B'
+            st, kv = H.wait_diag('gf_info/gpu_features', lambda kv: 'camera_model' in kv)
+            assert "from camera_info (the frame's stamp)" in kv['camera_model'] and \
+                'fx 400.0' in kv['camera_model'], kv['camera_model']
+            got = H.send_and_wait(f'{ns}/image', seq[5], (952, 0), 'cam', [(f'{ns}/tracks', PointCloud2)])
+            assert lifted_by(decode_tracks(got[f'{ns}/tracks'])) == 'A'
+            st, kv = H.wait_diag('gf_info/gpu_features', lambda kv: 'the newest' in kv.get('camera_model', ''))
+            log(f'  frame of stamp s1 lifted by the camera_info of s1 (not the newest); '
+                f'a frame without one by the newest: camera_model "{kv["camera_model"]}"')
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('camera_info: best-effort and reliable publishers both used, matched by stamp',
+           t_camera_info_qos)
+
+    # ---- diagnostics notice a dead camera, a rate off the expected one, stamps off the clock
+    def t_dead_camera():
+        ns = '/gf_diag'
+        fr = to_encoding('cockatoo_0', seq_gray(1)[0], 'mono8')
+        period = 0.25
+        p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                     '-p', f'diagnostics_period:={period}',
+                                     '-p', 'diagnostics.expected_hz:=10.0',
+                                     '-p', 'diagnostics.hz_tolerance:=0.5',
+                                     '-p', 'diagnostics.timeout:=0.5',
+                                     '-p', 'diagnostics.max_stamp_lag:=2.0'] + TRACKS_ONLY,
+                          os.path.join(tmp, 'diag.log'))
+        name = 'gf_diag/gpu_features'
+
+        def level(st):
+            return st.level[0] if isinstance(st.level, (bytes, bytearray)) else st.level
+
+        def play(seconds, hz=10.0, lag=0.0):
+            """Frames at `hz`, stamped with the clock minus `lag` seconds."""
+            pub = H.publisher(f'{ns}/image')
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                t = time.time() - lag
+                pub.publish(H.image_msg(fr, (int(t), int((t % 1) * 1e9)), 'cam'))
+                time.sleep(1.0 / hz)
+
+        def statuses_since(t0):
+            with H.lock:
+                return [(t, st) for t, arr in H.diag if t >= t0 for st in arr.status if name in st.name]
+        try:
+            assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
+            t0 = time.monotonic()
+            play(3.0)
+            stopped = time.monotonic()
+            # The statuses once the rate's window (5 periods) is within the play: OK.
+            during = [st for t, st in statuses_since(t0 + 6 * period) if t <= stopped]
+            assert during and all(level(st) == 0 for st in during), \
+                [(level(st), st.message) for st in during]
+            log(f'  10 Hz for 3 s: {len(during)} statuses OK, e.g. "{during[-1].message}"')
+            time.sleep(0.5 + 3 * period)
+            errors = [(t, st) for t, st in statuses_since(stopped) if level(st) == 2]
+            assert errors, [st.message for _, st in statuses_since(stopped)]
+            took = errors[0][0] - stopped
+            # The timeout, then at most two diagnostics periods.
+            assert took <= 0.5 + 2 * period + 0.1, took
+            log(f'  stopped: ERROR after {took:.2f} s (timeout 0.5 s, period {period} s): '
+                f'"{errors[0][1].message}"')
+            resumed = time.monotonic()
+            play(1.0)
+            oks = [(t, st) for t, st in statuses_since(resumed) if level(st) == 0]
+            # Within the rate's window (5 periods): the ERROR goes with the first frame.
+            assert oks and oks[0][0] - resumed <= 5 * period + 0.1, \
+                [(t - resumed, st.message) for t, st in statuses_since(resumed)]
+            log(f'  resumed: OK again after {oks[0][0] - resumed:.2f} s')
+            slow = time.monotonic()
+            play(2.0, hz=3.0)
+            warns = [st for t, st in statuses_since(slow + 5 * period) if level(st) == 1]
+            assert warns and 'expected 10.0' in warns[-1].message, \
+                [st.message for _, st in statuses_since(slow)]
+            log(f'  3 Hz: WARN "{warns[-1].message}"')
+            late = time.monotonic()
+            play(1.0, lag=30.0)
+            warns = [st for _, st in statuses_since(late + period) if level(st) == 1]
+            assert warns and 'behind' in warns[-1].message, \
+                [st.message for _, st in statuses_since(late)]
+            log(f'  stamps 30 s old: WARN "{warns[-1].message}"')
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('diagnostics: ERROR when the camera stops, OK on resume, WARN on rate and stamp lag',
+           t_dead_camera)
 
     # ---- vins_config: VINS's own config file gives the tracker and the camera
     def lift_pinhole(u, v, cam):

@@ -9,9 +9,14 @@
 //! | `backend`              | string       | `auto`         | read-only   |
 //! | `cuda.device`          | integer      | `0`            | read-only   |
 //! | `inputs`               | string array | (one, unnamed) | read-only   |
+//! | `transport`            | string array | `[raw]`        | read-only   |
 //! | `image_qos.reliability`| string       | `best_effort`  | read-only   |
 //! | `image_qos.depth`      | integer      | `1`            | read-only   |
 //! | `diagnostics_period`   | double (s)   | `1.0`          | read-only   |
+//! | `diagnostics.expected_hz` | double (Hz) | `0` (off)    | read-only   |
+//! | `diagnostics.hz_tolerance` | double    | `0.1`          | read-only   |
+//! | `diagnostics.timeout`  | double (s)   | `3.0`          | read-only   |
+//! | `diagnostics.max_stamp_lag` | double (s) | `5.0`       | read-only   |
 //! | `feature_format`       | string       | `vins_fusion`  | read-only   |
 //! | `keep_freed_memory`    | bool         | `true`         | read-only   |
 //! | `debug_image`          | bool         | `false`        | yes         |
@@ -39,13 +44,18 @@ use crate::config::Config;
 /// The node setting that turns the `matches` output on.
 pub const MATCH_PREVIOUS: &str = "match.previous";
 
-const READ_ONLY: [&str; 9] = [
+const READ_ONLY: [&str; 14] = [
     "backend",
     "cuda.device",
     "inputs",
+    "transport",
     "image_qos.reliability",
     "image_qos.depth",
     "diagnostics_period",
+    "diagnostics.expected_hz",
+    "diagnostics.hz_tolerance",
+    "diagnostics.timeout",
+    "diagnostics.max_stamp_lag",
     "feature_format",
     "vins_config",
     "keep_freed_memory",
@@ -231,6 +241,10 @@ impl NodeParams {
                 }),
             ),
             (
+                "transport".to_string(),
+                ParameterValue::StringArray(s.transport.clone()),
+            ),
+            (
                 "image_qos.reliability".to_string(),
                 ParameterValue::String(s.reliability.clone()),
             ),
@@ -241,6 +255,22 @@ impl NodeParams {
             (
                 "diagnostics_period".to_string(),
                 ParameterValue::Double(s.diagnostics_period),
+            ),
+            (
+                "diagnostics.expected_hz".to_string(),
+                ParameterValue::Double(s.diagnostics.expected_hz),
+            ),
+            (
+                "diagnostics.hz_tolerance".to_string(),
+                ParameterValue::Double(s.diagnostics.hz_tolerance),
+            ),
+            (
+                "diagnostics.timeout".to_string(),
+                ParameterValue::Double(s.diagnostics.timeout),
+            ),
+            (
+                "diagnostics.max_stamp_lag".to_string(),
+                ParameterValue::Double(s.diagnostics.max_stamp_lag),
             ),
             (
                 "feature_format".to_string(),
@@ -397,10 +427,34 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
                 vec![x.clone()]
             }
         }
+        ("transport", ParameterValue::StringArray(x)) => s.transport = x.clone(),
+        ("transport", ParameterValue::String(x)) => s.transport = vec![x.clone()],
+        ("transport", _) => return Err(wrong("a string or a string array")),
         ("image_qos.reliability", ParameterValue::String(x)) => s.reliability = x.clone(),
         ("image_qos.depth", ParameterValue::Integer(x)) => s.depth = *x,
         ("cuda.device", ParameterValue::Integer(x)) => s.cuda_device = *x,
         ("diagnostics_period", ParameterValue::Double(x)) => s.diagnostics_period = *x,
+        (
+            "diagnostics.expected_hz"
+            | "diagnostics.hz_tolerance"
+            | "diagnostics.timeout"
+            | "diagnostics.max_stamp_lag",
+            ParameterValue::Double(_) | ParameterValue::Integer(_),
+        ) => {
+            // (NaN for no other type: the pattern admits doubles and integers only.)
+            let x = match v {
+                ParameterValue::Double(x) => *x,
+                ParameterValue::Integer(i) => *i as f64,
+                _ => f64::NAN,
+            };
+            let d = &mut s.diagnostics;
+            *match name {
+                "diagnostics.expected_hz" => &mut d.expected_hz,
+                "diagnostics.hz_tolerance" => &mut d.hz_tolerance,
+                "diagnostics.timeout" => &mut d.timeout,
+                _ => &mut d.max_stamp_lag,
+            } = x;
+        }
         ("feature_format", ParameterValue::String(x)) => s.feature_format = x.clone(),
         ("feature_format", _) => return Err(wrong("a string")),
         ("vins_config", ParameterValue::String(x)) => s.vins_config = x.clone(),
@@ -412,6 +466,13 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
         ("inputs", _) => return Err(wrong("a string array")),
         ("image_qos.depth" | "cuda.device", _) => return Err(wrong("an integer")),
         ("diagnostics_period", _) => return Err(wrong("a double")),
+        (
+            "diagnostics.expected_hz"
+            | "diagnostics.hz_tolerance"
+            | "diagnostics.timeout"
+            | "diagnostics.max_stamp_lag",
+            _,
+        ) => return Err(wrong("a double")),
         _ => return Err(format!("unknown parameter {name:?}")),
     }
     Ok(())

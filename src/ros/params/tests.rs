@@ -232,3 +232,84 @@ fn match_previous_is_a_live_bool() {
         .all()
         .contains(&(MATCH_PREVIOUS.to_string(), ParameterValue::Bool(false))));
 }
+
+#[test]
+fn transports_and_diagnostics_rules_are_checked_at_start() {
+    use crate::ros::compressed::Transport;
+    let s = |v: ParameterValue| v;
+    let mut p = NodeParams::new();
+    p.apply_initial(&[
+        (
+            "inputs".into(),
+            s(ParameterValue::StringArray(vec![
+                "left".into(),
+                "right".into(),
+            ])),
+        ),
+        (
+            "transport".into(),
+            s(ParameterValue::StringArray(vec![
+                "raw".into(),
+                "compressed".into(),
+            ])),
+        ),
+        (
+            "diagnostics.expected_hz".into(),
+            ParameterValue::Integer(20),
+        ),
+        ("diagnostics.timeout".into(), ParameterValue::Double(0.5)),
+    ])
+    .unwrap();
+    let st = &p.settings;
+    assert_eq!(
+        (st.transport_of(0), st.transport_of(1)),
+        (Transport::Raw, Transport::Compressed)
+    );
+    assert_eq!(st.diagnostics.expected_hz, 20.0);
+    assert_eq!(st.diagnostics.timeout, 0.5);
+    // One value is every input's.
+    let mut one = NodeParams::new();
+    one.apply_initial(&[(
+        "transport".into(),
+        ParameterValue::String("compressed".into()),
+    )])
+    .unwrap();
+    assert_eq!(one.settings.transport_of(0), Transport::Compressed);
+    for (name, value, says) in [
+        (
+            "transport",
+            ParameterValue::String("theora".into()),
+            "not raw or compressed",
+        ),
+        (
+            "transport",
+            ParameterValue::StringArray(vec!["raw".into(), "raw".into()]),
+            "2 values for 1 input",
+        ),
+        (
+            "diagnostics.hz_tolerance",
+            ParameterValue::Double(1.5),
+            "0..=1",
+        ),
+        (
+            "diagnostics.max_stamp_lag",
+            ParameterValue::Double(-1.0),
+            "not in",
+        ),
+        (
+            "diagnostics.timeout",
+            ParameterValue::Bool(true),
+            "expected a double",
+        ),
+    ] {
+        let e = NodeParams::new()
+            .apply_initial(&[(name.into(), value)])
+            .unwrap_err();
+        assert!(e.contains(name) && e.contains(says), "{name}: {e}");
+    }
+    // Read-only at run time.
+    assert!(p
+        .set("diagnostics.expected_hz", &ParameterValue::Double(30.0))
+        .unwrap_err()
+        .contains("read-only"));
+}
