@@ -15,8 +15,8 @@
 #     how busy the machine is (paced runs lost track or not with the CI machine's load; on 2
 #     cores its local mapping does not keep up in real time; docs/slam.md); monocular one run
 #     per side, monocular-inertial three, medians compared): fails unless ours has ATE <=
-#     1.33 x own + 1 cm (monocular; 2 x own + 5 cm monocular-inertial, whose IMU
-#     initialisation spreads its runs by centimetres even in lockstep),
+#     1.33 x own + 1 cm (monocular; monocular-inertial, whose IMU initialisation spreads its
+#     runs by centimetres even in lockstep: 2 x own + 5 cm or own's worst run + 5 cm),
 #     no divergence where its own holds, initialisation no later (1 s of slack), no more map
 #     resets (one more with the IMU), a pose for as many frames (5 % of slack), no frame
 #     skipped by the adapter, and (--check) ORB-SLAM3's own extractor, run by the adapter on
@@ -88,6 +88,11 @@ else:
     # (docs/slam.md), so only a loose bound there; the exactness is step 2's.
     rel, slack = (2.0, 0.05) if mode.endswith("inertial") else (1.33, 0.01)
     bound = rel * own["ate_rmse_m"] + slack
+    if mode.endswith("inertial"):
+        # ... or within 5 cm of its own worst run (its runs on the same input spread
+        # 50-117 mm here, in lockstep too).
+        worst = max(r["ate_rmse_m"] for r in own["runs"] if r["ate_rmse_m"] is not None)
+        bound = max(bound, worst + slack)
     if ours["ate_rmse_m"] > bound:
         problems.append(f"ATE {ours['ate_rmse_m']:.4f} m > bound {bound:.4f} m (own {own['ate_rmse_m']:.4f})")
     if ours["init_s"] is None or ours["init_s"] > own["init_s"] + 1.0:

@@ -45,6 +45,10 @@ pub struct ReplayArgs {
     /// flow_back; track.enabled). `--set` still overrides.
     #[arg(long, value_name = "FILE")]
     pub vins_config: Option<PathBuf>,
+    /// With tracking: also write T/debug_image, VINS-Fusion's tracking picture (bgr8), as the
+    /// node publishes it on debug_image.
+    #[arg(long)]
+    pub debug_image: bool,
     /// A bag directory (with metadata.yaml) or one .mcap / .db3 file.
     pub bag: PathBuf,
 }
@@ -80,6 +84,7 @@ impl ReplayArgs {
             homography: self.homography.clone(),
             opencv_eval: self.opencv_eval.clone(),
             vins,
+            debug_image: self.debug_image,
         })
     }
 }

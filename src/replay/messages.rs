@@ -23,6 +23,9 @@ pub fn feature_topic(t: &str) -> String {
 pub fn restart_topic(t: &str) -> String {
     format!("{}/restart", t.trim_end_matches('/'))
 }
+pub fn debug_image_topic(t: &str) -> String {
+    format!("{}/debug_image", t.trim_end_matches('/'))
+}
 pub fn annotations_topic(t: &str) -> String {
     format!("{}/keypoints/annotations", t.trim_end_matches('/'))
 }
@@ -89,6 +92,22 @@ fn cloud_message(
 
 pub(super) fn edges_message(header: &Header, edges: &GrayImage) -> Vec<u8> {
     cdr::Image::mono8(header.clone(), edges.width, edges.height, &edges.data).encode()
+}
+
+/// A `bgr8` picture (`pic` holds RGB, swapped in place), serialized as the node's
+/// `debug_image`.
+pub(super) fn bgr8_message(header: &Header, pic: &mut crate::output::overlay::RgbImage) -> Vec<u8> {
+    pic.to_bgr_in_place();
+    cdr::Image {
+        header: header.clone(),
+        height: pic.height as u32,
+        width: pic.width as u32,
+        encoding: "bgr8".into(),
+        is_bigendian: 0,
+        step: (pic.width * 3) as u32,
+        data: Cow::Borrowed(&pic.data),
+    }
+    .encode()
 }
 
 /// One colour per pyramid level (cycled), as Foxglove colours.

@@ -12,6 +12,7 @@
 //! | `T/tracks`                   | `sensor_msgs/msg/PointCloud2` (`output::tracks` layout; with `track.enabled`) |
 //! | `T/feature`                  | `sensor_msgs/msg/PointCloud`, VINS-Fusion's layout, the node's bytes (with `track.enabled`, once the camera is known) |
 //! | `T/restart`                  | `std_msgs/msg/Bool` true when the tracker started over (as the node's `restart`) |
+//! | `T/debug_image`              | `sensor_msgs/msg/Image`, bgr8: VINS-Fusion's tracking picture, the node's `debug_image` with tracking (with `track.enabled` and `--debug-image`) |
 //!
 //! The camera of `T` comes from `--vins-config` (its camodocal files, as VINS reads them)
 //! or else from the bag's `camera_info` beside `T` (`dirname(T)/camera_info`, the last one
@@ -63,8 +64,8 @@ pub use self::cli::{main, ReplayArgs};
 pub use self::frame::{decode_frame, FrameData, FrameSkip};
 use self::messages::edges_message;
 pub use self::messages::{
-    annotations_message, annotations_topic, edges_topic, feature_topic, keypoints_message,
-    keypoints_topic, restart_topic, tracks_message, tracks_topic,
+    annotations_message, annotations_topic, debug_image_topic, edges_topic, feature_topic,
+    keypoints_message, keypoints_topic, restart_topic, tracks_message, tracks_topic,
 };
 pub use self::run::run;
 pub use self::tracks::camera_info_topic;
@@ -91,6 +92,9 @@ pub struct ReplayOptions {
     /// A VINS-Fusion config: the cameras from its camodocal files (its tracker settings are
     /// applied to `config` by the CLI).
     pub vins: Option<VinsConfig>,
+    /// With tracking: write `T/debug_image`, the tracking picture the node publishes on
+    /// `debug_image` ([`crate::output::overlay::render_tracks`]).
+    pub debug_image: bool,
 }
 
 impl ReplayOptions {
@@ -106,6 +110,7 @@ impl ReplayOptions {
             homography: Vec::new(),
             opencv_eval: None,
             vins: None,
+            debug_image: false,
         }
     }
 }

@@ -153,7 +153,12 @@ impl<'a> Replayer<'a> {
             let names: Vec<&str> = topics.iter().map(|t| t.name.as_str()).collect();
             let image_topics = opts.vins.as_ref().map(|v| &v.image_topics[..]);
             let (left, right) = StereoPair::topics(&names, image_topics)?;
-            let state = TrackState::new(&mut writer, left, &opts.config, &pipeline)?;
+            let state = TrackState::new(
+                &mut writer,
+                left,
+                (&opts.config, opts.debug_image),
+                &pipeline,
+            )?;
             Tracking::Stereo(Box::new(StereoPair::new(&mut writer, left, right, state)?))
         } else {
             Tracking::PerTopic(HashMap::new())
@@ -221,7 +226,12 @@ impl<'a> Replayer<'a> {
             let image = w.channel(m.topic, m.msgtype)?;
             let keypoints = w.channel(&keypoints_topic(m.topic), cdr::POINT_CLOUD2)?;
             if let Tracking::PerTopic(t) = &mut self.tracking {
-                let ts = TrackState::new(w, m.topic, &self.opts.config, &self.pipeline)?;
+                let ts = TrackState::new(
+                    w,
+                    m.topic,
+                    (&self.opts.config, self.opts.debug_image),
+                    &self.pipeline,
+                )?;
                 t.insert(m.topic.to_string(), ts);
             }
             let edges = match self.opts.config.canny.enabled {

@@ -3,13 +3,16 @@
 //! (`output::tracks` layout), `T/feature` (VINS's `sensor_msgs/PointCloud`, the node's bytes
 //! from [`FeatureCdr`], only once the camera is known; VINS-Fusion's layout, or VINS-Mono's
 //! with `track.frontend: vins_mono`) and `T/restart` (a `std_msgs/Bool` true when the
-//! tracker started over); which frames get them is [`FeatureGate`]'s, as the node's; the
-//! cameras beside the image topics.
+//! tracker started over); which frames get them is [`FeatureGate`]'s, as the node's; with
+//! `--debug-image`, `T/debug_image` (VINS-Fusion's tracking picture, the node's
+//! `debug_image`); the cameras beside the image topics.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use super::messages::{feature_topic, restart_topic, tracks_message, tracks_topic};
+use super::messages::{
+    bgr8_message, debug_image_topic, feature_topic, restart_topic, tracks_message, tracks_topic,
+};
 use super::report::FeatureTrackFrame;
 use crate::bag::writer::McapBagWriter;
 use crate::camera::CameraModel;
@@ -18,6 +21,7 @@ use crate::config::{Frontend, TrackConfig};
 use crate::error::Result;
 use crate::image::GrayImage;
 use crate::output::gate::{Before, FeatureGate};
+use crate::output::overlay::{render_tracks, RgbImage};
 use crate::output::tracks::{FeatureCdr, VinsFormat};
 use crate::pipeline::Pipeline;
 use crate::track::{TrackParams, Tracker};
@@ -40,7 +44,13 @@ pub(super) struct TrackState {
     cfg: TrackConfig,
     /// VINS-Fusion's layout, or VINS-Mono's with `frontend: vins_mono`.
     format: VinsFormat,
+    /// `T/debug_image` (`--debug-image`): its channel, the picture's buffer and the tracks'
+    /// positions in the previous picture, as the node's.
+    debug: Option<DebugPicture>,
 }
+
+/// `T/debug_image`'s channel, the picture's buffer and the tracks' previous positions by id.
+type DebugPicture = (u16, RgbImage, HashMap<u64, (f32, f32)>);
 
 /// The camera beside each image topic: from `camera_info` (the last one read), or the
 /// problem with it.
@@ -59,10 +69,19 @@ impl TrackState {
     pub(super) fn new(
         writer: &mut McapBagWriter,
         topic: &str,
-        config: &Config,
+        (config, debug_image): (&Config, bool),
         pipeline: &Pipeline,
     ) -> Result<TrackState> {
+        let debug = match debug_image {
+            true => Some((
+                writer.channel(&debug_image_topic(topic), cdr::IMAGE)?,
+                RgbImage::default(),
+                HashMap::new(),
+            )),
+            false => None,
+        };
         Ok(TrackState {
+            debug,
             tracks: writer.channel(&tracks_topic(topic), cdr::POINT_CLOUD2)?,
             feature: writer.channel(&feature_topic(topic), cdr::POINT_CLOUD)?,
             restart: writer.channel(&restart_topic(topic), cdr::BOOL)?,
@@ -127,6 +146,14 @@ impl TrackState {
             right_ms = t0.elapsed().as_secs_f64() * 1e3;
             let msg = tracks_message(r.header, tracker.right_tracks(), scratch);
             writer.write(*channel, r.at.0, r.at.1, &msg)?;
+        }
+        if let Some((channel, pic, prev)) = &mut self.debug {
+            let right_gray = right.as_ref().map(|(r, _)| r.gray);
+            let both = (tracker.tracks(), tracker.right_tracks());
+            render_tracks(pic, gray, right_gray, both, prev);
+            writer.write(*channel, at.0, at.1, &bgr8_message(header, pic))?;
+            prev.clear();
+            prev.extend(tracker.tracks().iter().map(|t| (t.id, (t.x, t.y))));
         }
         let tracks = tracker.tracks();
         let after = self.gate.after(tracker.resets(), &self.cfg);

@@ -206,6 +206,8 @@ pub struct ImageCdr {
     head: Vec<u8>,
     /// Where the in-place message lies in `bytes`.
     span: std::ops::Range<usize>,
+    /// The tracking picture, drawn into this buffer frame after frame.
+    picture: overlay::RgbImage,
 }
 
 impl ImageCdr {
@@ -283,6 +285,24 @@ impl ImageCdr {
         pic.to_bgr_in_place();
         let size = (pic.width, pic.height, pic.width * 3);
         self.encode(header, "bgr8", size, &pic.data)
+    }
+
+    /// The debug image with tracking on: VINS-Fusion's tracking picture
+    /// ([`overlay::render_tracks`]: the right camera beside the left in stereo) as `bgr8`.
+    pub fn tracking_overlay(
+        &mut self,
+        header: &Header,
+        (left, right): (&GrayImage, Option<&GrayImage>),
+        tracks: (&[crate::track::Track], &[crate::track::Track]),
+        prev: &std::collections::HashMap<u64, (f32, f32)>,
+    ) -> &[u8] {
+        let mut pic = std::mem::take(&mut self.picture);
+        overlay::render_tracks(&mut pic, left, right, tracks, prev);
+        pic.to_bgr_in_place();
+        let size = (pic.width, pic.height, pic.width * 3);
+        self.encode(header, "bgr8", size, &pic.data);
+        self.picture = pic;
+        &self.bytes
     }
 }
 

@@ -108,6 +108,7 @@ fn track_outputs(
         vins_problem,
         times: [f64::NAN; TRACK_PARTS.len()],
         camera_use: Default::default(),
+        picture: Default::default(),
     })
 }
 

@@ -15,7 +15,7 @@
 //! waits up to 30 ms for it while the second camera is alive), publishes them on the second
 //! input's `tracks`, and both cameras in `feature`.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -316,6 +316,37 @@ pub(super) struct TrackOutputs {
     pub(super) times: [f64; TRACK_PARTS.len()],
     /// The camera model the last frame was tracked with, and where it came from.
     pub(super) camera_use: CameraUse,
+    /// What the tracking picture (`debug_image` with tracking on) needs beside the tracks.
+    pub(super) picture: TrackPicture,
+}
+
+/// The tracking picture's state ([`crate::output::overlay::render_tracks`]): whether it is
+/// drawn this frame (set by the worker before the step), the stereo pair's right frame on the
+/// host, and the tracks' positions in the previous picture (by id), for the arrows.
+#[derive(Default)]
+pub(super) struct TrackPicture {
+    pub(super) want: bool,
+    /// This frame was tracked (not skipped by `track.frontend`'s rule): only such frames
+    /// get a picture, as in the replay.
+    pub(super) tracked: bool,
+    right: GrayImage,
+    /// `right` is this frame's pair.
+    has_right: bool,
+    pub(super) prev: HashMap<u64, (f32, f32)>,
+}
+
+impl TrackPicture {
+    /// The right camera's frame of this picture, if it has one.
+    pub(super) fn right(&self) -> Option<&GrayImage> {
+        self.has_right.then_some(&self.right)
+    }
+
+    /// After drawing: the positions the next picture's arrows point to (the map's memory
+    /// reused).
+    pub(super) fn remember(&mut self, tracks: &[Track]) {
+        self.prev.clear();
+        self.prev.extend(tracks.iter().map(|t| (t.id, (t.x, t.y))));
+    }
 }
 
 /// The parts of a frame's tracking step in the node: the frame begun on the GPU inside the
@@ -467,6 +498,8 @@ impl TrackOutputs {
         let (camera, mut problem, used) =
             usable_camera(&self.camera, view.width(), view.height(), stamp_ns);
         self.camera_use = used;
+        self.picture.has_right = false;
+        self.picture.tracked = false;
         let stamp = stamp_seconds(header);
         let input = track_input(pipeline, view);
         match self.gate.before(stamp, cfg) {
@@ -482,6 +515,7 @@ impl TrackOutputs {
                 self.tracker.track_flow_only(input, stamp, camera.as_ref())
             }
         };
+        self.picture.tracked = true;
         let stats = self.tracker.stats();
         let nan = f64::NAN;
         let (begin, flow, corners) = (stats.begin_ms, stats.flow_ms, stats.detect_ms);
@@ -540,12 +574,19 @@ impl TrackOutputs {
             return false;
         };
         let tracker = &mut self.tracker;
-        // The next frames of the second camera come on the GPU while this tracker is.
+        // The next frames of the second camera come on the GPU while this tracker is (on the
+        // host while the tracking picture, which draws them, is wanted).
         let on_gpu = tracker.backend() == BackendKind::Cuda;
-        link.host_only.store(!on_gpu, Ordering::Relaxed);
+        let picture = &mut self.picture;
+        link.host_only
+            .store(!on_gpu || picture.want, Ordering::Relaxed);
         let t0 = Instant::now();
         let times = &mut self.times;
         let got = link.take(stamp_ns, |right| {
+            if picture.want && !right.on_device {
+                picture.right.clone_from(&right.img);
+                picture.has_right = true;
+            }
             let t1 = Instant::now();
             let input = right.input();
             let (w, h) = input.size();

@@ -464,15 +464,30 @@ impl Running {
             _ => self.previous.reset(),
         }
         let mut camera_problem = None;
-        if self.pipeline.config().track.enabled {
+        let tracking = self.pipeline.config().track.enabled;
+        if tracking {
             let cfg = self.pipeline.config().track.clone();
+            w.tracks.picture.want = debug_listened;
             camera_problem = w.tracks.step(header, view, &self.pipeline, &cfg);
         }
-        if debug_listened {
+        // With tracking, a picture for the frames tracked only (the replay's rule).
+        if debug_listened && (!tracking || w.tracks.picture.tracked) {
             crate::cpu::decode::decode(view, &mut self.gray);
-            let _ = w
-                .pub_debug
-                .publish_raw(self.image_cdr.debug_overlay(header, &self.gray, features));
+            let bytes = if tracking {
+                // VINS-Fusion's picture of the tracks (the right camera beside the left).
+                let (t, pic) = (&w.tracks.tracker, &w.tracks.picture);
+                let tracks = (t.tracks(), t.right_tracks());
+                let gray = (&self.gray, pic.right());
+                self.image_cdr
+                    .tracking_overlay(header, gray, tracks, &pic.prev)
+            } else {
+                self.image_cdr.debug_overlay(header, &self.gray, features)
+            };
+            let _ = w.pub_debug.publish_raw(bytes);
+            if tracking {
+                let tracks = w.tracks.tracker.tracks();
+                w.tracks.picture.remember(tracks);
+            }
         }
         camera_problem
     }

@@ -673,6 +673,30 @@ def main():
                        ('vx', '<f4'), ('vy', '<f4'), ('age', '<u4')])
         return np.frombuffer(bytes(msg.data), dt)
 
+    def check_track_picture(msg, lt, rt, width, height):
+        """debug_image with tracking: VINS-Fusion's picture (FeatureTracker::drawTrack): the
+        right camera beside the left, each left track a ring of radius 2 in BGR
+        (255 (1 - len), 0, 255 len), len = min(1, age / 20), each right track a green ring.
+        Marks may cover each other: at least one of four ring pixels per track is checked."""
+        assert msg.encoding == 'bgr8' and (msg.width, msg.height) == (2 * width, height), \
+            (msg.encoding, msg.width, msg.height)
+        img = np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.step)[:, :msg.width * 3]
+        img = img.reshape(msg.height, msg.width, 3)
+
+        def ring_has(x, y, bgr):
+            cx, cy = int(np.floor(x + 0.5)), int(np.floor(y + 0.5))
+            return any(0 <= cx + dx < msg.width and 0 <= cy + dy < msg.height
+                       and tuple(img[cy + dy, cx + dx]) == bgr
+                       for dx, dy in ((2, 0), (-2, 0), (0, 2), (0, -2)))
+        ok = 0
+        for x, y, a in zip(lt['x'], lt['y'], lt['age']):
+            ln = min(1.0, a / 20)
+            ok += ring_has(x, y, (int(np.floor(255 * (1 - ln) + 0.5)), 0, int(np.floor(255 * ln + 0.5))))
+        right_ok = sum(ring_has(x + width, y, (0, 255, 0)) for x, y in zip(rt['x'], rt['y']))
+        assert ok * 10 >= len(lt) * 9 and right_ok * 10 >= len(rt) * 9, (ok, len(lt), right_ok, len(rt))
+        return f'{msg.width}x{msg.height}: {ok} of {len(lt)} left rings in the age colour, ' \
+            f'{right_ok} of {len(rt)} right rings green'
+
     def t_tracks():
         ns = '/gf_track'
         seq = [to_encoding(f'cockatoo_{k}', raw, 'mono8') for k, raw in enumerate(seq_gray(6))]
@@ -1060,10 +1084,12 @@ def main():
             h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
         return h
 
-    def node_vs_replay(ns, cfg, n_want, what, skipped_first=False):
+    def node_vs_replay(ns, cfg, n_want, what, skipped_first=False, debug=False):
         """Plays the 8 real frames of tests/data/seq at 20 Hz to the node (vins_config: cfg)
         and replays a bag of the same frames and stamps with --vins-config cfg: the node's
-        feature messages must be the replay's, byte for byte, n_want of them."""
+        feature messages must be the replay's, byte for byte, n_want of them; with `debug`,
+        also the node's debug_image (the tracking picture) the replay's T/debug_image, for
+        every frame."""
         if not args.tools:
             raise Skipped('no --tools (the gpu_features CLI, images_bag, bag_digest)')
         tools = args.tools
@@ -1073,26 +1099,35 @@ def main():
         subprocess.run([os.path.join(tools, 'images_bag'), bag, '/cam/image', 'cam', str(t0),
                         str(period)] + pngs, check=True)
         subprocess.run([os.path.join(tools, 'gpu_features'), 'replay', '--backend', args.backend,
-                        '--vins-config', cfg, '--out', out, bag], check=True,
-                       stdout=subprocess.DEVNULL)
+                        '--vins-config', cfg, '--out', out, bag] + (['--debug-image'] if debug else []),
+                       check=True, stdout=subprocess.DEVNULL)
         lines = subprocess.run([os.path.join(tools, 'bag_digest'), os.path.join(out, 'out.mcap'),
                                 '--each'], check=True, capture_output=True, text=True).stdout
         want = [int(l.split()[2], 16) for l in lines.splitlines()
                 if l.startswith('/cam/image/feature ') and 'messages' not in l]
-        assert len(want) == n_want, lines
-        raw = []
+        want_pics = [int(l.split()[2], 16) for l in lines.splitlines()
+                     if l.startswith('/cam/image/debug_image ') and 'messages' not in l]
+        assert len(want) == n_want and len(want_pics) == (n if debug else 0), lines
+        raw, pics = [], []
         H.node.create_subscription(PointCloud, f'{ns}/feature', lambda m: raw.append(m), 100,
                                    raw=True)
+        if debug:
+            H.node.create_subscription(Image, f'{ns}/debug_image', lambda m: pics.append(m), 100,
+                                       raw=True)
         H.listen(f'{ns}/tracks', PointCloud2)
         frames = [to_encoding(f'cockatoo_{k}', g, 'mono8') for k, g in enumerate(seq_gray(n))]
         p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
-                                     '-p', f'vins_config:={cfg}'],
+                                     '-p', f'vins_config:={cfg}', '-p', f'debug_image:={str(debug).lower()}'],
                           os.path.join(tmp, ns.strip('/') + '.log'))
         try:
             assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
             end = time.monotonic() + 10
             while H.node.count_publishers(f'{ns}/feature') == 0 and time.monotonic() < end:
                 time.sleep(0.05)
+            if debug:
+                while H.node.count_publishers(f'{ns}/debug_image') == 0 and time.monotonic() < end:
+                    time.sleep(0.05)
+                time.sleep(0.5)
             for k, fr in enumerate(frames):
                 t = t0 + k * period
                 stamp = (t // 1_000_000_000, t % 1_000_000_000)
@@ -1112,6 +1147,14 @@ def main():
                 len(got), same, [hex(x) for x in got[:3]], [hex(x) for x in want[:3]])
             log(f'  {n} frames: the node\'s {len(got)} feature messages ({what}) equal '
                 f'the replay\'s (--vins-config, same frames and stamps) byte for byte')
+            if debug:
+                end = time.monotonic() + 5
+                while len(pics) < len(want_pics) and time.monotonic() < end:
+                    time.sleep(0.05)
+                got_pics = [fnv(bytes(m)) for m in pics]
+                assert got_pics == want_pics, ([hex(x) for x in got_pics], [hex(x) for x in want_pics])
+                log(f'  the node\'s {len(got_pics)} tracking pictures (debug_image) equal the '
+                    f'replay\'s T/debug_image (--debug-image) byte for byte')
         finally:
             rc = stop_node(p, signal.SIGINT)
             f.close()
@@ -1120,7 +1163,7 @@ def main():
     def t_node_is_replay():
         # The config's multiple_thread: 1 (track.feature_every 2): frames 2, 4, 6, 8.
         node_vs_replay('/gf_vs_replay', os.path.join(DATA, 'vins', 'seq_640x360_config.yaml'), 4,
-                       'every 2nd frame')
+                       'every 2nd frame', debug=True)
 
     def t_node_is_replay_vins_mono():
         # A VINS-Mono config (its camera file with the front-end keys, freq 10, equalize 1):
@@ -1149,21 +1192,29 @@ def main():
         for side in ('left', 'right'):
             H.listen(f'{ns}/{side}/tracks', PointCloud2)
         H.listen(f'{ns}/left/feature', PointCloud)
+        H.listen(f'{ns}/left/debug_image', Image)
         p6, f6 = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
-                                       '-p', 'inputs:=[left, right]',
+                                       '-p', 'inputs:=[left, right]', '-p', 'debug_image:=true',
                                        '-p', 'track.enabled:=true', '-p', 'track.stereo:=true'] + TRACKS_ONLY,
                             os.path.join(tmp, 'stereo_track.log'))
         try:
             for side in ('left', 'right'):
                 assert H.wait_subscribers(f'{ns}/{side}/image'), f'no {side}/image subscription'
             right_pub = H.publisher(f'{ns}/right/image')
+            # The debug image is drawn only for a matched subscriber (a frame re-sent after
+            # the first went unanswered would find its pair taken).
+            end = time.monotonic() + 10
+            while H.node.count_publishers(f'{ns}/left/debug_image') == 0 and time.monotonic() < end:
+                time.sleep(0.05)
+            time.sleep(0.5)
             for k, (left, right) in enumerate(pairs):
                 stamp = (600 + k, 0)
                 right_pub.publish(H.image_msg(right, stamp, 'right'))
                 time.sleep(0.1)
                 got = H.send_and_wait(f'{ns}/left/image', left, stamp, 'left',
                                       [(f'{ns}/left/tracks', PointCloud2),
-                                       (f'{ns}/right/tracks', PointCloud2)])
+                                       (f'{ns}/right/tracks', PointCloud2),
+                                       (f'{ns}/left/debug_image', Image)])
                 check_header(got[f'{ns}/left/tracks'], stamp, 'left')
                 check_header(got[f'{ns}/right/tracks'], stamp, 'right')
                 lt = decode_tracks(got[f'{ns}/left/tracks'])
@@ -1174,6 +1225,8 @@ def main():
                     l = lx[int(i)]
                     assert abs(l[0] - 8 - x) < 0.5 and abs(l[1] - y) < 0.5 and l[2] == a, (i, l, x, y)
                 log(f'  pair {k}: {len(lt)} left, {len(rt)} right tracks at the 8 px disparity')
+                drawn = check_track_picture(got[f'{ns}/left/debug_image'], lt, rt, left.width, left.height)
+                log(f'  pair {k}: debug_image {drawn}')
         finally:
             rc = stop_node(p6, signal.SIGINT)
             f6.close()
