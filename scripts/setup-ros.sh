@@ -153,7 +153,7 @@ export CMAKE_PREFIX_PATH='$VENV'
 # the Jazzy wheels it is the truth)
 export ROS_DISTRO=jazzy
 # r2r generates bindings only for these (every dependency of a used message must be listed)
-export IDL_PACKAGE_FILTER='std_msgs;sensor_msgs;geometry_msgs;builtin_interfaces;diagnostic_msgs;rcl_interfaces'
+export IDL_PACKAGE_FILTER='std_msgs;sensor_msgs;geometry_msgs;builtin_interfaces;diagnostic_msgs;rcl_interfaces;rosgraph_msgs'
 export LD_LIBRARY_PATH='$VENV/lib:$LIBS$TOOLS_LD'\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 export PATH='$CARGO_TOOLS/bin:$VENV/bin':\$PATH
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST

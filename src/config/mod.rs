@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 pub use crate::levels::Scales;
-use crate::levels::MAX_LEVELS;
 
 mod describe;
 mod dotted;
 mod duration;
+pub mod schema;
 mod validate;
 
 pub use describe::{DescribeConfig, DescriptorBlur};

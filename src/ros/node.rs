@@ -131,9 +131,8 @@ async fn run_async() -> Result<(), String> {
     let trace_dir = trace::dir();
 
     let params = Arc::new(Mutex::new(NodeParams::new()));
-    let (param_handler, mut param_events) = node
-        .make_derived_parameter_handler(params.clone())
-        .map_err(|e| format!("parameters: {e}"))?;
+    let (param_handler, mut param_events) =
+        super::params::services::serve(&mut node, params.clone())?;
     tokio::spawn(param_handler);
     {
         let logger = logger.clone();

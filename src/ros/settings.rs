@@ -4,7 +4,143 @@
 //! [`NodeSettings::apply_memory_policy`]). The parameters that carry them are in
 //! `params.rs`.
 
+use crate::config::schema::Domain;
 use crate::pipeline::BackendChoice;
+
+/// A node setting as `describe_parameters` gives it: name, domain (None: any string or
+/// string array, checked in [`NodeSettings::validate`]), whether it is fixed at start, and
+/// what it does.
+pub struct NodeSpec {
+    pub name: &'static str,
+    pub domain: Option<Domain>,
+    pub read_only: bool,
+    pub about: &'static str,
+}
+
+const fn node(name: &'static str, domain: Option<Domain>, about: &'static str) -> NodeSpec {
+    NodeSpec {
+        name,
+        domain,
+        read_only: true,
+        about,
+    }
+}
+
+const fn float(min: f64, max: f64) -> Option<Domain> {
+    Some(Domain::Float {
+        min,
+        max,
+        min_open: false,
+        max_open: false,
+    })
+}
+
+const fn int(min: i64, max: i64) -> Option<Domain> {
+    Some(Domain::Int {
+        min,
+        max,
+        odd: false,
+        or_zero: false,
+    })
+}
+
+/// Every node setting (the pipeline's keys are `crate::config::schema::SPECS`): the one
+/// table [`NodeSettings::validate`] checks the ranges and names of, and `describe_parameters`
+/// answers from.
+pub const NODE_SPECS: &[NodeSpec] = &[
+    node(
+        "backend",
+        Some(Domain::OneOf(&["auto", "cpu", "cuda"])),
+        "auto: CUDA when usable, else the CPU (the log says why); cpu; cuda",
+    ),
+    node(
+        "cuda.device",
+        int(0, 1023),
+        "the CUDA device ordinal the pipelines open (several GPUs: one node per GPU)",
+    ),
+    node(
+        "inputs",
+        None,
+        "camera names: input k subscribes <name>/image and publishes <name>/keypoints, ...; [\"\"] or unset = one camera with un-prefixed topics",
+    ),
+    node(
+        "transport",
+        None,
+        "raw (<input>/image, sensor_msgs/Image) or compressed (<input>/image/compressed, JPEG/PNG CompressedImage); one value for every input or one per input",
+    ),
+    node(
+        "image_qos.reliability",
+        Some(Domain::OneOf(&["best_effort", "reliable"])),
+        "the image subscription's reliability (best_effort: sensor data)",
+    ),
+    node(
+        "image_qos.depth",
+        int(1, 1000),
+        "the image subscription's keep-last depth",
+    ),
+    node(
+        "diagnostics_period",
+        Some(Domain::Float {
+            min: 0.05,
+            max: f64::INFINITY,
+            min_open: false,
+            max_open: false,
+        }),
+        "seconds between /diagnostics messages",
+    ),
+    node(
+        "diagnostics.expected_hz",
+        float(0.0, 100_000.0),
+        "the camera's rate: WARN when the rate over 5 periods is outside expected_hz * (1 +- hz_tolerance); 0 = not checked",
+    ),
+    node(
+        "diagnostics.hz_tolerance",
+        float(0.0, 1.0),
+        "the fraction the rate may stray from diagnostics.expected_hz",
+    ),
+    node(
+        "diagnostics.timeout",
+        float(0.0, 86_400.0),
+        "seconds without a frame: ERROR once frames came (a dead camera), WARN while none came since start; 0 = not checked",
+    ),
+    node(
+        "diagnostics.max_stamp_lag",
+        float(0.0, 86_400.0),
+        "WARN when frame stamps are further than this many seconds from the node's clock (ROS time: use_sim_time honoured); 0 = not checked",
+    ),
+    node(
+        "feature_format",
+        Some(Domain::OneOf(&["vins_fusion", "vins_mono"])),
+        "the layout of `feature` (with track.enabled): VINS-Fusion's or VINS-Mono's estimator",
+    ),
+    node(
+        "vins_config",
+        None,
+        "a VINS-Fusion or VINS-Mono config file: its cameras and front-end keys set the tracker at start (empty = none)",
+    ),
+    node(
+        "keep_freed_memory",
+        Some(Domain::Bool),
+        "glibc's malloc keeps freed frame buffers for the next frames (the RSS stays at its peak)",
+    ),
+    NodeSpec {
+        name: "debug_image",
+        domain: Some(Domain::Bool),
+        read_only: false,
+        about: "publish debug_image (bgr8; VINS-Fusion's tracking picture with track.enabled) while someone subscribes",
+    },
+    NodeSpec {
+        name: "match.previous",
+        domain: Some(Domain::Bool),
+        read_only: false,
+        about: "publish matches: each frame's descriptor matches to the input's previous frame",
+    },
+    node(
+        "use_sim_time",
+        Some(Domain::Bool),
+        "ROS time from /clock (a bag played with --clock): the diagnostics' stamp check uses it",
+    ),
+];
 
 /// What an input's /diagnostics status checks (diagnostic_updater's FrequencyStatus and
 /// TimeStampStatus conventions), in seconds and Hz.
@@ -130,37 +266,38 @@ impl NodeSettings {
         super::compressed::Transport::parse(name).unwrap_or(super::compressed::Transport::Raw)
     }
 
+    /// The settings `NODE_SPECS` gives a domain to, as `(name, value)`.
+    fn values(&self) -> Vec<(&'static str, serde_yaml::Value)> {
+        let d = &self.diagnostics;
+        vec![
+            ("backend", self.backend.as_str().into()),
+            ("cuda.device", self.cuda_device.into()),
+            ("image_qos.reliability", self.reliability.as_str().into()),
+            ("image_qos.depth", self.depth.into()),
+            ("diagnostics_period", self.diagnostics_period.into()),
+            ("diagnostics.expected_hz", d.expected_hz.into()),
+            ("diagnostics.hz_tolerance", d.hz_tolerance.into()),
+            ("diagnostics.timeout", d.timeout.into()),
+            ("diagnostics.max_stamp_lag", d.max_stamp_lag.into()),
+            ("feature_format", self.feature_format.as_str().into()),
+        ]
+    }
+
     pub(super) fn validate(&self) -> Result<(), String> {
-        self.backend_choice().map_err(|e| format!("backend: {e}"))?;
-        if !(0..=1023).contains(&self.cuda_device) {
-            return Err(format!(
-                "cuda.device: {} is not a CUDA device ordinal (0..=1023)",
-                self.cuda_device
-            ));
-        }
-        if !matches!(self.reliability.as_str(), "best_effort" | "reliable") {
-            return Err(format!(
-                "image_qos.reliability: {:?} is not best_effort or reliable",
-                self.reliability
-            ));
-        }
-        if !(1..=1000).contains(&self.depth) {
-            return Err(format!(
-                "image_qos.depth: {} is not in 1..=1000",
-                self.depth
-            ));
-        }
-        if crate::output::tracks::VinsFormat::parse(&self.feature_format).is_none() {
-            return Err(format!(
-                "feature_format: {:?} is not vins_fusion or vins_mono",
-                self.feature_format
-            ));
-        }
-        if !(self.diagnostics_period.is_finite() && self.diagnostics_period >= 0.05) {
-            return Err(format!(
-                "diagnostics_period: {} is not a number of seconds >= 0.05",
-                self.diagnostics_period
-            ));
+        for (name, v) in self.values() {
+            let spec = NODE_SPECS.iter().find(|s| s.name == name);
+            if let Some(domain) = spec.and_then(|s| s.domain) {
+                if !domain.contains(&v) {
+                    let shown = match &v {
+                        serde_yaml::Value::String(s) => format!("{s:?}"),
+                        other => serde_yaml::to_string(other)
+                            .unwrap_or_default()
+                            .trim()
+                            .to_string(),
+                    };
+                    return Err(format!("{name}: {shown} is not {}", domain.describe()));
+                }
+            }
         }
         if let Some(bad) = self
             .transport
@@ -175,17 +312,6 @@ impl NodeSettings {
                 "transport: {} values for {inputs} input(s): give one for all, or one per input",
                 self.transport.len()
             ));
-        }
-        let d = &self.diagnostics;
-        for (name, v, max) in [
-            ("diagnostics.expected_hz", d.expected_hz, 100_000.0),
-            ("diagnostics.hz_tolerance", d.hz_tolerance, 1.0),
-            ("diagnostics.timeout", d.timeout, 86_400.0),
-            ("diagnostics.max_stamp_lag", d.max_stamp_lag, 86_400.0),
-        ] {
-            if !(v.is_finite() && (0.0..=max).contains(&v)) {
-                return Err(format!("{name}: {v} is not in 0..={max}"));
-            }
         }
         let mut seen = std::collections::HashSet::new();
         for name in &self.inputs {

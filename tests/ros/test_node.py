@@ -836,6 +836,121 @@ def main():
     R.case('compressed input: JPEG and PNG keypoints identical to the library, a truncated JPEG counted',
            t_compressed)
 
+    # ---- parameters described (ros2 param describe): descriptions, ranges, read-only
+    def call(srv_t, name, req, timeout=10.0):
+        cli = H.node.create_client(srv_t, name)
+        if not cli.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(name)
+        fut = cli.call_async(req)
+        end = time.monotonic() + timeout
+        while not fut.done() and time.monotonic() < end:
+            time.sleep(0.01)
+        H.node.destroy_client(cli)
+        if not fut.done():
+            raise TimeoutError(name)
+        return fut.result()
+
+    def t_describe_parameters():
+        from rcl_interfaces.srv import DescribeParameters, ListParameters
+        ns = '/gf_params'
+        p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}'],
+                          os.path.join(tmp, 'params.log'))
+        node = f'{ns}/gpu_features'
+        try:
+            names = list(call(ListParameters, f'{node}/list_parameters',
+                              ListParameters.Request()).result.names)
+            assert len(names) > 60 and 'pyramid.levels' in names and 'use_sim_time' in names, names
+            req = DescribeParameters.Request()
+            req.names = names
+            ds = call(DescribeParameters, f'{node}/describe_parameters', req).descriptors
+            assert [d.name for d in ds] == names
+            empty = [d.name for d in ds if len(d.description) < 8]
+            assert not empty, f'no description: {empty}'
+            ranged = outside = ro = enums = 0
+            for d in ds:
+                if d.read_only:
+                    ro += 1
+                    continue
+                bad = []
+                if d.integer_range:
+                    r = d.integer_range[0]
+                    bad = [r.to_value + 1, r.from_value - 1]
+                    ranged += 1
+                elif d.floating_point_range:
+                    r = d.floating_point_range[0]
+                    bad = [r.from_value - 1.0] + ([r.to_value + 1.0] if r.to_value < 1e300 else [])
+                    ranged += 1
+                elif d.additional_constraints.startswith('one of: '):
+                    bad = ['no_such_value']
+                    enums += 1
+                for v in bad:
+                    res = H.set_params(node, {d.name: v})
+                    assert not res[0].successful and d.name in res[0].reason, (d.name, v, res[0].reason)
+                    outside += 1
+            # The read-only flags: a change refused at run time, the reason says so.
+            for d in ds:
+                if d.read_only and d.name in ('image_qos.depth', 'diagnostics.timeout', 'backend'):
+                    v = {'image_qos.depth': 7, 'diagnostics.timeout': 9.0, 'backend': 'cpu' if args.backend != 'cpu' else 'auto'}[d.name]
+                    res = H.set_params(node, {d.name: v})
+                    assert not res[0].successful and 'read-only' in res[0].reason, (d.name, res[0].reason)
+            lv = next(d for d in ds if d.name == 'pyramid.levels')
+            assert (lv.integer_range[0].from_value, lv.integer_range[0].to_value) == (1, 32)
+            ps = next(d for d in ds if d.name == 'orient.patch_size')
+            assert ps.integer_range[0].step == 2, ps
+            log(f'  {len(names)} parameters described; {ranged} with a range and {enums} with '
+                f'allowed values, {outside} values outside them refused naming the parameter; '
+                f'{ro} read-only; e.g. pyramid.levels "{lv.description}" [1, 32]')
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('parameters described: descriptions, ranges and allowed values as validation, read-only flags',
+           t_describe_parameters)
+
+    # ---- use_sim_time: the stamps are checked against /clock
+    def t_sim_time():
+        from rosgraph_msgs.msg import Clock
+        ns = '/gf_simtime'
+        fr = to_encoding('cockatoo_0', seq_gray(1)[0], 'mono8')
+        clock_pub = H.node.create_publisher(Clock, '/clock', 10)
+        p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                     '-p', 'use_sim_time:=true', '-p', 'diagnostics_period:=0.25',
+                                     '-p', 'diagnostics.max_stamp_lag:=2.0'] + TRACKS_ONLY,
+                          os.path.join(tmp, 'simtime.log'))
+        name = 'gf_simtime/gpu_features'
+
+        def play(sim, lag, seconds=1.5):
+            pub = H.publisher(f'{ns}/image')
+            end = time.monotonic() + seconds
+            k = 0
+            while time.monotonic() < end:
+                c = Clock()
+                t = sim + k * 0.1
+                c.clock.sec, c.clock.nanosec = int(t), int((t % 1) * 1e9)
+                clock_pub.publish(c)
+                t -= lag
+                pub.publish(H.image_msg(fr, (int(t), int((t % 1) * 1e9)), 'cam'))
+                k += 1
+                time.sleep(0.1)
+        try:
+            assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
+            t0 = time.monotonic()
+            play(5000.0, 0.0)
+            st, kv = H.latest_diag(name, t0 + 0.5)
+            assert st is not None and abs(float(kv['stamp_lag_s'])) < 1.0 and 'behind' not in st.message, \
+                (kv, st and st.message)
+            log(f'  frames stamped on a /clock at 5000 s: stamp_lag_s {kv["stamp_lag_s"]}, "{st.message}"')
+            t1 = time.monotonic()
+            play(5100.0, 30.0)
+            st, kv = H.latest_diag(name, t1 + 0.5)
+            assert st is not None and 'behind' in st.message, (kv, st and st.message)
+            log(f'  30 s behind /clock: WARN "{st.message}"')
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('use_sim_time: stamps checked against /clock', t_sim_time)
+
     # ---- camera_info from best-effort and reliable publishers, matched to frames by stamp
     def t_camera_info_qos():
         ns = '/gf_info'

@@ -375,6 +375,14 @@ def main():
         log(f'  set backend cpu (read-only): {text3}')
         assert param_get(L, 'pyramid.levels') == 'Integer value is: 8'
         assert L.roundtrip(want) == 123
+        # ros2 param describe: the description, the range, the read-only flag.
+        text4 = ros2_param('describe', L, 'pyramid.levels', 'image_qos.depth', 'detector.method')
+        for want_line in ('Parameter name: pyramid.levels', 'Type: integer',
+                          'Min value: 1', 'Max value: 32', 'Read only: true',
+                          'one of: fast, harris, none'):
+            assert want_line in text4, f'{want_line!r} not in:\n{text4}'
+        assert re.search(r'Description: \S', text4), text4
+        log('  ros2 param describe: ' + ' | '.join(ln.strip() for ln in text4.splitlines()[:8]))
     R.case('ros2 param set/get: valid change applies to the next frame, invalid ones refused '
            'with the reason', t_param_set)
 

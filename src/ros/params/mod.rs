@@ -26,6 +26,9 @@
 //! matches to the previous frame the input processed (library matcher, k=2 with Lowe's
 //! ratio 0.8 and cross-check; CUDA when the input's backend is).
 //!
+//! The parameter services are the node's own ([`services`]: descriptions, ranges, allowed
+//! values and read-only flags from the tables validation uses).
+//!
 //! Pipeline settings can all be changed at run time: an update is validated against the
 //! whole config ([`Config::with_values`]) and either applied completely or rejected with the
 //! reason; workers pick the new config up before their next frame, so settings that resize
@@ -33,8 +36,7 @@
 
 use std::cell::RefCell;
 
-use r2r::indexmap::IndexMap;
-use r2r::{Parameter, ParameterValue, RosParams};
+use r2r::ParameterValue;
 use serde_yaml::Value;
 
 pub use super::settings::NodeSettings;
@@ -478,57 +480,7 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
     Ok(())
 }
 
-fn rejected(name: &str, msg: String) -> r2r::Error {
-    r2r::Error::ParameterValueConv {
-        name: name.to_string(),
-        msg: format!("rejected: {msg}"),
-    }
-}
-
-impl RosParams for NodeParams {
-    /// Called once by `make_derived_parameter_handler`: takes the start-up values rcl parsed
-    /// (params file, `-p`), applies them as one validated set, then publishes every
-    /// parameter with its effective value.
-    fn register_parameters(
-        &mut self,
-        _prefix: &str,
-        _param: Option<Parameter>,
-        params: &mut IndexMap<String, Parameter>,
-    ) -> r2r::Result<()> {
-        let given: Vec<(String, ParameterValue)> = params
-            .iter()
-            .map(|(k, p)| (k.clone(), p.value.clone()))
-            .collect();
-        let unknown = self
-            .apply_initial(&given)
-            .map_err(|e| rejected("(start-up parameters)", e))?;
-        for name in unknown {
-            if name != "use_sim_time" {
-                eprintln!("[gpu_features_node] warning: ignoring unknown parameter {name:?}");
-            }
-        }
-        for (k, v) in self.all() {
-            params.insert(k, Parameter::new(v));
-        }
-        Ok(())
-    }
-
-    fn get_parameter(&mut self, name: &str) -> r2r::Result<ParameterValue> {
-        self.all()
-            .into_iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v)
-            .ok_or_else(|| r2r::Error::InvalidParameterName { name: name.into() })
-    }
-
-    fn set_parameter(&mut self, name: &str, value: &ParameterValue) -> r2r::Result<()> {
-        self.set(name, value).map_err(|e| rejected(name, e))
-    }
-
-    fn check_parameter(&self, name: &str, value: &ParameterValue) -> r2r::Result<()> {
-        self.check(name, value).map_err(|e| rejected(name, e))
-    }
-}
+pub mod services;
 
 #[cfg(test)]
 mod tests;

@@ -289,7 +289,7 @@ fn transports_and_diagnostics_rules_are_checked_at_start() {
         (
             "diagnostics.hz_tolerance",
             ParameterValue::Double(1.5),
-            "0..=1",
+            "in [0, 1]",
         ),
         (
             "diagnostics.max_stamp_lag",
