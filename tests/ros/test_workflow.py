@@ -164,6 +164,7 @@ def main():
             os.path.join(share, 'launch', 'gpu_features.launch.py'),
             os.path.join(share, 'launch', 'gpu_features.launch.xml'),
             os.path.join(share, 'launch', 'vins_frontend.launch.py'),
+            os.path.join(share, 'launch', 'vins_stereo.launch.py'),
             os.path.join(share, 'config', 'vins_frontend_params.yaml'),
             os.path.join(share, 'config', 'gpu_features.yaml'),
             os.path.join(share, 'config', 'default.yaml'),
@@ -207,7 +208,8 @@ def main():
              'ros2 node info', 'ros2 param get/set', 'ros2 topic hz',
              'SIGINT to ros2 launch',
              'ros2 launch gpu_features gpu_features.launch.xml (params_file, namespace, remaps)',
-             'ros2 launch gpu_features vins_frontend.launch.py: /feature_tracker/feature from image + camera_info']
+             'ros2 launch gpu_features vins_frontend.launch.py: /feature_tracker/feature from image + camera_info',
+             'ros2 launch gpu_features vins_stereo.launch.py: both cameras in /feature_tracker/feature']
     if not tools or R.blocked:
         for name in later:
             R.case(name, None, needs_tools=True, tools=tools)
@@ -508,6 +510,67 @@ def main():
         assert proc.returncode == 0, f'ros2 launch exit {proc.returncode}'
     R.case('ros2 launch gpu_features vins_frontend.launch.py image:=... camera_info:=... '
            '(VINS-Mono feature layout on /feature_tracker/feature)', t_vins_frontend)
+
+    # ---- vins_stereo.launch.py: two cameras, VINS-Fusion's stereo feature message
+    def t_vins_stereo():
+        from sensor_msgs.msg import CameraInfo, PointCloud
+        from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+        cams = [('/gf_wf/st/cam0/image_raw', '/gf_wf/st/cam0/camera_info'),
+                ('/gf_wf/st/cam1/image_raw', '/gf_wf/st/cam1/camera_info')]
+        feat_topic = '/gf_wf/st/feature'
+        cmd = ['ros2', 'launch', PKG, 'vins_stereo.launch.py', f'feature:={feat_topic}',
+               'node_name:=stereo_tracker'] + \
+            [f'{k}{i}:={t}' for i, c in enumerate(cams) for k, t in zip(('image', 'camera_info'), c)]
+        log('  $ ' + ' '.join(cmd))
+        log_path = os.path.join(tmp, 'launch_stereo.log')
+        logf = open(log_path, 'w')
+        proc = subprocess.Popen(cmd, env=state['env'], stdout=logf, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            H.listen(feat_topic, PointCloud)
+            for img, _ in cams:
+                if not H.wait_subscribers(img, timeout=30.0):
+                    raise AssertionError('no subscriber on ' + img + '\n' + open(log_path).read()[-3000:])
+            qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             history=HistoryPolicy.KEEP_LAST)
+            info = CameraInfo()
+            info.width, info.height = frame.width, frame.height
+            info.distortion_model = 'plumb_bob'
+            info.k = [300.0, 0.0, frame.width / 2, 0.0, 300.0, frame.height / 2, 0.0, 0.0, 1.0]
+            info.d = [0.0] * 5
+            for _, t in cams:
+                pub_info = H.node.create_publisher(CameraInfo, t, qos)
+                end = time.monotonic() + 10
+                while pub_info.get_subscription_count() == 0 and time.monotonic() < end:
+                    time.sleep(0.05)
+                pub_info.publish(info)
+            time.sleep(0.3)
+            right = H.publisher(cams[1][0])
+            got = None
+            for k in range(3):
+                stamp = next_stamp()
+                right.publish(H.image_msg(frame, stamp, 'cam1'))
+                time.sleep(0.1)
+                got = H.send_and_wait(cams[0][0], frame, stamp, 'cam0', [(feat_topic, PointCloud)])
+            msg = got[feat_topic]
+            names = [ch.name for ch in msg.channels]
+            assert names[:2] == ['id', 'camera'], names
+            cameras = sorted(set(msg.channels[1].values))
+            assert cameras == [0.0, 1.0] and len(msg.points) > 10, (cameras, len(msg.points))
+            log(f'  {cams[0][0]} + {cams[1][0]} -> {feat_topic}: {len(msg.points)} features, '
+                f'cameras {cameras}')
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+            logf.close()
+        assert proc.returncode == 0, f'ros2 launch exit {proc.returncode}'
+    R.case('ros2 launch gpu_features vins_stereo.launch.py: both cameras in /feature_tracker/feature',
+           t_vins_stereo)
 
     for L in list(py.values()):
         L.stop()
