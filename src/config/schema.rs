@@ -6,6 +6,13 @@
 
 use serde_yaml::Value;
 
+/// Most helper threads `cuda.crew_threads` may ask for.
+const MAX_CREW_THREADS: i64 = 64;
+/// The longest spin of `cuda.prewake_us` (10 ms: more than a frame's hand-over ever takes).
+const MAX_PREWAKE_US: i64 = 10_000;
+/// The earliest `cuda.warm_ahead_us` (100 ms: more than a 10 Hz camera's gap).
+const MAX_WARM_AHEAD_US: i64 = 100_000;
+
 /// The values a key takes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Domain {
@@ -202,21 +209,13 @@ pub const SPECS: &[Spec] = &[
     spec("cuda.graphs", B),
     noted("cuda.stage_timings", int(0, u32::MAX as i64), "0 = never"),
     spec("cuda.programmatic_launch", B),
-    noted(
-        "cuda.prewake_us",
-        int(-1, super::validate::MAX_PREWAKE_US as i64),
-        "-1 = auto",
-    ),
+    noted("cuda.prewake_us", int(-1, MAX_PREWAKE_US), "-1 = auto"),
     noted(
         "cuda.warm_ahead_us",
-        int(-1, super::validate::MAX_WARM_AHEAD_US as i64),
+        int(-1, MAX_WARM_AHEAD_US),
         "-1 = auto",
     ),
-    noted(
-        "cuda.crew_threads",
-        int(0, super::validate::MAX_CREW_THREADS as i64),
-        "0 = auto",
-    ),
+    noted("cuda.crew_threads", int(0, MAX_CREW_THREADS), "0 = auto"),
     spec("cuda.host_gray", B),
 ];
 

@@ -4,13 +4,6 @@
 
 use super::*;
 
-/// Most helper threads `cuda.crew_threads` may ask for.
-pub(super) const MAX_CREW_THREADS: u32 = 64;
-/// The longest spin of `cuda.prewake_us` (10 ms: more than a frame's hand-over ever takes).
-pub const MAX_PREWAKE_US: i32 = 10_000;
-/// The earliest `cuda.warm_ahead_us` (100 ms: more than a 10 Hz camera's gap).
-pub(super) const MAX_WARM_AHEAD_US: i32 = 100_000;
-
 fn check(ok: bool, key: &str, why: impl FnOnce() -> String) -> Result<()> {
     if ok {
         Ok(())
