@@ -62,14 +62,19 @@ fn track_outputs(
     (camera, stereo): (CameraSlot, StereoRole),
 ) -> Result<TrackOutputs, String> {
     let err = |e: r2r::Error| format!("publisher: {e}");
-    // Best effort: a best-effort subscription connects to reliable publishers too (a
-    // reliable one would never hear a best-effort camera driver or bag player). Kept by stamp
-    // (`Cameras`), so that a burst of messages does not lose the one of a frame.
-    let qos = QosProfile::default().keep_last(10).best_effort();
-    let mut sub = node
-        .subscribe::<CameraInfo>(&topic(name, "camera_info"), qos)
-        .map_err(|e| format!("subscribe {}: {e}", topic(name, "camera_info")))?;
-    {
+    // Two subscriptions into the same slot: a best-effort one, which also hears best-effort
+    // publishers (camera drivers, `ros2 bag play` so set up: a reliable subscription never
+    // connects to them), and a reliable one, which gets a reliable publisher's messages
+    // without loss (a best-effort reader can miss one sent right after discovery; a driver
+    // that publishes camera_info once would then never be heard). Messages are kept by
+    // stamp (`Cameras`), so one heard twice is kept once.
+    for qos in [
+        QosProfile::default().keep_last(10).best_effort(),
+        QosProfile::default().keep_last(10).reliable(),
+    ] {
+        let mut sub = node
+            .subscribe::<CameraInfo>(&topic(name, "camera_info"), qos)
+            .map_err(|e| format!("subscribe {}: {e}", topic(name, "camera_info")))?;
         let camera = camera.clone();
         tokio::spawn(async move {
             while let Some(info) = sub.next().await {

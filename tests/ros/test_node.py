@@ -836,6 +836,47 @@ def main():
     R.case('compressed input: JPEG and PNG keypoints identical to the library, a truncated JPEG counted',
            t_compressed)
 
+    # ---- the orb_slam3 preset: the node's keypoints are the library's, which ORB-SLAM3's own
+    # ORBextractor gives bit for bit (scripts/test-orb-slam3.sh's parity step)
+    def t_orb_slam3_preset():
+        import yaml
+        ns = '/gf_orb3'
+        pf = os.path.join(ROOT, 'config', 'orb_slam3_params.yaml')
+        tree = yaml.safe_load(open(pf))['/**']['ros__parameters']
+
+        def flat(prefix, v, out):
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    flat(f'{prefix}.{k}' if prefix else k, x, out)
+            else:
+                out[prefix] = v
+            return out
+        params = {k: v for k, v in flat('', tree, {}).items()
+                  if k not in ('backend', 'image_qos.reliability', 'image_qos.depth')}
+        params['backend'] = args.backend
+        fr_list = [frames[i] for i in range(min(3, len(frames)))] + \
+            [to_encoding(f'cockatoo_{k}', g, 'mono8') for k, g in enumerate(seq_gray(3))]
+        want = ref.compute(fr_list, params)
+        H.listen(f'{ns}/keypoints', PointCloud2)
+        p, f = start_node(node_bin, ['--params-file', pf, '-r', '__ns:=' + ns,
+                                     '-p', f'backend:={args.backend}'],
+                          os.path.join(tmp, 'orb3.log'))
+        try:
+            assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
+            total = 0
+            for fr in fr_list:
+                got = H.send_and_wait(f'{ns}/image', fr, next_stamp(), 'orb3',
+                                      [(f'{ns}/keypoints', PointCloud2)])
+                total += check_cloud(got[f'{ns}/keypoints'], want[fr.name][0])
+            log(f'  config/orb_slam3_params.yaml: {len(fr_list)} frames, {total} keypoints with '
+                f'descriptors, identical to the library (= ORB-SLAM3\'s ORBextractor)')
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('orb_slam3 preset: the node\'s keypoints equal the library\'s (ORB-SLAM3\'s extractor)',
+           t_orb_slam3_preset)
+
     # ---- parameters described (ros2 param describe): descriptions, ranges, read-only
     def call(srv_t, name, req, timeout=10.0):
         cli = H.node.create_client(srv_t, name)
