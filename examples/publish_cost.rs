@@ -121,8 +121,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The message, serialized once; each publication writes its stamp into the CDR.
     let msg = PointCloud2 {
         height: 1,
-        width: (bytes / 56) as u32,
-        point_step: 56,
+        width: (bytes / 60) as u32,
+        point_step: 60,
         row_step: bytes as u32,
         data: (0..bytes).map(|i| (i * 7) as u8).collect(),
         is_dense: true,

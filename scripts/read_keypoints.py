@@ -20,7 +20,7 @@ FLOAT32, UINT8 = 7, 2
 
 
 def cloud_to_arrays(msg):
-    """(points, descriptors): `points` has float32 fields x, y, response, size, angle, octave;
+    """(points, descriptors): `points` has float32 fields x, y, response, size, angle, octave, z;
     `descriptors` is an (N, 32) uint8 array (OpenCV's descriptor rows), or None when the
     cloud has no `descriptor` field (describe.enabled false)."""
     fields = {f.name: f for f in msg.fields}

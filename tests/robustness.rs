@@ -1167,14 +1167,19 @@ proptest! {
     #[test]
     fn pointcloud_decode_random(
         b in prop::collection::vec(any::<u8>(), 0..300),
-        step in prop_oneof![Just(24usize), Just(56usize), 0usize..100],
+        step in prop_oneof![
+            Just(pointcloud::POINT_STEP),
+            Just(pointcloud::POINT_STEP_WITH_DESCRIPTOR),
+            0usize..100
+        ],
     ) {
+        let (plain, with) = (pointcloud::POINT_STEP, pointcloud::POINT_STEP_WITH_DESCRIPTOR);
         match pointcloud::decode(&b, step) {
             Some((kps, desc)) => {
                 prop_assert_eq!(kps.len() * step, b.len());
-                prop_assert_eq!(desc.len(), if step == 56 { kps.len() } else { 0 });
+                prop_assert_eq!(desc.len(), if step == with { kps.len() } else { 0 });
             }
-            None => prop_assert!(b.len() % step.max(1) != 0 || (step != 24 && step != 56)),
+            None => prop_assert!(b.len() % step.max(1) != 0 || (step != plain && step != with)),
         }
     }
 }

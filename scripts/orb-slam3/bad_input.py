@@ -5,7 +5,7 @@ From an end-to-end's good features folder (OUT/features of e2e.py) and its seque
 four broken copies and runs the real ORB-SLAM3 (monocular, the first --frames frames) on
 each through the adapter:
   no_descriptor   the clouds' descriptor field removed from their field table;
-  short_step      point_step 24 (the six floats only) while the descriptor field stays;
+  short_step      point_step 24 (the first six floats only) while the descriptor field stays;
   octave          one keypoint per cloud on octave 9 (the settings have 8 levels);
   stamps          every stamp 1 ms late (no cloud for any frame).
 Each run must exit 0 with every frame skipped and the reason named in the adapter's counts.

@@ -5,7 +5,7 @@
 //!   round-trip form, `NaN` where a value is unknown (no camera model).
 //! - The `tracks` PointCloud2 ([`FIELDS`], [`encode`]): one point per track, `height = 1`,
 //!   little-endian, `is_dense = false` (the normalised fields are NaN without a camera
-//!   model), `point_step = 36`:
+//!   model), `point_step = 40`:
 //!
 //! | field | offset | type    | meaning |
 //! |-------|--------|---------|---------|
@@ -14,6 +14,7 @@
 //! | x_n, y_n | 16, 20 | FLOAT32 | normalised (undistorted) image coordinates; NaN without camera_info |
 //! | vx, vy | 24, 28 | FLOAT32 | velocity on the normalised plane, 1/s; 0 for a new track |
 //! | age   | 32     | UINT32  | frames the feature has been seen in (1 when new) |
+//! | z     | 36     | FLOAT32 | 0: the image plane, for RViz2's PointCloud2 display (x, y, z) |
 //!
 //! - VINS's `feature` message (`sensor_msgs/PointCloud`, [`vins_feature`]): points
 //!   `(x_n, y_n, 1)` and per-point channels in the order VINS-Mono's or VINS-Fusion's
@@ -28,7 +29,7 @@ use crate::track::Track;
 /// `sensor_msgs/PointField` UINT32 and FLOAT64.
 pub const UINT32: u8 = 6;
 pub const FLOAT64: u8 = 8;
-pub const POINT_STEP: usize = 36;
+pub const POINT_STEP: usize = 40;
 
 pub const CSV_HEADER: &str = "id,x,y,x_n,y_n,vx,vy,px_vx,px_vy,age";
 
@@ -56,7 +57,7 @@ const fn f(name: &'static str, offset: u32, datatype: u8) -> Field {
     }
 }
 
-pub const FIELDS: [Field; 8] = [
+pub const FIELDS: [Field; 9] = [
     f("id", 0, FLOAT64),
     f("x", 8, FLOAT32),
     f("y", 12, FLOAT32),
@@ -65,6 +66,7 @@ pub const FIELDS: [Field; 8] = [
     f("vx", 24, FLOAT32),
     f("vy", 28, FLOAT32),
     f("age", 32, UINT32),
+    f("z", 36, FLOAT32),
 ];
 
 /// The `tracks` cloud's data (cleared first; capacity reused).
@@ -84,6 +86,7 @@ pub fn encode(tracks: &[Track], out: &mut Vec<u8>) {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&t.age.to_le_bytes());
+        out.extend_from_slice(&0f32.to_le_bytes());
     }
 }
 

@@ -440,12 +440,15 @@ mod tests {
         );
         assert_eq!(
             (c.width, c.height, c.point_step, c.row_step, c.is_dense),
-            (1, 1, 24, 24, true)
+            (1, 1, 28, 28, true)
         );
-        assert_eq!(c.fields.len(), 6);
-        assert_eq!(c.fields[5].name, "octave");
+        assert_eq!(c.fields.len(), 7);
         assert_eq!(
-            pointcloud::decode(&c.data, 24).unwrap(),
+            (c.fields[5].name.as_str(), c.fields[6].name.as_str()),
+            ("octave", "z")
+        );
+        assert_eq!(
+            pointcloud::decode(&c.data, 28).unwrap(),
             (kps.to_vec(), vec![])
         );
         // The same writer, now with descriptors (the layout changes), then without again.
@@ -454,21 +457,21 @@ mod tests {
         let c = crate::cdr::PointCloud2::decode(&bytes).unwrap();
         assert_eq!(
             (c.width, c.point_step, c.row_step, c.data.len()),
-            (1, 56, 56, 56)
+            (1, 60, 60, 60)
         );
-        let f = &c.fields[6];
+        let f = &c.fields[7];
         assert_eq!(
             (f.name.as_str(), f.offset, f.datatype, f.count),
-            ("descriptor", 24, 2, 32)
+            ("descriptor", 28, 2, 32)
         );
         assert_eq!(
-            pointcloud::decode(&c.data, 56).unwrap(),
+            pointcloud::decode(&c.data, 60).unwrap(),
             (kps.to_vec(), d.to_vec())
         );
         let two = [kps[0], kps[0]];
         let c2 = w.encode(&header(), &two, None).to_vec();
         let c2 = crate::cdr::PointCloud2::decode(&c2).unwrap();
-        assert_eq!((c2.width, c2.point_step, c2.fields.len()), (2, 24, 6));
+        assert_eq!((c2.width, c2.point_step, c2.fields.len()), (2, 28, 7));
         let g = GrayImage::new(8, 8);
         let features = Features {
             keypoints: kps.to_vec(),

@@ -38,7 +38,7 @@ PARAMS_FILE = os.path.join(ROOT, 'config', 'gpu_features.yaml')
 NS = '/gf_test'
 FLOAT32 = 7
 UINT8 = 2
-FIELDS = ['x', 'y', 'response', 'size', 'angle', 'octave']
+FIELDS = ['x', 'y', 'response', 'size', 'angle', 'octave', 'z']
 
 
 def log(*a):
@@ -299,23 +299,26 @@ class Harness:
 # ---------------------------------------------------------------------------- checks
 
 def check_cloud(msg, ref_cloud):
-    """The layout of src/output/pointcloud.rs: six FLOAT32 fields (point_step 24), plus the
-    32-byte `descriptor` (UINT8, count 32, offset 24; point_step 56) when describe.enabled."""
+    """The layout of src/output/pointcloud.rs: seven FLOAT32 fields, the last `z` = 0
+    (point_step 28), plus the 32-byte `descriptor` (UINT8, count 32, offset 28; point_step 60)
+    when describe.enabled."""
     assert msg.height == 1, msg.height
     names = [f.name for f in msg.fields]
     with_desc = names == FIELDS + ['descriptor']
     assert names == FIELDS or with_desc, names
-    step = 56 if with_desc else 24
+    step = 60 if with_desc else 28
     assert msg.point_step == step and msg.row_step == step * msg.width, \
         (msg.point_step, msg.row_step)
     assert not msg.is_bigendian and msg.is_dense
     assert all(f.datatype == FLOAT32 and f.count == 1 and f.offset == 4 * i
-               for i, f in enumerate(msg.fields[:6]))
+               for i, f in enumerate(msg.fields[:7]))
     if with_desc:
-        d = msg.fields[6]
-        assert (d.datatype, d.count, d.offset) == (UINT8, 32, 24), (d.datatype, d.count, d.offset)
+        d = msg.fields[7]
+        assert (d.datatype, d.count, d.offset) == (UINT8, 32, 28), (d.datatype, d.count, d.offset)
     data = bytes(msg.data)
     assert len(data) == step * msg.width
+    z = np.frombuffer(data, np.uint8).reshape(msg.width, step)[:, 24:28] if msg.width else None
+    assert z is None or not z.any(), "z is not 0"
     if data != ref_cloud:
         pts = np.dtype([(n, '<f4') for n in FIELDS] + ([('descriptor', 'u1', 32)] if with_desc else []))
         a = np.frombuffer(data, pts)
@@ -667,10 +670,10 @@ def main():
 
     def decode_tracks(msg):
         names = [f.name for f in msg.fields]
-        assert names == ['id', 'x', 'y', 'x_n', 'y_n', 'vx', 'vy', 'age'], names
-        assert msg.point_step == 36 and msg.height == 1
+        assert names == ['id', 'x', 'y', 'x_n', 'y_n', 'vx', 'vy', 'age', 'z'], names
+        assert msg.point_step == 40 and msg.height == 1
         dt = np.dtype([('id', '<f8'), ('x', '<f4'), ('y', '<f4'), ('x_n', '<f4'), ('y_n', '<f4'),
-                       ('vx', '<f4'), ('vy', '<f4'), ('age', '<u4')])
+                       ('vx', '<f4'), ('vy', '<f4'), ('age', '<u4'), ('z', '<f4')])
         return np.frombuffer(bytes(msg.data), dt)
 
     def check_track_picture(msg, lt, rt, width, height):
