@@ -225,16 +225,18 @@ class Harness:
         with self.lock:
             return store.get(topic, {}).get(stamp)
 
-    def send_and_wait(self, topic, fr, stamp, frame_id, wait_topics, timeout=20.0):
-        """Publishes (re-publishing every 2 s: the input is best effort) until every topic
-        in wait_topics has a message with this stamp. Returns {topic: msg}."""
+    def send_and_wait(self, topic, fr, stamp, frame_id, wait_topics, timeout=20.0, resend=True):
+        """Publishes (re-publishing every 2 s: the input may be best effort) until every topic
+        in wait_topics has a message with this stamp. Returns {topic: msg}. resend=False
+        publishes once (reliable input, a stateful node: a frame processed twice would
+        count twice) and waits up to `timeout`."""
         pub = self.publisher(topic)
         msg = self.image_msg(fr, stamp, frame_id)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             pub.publish(msg)
-            resend = time.monotonic() + 2.0
-            while time.monotonic() < min(resend, end):
+            again = time.monotonic() + (2.0 if resend else timeout)
+            while time.monotonic() < min(again, end):
                 got = {}
                 for t, kind in wait_topics:
                     r = self.get(self.clouds if kind is PointCloud2 else self.images, t, stamp)
@@ -1296,7 +1298,8 @@ def main():
                     H.publisher(f'{ns}/image').publish(H.image_msg(fr, stamp, 'cam'))
                     time.sleep(0.5)
                     continue
-                H.send_and_wait(f'{ns}/image', fr, stamp, 'cam', [(f'{ns}/tracks', PointCloud2)])
+                H.send_and_wait(f'{ns}/image', fr, stamp, 'cam', [(f'{ns}/tracks', PointCloud2)],
+                                resend=False)
             end = time.monotonic() + 5
             while len(raw) < len(want) and time.monotonic() < end:
                 time.sleep(0.05)
