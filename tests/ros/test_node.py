@@ -1372,11 +1372,12 @@ def main():
             for k, (left, right) in enumerate(pairs):
                 stamp = (600 + k, 0)
                 right_pub.publish(H.image_msg(right, stamp, 'right'))
-                time.sleep(0.1)
+                time.sleep(0.3)
+                # Once: a left frame re-sent would be tracked twice (the ages one ahead).
                 got = H.send_and_wait(f'{ns}/left/image', left, stamp, 'left',
                                       [(f'{ns}/left/tracks', PointCloud2),
                                        (f'{ns}/right/tracks', PointCloud2),
-                                       (f'{ns}/left/debug_image', Image)])
+                                       (f'{ns}/left/debug_image', Image)], resend=False)
                 check_header(got[f'{ns}/left/tracks'], stamp, 'left')
                 check_header(got[f'{ns}/right/tracks'], stamp, 'right')
                 lt = decode_tracks(got[f'{ns}/left/tracks'])
