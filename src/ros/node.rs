@@ -136,8 +136,9 @@ async fn run_async() -> Result<(), String> {
     let trace_dir = trace::dir();
 
     let params = Arc::new(Mutex::new(NodeParams::new()));
-    let (param_handler, mut param_events) =
+    let (param_handler, mut param_events, sim_time) =
         super::params::services::serve(&mut node, params.clone())?;
+    let clock = FrameClock::start(&mut node, sim_time)?;
     tokio::spawn(param_handler);
     {
         let logger = logger.clone();
@@ -160,7 +161,14 @@ async fn run_async() -> Result<(), String> {
     )?;
     spawn_diagnostics(&mut node, &inputs, &start.settings)?;
     let gpu = start.backend != BackendChoice::Cpu;
-    let spinner = spawn_spinner(node, takers, inline, &shutdown, &params, &logger, gpu);
+    let spinner = spawn_spinner(
+        node,
+        (takers, inline),
+        &shutdown,
+        &params,
+        &logger,
+        (gpu, clock),
+    );
 
     wait_for_signal().await;
     r2r::log_info!(&logger, "shutting down");
@@ -440,17 +448,14 @@ fn spawn_diagnostics(
 /// frames too. Returns the node when it stops (dropped after the workers are joined).
 fn spawn_spinner(
     mut node: r2r::Node,
-    mut takers: Vec<Taker>,
-    mut inline: Option<Running>,
+    (mut takers, mut inline): (Vec<Taker>, Option<Running>),
     shutdown: &Arc<AtomicBool>,
     params: &Arc<Mutex<NodeParams>>,
     logger: &str,
-    gpu: bool,
+    (gpu, clock): (bool, Arc<FrameClock>),
 ) -> tokio::task::JoinHandle<r2r::Node> {
     let (spin_stop, spin_params, spin_logger) =
         (shutdown.clone(), params.clone(), logger.to_string());
-    // ROS time (simulated under use_sim_time): the frames' stamps are checked against it.
-    let clock = node.get_ros_clock();
     tokio::task::spawn_blocking(move || {
         let mut warm = WarmAhead::default();
         while !spin_stop.load(Ordering::SeqCst) {
@@ -576,17 +581,60 @@ fn run_inline(running: &mut Running, pending: Pending, logger: &str) {
     }
 }
 
+/// ROS time as the frames' stamps are checked against it: the system clock, or with
+/// `use_sim_time` the last `/clock` message (none before the first). The node keeps it itself
+/// (r2r's own sim-time clock is compiled in or not depending on its build cache).
+pub(super) struct FrameClock {
+    sim: bool,
+    /// The last `/clock`, ns (0: none yet).
+    sim_ns: std::sync::atomic::AtomicI64,
+}
+
+impl FrameClock {
+    /// The clock, subscribed to `/clock` (best effort, which hears every publisher) with
+    /// `use_sim_time`.
+    fn start(node: &mut r2r::Node, sim: bool) -> Result<Arc<FrameClock>, String> {
+        let clock = Arc::new(FrameClock {
+            sim,
+            sim_ns: std::sync::atomic::AtomicI64::new(0),
+        });
+        if sim {
+            let qos = QosProfile::default().keep_last(1).best_effort();
+            let mut sub = node
+                .subscribe::<r2r::rosgraph_msgs::msg::Clock>("/clock", qos)
+                .map_err(|e| format!("subscribe /clock (use_sim_time): {e}"))?;
+            let c = clock.clone();
+            tokio::spawn(async move {
+                while let Some(m) = sub.next().await {
+                    let t = super::convert::stamp_ns(m.clock.sec, m.clock.nanosec);
+                    c.sim_ns.store(t, Ordering::Relaxed);
+                }
+            });
+        }
+        Ok(clock)
+    }
+
+    /// Now, ns since the epoch (or the simulation's start); None while a simulated clock has
+    /// not ticked.
+    fn now_ns(&self) -> Option<i64> {
+        if self.sim {
+            let t = self.sim_ns.load(Ordering::Relaxed);
+            return (t > 0).then_some(t);
+        }
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_nanos() as i64)
+    }
+}
+
 /// A frame into its input's slot, replacing (and counting as dropped) one not yet taken; its
-/// arrival and its stamp's lag behind `clock` (ROS time; not while a simulated clock has not
-/// started) into the input's stats.
-fn deliver(slot: &Slot, stats: &Mutex<Stats>, msg: Frame, clock: &Mutex<r2r::Clock>) {
+/// arrival and its stamp's lag behind `clock` into the input's stats.
+fn deliver(slot: &Slot, stats: &Mutex<Stats>, msg: Frame, clock: &FrameClock) {
     let received = Instant::now();
-    let now_ns = clock
-        .lock()
-        .unwrap()
-        .get_now()
-        .map_or(0, |d| d.as_nanos() as i64);
-    let lag = (now_ns > 0).then(|| (now_ns - msg.stamp_ns()) as f64 * 1e-9);
+    let lag = clock
+        .now_ns()
+        .map(|now| (now - msg.stamp_ns()) as f64 * 1e-9);
     let replaced = slot
         .frame
         .lock()

@@ -6,7 +6,8 @@
 //! (`config::schema::SPECS`, `settings::NODE_SPECS`).
 //!
 //! The start-up values (params file, `-p`) are those rcl parsed into the node; `use_sim_time`
-//! switches the node's clock to `/clock` as r2r's handler would.
+//! is returned to the node, which then reads the time from `/clock` (`ros::node`'s
+//! `FrameClock`).
 
 use std::sync::{Arc, Mutex};
 
@@ -209,7 +210,7 @@ fn all_with_sim_time(p: &NodeParams, sim_time: bool) -> Vec<(String, ParameterVa
 }
 
 /// Applies the start-up values and serves the six services; the future runs them (spawn
-/// it), the stream yields each change made at run time.
+/// it), the stream yields each change made at run time, and the bool is `use_sim_time`.
 #[allow(clippy::type_complexity)]
 pub fn serve(
     node: &mut r2r::Node,
@@ -218,6 +219,7 @@ pub fn serve(
     (
         impl Future<Output = ()> + Send,
         futures::channel::mpsc::Receiver<(String, ParameterValue)>,
+        bool,
     ),
     String,
 > {
@@ -238,11 +240,6 @@ pub fn serve(
         .map_err(|e| format!("start-up parameters: {e}"))?;
     for name in unknown.iter().filter(|n| *n != "use_sim_time") {
         eprintln!("[gpu_features_node] warning: ignoring unknown parameter {name:?}");
-    }
-    if sim_time {
-        node.get_time_source()
-            .enable_sim_time(node)
-            .map_err(|e| format!("use_sim_time: {e}"))?;
     }
     let name = node.name().map_err(|e| format!("node name: {e}"))?;
     let err = |e: r2r::Error| format!("parameter services: {e}");
@@ -367,7 +364,7 @@ pub fn serve(
         futures::future::ready(())
     })));
 
-    Ok((join_all(handlers).map(|_| ()), events_rx))
+    Ok((join_all(handlers).map(|_| ()), events_rx, sim_time))
 }
 
 fn outcome(r: Result<(), String>) -> SetParametersResult {
