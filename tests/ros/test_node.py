@@ -1502,6 +1502,9 @@ def main():
     R.case('load 640x480 @ 30 Hz: latency and drops', lambda: load(640, 480))
     R.case('load 1920x1080 @ 30 Hz: latency and drops', lambda: load(1920, 1080))
 
+    # The first node is stopped by the SIGTERM case; with --only it may still run.
+    if proc.poll() is None:
+        stop_node(proc, signal.SIGINT)
     H.executor.shutdown(timeout_sec=5.0)
     H.thread.join(timeout=5.0)
     H.node.destroy_node()
