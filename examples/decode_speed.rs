@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use gpu_features::image::{decode_encoded_into, Encoding, OwnedFrame};
+use gpu_features::image::{decode_encoded_into, OwnedFrame};
 use gpu_features::report::pct;
 
 #[path = "common/mod.rs"]
@@ -34,12 +34,7 @@ fn main() {
         eprintln!("usage: decode_speed [--repeats N] FILE...");
         std::process::exit(2);
     }
-    let mut frame = OwnedFrame {
-        data: Vec::new(),
-        width: 0,
-        height: 0,
-        encoding: Encoding::Mono8,
-    };
+    let mut frame = OwnedFrame::default();
     for f in files {
         let bytes = match std::fs::read(f) {
             Ok(b) => b,

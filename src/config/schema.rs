@@ -289,28 +289,31 @@ impl Domain {
     }
 }
 
+/// `key: VALUE is not DOMAIN (note)` when `v` is outside `domain`.
+pub fn check_value(key: &str, v: &Value, domain: &Domain, note: &str) -> Result<(), String> {
+    if domain.contains(v) {
+        return Ok(());
+    }
+    let shown = match v {
+        Value::String(s) => format!("{s:?}"),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    };
+    let note = match note {
+        "" => String::new(),
+        n => format!(" ({n})"),
+    };
+    Err(format!("{key}: {shown} is not {}{note}", domain.describe()))
+}
+
 /// Checks every key of a flattened config against [`SPECS`]: the first value outside its
-/// domain, as `key: VALUE is not DOMAIN`.
+/// domain, as [`check_value`] says it.
 pub fn check(values: &[(String, Value)]) -> std::result::Result<(), String> {
     for (key, v) in values {
         if let Some(s) = spec_of(key) {
-            if !s.domain.contains(v) {
-                let shown = match v {
-                    Value::String(s) => format!("{s:?}"),
-                    other => serde_yaml::to_string(other)
-                        .unwrap_or_default()
-                        .trim()
-                        .to_string(),
-                };
-                let note = match s.note {
-                    "" => String::new(),
-                    n => format!(" ({n})"),
-                };
-                return Err(format!(
-                    "{key}: {shown} is not {}{note}",
-                    s.domain.describe()
-                ));
-            }
+            check_value(key, v, &s.domain, s.note)?;
         }
     }
     Ok(())

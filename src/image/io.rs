@@ -17,6 +17,18 @@ pub struct OwnedFrame {
     pub encoding: Encoding,
 }
 
+/// An empty frame (no pixels; buffers to decode into grow on first use).
+impl Default for OwnedFrame {
+    fn default() -> Self {
+        OwnedFrame {
+            data: Vec::new(),
+            width: 0,
+            height: 0,
+            encoding: Encoding::Mono8,
+        }
+    }
+}
+
 impl OwnedFrame {
     pub fn view(&self) -> Result<ImageView<'_>> {
         let step = self.width * self.encoding.bytes_per_pixel();
@@ -51,12 +63,7 @@ pub fn load_view_owned(path: &Path) -> Result<OwnedFrame> {
 /// Decodes an encoded image (PNG/JPEG/PGM bytes, e.g. a `CompressedImage`) like
 /// [`load_view_owned`]; the error says why it does not decode.
 pub fn decode_encoded(bytes: &[u8]) -> std::result::Result<OwnedFrame, String> {
-    let mut frame = OwnedFrame {
-        data: Vec::new(),
-        width: 0,
-        height: 0,
-        encoding: Encoding::Mono8,
-    };
+    let mut frame = OwnedFrame::default();
     decode_encoded_into(bytes, &mut frame)?;
     Ok(frame)
 }
@@ -81,12 +88,7 @@ pub fn decode_encoded_into(
 fn decode_reader<R: std::io::BufRead + std::io::Seek>(
     reader: ::image::ImageReader<R>,
 ) -> std::result::Result<OwnedFrame, String> {
-    let mut frame = OwnedFrame {
-        data: Vec::new(),
-        width: 0,
-        height: 0,
-        encoding: Encoding::Mono8,
-    };
+    let mut frame = OwnedFrame::default();
     decode_reader_into(reader, &mut frame)?;
     Ok(frame)
 }

@@ -14,7 +14,7 @@ use r2r::sensor_msgs::msg::CompressedImage;
 use r2r::std_msgs::msg::Header;
 use r2r::{NativeMsg, QosProfile, WrappedTypesupport};
 
-use super::take::{slice, ImageTaker, NativeImage};
+use super::take::{self, slice, ImageTaker, NativeImage};
 use crate::image::{decode_encoded_into, OwnedFrame};
 
 type CCompressed = <CompressedImage as WrappedTypesupport>::CStruct;
@@ -67,17 +67,11 @@ impl NativeCompressed {
 
     /// Writes the message's header into `h` (its `frame_id` string reused).
     pub fn header_into(&self, h: &mut Header) {
-        let c = &self.c().header;
-        h.stamp.sec = c.stamp.sec;
-        h.stamp.nanosec = c.stamp.nanosec;
-        h.frame_id.clear();
-        let id = slice(c.frame_id.data as *const u8, c.frame_id.size);
-        h.frame_id.push_str(&String::from_utf8_lossy(id));
+        take::header_into(&self.c().header, h);
     }
 
     pub fn stamp_ns(&self) -> i64 {
-        let t = &self.c().header.stamp;
-        crate::ros::convert::stamp_ns(t.sec, t.nanosec)
+        take::stamp_ns(&self.c().header)
     }
 
     /// `compressed "format" N B`, for error messages.
@@ -200,12 +194,7 @@ mod tests {
 
     #[test]
     fn a_compressed_message_decodes_into_a_reused_buffer() {
-        let mut out = OwnedFrame {
-            data: Vec::new(),
-            width: 0,
-            height: 0,
-            encoding: Encoding::Mono8,
-        };
+        let mut out = OwnedFrame::default();
         let m = NativeCompressed::from_message(&message("mono8; png compressed mono8", png(true)));
         assert_eq!(m.format(), "mono8; png compressed mono8");
         assert_eq!(m.stamp_ns(), 7_000_000_009);
@@ -234,12 +223,7 @@ mod tests {
 
     #[test]
     fn bad_compressed_messages_are_errors() {
-        let mut out = OwnedFrame {
-            data: Vec::new(),
-            width: 0,
-            height: 0,
-            encoding: Encoding::Mono8,
-        };
+        let mut out = OwnedFrame::default();
         let mut cut = png(true);
         cut.truncate(cut.len() / 2);
         for (format, data, why) in [

@@ -118,7 +118,7 @@ pub(super) struct TrackState {
     /// stereo problem.
     pub(super) camera_problem: Option<String>,
     /// The camera model the last frame was tracked with and where it came from.
-    pub(super) camera: super::tracks::CameraUse,
+    pub(super) camera: super::cameras::CameraUse,
 }
 
 /// The parts of a frame's node latency: receive -> taken by the worker (`handover`), ->
@@ -163,6 +163,24 @@ pub(super) fn percentile(sorted: &[f64], q: f64) -> f64 {
     }
     let i = ((sorted.len() - 1) as f64 * q).round() as usize;
     sorted[i.min(sorted.len() - 1)]
+}
+
+/// ` NAME_p50=.. NAME_p99=..` for each part's values (ms; NaN entries, parts that did not
+/// run in a frame, left out).
+pub(super) fn p50_p99_fields(names: &[&str], values: &[Vec<f64>]) -> String {
+    names
+        .iter()
+        .zip(values)
+        .map(|(name, v)| {
+            let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+            v.sort_by(|a, b| a.total_cmp(b));
+            format!(
+                " {name}_p50={:.3} {name}_p99={:.3}",
+                percentile(&v, 0.5),
+                percentile(&v, 0.99)
+            )
+        })
+        .collect()
 }
 
 pub(super) fn diagnostic_status(

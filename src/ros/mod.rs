@@ -3,6 +3,8 @@
 //!
 //! - [`node`]: runtime (subscriptions, the inputs' slots and workers, shutdown);
 //! - `worker`: one input's thread (newest frame -> pipeline -> publishers);
+//! - `cameras`: an input's camera model (VINS config or `camera_info` by stamp);
+//! - `clock`: the time frame stamps are checked against (`use_sim_time`);
 //! - `compressed`: `CompressedImage` input (`transport: compressed`), decoded on the worker;
 //! - `diagnostics`: counters per input, /diagnostics statuses, log rate limits;
 //! - `tracks`: the feature tracker's outputs (`tracks`, VINS's `feature` and `restart`) and
@@ -24,6 +26,8 @@
 //! `matching`, `output`, `pipeline`, `process`, `report`, `track` (the node and the load
 //! generator are shells around the library).
 
+mod cameras;
+mod clock;
 mod compressed;
 pub mod convert;
 mod diagnostics;

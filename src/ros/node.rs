@@ -20,15 +20,17 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use r2r::diagnostic_msgs::msg::DiagnosticArray;
-use r2r::sensor_msgs::msg::{CameraInfo, PointCloud2};
+use r2r::sensor_msgs::msg::PointCloud2;
 use r2r::std_msgs::msg::Bool;
 use r2r::QosProfile;
 
+use super::cameras::{CameraSlot, Cameras};
+use super::clock::FrameClock;
 use super::compressed::{Frame, FrameTaker};
-use super::diagnostics::{diagnostic_status, percentile, Stats, PARTS};
+use super::diagnostics::{diagnostic_status, p50_p99_fields, percentile, Stats, PARTS};
 use super::params::NodeParams;
 use super::trace::{self, Trace};
-use super::tracks::{CameraSlot, Cameras, StereoLink, StereoRole, TrackOutputs, TRACK_PARTS};
+use super::tracks::{StereoLink, StereoRole, TrackOutputs, TRACK_PARTS};
 use super::warm_ahead::WarmAhead;
 use super::worker::{Pending, Running, Slot, Worker};
 use crate::output::tracks::VinsFormat;
@@ -62,26 +64,7 @@ fn track_outputs(
     (camera, stereo): (CameraSlot, StereoRole),
 ) -> Result<TrackOutputs, String> {
     let err = |e: r2r::Error| format!("publisher: {e}");
-    // Two subscriptions into the same slot: a best-effort one, which also hears best-effort
-    // publishers (camera drivers, `ros2 bag play` so set up: a reliable subscription never
-    // connects to them), and a reliable one, which gets a reliable publisher's messages
-    // without loss (a best-effort reader can miss one sent right after discovery; a driver
-    // that publishes camera_info once would then never be heard). Messages are kept by
-    // stamp (`Cameras`), so one heard twice is kept once.
-    for qos in [
-        QosProfile::default().keep_last(10).best_effort(),
-        QosProfile::default().keep_last(10).reliable(),
-    ] {
-        let mut sub = node
-            .subscribe::<CameraInfo>(&topic(name, "camera_info"), qos)
-            .map_err(|e| format!("subscribe {}: {e}", topic(name, "camera_info")))?;
-        let camera = camera.clone();
-        tokio::spawn(async move {
-            while let Some(info) = sub.next().await {
-                camera.lock().unwrap().receive(&info);
-            }
-        });
-    }
+    Cameras::subscribe(node, &topic(name, "camera_info"), &camera)?;
     Ok(TrackOutputs {
         tracker: Tracker::default(),
         camera,
@@ -542,24 +525,6 @@ fn print_summary(i: &Input, trace_dir: Option<&std::path::Path>, logger: &str) {
     }
 }
 
-/// ` NAME_p50=.. NAME_p99=..` for each part's values (ms; NaN entries, parts that did not
-/// run in a frame, left out).
-fn p50_p99_fields(names: &[&str], values: &[Vec<f64>]) -> String {
-    names
-        .iter()
-        .zip(values)
-        .map(|(name, v)| {
-            let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
-            v.sort_by(|a, b| a.total_cmp(b));
-            format!(
-                " {name}_p50={:.3} {name}_p99={:.3}",
-                percentile(&v, 0.5),
-                percentile(&v, 0.99)
-            )
-        })
-        .collect()
-}
-
 /// Wakes the helper threads that will copy the frames just handed over into pinned memory
 /// (`cuda.prewake_us`; `cuda::driver::crew::prewake`): they spin for the copy instead of waking when
 /// it starts (performance.md, change 68).
@@ -578,53 +543,6 @@ fn run_inline(running: &mut Running, pending: Pending, logger: &str) {
     if std::panic::catch_unwind(step).is_err() {
         r2r::log_error!(logger, "the frame's outputs panicked; the node goes on");
         running.w.stats.lock().unwrap().count.process_errors += 1;
-    }
-}
-
-/// ROS time as the frames' stamps are checked against it: the system clock, or with
-/// `use_sim_time` the last `/clock` message (none before the first). The node keeps it itself
-/// (r2r's own sim-time clock is compiled in or not depending on its build cache).
-pub(super) struct FrameClock {
-    sim: bool,
-    /// The last `/clock`, ns (0: none yet).
-    sim_ns: std::sync::atomic::AtomicI64,
-}
-
-impl FrameClock {
-    /// The clock, subscribed to `/clock` (best effort, which hears every publisher) with
-    /// `use_sim_time`.
-    fn start(node: &mut r2r::Node, sim: bool) -> Result<Arc<FrameClock>, String> {
-        let clock = Arc::new(FrameClock {
-            sim,
-            sim_ns: std::sync::atomic::AtomicI64::new(0),
-        });
-        if sim {
-            let qos = QosProfile::default().keep_last(1).best_effort();
-            let mut sub = node
-                .subscribe::<r2r::rosgraph_msgs::msg::Clock>("/clock", qos)
-                .map_err(|e| format!("subscribe /clock (use_sim_time): {e}"))?;
-            let c = clock.clone();
-            tokio::spawn(async move {
-                while let Some(m) = sub.next().await {
-                    let t = super::convert::stamp_ns(m.clock.sec, m.clock.nanosec);
-                    c.sim_ns.store(t, Ordering::Relaxed);
-                }
-            });
-        }
-        Ok(clock)
-    }
-
-    /// Now, ns since the epoch (or the simulation's start); None while a simulated clock has
-    /// not ticked.
-    fn now_ns(&self) -> Option<i64> {
-        if self.sim {
-            let t = self.sim_ns.load(Ordering::Relaxed);
-            return (t > 0).then_some(t);
-        }
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()
-            .map(|d| d.as_nanos() as i64)
     }
 }
 

@@ -287,16 +287,7 @@ impl NodeSettings {
         for (name, v) in self.values() {
             let spec = NODE_SPECS.iter().find(|s| s.name == name);
             if let Some(domain) = spec.and_then(|s| s.domain) {
-                if !domain.contains(&v) {
-                    let shown = match &v {
-                        serde_yaml::Value::String(s) => format!("{s:?}"),
-                        other => serde_yaml::to_string(other)
-                            .unwrap_or_default()
-                            .trim()
-                            .to_string(),
-                    };
-                    return Err(format!("{name}: {shown} is not {}", domain.describe()));
-                }
+                crate::config::schema::check_value(name, &v, &domain, "")?;
             }
         }
         if let Some(bad) = self

@@ -38,6 +38,23 @@ pub(super) fn slice<'a, T>(data: *const T, size: usize) -> &'a [T] {
     unsafe { std::slice::from_raw_parts(data, size) }
 }
 
+/// A C message's header.
+pub(super) type CHeader = <Header as WrappedTypesupport>::CStruct;
+
+/// A C message's `header` into `h` (its `frame_id` string reused).
+pub(super) fn header_into(c: &CHeader, h: &mut Header) {
+    h.stamp.sec = c.stamp.sec;
+    h.stamp.nanosec = c.stamp.nanosec;
+    h.frame_id.clear();
+    let id = slice(c.frame_id.data as *const u8, c.frame_id.size);
+    h.frame_id.push_str(&String::from_utf8_lossy(id));
+}
+
+/// A C message's header stamp in ns ([`crate::ros::convert::stamp_ns`]).
+pub(super) fn stamp_ns(c: &CHeader) -> i64 {
+    crate::ros::convert::stamp_ns(c.stamp.sec, c.stamp.nanosec)
+}
+
 impl NativeImage {
     /// A copy of `msg` as a C message (tests and the relay's image mode).
     pub fn from_image(msg: &Image) -> NativeImage {
@@ -86,18 +103,12 @@ impl NativeImage {
 
     /// Writes the message's header into `h` (its `frame_id` string reused).
     pub fn header_into(&self, h: &mut Header) {
-        let c = &self.c().header;
-        h.stamp.sec = c.stamp.sec;
-        h.stamp.nanosec = c.stamp.nanosec;
-        h.frame_id.clear();
-        let id = slice(c.frame_id.data as *const u8, c.frame_id.size);
-        h.frame_id.push_str(&String::from_utf8_lossy(id));
+        header_into(&self.c().header, h);
     }
 
     /// The header stamp in ns ([`crate::ros::convert::stamp_ns`]).
     pub fn stamp_ns(&self) -> i64 {
-        let t = &self.c().header.stamp;
-        crate::ros::convert::stamp_ns(t.sec, t.nanosec)
+        stamp_ns(&self.c().header)
     }
 
     /// `WxH "encoding" step S data N B`, for error messages.

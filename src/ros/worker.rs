@@ -102,12 +102,7 @@ impl Worker {
                 gpu_failure_logged,
                 previous,
                 match_previous,
-                decoded: OwnedFrame {
-                    data: Vec::new(),
-                    width: 0,
-                    height: 0,
-                    encoding: crate::image::Encoding::Mono8,
-                },
+                decoded: OwnedFrame::default(),
             },
             backend,
         ))
@@ -200,15 +195,7 @@ impl Running {
             Frame::Compressed(msg) => {
                 // Decoded here, on the worker (with one input: on the spinning thread, after
                 // the take), into the buffer of the previous frames.
-                let mut decoded = std::mem::replace(
-                    &mut self.decoded,
-                    OwnedFrame {
-                        data: Vec::new(),
-                        width: 0,
-                        height: 0,
-                        encoding: crate::image::Encoding::Mono8,
-                    },
-                );
+                let mut decoded = std::mem::take(&mut self.decoded);
                 let t0 = Instant::now();
                 let view = msg
                     .decode_into(&mut decoded)

@@ -242,93 +242,50 @@ pub fn serve(
         eprintln!("[gpu_features_node] warning: ignoring unknown parameter {name:?}");
     }
     let name = node.name().map_err(|e| format!("node name: {e}"))?;
-    let err = |e: r2r::Error| format!("parameter services: {e}");
-    let q = QosProfile::default;
     let (events_tx, events_rx) = futures::channel::mpsc::channel(64);
-    let mut handlers: Vec<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>> = Vec::new();
-
+    let mut s = Services {
+        node,
+        name,
+        handlers: Vec::new(),
+    };
+    let all = move |p: &Arc<Mutex<NodeParams>>| all_with_sim_time(&p.lock().unwrap(), sim_time);
     let p = params.clone();
-    let s = node
-        .create_service::<ListParameters::Service>(&format!("{name}/list_parameters"), q())
-        .map_err(err)?;
-    handlers.push(Box::pin(s.for_each(move |req| {
-        let names: Vec<String> = all_with_sim_time(&p.lock().unwrap(), sim_time)
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect();
-        let result = list(&names, &req.message.prefixes, req.message.depth);
-        let _ = req.respond(ListParameters::Response { result });
-        futures::future::ready(())
-    })));
-
+    s.answer::<ListParameters::Service>("list_parameters", move |m| {
+        let names: Vec<String> = all(&p).into_iter().map(|(k, _)| k).collect();
+        let result = list(&names, &m.prefixes, m.depth);
+        ListParameters::Response { result }
+    })?;
     let p = params.clone();
-    let s = node
-        .create_service::<GetParameters::Service>(&format!("{name}/get_parameters"), q())
-        .map_err(err)?;
-    handlers.push(Box::pin(s.for_each(move |req| {
-        let all = all_with_sim_time(&p.lock().unwrap(), sim_time);
-        let values = req
-            .message
+    s.answer::<GetParameters::Service>("get_parameters", move |m| {
+        let all = all(&p);
+        let values = m.names.iter().map(|n| to_msg(value_of(&all, n))).collect();
+        GetParameters::Response { values }
+    })?;
+    let p = params.clone();
+    s.answer::<GetParameterTypes::Service>("get_parameter_types", move |m| {
+        let all = all(&p);
+        let types = m.names.iter().map(|n| type_of(value_of(&all, n))).collect();
+        GetParameterTypes::Response { types }
+    })?;
+    let p = params.clone();
+    s.answer::<DescribeParameters::Service>("describe_parameters", move |m| {
+        let all = all(&p);
+        let descriptors = m
             .names
             .iter()
             .map(|n| {
-                let v = all.iter().find(|(k, _)| k == n).map(|(_, v)| v);
-                to_msg(v.unwrap_or(&ParameterValue::NotSet))
+                descriptor(n, value_of(&all, n)).unwrap_or_else(|| ParameterDescriptor {
+                    name: n.clone(),
+                    ..Default::default()
+                })
             })
             .collect();
-        let _ = req.respond(GetParameters::Response { values });
-        futures::future::ready(())
-    })));
-
-    let p = params.clone();
-    let s = node
-        .create_service::<GetParameterTypes::Service>(&format!("{name}/get_parameter_types"), q())
-        .map_err(err)?;
-    handlers.push(Box::pin(s.for_each(move |req| {
-        let all = all_with_sim_time(&p.lock().unwrap(), sim_time);
-        let types = req
-            .message
-            .names
-            .iter()
-            .map(|n| {
-                let v = all.iter().find(|(k, _)| k == n).map(|(_, v)| v);
-                type_of(v.unwrap_or(&ParameterValue::NotSet))
-            })
-            .collect();
-        let _ = req.respond(GetParameterTypes::Response { types });
-        futures::future::ready(())
-    })));
-
-    let p = params.clone();
-    let s = node
-        .create_service::<DescribeParameters::Service>(&format!("{name}/describe_parameters"), q())
-        .map_err(err)?;
-    handlers.push(Box::pin(s.for_each(move |req| {
-        let all = all_with_sim_time(&p.lock().unwrap(), sim_time);
-        let descriptors = req
-            .message
-            .names
-            .iter()
-            .map(|n| {
-                let v = all.iter().find(|(k, _)| k == n).map(|(_, v)| v);
-                v.and_then(|v| descriptor(n, v))
-                    .unwrap_or_else(|| ParameterDescriptor {
-                        name: n.clone(),
-                        ..Default::default()
-                    })
-            })
-            .collect();
-        let _ = req.respond(DescribeParameters::Response { descriptors });
-        futures::future::ready(())
-    })));
-
+        DescribeParameters::Response { descriptors }
+    })?;
     let (p, mut tx) = (params.clone(), events_tx.clone());
-    let s = node
-        .create_service::<SetParameters::Service>(&format!("{name}/set_parameters"), q())
-        .map_err(err)?;
-    handlers.push(Box::pin(s.for_each(move |req| {
+    s.answer::<SetParameters::Service>("set_parameters", move |m| {
         let mut results = Vec::new();
-        for m in &req.message.parameters {
+        for m in &m.parameters {
             let v = from_msg(&m.value);
             let r = set_one(&mut p.lock().unwrap(), &m.name, &v);
             if r.successful {
@@ -336,20 +293,11 @@ pub fn serve(
             }
             results.push(r);
         }
-        let _ = req.respond(SetParameters::Response { results });
-        futures::future::ready(())
-    })));
-
+        SetParameters::Response { results }
+    })?;
     let (p, mut tx) = (params, events_tx);
-    let s = node
-        .create_service::<SetParametersAtomically::Service>(
-            &format!("{name}/set_parameters_atomically"),
-            q(),
-        )
-        .map_err(err)?;
-    handlers.push(Box::pin(s.for_each(move |req| {
-        let values: Vec<(String, ParameterValue)> = req
-            .message
+    s.answer::<SetParametersAtomically::Service>("set_parameters_atomically", move |m| {
+        let values: Vec<(String, ParameterValue)> = m
             .parameters
             .iter()
             .map(|m| (m.name.clone(), from_msg(&m.value)))
@@ -360,11 +308,47 @@ pub fn serve(
                 let _ = tx.try_send(e);
             }
         }
-        let _ = req.respond(SetParametersAtomically::Response { result });
-        futures::future::ready(())
-    })));
+        SetParametersAtomically::Response { result }
+    })?;
+    Ok((join_all(s.handlers).map(|_| ()), events_rx, sim_time))
+}
 
-    Ok((join_all(handlers).map(|_| ()), events_rx, sim_time))
+/// The value of `name` among `all` (not set when the node has no such parameter).
+fn value_of<'a>(all: &'a [(String, ParameterValue)], name: &str) -> &'a ParameterValue {
+    all.iter()
+        .find(|(k, _)| k == name)
+        .map_or(&ParameterValue::NotSet, |(_, v)| v)
+}
+
+/// The node's services being made: each answers its requests with a function of the request.
+struct Services<'a> {
+    node: &'a mut r2r::Node,
+    name: String,
+    handlers: Vec<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl Services<'_> {
+    /// `<node>/<service>`, each request answered by `f`.
+    fn answer<T>(
+        &mut self,
+        service: &str,
+        mut f: impl FnMut(&T::Request) -> T::Response + Send + 'static,
+    ) -> Result<(), String>
+    where
+        T: r2r::WrappedServiceTypeSupport + 'static,
+    {
+        let full = format!("{}/{service}", self.name);
+        let stream = self
+            .node
+            .create_service::<T>(&full, QosProfile::default())
+            .map_err(|e| format!("parameter service {full}: {e}"))?;
+        self.handlers.push(Box::pin(stream.for_each(move |req| {
+            let response = f(&req.message);
+            let _ = req.respond(response);
+            futures::future::ready(())
+        })));
+        Ok(())
+    }
 }
 
 fn outcome(r: Result<(), String>) -> SetParametersResult {
