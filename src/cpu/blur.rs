@@ -146,24 +146,12 @@ pub fn gaussian_blur(
         s.kernel = gaussian_kernel_fixed(ksize, sigma);
         s.key = Some(key);
     }
-    let r = ksize / 2;
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { blur_passes_avx2(img, ksize, out, s) };
-    }
-    blur_passes(img, ksize, r, out, s)
+    blur_versions(img, ksize, ksize / 2, out, s)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn blur_passes_avx2(
-    img: &GrayImage,
-    ksize: usize,
-    out: &mut GrayImage,
-    s: &mut BlurScratch,
-) {
-    blur_passes(img, ksize, ksize / 2, out, s)
+super::simd::versions! {
+    /// [`blur_passes`] at the process's SIMD level.
+    fn blur_versions(img: &GrayImage, ksize: usize, r: usize, out: &mut GrayImage, s: &mut BlurScratch) = blur_passes;
 }
 
 /// Both passes (`s.kernel` holds the fixed-point kernel of size `ksize = 2r + 1`).

@@ -170,19 +170,13 @@ pub fn blur_level(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) {
     if img.width == 0 || img.height == 0 {
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports FMA and AVX2 (checked just above). Without them each
-        // `mul_add` is a libm call and nothing is vectorized: ~10x slower.
-        return unsafe { blur_level_avx2(img, out, buf) };
-    }
-    blur_level_impl(img, out, buf)
+    blur_level_versions(img, out, buf)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn blur_level_avx2(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) {
-    blur_level_impl(img, out, buf)
+super::simd::versions! {
+    /// [`blur_level_impl`] at the process's SIMD level. Below AVX2 (which brings FMA) each
+    /// `mul_add` is a libm call: the same bits, ~10x slower.
+    fn blur_level_versions(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) = blur_level_impl;
 }
 
 /// Both passes, pixel-major: each output value is one chain of the note's operations in
@@ -293,6 +287,18 @@ pub fn describe_one(
     angle: f32,
     fma: bool,
 ) -> Descriptor {
+    describe_one_impl(blurred, raw, cx, cy, angle, fma)
+}
+
+#[inline(always)]
+fn describe_one_impl(
+    blurred: &GrayImage,
+    raw: &GrayImage,
+    cx: i32,
+    cy: i32,
+    angle: f32,
+    fma: bool,
+) -> Descriptor {
     let (a, b) = rotation(angle);
     let (w, h) = (blurred.width as i32, blurred.height as i32);
     let (px, py) = (&PATTERN_POINTS.x, &PATTERN_POINTS.y);
@@ -374,10 +380,26 @@ pub fn describe_into(
             }
         }
     }
+    describe_all(levels, &scratch.blurred, set, keypoints, out);
+}
+
+super::simd::versions! {
+    /// Steps 2-5 of every keypoint at the process's SIMD level.
+    fn describe_all(levels: &[GrayImage], blurred: &[GrayImage], set: DescribeSettings, keypoints: &[Keypoint], out: &mut Vec<Descriptor>) = describe_all_impl;
+}
+
+#[inline(always)]
+fn describe_all_impl(
+    levels: &[GrayImage],
+    blurred: &[GrayImage],
+    set: DescribeSettings,
+    keypoints: &[Keypoint],
+    out: &mut Vec<Descriptor>,
+) {
     out.extend(keypoints.iter().map(|kp| {
         let l = (kp.octave.max(0) as usize).min(levels.len() - 1);
         let (cx, cy) = center(kp, set.scales, set.scale_factor);
-        describe_one(&scratch.blurred[l], &levels[l], cx, cy, kp.angle, set.fma)
+        describe_one_impl(&blurred[l], &levels[l], cx, cy, kp.angle, set.fma)
     }));
 }
 

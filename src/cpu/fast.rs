@@ -275,7 +275,7 @@ fn lane_score(rows: &Rows, x: usize) -> u8 {
 }
 
 /// Scans rows `ys` (each at least [`BORDER`] inside); `found(x, y, score)` in raster order.
-/// Generic so that it can be compiled once more with AVX2 enabled.
+/// Inlined into each SIMD level's copy (`simd::versions!`).
 #[inline(always)]
 fn scan_image(
     img: &GrayImage,
@@ -290,25 +290,9 @@ fn scan_image(
     }
 }
 
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-#[target_feature(enable = "avx2")]
-unsafe fn scan_image_avx2(
-    img: &GrayImage,
-    threshold: u8,
-    ys: Range<usize>,
-    found: &mut dyn FnMut(usize, usize, u8),
-) {
-    scan_image(img, threshold, ys, found)
-}
-
-/// [`scan_image`] with the widest vectors this CPU has (same results on every path).
-fn scan(img: &GrayImage, threshold: u8, ys: Range<usize>, found: &mut dyn FnMut(usize, usize, u8)) {
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { scan_image_avx2(img, threshold, ys, found) };
-    }
-    scan_image(img, threshold, ys, found)
+super::simd::versions! {
+    /// [`scan_image`] at the SIMD level of this process (same results on every level).
+    fn scan(img: &GrayImage, threshold: u8, ys: Range<usize>, found: &mut dyn FnMut(usize, usize, u8)) = scan_image;
 }
 
 /// The corners of [`detect`] without NMS, restricted to rows `ys` (clipped to the tested

@@ -389,23 +389,21 @@ fn dense_core<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32]
     }
 }
 
-/// [`dense_core`] with hardware FMA: `mul_add` becomes one instruction instead of a call.
-/// FMA is exactly rounded, so the results are the same bits as the software path.
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dense_core_fma<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
-    img: &GrayImage,
-    sm: &[f32; K],
-    de: &[f32; K],
-    block: usize,
-    finish: &mut F,
-    scratch: &mut DenseScratch,
-    out: &mut Vec<f32>,
-) {
-    dense_core(img, sm, de, block, finish, scratch, out)
+super::simd::versions! {
+    /// [`dense_core`] at the process's SIMD level (with AVX2 comes FMA: `mul_add` is one
+    /// instruction instead of a libm call; FMA is exactly rounded, so the bits are the same).
+    fn dense_versions[const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])](
+        img: &GrayImage,
+        sm: &[f32; K],
+        de: &[f32; K],
+        block: usize,
+        finish: &mut F,
+        scratch: &mut DenseScratch,
+        out: &mut Vec<f32>,
+    ) = dense_core;
 }
 
-/// Dispatches to the FMA build where the CPU has it.
+/// [`dense_versions`] for a kernel of `K` taps.
 fn dense_dispatch<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
     img: &GrayImage,
     sm: &[f32],
@@ -417,13 +415,7 @@ fn dense_dispatch<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [
 ) {
     let sm: &[f32; K] = sm.try_into().unwrap();
     let de: &[f32; K] = de.try_into().unwrap();
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-        unsafe { dense_core_fma(img, sm, de, block, finish, scratch, out) };
-        return;
-    }
-    dense_core(img, sm, de, block, finish, scratch, out)
+    dense_versions(img, sm, de, block, finish, scratch, out)
 }
 
 /// `cv::cornerHarris(img, block_size, ksize, k)` (default border, `BORDER_REFLECT_101`) into

@@ -19,6 +19,7 @@ pub mod orb_pattern;
 pub mod orient;
 pub mod pyramid;
 pub mod rgb_gray;
+pub mod simd;
 #[cfg(test)]
 mod test_util;
 

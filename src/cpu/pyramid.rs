@@ -140,7 +140,8 @@ pub fn resize_linear(src: &GrayImage, dst: &mut GrayImage, interpolation: Interp
 /// 16-bit row buffer (two are kept, shared between consecutive destination rows), then a
 /// vertical pass over the two buffered rows. Both are written so that LLVM vectorises the
 /// vertical pass and keeps the horizontal one free of bounds checks; on x86-64 the same
-/// code is also compiled for AVX2 and picked at run time (identical results on every path).
+/// code is compiled for each SIMD level and picked at run time (`cpu::simd`; identical
+/// results on every level), with AVX2 gathers for the horizontal pass at that level.
 pub fn resize_with_tables(src: &GrayImage, dst: &mut GrayImage, tables: &ResizeTables) {
     let (dw, dh) = (dst.width, dst.height);
     assert_eq!(tables.x.offsets.len(), dw, "resize tables: width mismatch");
@@ -171,11 +172,16 @@ pub fn resize_with_tables(src: &GrayImage, dst: &mut GrayImage, tables: &ResizeT
     );
     let h = HTaps::new(&tables.x, sw);
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
+    if super::simd::level() >= super::simd::Level::Avx2 {
+        // SAFETY: the CPU supports AVX2 (simd::level never exceeds what it has).
         return unsafe { resize_rows_avx2(src, dst, tables, &h) };
     }
-    resize_rows(src, dst, tables, &h)
+    resize_versions(src, dst, tables, &h)
+}
+
+super::simd::versions! {
+    /// [`resize_rows`] at the process's SIMD level (below AVX2, whose copy has gathers).
+    fn resize_versions(src: &GrayImage, dst: &mut GrayImage, t: &ResizeTables, h: &HTaps) = resize_rows;
 }
 
 /// The horizontal taps in a form the inner loop can use without clamping: every pair reads

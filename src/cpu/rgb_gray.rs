@@ -27,7 +27,7 @@ pub fn gray_from_rgb(r: u8, g: u8, b: u8) -> u8 {
 pub fn vectorized() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2")
+        super::simd::level() >= super::simd::Level::Avx2
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -96,23 +96,12 @@ pub fn thresholds(cfg: &CannyConfig) -> (i32, i32) {
     (cv_floor(lo), cv_floor(hi))
 }
 
-/// 3x3 Sobel (`[-1 0 1] x [1 2 1]` and its transpose, `BORDER_REPLICATE`, exact in `i16`)
-/// into `dx`, `dy` (`width * height`) and the magnitude into the padded `mag`:
-/// `|dx| + |dy|` (L1) or `dx^2 + dy^2` (L2, not square-rooted; thresholds are squared).
-/// `mag` is resized and its padding ring zeroed here. `img` must not be empty.
-pub fn sobel_magnitude(img: &GrayImage, l2: bool, g: &mut Gradients) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { sobel_magnitude_avx2(img, l2, g) };
-    }
-    sobel_magnitude_impl(img, l2, g)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn sobel_magnitude_avx2(img: &GrayImage, l2: bool, g: &mut Gradients) {
-    sobel_magnitude_impl(img, l2, g)
+super::simd::versions! {
+    /// 3x3 Sobel (`[-1 0 1] x [1 2 1]` and its transpose, `BORDER_REPLICATE`, exact in `i16`)
+    /// into `dx`, `dy` (`width * height`) and the magnitude into the padded `mag`:
+    /// `|dx| + |dy|` (L1) or `dx^2 + dy^2` (L2, not square-rooted; thresholds are squared).
+    /// `mag` is resized and its padding ring zeroed here. `img` must not be empty.
+    pub fn sobel_magnitude(img: &GrayImage, l2: bool, g: &mut Gradients) = sobel_magnitude_impl;
 }
 
 #[inline(always)]
@@ -224,34 +213,23 @@ fn sobel_row_k<const L2: bool>(
     }
 }
 
-/// Non-maximum suppression and double threshold into the padded `class` map (resized, ring
-/// set to [`NONE`]). A pixel with `m > low` is compared with its two neighbours across the
-/// gradient direction, chosen in fixed point (`ax = |dx|`, `ay = |dy| << 15`):
-/// - `ay < ax * TG22` (within 22.5 deg of horizontal): left / right,
-///   kept if `m > left && m >= right`;
-/// - `ay > ax * TG22 + (ax << 16)` (within 22.5 deg of vertical): up / down,
-///   kept if `m > up && m >= down`;
-/// - else diagonal: with `s = -1` if `dx` and `dy` have opposite signs, else `1`, the
-///   neighbours are up at `x - s` and down at `x + s`, kept if `m > both` (strict both ways).
-///
-/// Neighbours outside the image have magnitude 0. A kept pixel is [`STRONG`] if
-/// `m > high`, else [`WEAK`]; all others are [`NONE`].
-///
-/// (OpenCV marks a strong pixel weak when its left or upper neighbour is already strong;
-/// hysteresis promotes it anyway, so the edge map is the same.)
-pub fn nms_classify(g: &Gradients, low: i32, high: i32, class: &mut Vec<u8>) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { nms_classify_avx2(g, low, high, class) };
-    }
-    nms_classify_impl(g, low, high, class)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn nms_classify_avx2(g: &Gradients, low: i32, high: i32, class: &mut Vec<u8>) {
-    nms_classify_impl(g, low, high, class)
+super::simd::versions! {
+    /// Non-maximum suppression and double threshold into the padded `class` map (resized, ring
+    /// set to [`NONE`]). A pixel with `m > low` is compared with its two neighbours across the
+    /// gradient direction, chosen in fixed point (`ax = |dx|`, `ay = |dy| << 15`):
+    /// - `ay < ax * TG22` (within 22.5 deg of horizontal): left / right,
+    ///   kept if `m > left && m >= right`;
+    /// - `ay > ax * TG22 + (ax << 16)` (within 22.5 deg of vertical): up / down,
+    ///   kept if `m > up && m >= down`;
+    /// - else diagonal: with `s = -1` if `dx` and `dy` have opposite signs, else `1`, the
+    ///   neighbours are up at `x - s` and down at `x + s`, kept if `m > both` (strict both ways).
+    ///
+    /// Neighbours outside the image have magnitude 0. A kept pixel is [`STRONG`] if
+    /// `m > high`, else [`WEAK`]; all others are [`NONE`].
+    ///
+    /// (OpenCV marks a strong pixel weak when its left or upper neighbour is already strong;
+    /// hysteresis promotes it anyway, so the edge map is the same.)
+    pub fn nms_classify(g: &Gradients, low: i32, high: i32, class: &mut Vec<u8>) = nms_classify_impl;
 }
 
 #[inline(always)]
@@ -348,15 +326,7 @@ pub fn canny(img: &GrayImage, cfg: &CannyConfig, out: &mut GrayImage, scratch: &
         low,
         high,
     };
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        unsafe { classify_fused_avx2(src, &f, grad, class, stack, seeds) };
-        flood(w, h, class, stack);
-        write_edges(w, h, class, out);
-        return;
-    }
-    classify_fused(src, &f, grad, class, stack, seeds);
+    classify_versions(src, &f, grad, class, stack, seeds);
     flood(w, h, class, stack);
     write_edges(w, h, class, out);
 }
@@ -368,17 +338,9 @@ struct Fused {
     high: i32,
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn classify_fused_avx2(
-    img: &GrayImage,
-    f: &Fused,
-    g: &mut Gradients,
-    class: &mut Vec<u8>,
-    stack: &mut Vec<u32>,
-    seeds: &mut Vec<u8>,
-) {
-    classify_fused(img, f, g, class, stack, seeds)
+super::simd::versions! {
+    /// [`classify_fused`] at the process's SIMD level.
+    fn classify_versions(img: &GrayImage, f: &Fused, g: &mut Gradients, class: &mut Vec<u8>, stack: &mut Vec<u32>, seeds: &mut Vec<u8>) = classify_fused;
 }
 
 /// Sobel + NMS row by row into `s.class` (padded), pushing strong pixels onto `s.stack`.
