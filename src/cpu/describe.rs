@@ -396,11 +396,20 @@ fn describe_all_impl(
     keypoints: &[Keypoint],
     out: &mut Vec<Descriptor>,
 ) {
-    out.extend(keypoints.iter().map(|kp| {
+    // A plain loop: an iterator adapter's fold was not inlined into the SIMD copies.
+    out.reserve(keypoints.len());
+    for kp in keypoints {
         let l = (kp.octave.max(0) as usize).min(levels.len() - 1);
         let (cx, cy) = center(kp, set.scales, set.scale_factor);
-        describe_one_impl(&blurred[l], &levels[l], cx, cy, kp.angle, set.fma)
-    }));
+        out.push(describe_one_impl(
+            &blurred[l],
+            &levels[l],
+            cx,
+            cy,
+            kp.angle,
+            set.fma,
+        ));
+    }
 }
 
 /// Hamming distance of two descriptors.

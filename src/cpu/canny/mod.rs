@@ -343,6 +343,29 @@ super::simd::versions! {
     fn classify_versions(img: &GrayImage, f: &Fused, g: &mut Gradients, class: &mut Vec<u8>, stack: &mut Vec<u32>, seeds: &mut Vec<u8>) = classify_fused;
 }
 
+/// Row `y`'s Sobel into [`classify_fused`]'s ring (a function, not a closure: a closure
+/// called twice was not inlined, so it ran without the SIMD level's instructions).
+#[inline(always)]
+fn sobel_into_ring(img: &GrayImage, l2: bool, g: &mut Gradients, y: usize) {
+    let (w, h) = (img.width, img.height);
+    let pw = w + 2;
+    let rows = [
+        img.row(y.saturating_sub(1)),
+        img.row(y),
+        img.row((y + 1).min(h - 1)),
+    ];
+    let (slot, half) = (y % 3, y % 2);
+    sobel_row(
+        rows,
+        l2,
+        &mut g.smooth,
+        &mut g.diff,
+        &mut g.dx[half * w..(half + 1) * w],
+        &mut g.dy[half * w..(half + 1) * w],
+        &mut g.mag[slot * pw + 1..slot * pw + 1 + w],
+    );
+}
+
 /// Sobel + NMS row by row into `s.class` (padded), pushing strong pixels onto `s.stack`.
 #[inline(always)]
 fn classify_fused(
@@ -373,27 +396,10 @@ fn classify_fused(
     // The ring holds no full-image data: mark the gradients as not of this image.
     g.width = 0;
     g.height = 0;
-    let sobel = |g: &mut Gradients, y: usize| {
-        let rows = [
-            img.row(y.saturating_sub(1)),
-            img.row(y),
-            img.row((y + 1).min(h - 1)),
-        ];
-        let (slot, half) = (y % 3, y % 2);
-        sobel_row(
-            rows,
-            l2,
-            &mut g.smooth,
-            &mut g.diff,
-            &mut g.dx[half * w..(half + 1) * w],
-            &mut g.dy[half * w..(half + 1) * w],
-            &mut g.mag[slot * pw + 1..slot * pw + 1 + w],
-        );
-    };
-    sobel(g, 0);
+    sobel_into_ring(img, l2, g, 0);
     for y in 0..h {
         if y + 1 < h {
-            sobel(g, y + 1);
+            sobel_into_ring(img, l2, g, y + 1);
         }
         let slot = |r: Option<usize>| r.map_or(3, |r| r % 3) * pw;
         let (su, sm, sd) = (
