@@ -87,6 +87,22 @@ pub fn good_features_to_track(
     s: &mut GfttScratch,
     out: &mut Vec<(f32, f32)>,
 ) {
+    gftt_versions(img, p, mask, s, out)
+}
+
+super::simd::versions! {
+    /// [`gftt_impl`] at the process's SIMD level.
+    fn gftt_versions(img: &GrayImage, p: &GfttParams, mask: Option<&GrayImage>, s: &mut GfttScratch, out: &mut Vec<(f32, f32)>) = gftt_impl;
+}
+
+#[inline(always)]
+fn gftt_impl(
+    img: &GrayImage,
+    p: &GfttParams,
+    mask: Option<&GrayImage>,
+    s: &mut GfttScratch,
+    out: &mut Vec<(f32, f32)>,
+) {
     out.clear();
     let (w, h) = (img.width, img.height);
     if w == 0 || h == 0 {
@@ -264,6 +280,7 @@ pub fn keep_spaced(
 }
 
 /// 3x3 maximum (`cv::dilate` with the default kernel; pixels outside the image ignored).
+#[inline(always)]
 fn dilate3(src: &[f32], w: usize, h: usize, rowmax: &mut Vec<f32>, dst: &mut Vec<f32>) {
     dst.clear();
     dst.resize(w * h, 0.0);

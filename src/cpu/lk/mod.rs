@@ -122,6 +122,25 @@ pub fn track(
     scratch: &mut LkScratch,
     out: &mut Vec<Flow>,
 ) {
+    track_versions(prev, next, prev_pts, initial, p, scratch, out)
+}
+
+super::simd::versions! {
+    /// [`track_impl`] at the process's SIMD level (SSE4.1 brings `pmulld` for the fixed-point
+    /// interpolation and `roundss` for `cv_round`, a libm call at the SSE2 baseline).
+    fn track_versions(prev: &FlowPyramid, next: &FlowPyramid, prev_pts: &[(f32, f32)], initial: Option<&[(f32, f32)]>, p: &LkParams, scratch: &mut LkScratch, out: &mut Vec<Flow>) = track_impl;
+}
+
+#[inline(always)]
+fn track_impl(
+    prev: &FlowPyramid,
+    next: &FlowPyramid,
+    prev_pts: &[(f32, f32)],
+    initial: Option<&[(f32, f32)]>,
+    p: &LkParams,
+    scratch: &mut LkScratch,
+    out: &mut Vec<Flow>,
+) {
     assert!(
         prev.derivs_ready,
         "the previous pyramid needs its derivatives"
@@ -187,6 +206,7 @@ struct Level<'a> {
 
 impl Level<'_> {
     /// One point at one level (`LKTrackerInvoker::operator()` for one `ptidx`).
+    #[inline(always)]
     fn track_point(
         &self,
         prev_pt: (f32, f32),
@@ -276,7 +296,7 @@ impl Level<'_> {
     /// coordinates; `(ipx, ipy)` its integer part) and its gradients into `s`, bilinear as
     /// OpenCV's fixed point, and the gradient matrix (A11, A12, A22) in OpenCV's summation
     /// order (its SIMD lanes, then the scalar tail).
-    #[inline]
+    #[inline(always)]
     fn gradient_matrix(
         &self,
         prev: (f32, f32),
@@ -367,7 +387,7 @@ impl Level<'_> {
 
     /// The mismatch vector (b1, b2) of the window at `nxt` (`(inx, iny)` its integer part)
     /// against the previous window in `s`, in OpenCV's order of sums.
-    #[inline]
+    #[inline(always)]
     fn mismatch(&self, nxt: (f32, f32), (inx, iny): (isize, isize), s: &LkScratch) -> (f32, f32) {
         let win = self.p.window;
         let blocks = if win >= 8 { (win - 8) / 8 + 1 } else { 0 };
@@ -424,6 +444,7 @@ impl Level<'_> {
 
     /// OpenCV's last pass at level 0: the mean absolute mismatch at the final position;
     /// a final window off the padded image clears the status.
+    #[inline(always)]
     fn final_error(&self, next_pt: (f32, f32), half: f32, out: &mut Flow, s: &LkScratch) {
         let win = self.p.window;
         let winl = win as isize;

@@ -113,9 +113,24 @@ impl FlowPyramid {
     }
 }
 
+crate::cpu::simd::versions! {
+    /// [`pyr_down_impl`] at the process's SIMD level.
+    fn pyr_down(src: &Padded<u8>, dst: &mut Padded<u8>, w: usize, h: usize, pad: usize, scratch: &mut Vec<i32>) = pyr_down_impl;
+}
+
+crate::cpu::simd::versions! {
+    /// [`scharr_impl`] at the process's SIMD level.
+    fn scharr(lvl: &Padded<u8>, d: &mut Padded<i16>, pad: usize, scratch: &mut Vec<i32>) = scharr_impl;
+}
+
 /// `cv::pyrDown` of `src`'s interior into `dst` (`w x h`, the halved size), border `pad`;
-/// `scratch` holds the five horizontal row sums.
-fn pyr_down(
+/// `scratch` holds five horizontal row sums, a ring keyed by source row (output row `y`
+/// reads source rows `2y - 2 ..= 2y + 2`, reflected into that window, so five consecutive
+/// rows never share a slot and each source row is summed once). The horizontal sums read
+/// `src`'s reflected border (filled before this is called; `pad >= 2`), so the loop has no
+/// per-pixel reflection and vectorizes. Integer sums: any order gives the same values.
+#[inline(always)]
+fn pyr_down_impl(
     src: &Padded<u8>,
     dst: &mut Padded<u8>,
     w: usize,
@@ -125,31 +140,34 @@ fn pyr_down(
 ) {
     dst.resize(w, h, pad, 1);
     let (sw, sh) = (src.width, src.height);
-    scratch.clear();
+    assert!(src.pad >= 2 && 2 * w <= sw + 1, "pyr_down: border or size");
     scratch.resize(5 * w, 0);
-    let mut rows: [&mut [i32]; 5] = {
-        let (r0, rest) = scratch.split_at_mut(w);
-        let (r1, rest) = rest.split_at_mut(w);
-        let (r2, rest) = rest.split_at_mut(w);
-        let (r3, r4) = rest.split_at_mut(w);
-        [r0, r1, r2, r3, r4]
-    };
-    let src_px = |x: isize, y: usize| src.data[src.at(reflect101(x, sw) as isize, y as isize, 1)];
-    let hrow = |sy: usize, out: &mut [i32]| {
-        for (x, o) in out.iter_mut().enumerate() {
-            let c = 2 * x as isize;
-            let p = |d: isize| src_px(c + d, sy) as i32;
-            *o = p(0) * 6 + (p(-1) + p(1)) * 4 + p(-2) + p(2);
-        }
-    };
+    let mut have = [usize::MAX; 5];
     for y in 0..h {
-        for (k, row) in rows.iter_mut().enumerate() {
+        let mut slots = [0usize; 5];
+        for (k, slot) in slots.iter_mut().enumerate() {
             let sy = reflect101(2 * y as isize + k as isize - 2, sh);
-            hrow(sy, row);
+            *slot = sy % 5;
+            if have[sy % 5] != sy {
+                have[sy % 5] = sy;
+                // Source columns -2 ..= 2w from the padded row (2w <= sw + 1, within pad).
+                let o = src.at(-2, sy as isize, 1);
+                let r = &src.data[o..o + 2 * w + 3];
+                let out = &mut scratch[(sy % 5) * w..(sy % 5 + 1) * w];
+                for (x, o) in out.iter_mut().enumerate() {
+                    let p = &r[2 * x..2 * x + 5];
+                    *o = p[2] as i32 * 6
+                        + (p[1] as i32 + p[3] as i32) * 4
+                        + p[0] as i32
+                        + p[4] as i32;
+                }
+            }
         }
+        let row = |k: usize| &scratch[slots[k] * w..(slots[k] + 1) * w];
+        let (r0, r1, r2, r3, r4) = (row(0), row(1), row(2), row(3), row(4));
         let o = dst.at(0, y as isize, 1);
         for (x, d) in dst.data[o..o + w].iter_mut().enumerate() {
-            let v = rows[2][x] * 6 + (rows[1][x] + rows[3][x]) * 4 + rows[0][x] + rows[4][x];
+            let v = r2[x] * 6 + (r1[x] + r3[x]) * 4 + r0[x] + r4[x];
             *d = ((v + 128) >> 8) as u8;
         }
     }
@@ -176,7 +194,8 @@ fn fill_reflect_border(img: &mut Padded<u8>) {
 
 /// `calcScharrDeriv` of `lvl`'s interior into `d` (interleaved x, y), border of zeros;
 /// `scratch` holds the two vertical sums.
-fn scharr(lvl: &Padded<u8>, d: &mut Padded<i16>, pad: usize, scratch: &mut Vec<i32>) {
+#[inline(always)]
+fn scharr_impl(lvl: &Padded<u8>, d: &mut Padded<i16>, pad: usize, scratch: &mut Vec<i32>) {
     let (w, h) = (lvl.width, lvl.height);
     d.resize(w, h, pad, 2);
     scratch.clear();
