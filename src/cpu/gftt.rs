@@ -113,12 +113,7 @@ fn gftt_impl(
     }
     min_eigen_map_with(img, p.block_size, p.ksize, &mut s.dense, &mut s.eig);
     let masked = |i: usize| mask.map_or(true, |m| m.data[i] != 0);
-    let mut max = f32::NEG_INFINITY;
-    for (i, &v) in s.eig.iter().enumerate() {
-        if masked(i) && v > max {
-            max = v;
-        }
-    }
+    let max = masked_max(&s.eig, mask.map(|m| &m.data[..]));
     let max_val = if max == f32::NEG_INFINITY {
         0.0
     } else {
@@ -280,37 +275,83 @@ pub fn keep_spaced(
 }
 
 /// 3x3 maximum (`cv::dilate` with the default kernel; pixels outside the image ignored).
+/// The map holds no NaN (thresholded minimum eigenvalues: +0.0 or above the threshold),
+/// so `max` is [`max2`]'s plain comparison, and the interior loops have no branch: they
+/// vectorize.
 #[inline(always)]
 fn dilate3(src: &[f32], w: usize, h: usize, rowmax: &mut Vec<f32>, dst: &mut Vec<f32>) {
-    dst.clear();
     dst.resize(w * h, 0.0);
-    rowmax.clear();
     rowmax.resize(w * h, 0.0);
+    if w == 0 || h == 0 {
+        return;
+    }
     for y in 0..h {
         let r = &src[y * w..(y + 1) * w];
-        for x in 0..w {
-            let mut m = r[x];
-            if x > 0 {
-                m = m.max(r[x - 1]);
-            }
-            if x + 1 < w {
-                m = m.max(r[x + 1]);
-            }
-            rowmax[y * w + x] = m;
+        let o = &mut rowmax[y * w..(y + 1) * w];
+        if w == 1 {
+            o[0] = r[0];
+            continue;
+        }
+        o[0] = max2(r[0], r[1]);
+        o[w - 1] = max2(r[w - 1], r[w - 2]);
+        for x in 1..w - 1 {
+            o[x] = max2(max2(r[x], r[x - 1]), r[x + 1]);
         }
     }
     for y in 0..h {
+        let c = &rowmax[y * w..(y + 1) * w];
+        let up = &rowmax[y.saturating_sub(1) * w..][..w];
+        let down = &rowmax[(y + 1).min(h - 1) * w..][..w];
+        let o = &mut dst[y * w..(y + 1) * w];
         for x in 0..w {
-            let mut m = rowmax[y * w + x];
-            if y > 0 {
-                m = m.max(rowmax[(y - 1) * w + x]);
-            }
-            if y + 1 < h {
-                m = m.max(rowmax[(y + 1) * w + x]);
-            }
-            dst[y * w + x] = m;
+            o[x] = max2(max2(c[x], up[x]), down[x]);
         }
     }
+}
+
+/// `a.max(b)` for values that are not NaN: one `maxps` where `f32::max` needs a NaN fixup.
+#[inline(always)]
+fn max2(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The largest value of `eig` where `mask` (same length) is non-zero, or of all of `eig`;
+/// `-inf` when none. Eight running maxima, then their maximum: the same value as one
+/// running maximum (the map holds no NaN), in a form that vectorizes.
+#[inline(always)]
+fn masked_max(eig: &[f32], mask: Option<&[u8]>) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let n = eig.len() / 8 * 8;
+    match mask {
+        Some(m) => {
+            for (e, m) in eig[..n].chunks_exact(8).zip(m[..n].chunks_exact(8)) {
+                for j in 0..8 {
+                    let v = if m[j] != 0 { e[j] } else { f32::NEG_INFINITY };
+                    lanes[j] = max2(lanes[j], v);
+                }
+            }
+            for (i, &v) in eig.iter().enumerate().skip(n) {
+                if m[i] != 0 {
+                    lanes[0] = max2(lanes[0], v);
+                }
+            }
+        }
+        None => {
+            for e in eig[..n].chunks_exact(8) {
+                for j in 0..8 {
+                    lanes[j] = max2(lanes[j], e[j]);
+                }
+            }
+            for &v in &eig[n..] {
+                lanes[0] = max2(lanes[0], v);
+            }
+        }
+    }
+    lanes.into_iter().fold(f32::NEG_INFINITY, max2)
 }
 
 #[cfg(test)]
