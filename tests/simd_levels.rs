@@ -4,6 +4,8 @@
 //! on the real sequence, run at every level this CPU has, equal those of the baseline
 //! level, which the exactness suites (`exact_*`) pin against OpenCV and ORB-SLAM3.
 //!
+//! The same for every thread count (`cpu.threads`, the tracker's `set_threads`).
+//!
 //! One test function: the level is a process-wide setting (`simd::set_cap`), and this
 //! binary holds nothing else that could run beside it.
 
@@ -63,7 +65,7 @@ fn images() -> Vec<(String, GrayImage)> {
     out
 }
 
-fn run_all() -> Outputs {
+fn run_all(threads: u32) -> Outputs {
     let presets = [
         "default",
         "opencv_fast",
@@ -78,6 +80,7 @@ fn run_all() -> Outputs {
         if p == "orb_slam3" {
             cfg.describe.fma = true; // both rotations
         }
+        cfg.cpu.threads = threads;
         let mut cpu = CpuPipeline::new();
         for (name, img) in images() {
             let view = ImageView::mono8(&img.data, img.width, img.height).unwrap();
@@ -107,6 +110,7 @@ fn run_all() -> Outputs {
         .collect();
     let key = |t: &gpu_features::track::Track| (t.id, t.x.to_bits(), t.y.to_bits(), t.age);
     let mut mono = Tracker::new(TrackParams::default());
+    mono.set_threads(threads as usize);
     for (k, img) in seq.iter().enumerate() {
         tracks.push(
             mono.track(img, k as f64 / 30.0, None)
@@ -116,6 +120,7 @@ fn run_all() -> Outputs {
         );
     }
     let mut stereo = Tracker::new(TrackParams::default());
+    stereo.set_threads(threads as usize);
     for (k, img) in seq.iter().enumerate() {
         let (l, r) = shared::stereo_pair(img);
         stereo
@@ -129,12 +134,12 @@ fn run_all() -> Outputs {
 }
 
 #[test]
-fn every_simd_level_gives_the_baseline_bytes() {
+fn every_simd_level_and_thread_count_gives_the_baseline_bytes() {
     let levels = simd::available();
     eprintln!("levels on this CPU: {levels:?}");
     simd::set_cap(Level::Baseline);
     assert_eq!(simd::level(), Level::Baseline);
-    let want = run_all();
+    let want = run_all(1);
     let kps: usize = want.pipeline.iter().map(|p| p.1.len()).sum();
     let edges: usize = want
         .pipeline
@@ -149,7 +154,7 @@ fn every_simd_level_gives_the_baseline_bytes() {
     for &l in &levels[1..] {
         simd::set_cap(l);
         assert_eq!(simd::level(), l);
-        let got = run_all();
+        let got = run_all(1);
         for (g, w) in got.pipeline.iter().zip(&want.pipeline) {
             assert!(g == w, "{:?}: {} differs from baseline", l, g.0);
         }
@@ -158,5 +163,16 @@ fn every_simd_level_gives_the_baseline_bytes() {
             "{l:?}: tracks differ from baseline"
         );
     }
+    // Threads (`cpu.threads`): the same bytes for any count, at the best level.
     simd::set_cap(Level::Avx2);
+    for threads in [2, 3, 8] {
+        let got = run_all(threads);
+        for (g, w) in got.pipeline.iter().zip(&want.pipeline) {
+            assert!(g == w, "{threads} threads: {} differs", g.0);
+        }
+        assert!(
+            got.tracks == want.tracks,
+            "{threads} threads: tracks differ"
+        );
+    }
 }

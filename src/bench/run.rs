@@ -39,7 +39,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         return tracks::run(args, sizes, &photos, notes);
     }
     let mut p = Pipelines::new(args, &cfg, &mut notes)?;
-    let matched = matched_configs(args)?;
+    let matched = matched_configs(args, &cfg.cpu)?;
     let mut scripts = Scripts::new(args, p.gpu.is_some(), &mut notes)?;
     let mut results: Vec<SizeResult> = Vec::new();
     for &size in &args.sizes {
@@ -226,15 +226,20 @@ impl Pipelines {
 }
 
 /// The presets our pipeline runs besides the default, each matched to an OpenCV function
-/// (`MATCHED`; ORB without its descriptors); none with `--no-matched`.
-fn matched_configs(args: &BenchArgs) -> Result<Vec<(&'static str, Config, &'static str)>> {
+/// (`MATCHED`; ORB without its descriptors); none with `--no-matched`. They take the
+/// bench config's `cpu` section (`--set cpu.threads=1`: every CPU row on one thread).
+fn matched_configs(
+    args: &BenchArgs,
+    cpu: &crate::config::CpuConfig,
+) -> Result<Vec<(&'static str, Config, &'static str)>> {
     if args.no_matched {
         return Ok(Vec::new());
     }
     MATCHED
         .iter()
         .map(|(k, y, f)| {
-            let cfg = Config::from_yaml(y)?;
+            let mut cfg = Config::from_yaml(y)?;
+            cfg.cpu = cpu.clone();
             let cfg = if *k == "orb" {
                 cfg.with_value("describe.enabled", "false")?
             } else {

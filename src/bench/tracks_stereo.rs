@@ -126,7 +126,7 @@ pub(super) fn opencv_row(
 /// The markdown table: one line per size and setting, the trackers side by side.
 pub(super) fn table(rows: &[StereoRow]) -> String {
     let mut s = String::from(
-        "| size | features | tracks left / right | ours, GPU: pair p50 / p90 ms | of which the right step | ours, CPU 1 thread | OpenCV 1 thread | OpenCV all threads | OpenCV all threads / ours GPU |\n\
+        "| size | features | tracks left / right | ours, GPU: pair p50 / p90 ms | of which the right step | ours, CPU (`cpu.threads` threads) | OpenCV 1 thread | OpenCV all threads | OpenCV all threads / ours GPU |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (size, feats) in size_settings(rows.iter().map(|r| (r.size.as_str(), r.max_features))) {

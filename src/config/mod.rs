@@ -11,12 +11,14 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 pub use crate::levels::Scales;
 
+mod cpu;
 mod describe;
 mod dotted;
 mod duration;
 pub mod schema;
 mod validate;
 
+pub use cpu::{CpuConfig, MAX_CPU_THREADS};
 pub use describe::{DescribeConfig, DescriptorBlur};
 pub use duration::parse_duration;
 
@@ -30,6 +32,7 @@ pub struct Config {
     pub canny: CannyConfig,
     pub describe: DescribeConfig,
     pub track: TrackConfig,
+    pub cpu: CpuConfig,
     pub cuda: CudaConfig,
 }
 

@@ -205,6 +205,11 @@ pub const SPECS: &[Spec] = &[
     ),
     noted("track.freq", int(0, 1000), "0 = 100 Hz, as VINS-Mono"),
     spec("track.equalize", B),
+    noted(
+        "cpu.threads",
+        int(0, super::MAX_CPU_THREADS),
+        "0 = auto: all cores; 1 for a tracker beside a GPU pipeline",
+    ),
     spec("cuda.zero_copy", Domain::OneOf(&["auto", "on", "off"])),
     spec("cuda.graphs", B),
     noted("cuda.stage_timings", int(0, u32::MAX as i64), "0 = never"),

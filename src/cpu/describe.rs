@@ -145,6 +145,8 @@ pub struct DescribeScratch {
     blur: BlurBuffers,
     /// The fixed-point blur's buffers (`describe.blur: orb_slam3`).
     fixed: BlurScratch,
+    /// Per level, both blurs' buffers, for [`describe_into_threaded`].
+    per_level: Vec<(BlurBuffers, BlurScratch)>,
 }
 
 impl DescribeScratch {
@@ -380,12 +382,13 @@ pub fn describe_into(
             }
         }
     }
+    out.resize(keypoints.len(), [0; 32]);
     describe_all(levels, &scratch.blurred, set, keypoints, out);
 }
 
 super::simd::versions! {
     /// Steps 2-5 of every keypoint at the process's SIMD level.
-    fn describe_all(levels: &[GrayImage], blurred: &[GrayImage], set: DescribeSettings, keypoints: &[Keypoint], out: &mut Vec<Descriptor>) = describe_all_impl;
+    fn describe_all(levels: &[GrayImage], blurred: &[GrayImage], set: DescribeSettings, keypoints: &[Keypoint], out: &mut [Descriptor]) = describe_all_impl;
 }
 
 #[inline(always)]
@@ -394,22 +397,51 @@ fn describe_all_impl(
     blurred: &[GrayImage],
     set: DescribeSettings,
     keypoints: &[Keypoint],
-    out: &mut Vec<Descriptor>,
+    out: &mut [Descriptor],
 ) {
     // A plain loop: an iterator adapter's fold was not inlined into the SIMD copies.
-    out.reserve(keypoints.len());
-    for kp in keypoints {
+    for (kp, d) in keypoints.iter().zip(out.iter_mut()) {
         let l = (kp.octave.max(0) as usize).min(levels.len() - 1);
         let (cx, cy) = center(kp, set.scales, set.scale_factor);
-        out.push(describe_one_impl(
-            &blurred[l],
-            &levels[l],
-            cx,
-            cy,
-            kp.angle,
-            set.fma,
-        ));
+        *d = describe_one_impl(&blurred[l], &levels[l], cx, cy, kp.angle, set.fma);
     }
+}
+
+/// [`describe_into`] on the current rayon pool, the same descriptors: the used levels
+/// blurred in parallel (each with its own buffers), then the keypoints in chunks.
+pub fn describe_into_threaded(
+    levels: &[GrayImage],
+    set: DescribeSettings,
+    keypoints: &[Keypoint],
+    scratch: &mut DescribeScratch,
+    out: &mut Vec<Descriptor>,
+) {
+    use rayon::prelude::*;
+    let n = levels.len();
+    scratch.blurred.resize_with(n, GrayImage::default);
+    scratch.per_level.resize_with(n, Default::default);
+    let mut used = [false; 32];
+    for kp in keypoints {
+        if let Some(u) = used.get_mut(kp.octave.max(0) as usize) {
+            *u = true;
+        }
+    }
+    scratch.blurred[..n]
+        .par_iter_mut()
+        .zip(scratch.per_level[..n].par_iter_mut())
+        .enumerate()
+        .filter(|(l, _)| used.get(*l).copied().unwrap_or(true))
+        .for_each(|(l, (blurred, (buf, fixed)))| match set.blur {
+            DescriptorBlur::Orb => blur_level(&levels[l], blurred, buf),
+            DescriptorBlur::OrbSlam3 => gaussian_blur(&levels[l], 7, 2.0, blurred, fixed),
+        });
+    out.clear();
+    out.resize(keypoints.len(), [0; 32]);
+    let blurred = &scratch.blurred;
+    const CHUNK: usize = 64;
+    out.par_chunks_mut(CHUNK)
+        .zip(keypoints.par_chunks(CHUNK))
+        .for_each(|(o, k)| describe_all(levels, blurred, set, k, o));
 }
 
 /// Hamming distance of two descriptors.

@@ -37,6 +37,10 @@ pub struct CpuPipeline {
     levels: Vec<GrayImage>,
     canny: canny::CannyScratch,
     describe: describe::DescribeScratch,
+    /// `cpu.threads` > 1: the pool and its size (made on the first such frame).
+    pool: Option<(usize, rayon::ThreadPool)>,
+    /// Each level's keypoints while the levels run in parallel.
+    per_level: Vec<Vec<Keypoint>>,
 }
 
 impl CpuPipeline {
@@ -87,33 +91,121 @@ impl CpuPipeline {
         );
         lap("pyramid", &mut out.timings);
 
-        detect_keypoints_into(cfg, &self.levels[..levels], &mut out.keypoints);
-        lap("detect", &mut out.timings);
-
-        if cfg.describe.enabled {
-            describe::describe_into(
-                &self.levels[..levels],
-                describe::DescribeSettings::from_config(cfg),
-                &out.keypoints,
-                &mut self.describe,
-                &mut out.descriptors,
-            );
-            lap("describe", &mut out.timings);
+        let threads = cfg.cpu.threads_for(false);
+        // Threads pay only with two jobs at least: several levels, or Canny beside one.
+        let detecting = cfg.detector.method != DetectorMethod::None;
+        if threads > 1 && detecting && (levels > 1 || cfg.canny.enabled) {
+            self.stages_threaded(cfg, levels, threads, out);
         } else {
-            out.descriptors.clear();
-        }
+            detect_keypoints_into(cfg, &self.levels[..levels], &mut out.keypoints);
+            lap("detect", &mut out.timings);
 
-        if cfg.canny.enabled {
-            let edges = out.edges.get_or_insert_with(GrayImage::default);
-            canny::canny(&self.levels[0], &cfg.canny, edges, &mut self.canny);
-        } else {
-            out.edges = None;
+            if cfg.describe.enabled {
+                describe::describe_into(
+                    &self.levels[..levels],
+                    describe::DescribeSettings::from_config(cfg),
+                    &out.keypoints,
+                    &mut self.describe,
+                    &mut out.descriptors,
+                );
+                lap("describe", &mut out.timings);
+            } else {
+                out.descriptors.clear();
+            }
+
+            if cfg.canny.enabled {
+                let edges = out.edges.get_or_insert_with(GrayImage::default);
+                canny::canny(&self.levels[0], &cfg.canny, edges, &mut self.canny);
+            } else {
+                out.edges = None;
+            }
+            lap("canny", &mut out.timings);
         }
-        lap("canny", &mut out.timings);
 
         out.level_sizes.clear();
         out.level_sizes
             .extend(self.levels[..levels].iter().map(|l| (l.width, l.height)));
+    }
+
+    /// Detection, descriptors and Canny on `threads` threads, the same outputs as one
+    /// thread: the levels' keypoints found in parallel and joined in level order, each
+    /// used level blurred in parallel and the descriptors computed in chunks of keypoints,
+    /// Canny on level 0 beside all of it. Stage times: `detect` and `describe` on their
+    /// path, `canny` beside them (`overlapped`).
+    fn stages_threaded(&mut self, cfg: &Config, n: usize, threads: usize, out: &mut Features) {
+        if self.pool.as_ref().map(|p| p.0) != Some(threads) {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("gf-cpu-{i}"))
+                .build()
+                .expect("the CPU stages' thread pool");
+            self.pool = Some((threads, pool));
+        }
+        let CpuPipeline {
+            levels,
+            canny: canny_scratch,
+            describe: describe_scratch,
+            pool,
+            per_level,
+        } = self;
+        let levels = &levels[..n];
+        let Features {
+            keypoints,
+            descriptors,
+            edges,
+            timings,
+            ..
+        } = out;
+        let pool = &pool.as_ref().expect("made above").1;
+        let ((t_detect, t_describe), t_canny) = pool.install(|| {
+            rayon::join(
+                || {
+                    let t0 = Instant::now();
+                    detect_levels_parallel(cfg, levels, per_level, keypoints);
+                    let t1 = Instant::now();
+                    if cfg.describe.enabled {
+                        describe::describe_into_threaded(
+                            levels,
+                            describe::DescribeSettings::from_config(cfg),
+                            keypoints,
+                            describe_scratch,
+                            descriptors,
+                        );
+                    } else {
+                        descriptors.clear();
+                    }
+                    (t1 - t0, t1.elapsed())
+                },
+                || {
+                    let t0 = Instant::now();
+                    if cfg.canny.enabled {
+                        let e = edges.get_or_insert_with(GrayImage::default);
+                        canny::canny(&levels[0], &cfg.canny, e, canny_scratch);
+                    } else {
+                        *edges = None;
+                    }
+                    t0.elapsed()
+                },
+            )
+        });
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        timings.push(StageTiming {
+            stage: "detect",
+            ms: ms(t_detect),
+            overlapped: false,
+        });
+        if cfg.describe.enabled {
+            timings.push(StageTiming {
+                stage: "describe",
+                ms: ms(t_describe),
+                overlapped: false,
+            });
+        }
+        timings.push(StageTiming {
+            stage: "canny",
+            ms: ms(t_canny),
+            overlapped: true,
+        });
     }
 }
 
@@ -160,19 +252,58 @@ pub fn detect_keypoints_into(cfg: &Config, levels: &[GrayImage], out: &mut Vec<K
     let per_level = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
     let umax = orient::circle_extents(cfg.orient.patch_size / 2);
     for (level, img) in levels.iter().enumerate() {
-        let mut corners = level_candidates(cfg, img);
-        let n = (budget > 0).then_some(per_level[level]);
-        let (bs, k) = (cfg.detector.harris_block_size, cfg.detector.harris_k);
-        select_level(cfg, &mut corners, n, img.width, img.height, |c| {
-            harris::orb_score(img, c.x, c.y, bs, k)
+        level_keypoints(cfg, level, img, budget, &per_level, &umax, out);
+    }
+}
+
+/// One level of [`detect_keypoints_into`]: its keypoints appended to `out`.
+fn level_keypoints(
+    cfg: &Config,
+    level: usize,
+    img: &GrayImage,
+    budget: usize,
+    per_level: &[usize],
+    umax: &[i32],
+    out: &mut Vec<Keypoint>,
+) {
+    let mut corners = level_candidates(cfg, img);
+    let n = (budget > 0).then_some(per_level[level]);
+    let (bs, k) = (cfg.detector.harris_block_size, cfg.detector.harris_k);
+    select_level(cfg, &mut corners, n, img.width, img.height, |c| {
+        harris::orb_score(img, c.x, c.y, bs, k)
+    });
+    for c in corners {
+        let angle = if cfg.orient.enabled {
+            orient::ic_angle(img, c.x, c.y, umax)
+        } else {
+            -1.0
+        };
+        out.push(to_keypoint(cfg, level, &c, angle));
+    }
+}
+
+/// [`detect_keypoints_into`] with the levels on the current rayon pool: each level's
+/// keypoints into `per_level[level]` (buffers reused), then joined in level order.
+fn detect_levels_parallel(
+    cfg: &Config,
+    levels: &[GrayImage],
+    per_level: &mut Vec<Vec<Keypoint>>,
+    out: &mut Vec<Keypoint>,
+) {
+    use rayon::prelude::*;
+    let budget = cfg.select.max_keypoints as usize;
+    let budgets = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
+    let umax = orient::circle_extents(cfg.orient.patch_size / 2);
+    per_level.resize_with(levels.len(), Vec::new);
+    per_level[..levels.len()]
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(level, kps)| {
+            kps.clear();
+            level_keypoints(cfg, level, &levels[level], budget, &budgets, &umax, kps);
         });
-        for c in corners {
-            let angle = if cfg.orient.enabled {
-                orient::ic_angle(img, c.x, c.y, &umax)
-            } else {
-                -1.0
-            };
-            out.push(to_keypoint(cfg, level, &c, angle));
-        }
+    out.clear();
+    for kps in &per_level[..levels.len()] {
+        out.extend_from_slice(kps);
     }
 }

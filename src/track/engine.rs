@@ -480,10 +480,24 @@ impl super::Tracker {
         pipeline: &crate::pipeline::Pipeline,
         params: super::TrackParams,
     ) -> (super::Tracker, Option<String>) {
+        let gpu_used = pipeline.backend() == BackendKind::Cuda;
+        let threads = pipeline.config().cpu.threads_for(gpu_used);
         #[cfg(feature = "cuda")]
         if let Some(gpu) = pipeline.gpu_session() {
-            return super::Tracker::with_gpu(params, gpu);
+            let (mut t, why) = super::Tracker::with_gpu(params, gpu);
+            t.set_threads(threads);
+            return (t, why);
         }
-        super::Tracker::on(pipeline.backend(), params)
+        let (mut t, why) = super::Tracker::on(pipeline.backend(), params);
+        t.set_threads(threads);
+        (t, why)
+    }
+
+    /// The threads of the CPU engine's LK (`cpu.threads`; the results are the same for any
+    /// count). No effect on the GPU engine.
+    pub fn set_threads(&mut self, threads: usize) {
+        if let FlowEngine::Cpu { scratch, .. } = &mut self.engine {
+            scratch.set_threads(threads);
+        }
     }
 }

@@ -221,7 +221,7 @@ pub(super) fn stage_table(rows: &[TrackRow]) -> String {
 /// The markdown table: one line per size and setting, the trackers side by side.
 pub(super) fn table(rows: &[TrackRow]) -> String {
     let mut s = String::from(
-        "| size | features (min distance) | tracks / frame | ours, GPU: p50 / p90 ms | ours, CPU 1 thread | OpenCV 1 thread | OpenCV all threads | OpenCV all threads / ours GPU |\n\
+        "| size | features (min distance) | tracks / frame | ours, GPU: p50 / p90 ms | ours, CPU (`cpu.threads` threads) | OpenCV 1 thread | OpenCV all threads | OpenCV all threads / ours GPU |\n\
          |---|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for (size, feats) in size_settings(rows.iter().map(|r| (r.size.as_str(), r.max_features))) {
@@ -372,6 +372,12 @@ type Pair<'a> = (&'a Vec<GrayImage>, &'a Vec<GrayImage>);
 /// Our trackers' rows for one size and setting: mono on the pans `seqs`, stereo on the
 /// `pairs`, on the GPU (unless `--backend cpu`) and the CPU (unless `--no-cpu`), into
 /// `out` (rows, stereo rows, notes).
+/// The CPU tracker's threads: the bench config's `cpu.threads` (`--set cpu.threads=1`),
+/// auto = every core.
+pub(super) fn cpu_threads(args: &BenchArgs) -> usize {
+    super::load_config(args).map_or(1, |(c, _)| c.cpu.threads_for(false))
+}
+
 fn our_rows(
     args: &BenchArgs,
     size: Size,
@@ -437,8 +443,10 @@ fn our_rows(
             }
         }
     }
+    let threads = cpu_threads(args);
     if !args.no_cpu || !want_gpu {
         let mut t = Tracker::new(params);
+        t.set_threads(threads);
         let r = time_tracker(&mut t, seqs, (0, cpu_frames), &mut Pacer::new(args.pace));
         push(rows, "cpu", r, &[]);
     }
@@ -462,6 +470,7 @@ fn our_rows(
     }
     if (!args.no_cpu || !want_gpu) && !pairs.is_empty() {
         let mut t = Tracker::new(params);
+        t.set_threads(threads);
         stereo_push(
             "cpu",
             stereo::time_stereo(&mut t, pairs, (0, cpu_frames), &mut Pacer::new(args.pace)),
@@ -476,6 +485,10 @@ pub(super) fn run(
     mut notes: Vec<String>,
 ) -> Result<()> {
     let (python, script) = opencv_script(args, &mut notes);
+    notes.push(format!(
+        "ours, CPU: {} threads (`cpu.threads`; `--set cpu.threads=1` for one)",
+        cpu_threads(args)
+    ));
     let tmp = std::env::temp_dir().join(format!("gpu_features_tracks_{}", std::process::id()));
     if script.is_some() {
         std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;

@@ -91,20 +91,53 @@ fn descale(v: i32, n: i32) -> i32 {
     (v + (1 << (n - 1))) >> n
 }
 
-/// Reusable buffers of [`track`].
+/// One point's window buffers: the interpolated window of the previous image (x32) and
+/// its gradients.
 #[derive(Default)]
-pub struct LkScratch {
-    /// The interpolated window of the previous image (x32) and its gradients.
+pub struct WinBuf {
     iwin: Vec<i32>,
     dwin: Vec<(i32, i32)>,
+}
+
+/// Reusable buffers of [`track`], and its threads.
+#[derive(Default)]
+pub struct LkScratch {
+    win: WinBuf,
     /// The points' positions while the levels refine them.
     next_pts: Vec<(f32, f32)>,
+    /// More than one thread ([`LkScratch::set_threads`]): the pool and one window buffer per
+    /// chunk of points.
+    pool: Option<rayon::ThreadPool>,
+    wins: Vec<WinBuf>,
 }
+
+/// Points per chunk when the points are tracked on several threads.
+const CHUNK: usize = 32;
 
 impl LkScratch {
     /// Room for `n` points (no growth below that).
     pub fn reserve(&mut self, n: usize) {
         self.next_pts.reserve(n);
+        if self.pool.is_some() {
+            self.wins.resize_with(n.div_ceil(CHUNK), WinBuf::default);
+        }
+    }
+
+    /// Tracks the points on `threads` threads (1: on the caller's), in chunks of 32 points,
+    /// each through every level on its own: a point's flow depends on no other point, so the
+    /// results are the same for any count.
+    pub fn set_threads(&mut self, threads: usize) {
+        let now = self.pool.as_ref().map_or(1, |p| p.current_num_threads());
+        if threads == now {
+            return;
+        }
+        self.pool = (threads > 1).then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("gf-lk-{i}"))
+                .build()
+                .expect("the LK thread pool")
+        });
     }
 }
 
@@ -122,16 +155,9 @@ pub fn track(
     scratch: &mut LkScratch,
     out: &mut Vec<Flow>,
 ) {
-    track_versions(prev, next, prev_pts, initial, p, scratch, out)
+    track_impl(prev, next, prev_pts, initial, p, scratch, out)
 }
 
-super::simd::versions! {
-    /// [`track_impl`] at the process's SIMD level (SSE4.1 brings `pmulld` for the fixed-point
-    /// interpolation and `roundss` for `cv_round`, a libm call at the SSE2 baseline).
-    fn track_versions(prev: &FlowPyramid, next: &FlowPyramid, prev_pts: &[(f32, f32)], initial: Option<&[(f32, f32)]>, p: &LkParams, scratch: &mut LkScratch, out: &mut Vec<Flow>) = track_impl;
-}
-
-#[inline(always)]
 fn track_impl(
     prev: &FlowPyramid,
     next: &FlowPyramid,
@@ -170,26 +196,86 @@ fn track_impl(
         e * e
     };
     let max_iter = p.max_iter.min(100);
-    for level in (0..=max_level).rev() {
-        let ctx = Level {
-            i: &prev.levels[level],
-            d: &prev.derivs[level],
-            j: &next.levels[level],
-            level,
-            max_level,
-            use_initial: initial.is_some(),
-            p,
-            eps,
-            max_iter,
-        };
-        for (k, &pt) in prev_pts.iter().enumerate() {
-            ctx.track_point(pt, &mut next_pts[k], &mut out[k], scratch);
+    let run = Run {
+        prev,
+        next,
+        use_initial: initial.is_some(),
+        p,
+        eps,
+        max_iter,
+        max_level,
+    };
+    match &scratch.pool {
+        Some(pool) if prev_pts.len() > CHUNK => {
+            let chunks = prev_pts.len().div_ceil(CHUNK);
+            if scratch.wins.len() < chunks {
+                scratch.wins.resize_with(chunks, WinBuf::default);
+            }
+            let wins = &mut scratch.wins[..chunks];
+            pool.scope(|sc| {
+                for (((pts, nxt), o), w) in prev_pts
+                    .chunks(CHUNK)
+                    .zip(next_pts.chunks_mut(CHUNK))
+                    .zip(out.chunks_mut(CHUNK))
+                    .zip(wins.iter_mut())
+                {
+                    let run = &run;
+                    sc.spawn(move |_| run_points(run, pts, nxt, o, w));
+                }
+            });
         }
+        _ => run_points(&run, prev_pts, &mut next_pts, out, &mut scratch.win),
     }
     for (o, &(x, y)) in out.iter_mut().zip(&next_pts) {
         (o.x, o.y) = (x, y);
     }
     scratch.next_pts = next_pts;
+}
+
+/// What every point of one [`track`] call shares.
+struct Run<'a> {
+    prev: &'a FlowPyramid,
+    next: &'a FlowPyramid,
+    use_initial: bool,
+    p: &'a LkParams,
+    eps: f64,
+    max_iter: u32,
+    max_level: usize,
+}
+
+super::simd::versions! {
+    /// [`run_points_impl`] at the process's SIMD level (SSE4.1 brings `pmulld` for the
+    /// fixed-point interpolation and `roundss` for `cv_round`, a libm call at the SSE2
+    /// baseline).
+    fn run_points(r: &Run, pts: &[(f32, f32)], nxt: &mut [(f32, f32)], out: &mut [Flow], w: &mut WinBuf) = run_points_impl;
+}
+
+/// Every level of a range of points, coarsest first: the same flows as level-major order
+/// over all points (no point's flow depends on another's).
+#[inline(always)]
+fn run_points_impl(
+    r: &Run,
+    pts: &[(f32, f32)],
+    nxt: &mut [(f32, f32)],
+    out: &mut [Flow],
+    w: &mut WinBuf,
+) {
+    for level in (0..=r.max_level).rev() {
+        let c = Level {
+            i: &r.prev.levels[level],
+            d: &r.prev.derivs[level],
+            j: &r.next.levels[level],
+            level,
+            max_level: r.max_level,
+            use_initial: r.use_initial,
+            p: r.p,
+            eps: r.eps,
+            max_iter: r.max_iter,
+        };
+        for (k, &pt) in pts.iter().enumerate() {
+            c.track_point(pt, &mut nxt[k], &mut out[k], w);
+        }
+    }
 }
 
 struct Level<'a> {
@@ -212,7 +298,7 @@ impl Level<'_> {
         prev_pt: (f32, f32),
         next_pt: &mut (f32, f32),
         out: &mut Flow,
-        s: &mut LkScratch,
+        s: &mut WinBuf,
     ) {
         let win = self.p.window;
         let half = ((win - 1) as f32) * 0.5;
@@ -301,7 +387,7 @@ impl Level<'_> {
         &self,
         prev: (f32, f32),
         (ipx, ipy): (isize, isize),
-        s: &mut LkScratch,
+        s: &mut WinBuf,
     ) -> (f32, f32, f32) {
         let win = self.p.window;
         let winl = win as isize;
@@ -388,7 +474,7 @@ impl Level<'_> {
     /// The mismatch vector (b1, b2) of the window at `nxt` (`(inx, iny)` its integer part)
     /// against the previous window in `s`, in OpenCV's order of sums.
     #[inline(always)]
-    fn mismatch(&self, nxt: (f32, f32), (inx, iny): (isize, isize), s: &LkScratch) -> (f32, f32) {
+    fn mismatch(&self, nxt: (f32, f32), (inx, iny): (isize, isize), s: &WinBuf) -> (f32, f32) {
         let win = self.p.window;
         let blocks = if win >= 8 { (win - 8) / 8 + 1 } else { 0 };
         let simd_end = blocks * 8;
@@ -445,7 +531,7 @@ impl Level<'_> {
     /// OpenCV's last pass at level 0: the mean absolute mismatch at the final position;
     /// a final window off the padded image clears the status.
     #[inline(always)]
-    fn final_error(&self, next_pt: (f32, f32), half: f32, out: &mut Flow, s: &LkScratch) {
+    fn final_error(&self, next_pt: (f32, f32), half: f32, out: &mut Flow, s: &WinBuf) {
         let win = self.p.window;
         let winl = win as isize;
         let np = (next_pt.0 - half, next_pt.1 - half);
