@@ -283,6 +283,7 @@ fn valid_config() -> impl Strategy<Value = Config> {
                 canny,
                 describe: DescribeConfig::default(),
                 track: Default::default(),
+                cpu: Default::default(),
                 cuda: Default::default(),
             };
             // The retry at a lower threshold needs a spread selection.

@@ -24,11 +24,13 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// One preset on one image: its name, keypoint bits, descriptors, edges, level pixels.
+type Run = (String, Vec<[u32; 6]>, Vec<[u8; 32]>, Vec<u8>, Vec<Vec<u8>>);
+
 /// Everything the pipeline and the tracker produced, as comparable values.
 #[derive(PartialEq, Debug)]
 struct Outputs {
-    /// Per preset and image: keypoint bits, descriptors, edges, level pixels.
-    pipeline: Vec<(String, Vec<[u32; 6]>, Vec<[u8; 32]>, Vec<u8>, Vec<Vec<u8>>)>,
+    pipeline: Vec<Run>,
     /// Per frame: (id, x bits, y bits, age) of every track, left then right.
     tracks: Vec<Vec<(u64, u32, u32, u32)>>,
 }

@@ -243,7 +243,7 @@ const RING: usize = 8;
 #[inline(always)]
 fn to_u8_clamped(v: f32) -> u8 {
     const MAGIC: f32 = 12_582_912.0;
-    let c = v.max(0.0).min(255.0);
+    let c = v.clamp(0.0, 255.0);
     (c + MAGIC).to_bits() as u8
 }
 
@@ -634,7 +634,16 @@ mod tests {
         for cy in (-5..80).step_by(7) {
             for cx in (-5..90).step_by(6) {
                 for k in 0..8 {
-                    let angle = [-1.0f32, 0.0, 33.3, 90.0, 175.564163, 211.7, 300.01, 359.99][k];
+                    let angle = [
+                        -1.0f32,
+                        0.0,
+                        33.3,
+                        90.0,
+                        f32::from_bits(0x432f_906d),
+                        211.7,
+                        300.01,
+                        359.99,
+                    ][k];
                     for fma in [false, true] {
                         assert_eq!(
                             describe_one(&blurred, &raw, cx, cy, angle, fma),
