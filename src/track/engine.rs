@@ -496,8 +496,10 @@ impl super::Tracker {
     /// The threads of the CPU engine's LK (`cpu.threads`; the results are the same for any
     /// count). No effect on the GPU engine.
     pub fn set_threads(&mut self, threads: usize) {
-        if let FlowEngine::Cpu { scratch, .. } = &mut self.engine {
-            scratch.set_threads(threads);
+        match &mut self.engine {
+            FlowEngine::Cpu { scratch, .. } => scratch.set_threads(threads),
+            #[cfg(feature = "cuda")]
+            FlowEngine::Gpu(_) => {}
         }
     }
 }
