@@ -317,30 +317,77 @@ pub(crate) fn scan_corners(
 /// All FAST corners in raster order (y, then x), `response` = FAST score as f32.
 pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<Corner> {
     let (w, h) = (img.width, img.height);
-    let mut out = Vec::new();
     if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
-        return out;
+        return Vec::new();
     }
+    detect_rows(img, threshold, nonmax_suppression, BORDER..h - BORDER)
+}
+
+/// [`detect`] on the current rayon pool in `bands` bands of rows, the same corners in the
+/// same order: each band scans one row more on each side for its suppression and keeps its
+/// own rows' corners, and the bands are joined in order.
+pub fn detect_banded(
+    img: &GrayImage,
+    threshold: u8,
+    nonmax_suppression: bool,
+    bands: usize,
+) -> Vec<Corner> {
+    use rayon::prelude::*;
+    let (w, h) = (img.width, img.height);
+    if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
+        return Vec::new();
+    }
+    let rows = h - 2 * BORDER;
+    let per = rows.div_ceil(bands.clamp(1, rows));
+    let parts: Vec<Vec<Corner>> = (0..rows.div_ceil(per))
+        .into_par_iter()
+        .map(|b| {
+            let y0 = BORDER + b * per;
+            detect_rows(
+                img,
+                threshold,
+                nonmax_suppression,
+                y0..(y0 + per).min(h - BORDER),
+            )
+        })
+        .collect();
+    parts.concat()
+}
+
+/// The corners of rows `ys` (within `BORDER..h - BORDER`; the image at least 7x7).
+fn detect_rows(
+    img: &GrayImage,
+    threshold: u8,
+    nonmax_suppression: bool,
+    ys: Range<usize>,
+) -> Vec<Corner> {
+    let (w, h) = (img.width, img.height);
+    let mut out = Vec::new();
     if !nonmax_suppression {
-        scan(img, threshold, BORDER..h - BORDER, &mut |x, y, s| {
-            out.push(corner(x, y, s))
-        });
+        scan(img, threshold, ys, &mut |x, y, s| out.push(corner(x, y, s)));
         return out;
     }
+    // The rows beside the band are scanned too: their scores suppress the band's edges.
+    let scan_rows = ys.start.saturating_sub(1).max(BORDER)..(ys.end + 1).min(h - BORDER);
     let mut nms = Nms {
         scores: [vec![0u8; w], vec![0u8; w], vec![0u8; w]],
         xs: [Vec::new(), Vec::new(), Vec::new()],
-        open: BORDER - 1,
+        first: scan_rows.start,
+        open: scan_rows.start - 1,
         out,
     };
-    scan(img, threshold, BORDER..h - BORDER, &mut |x, y, s| {
+    let end = scan_rows.end;
+    scan(img, threshold, scan_rows, &mut |x, y, s| {
         nms.open_to(y);
         nms.scores[y % 3][x] = s;
         nms.xs[y % 3].push(x);
     });
-    // Two more (empty) rows let the last real row, h - 4, go through NMS.
-    nms.open_to(h - BORDER + 1);
-    nms.out
+    // Two more (empty) rows let the last scanned row go through NMS.
+    nms.open_to(end + 1);
+    let mut out = nms.out;
+    // The extra rows were suppressed without their outer neighbours: not this band's.
+    out.retain(|c| ys.contains(&(c.y as usize)));
+    out
 }
 
 /// Non-maximum suppression over a ring of 3 score rows: slot `y % 3` holds row y's scores
@@ -348,6 +395,8 @@ pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<C
 struct Nms {
     scores: [Vec<u8>; 3],
     xs: [Vec<usize>; 3],
+    /// The first row scanned (the one above it counts as empty).
+    first: usize,
     /// The last row opened (rows up to `open - 1` are complete).
     open: usize,
     out: Vec<Corner>,
@@ -360,7 +409,7 @@ impl Nms {
         while self.open < to {
             self.open += 1;
             let r = self.open;
-            if r >= BORDER + 2 {
+            if r >= self.first + 2 {
                 self.suppress(r - 2);
             }
             let slot = r % 3;
@@ -407,6 +456,24 @@ mod tests {
         for m in 0..=u16::MAX {
             let looped = (0..16).any(|s| (s..s + 9).all(|k| m >> (k % 16) & 1 == 1));
             assert_eq!(has_arc9(m), looped, "mask {m:#06x}");
+        }
+    }
+
+    #[test]
+    fn bands_give_the_whole_images_corners() {
+        let mut seed = 5u64;
+        for (w, h) in [(64, 48), (97, 31), (40, 7), (200, 150)] {
+            let img = crate::cpu::test_util::xorshift_image(w, h, &mut seed, |r| {
+                ((r >> 56) as u8 / 64) * 60
+            });
+            for nms in [true, false] {
+                let whole = detect(&img, 20, nms);
+                assert!(!whole.is_empty() || h < 10, "{w}x{h}");
+                for bands in [1, 2, 3, 7, 64, 1000] {
+                    let banded = detect_banded(&img, 20, nms, bands);
+                    assert!(banded == whole, "{w}x{h} nms {nms} bands {bands}");
+                }
+            }
         }
     }
 

@@ -92,9 +92,7 @@ impl CpuPipeline {
         lap("pyramid", &mut out.timings);
 
         let threads = cfg.cpu.threads_for(false);
-        // Threads pay only with two jobs at least: several levels, or Canny beside one.
-        let detecting = cfg.detector.method != DetectorMethod::None;
-        if threads > 1 && detecting && (levels > 1 || cfg.canny.enabled) {
+        if threads > 1 && cfg.detector.method != DetectorMethod::None {
             self.stages_threaded(cfg, levels, threads, out);
         } else {
             detect_keypoints_into(cfg, &self.levels[..levels], &mut out.keypoints);
@@ -210,7 +208,8 @@ impl CpuPipeline {
 }
 
 /// Corners of one level, before selection: FAST (with the optional per-cell low-threshold
-/// retry) or dense Harris, border-filtered, with their ranking response.
+/// retry) or dense Harris, border-filtered, with their ranking response. With `cpu.threads`
+/// above 1, FAST runs in bands of rows on the current rayon pool (the same corners).
 pub fn level_candidates(cfg: &Config, img: &GrayImage) -> Vec<Corner> {
     let d = &cfg.detector;
     let mut corners = match d.method {
@@ -230,7 +229,16 @@ pub fn level_candidates(cfg: &Config, img: &GrayImage) -> Vec<Corner> {
             cfg.select.cell_size,
             d.border,
         ),
-        DetectorMethod::Fast => fast::detect(img, d.fast_threshold as u8, d.nonmax_suppression),
+        DetectorMethod::Fast => {
+            let t = d.fast_threshold as u8;
+            match cfg.cpu.threads_for(false) {
+                // Bands of at least ~64 rows; on the pool this runs in (the pipeline's).
+                n if n > 1 && img.height >= 128 => {
+                    fast::detect_banded(img, t, d.nonmax_suppression, n.min(img.height / 64))
+                }
+                _ => fast::detect(img, t, d.nonmax_suppression),
+            }
+        }
     };
     let b = d.border;
     let (w, h) = (img.width as u32, img.height as u32);
