@@ -92,7 +92,7 @@ impl CpuPipeline {
         lap("pyramid", &mut out.timings);
 
         let threads = cfg.cpu.threads_for(false);
-        if threads > 1 && cfg.detector.method != DetectorMethod::None {
+        if threads > 1 {
             self.stages_threaded(cfg, levels, threads, out);
         } else {
             detect_keypoints_into(cfg, &self.levels[..levels], &mut out.keypoints);
@@ -126,9 +126,9 @@ impl CpuPipeline {
     }
 
     /// Detection, descriptors and Canny on `threads` threads, the same outputs as one
-    /// thread: the levels' keypoints found in parallel and joined in level order, each
-    /// used level blurred in parallel and the descriptors computed in chunks of keypoints,
-    /// Canny on level 0 beside all of it. Stage times: `detect` and `describe` on their
+    /// thread: the levels' keypoints found in parallel (FAST in bands of rows) and joined in
+    /// level order, each used level blurred in parallel and the descriptors computed in
+    /// chunks of keypoints, Canny on level 0 in bands of rows beside all of it. Stage times: `detect` and `describe` on their
     /// path, `canny` beside them (`overlapped`).
     fn stages_threaded(&mut self, cfg: &Config, n: usize, threads: usize, out: &mut Features) {
         if self.pool.as_ref().map(|p| p.0) != Some(threads) {
@@ -178,7 +178,8 @@ impl CpuPipeline {
                     let t0 = Instant::now();
                     if cfg.canny.enabled {
                         let e = edges.get_or_insert_with(GrayImage::default);
-                        canny::canny(&levels[0], &cfg.canny, e, canny_scratch);
+                        let bands = threads.min(levels[0].height / 32).max(1);
+                        canny::canny_banded(&levels[0], &cfg.canny, e, canny_scratch, bands);
                     } else {
                         *edges = None;
                     }

@@ -18,6 +18,8 @@
 mod hysteresis;
 
 pub use self::hysteresis::hysteresis;
+use std::ops::Range;
+
 use self::hysteresis::{flood, push_seeds, write_edges};
 use super::blur::{gaussian_blur, BlurScratch};
 use crate::config::CannyConfig;
@@ -48,6 +50,8 @@ pub struct CannyScratch {
     stack: Vec<u32>,
     /// Two scratch rows of the seed search of the hysteresis.
     seeds: Vec<u8>,
+    /// [`canny_banded`]: each band's ring of gradients, seed rows and seeds.
+    bands: Vec<(Gradients, Vec<u8>, Vec<u32>)>,
 }
 
 /// Output of [`sobel_magnitude`], input of [`nms_classify`].
@@ -313,6 +317,7 @@ pub fn canny(img: &GrayImage, cfg: &CannyConfig, out: &mut GrayImage, scratch: &
         class,
         stack,
         seeds,
+        ..
     } = scratch;
     let src = if cfg.blur_ksize > 0 {
         gaussian_blur(img, cfg.blur_ksize as usize, cfg.blur_sigma, blurred, blur);
@@ -341,6 +346,180 @@ struct Fused {
 super::simd::versions! {
     /// [`classify_fused`] at the process's SIMD level.
     fn classify_versions(img: &GrayImage, f: &Fused, g: &mut Gradients, class: &mut Vec<u8>, stack: &mut Vec<u32>, seeds: &mut Vec<u8>) = classify_fused;
+}
+
+super::simd::versions! {
+    /// [`classify_rows`] at the process's SIMD level.
+    fn classify_rows_versions(img: &GrayImage, f: &Fused, g: &mut Gradients, class: &mut [u8], rows: Range<usize>) = classify_rows;
+}
+
+super::simd::versions! {
+    /// [`push_seeds`] of padded rows `rows` at the process's SIMD level.
+    fn seeds_versions(class: &[u8], pw: usize, rows: Range<usize>, tmp: &mut Vec<u8>, stack: &mut Vec<u32>) = push_seed_rows;
+}
+
+#[inline(always)]
+fn push_seed_rows(
+    class: &[u8],
+    pw: usize,
+    rows: Range<usize>,
+    tmp: &mut Vec<u8>,
+    stack: &mut Vec<u32>,
+) {
+    for y in rows {
+        push_seeds(class, pw, y, tmp, stack);
+    }
+}
+
+/// [`canny`] in `bands` bands of rows on the current rayon pool, the same edge map: each
+/// band classifies its rows (its own Sobel ring, from the row above it), then each band
+/// finds its rows' seeds in the finished class map; the flood fill runs once over all
+/// seeds (its result does not depend on their order), and the edge map is written by rows.
+pub fn canny_banded(
+    img: &GrayImage,
+    cfg: &CannyConfig,
+    out: &mut GrayImage,
+    scratch: &mut CannyScratch,
+    bands: usize,
+) {
+    use rayon::prelude::*;
+    let (w, h) = (img.width, img.height);
+    let bands = bands.clamp(1, h.max(1));
+    if w == 0 || h == 0 || bands == 1 {
+        return canny(img, cfg, out, scratch);
+    }
+    let CannyScratch {
+        blurred,
+        blur,
+        class,
+        stack,
+        bands: per,
+        ..
+    } = scratch;
+    let src = if cfg.blur_ksize > 0 {
+        gaussian_blur(img, cfg.blur_ksize as usize, cfg.blur_sigma, blurred, blur);
+        &*blurred
+    } else {
+        img
+    };
+    let (low, high) = thresholds(cfg);
+    let f = Fused {
+        l2: cfg.l2_gradient,
+        low,
+        high,
+    };
+    let pw = w + 2;
+    class.resize(pw * (h + 2), NONE);
+    zero_ring(class, pw, h + 2);
+    let rows = h.div_ceil(bands);
+    per.resize_with(h.div_ceil(rows), Default::default);
+    // Image row y is padded row y + 1: band k's rows start at padded row k * rows + 1.
+    class[pw..(h + 1) * pw]
+        .par_chunks_mut(rows * pw)
+        .zip(per.par_iter_mut())
+        .enumerate()
+        .for_each(|(k, (c, (g, _, _)))| {
+            let y0 = k * rows;
+            classify_rows_versions(src, &f, g, c, y0..(y0 + rows).min(h));
+        });
+    let class_ref = &class[..];
+    per.par_iter_mut()
+        .enumerate()
+        .for_each(|(k, (_, tmp, seeds))| {
+            seeds.clear();
+            let y0 = k * rows + 1;
+            seeds_versions(class_ref, pw, y0..(y0 + rows).min(h + 1), tmp, seeds);
+        });
+    stack.clear();
+    if stack.capacity() < w * h {
+        stack.reserve(w * h);
+    }
+    for (_, _, seeds) in per.iter() {
+        stack.extend_from_slice(seeds);
+    }
+    flood(w, h, class, stack);
+    out.reshape(w, h);
+    out.data
+        .par_chunks_mut(rows * w)
+        .enumerate()
+        .for_each(|(k, o)| {
+            for (i, row) in o.chunks_exact_mut(w).enumerate() {
+                let y = k * rows + i;
+                let src = &class[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
+                for (o, &c) in row.iter_mut().zip(src) {
+                    *o = if c == STRONG { 255 } else { 0 };
+                }
+            }
+        });
+}
+
+/// Sobel + NMS of image rows `rows` into `class`, the padded class rows of those rows
+/// (row `y` at `(y - rows.start) * pw`): the Sobel ring starts from the row above the
+/// first, so a band needs nothing of the others.
+#[inline(always)]
+fn classify_rows(
+    img: &GrayImage,
+    f: &Fused,
+    g: &mut Gradients,
+    class: &mut [u8],
+    rows: Range<usize>,
+) {
+    let (w, h) = (img.width, img.height);
+    let pw = w + 2;
+    ring_buffers(g, w);
+    if rows.start > 0 {
+        sobel_into_ring(img, f.l2, g, rows.start - 1);
+    }
+    sobel_into_ring(img, f.l2, g, rows.start);
+    for y in rows.clone() {
+        if y + 1 < h {
+            sobel_into_ring(img, f.l2, g, y + 1);
+        }
+        let crow = &mut class[(y - rows.start) * pw..(y - rows.start + 1) * pw];
+        nms_ring_row(g, w, h, y, f, crow);
+    }
+}
+
+/// The Sobel ring's buffers: 4 padded magnitude rows (slot 3 stays zero: the rows outside
+/// the image), 2 rows of dx / dy, the scratch rows.
+#[inline(always)]
+fn ring_buffers(g: &mut Gradients, w: usize) {
+    let pw = w + 2;
+    g.mag.clear();
+    g.mag.resize(4 * pw, 0);
+    g.dx.resize(2 * w, 0);
+    g.dy.resize(2 * w, 0);
+    g.smooth.resize(pw, 0);
+    g.diff.resize(pw, 0);
+    // The ring holds no full-image data: mark the gradients as not of this image.
+    g.width = 0;
+    g.height = 0;
+}
+
+/// NMS of image row `y` from the ring (rows `y - 1 ..= y + 1` in it) into the padded
+/// class row `crow`.
+#[inline(always)]
+fn nms_ring_row(g: &Gradients, w: usize, h: usize, y: usize, f: &Fused, crow: &mut [u8]) {
+    let pw = w + 2;
+    let slot = |r: Option<usize>| r.map_or(3, |r| r % 3) * pw;
+    let (su, sm, sd) = (
+        slot(y.checked_sub(1)),
+        slot(Some(y)),
+        slot((y + 1 < h).then_some(y + 1)),
+    );
+    let half = y % 2;
+    nms_row(
+        [
+            &g.mag[su..su + pw],
+            &g.mag[sm..sm + pw],
+            &g.mag[sd..sd + pw],
+        ],
+        &g.dx[half * w..(half + 1) * w],
+        &g.dy[half * w..(half + 1) * w],
+        f.low,
+        f.high,
+        &mut crow[1..w + 1],
+    );
 }
 
 /// Row `y`'s Sobel into [`classify_fused`]'s ring (a function, not a closure: a closure
@@ -377,7 +556,6 @@ fn classify_fused(
     seeds: &mut Vec<u8>,
 ) {
     let (w, h) = (img.width, img.height);
-    let (l2, low, high) = (f.l2, f.low, f.high);
     let pw = w + 2;
     class.resize(pw * (h + 2), NONE);
     zero_ring(class, pw, h + 2);
@@ -385,42 +563,13 @@ fn classify_fused(
     if stack.capacity() < w * h {
         stack.reserve(w * h);
     }
-    // Ring of 4 padded magnitude rows (slot 3 stays all zero: the rows outside the image)
-    // and 2 rows of dx / dy.
-    g.mag.clear();
-    g.mag.resize(4 * pw, 0);
-    g.dx.resize(2 * w, 0);
-    g.dy.resize(2 * w, 0);
-    g.smooth.resize(pw, 0);
-    g.diff.resize(pw, 0);
-    // The ring holds no full-image data: mark the gradients as not of this image.
-    g.width = 0;
-    g.height = 0;
-    sobel_into_ring(img, l2, g, 0);
+    ring_buffers(g, w);
+    sobel_into_ring(img, f.l2, g, 0);
     for y in 0..h {
         if y + 1 < h {
-            sobel_into_ring(img, l2, g, y + 1);
+            sobel_into_ring(img, f.l2, g, y + 1);
         }
-        let slot = |r: Option<usize>| r.map_or(3, |r| r % 3) * pw;
-        let (su, sm, sd) = (
-            slot(y.checked_sub(1)),
-            slot(Some(y)),
-            slot((y + 1 < h).then_some(y + 1)),
-        );
-        let half = y % 2;
-        let crow = &mut class[(y + 1) * pw..(y + 2) * pw];
-        nms_row(
-            [
-                &g.mag[su..su + pw],
-                &g.mag[sm..sm + pw],
-                &g.mag[sd..sd + pw],
-            ],
-            &g.dx[half * w..(half + 1) * w],
-            &g.dy[half * w..(half + 1) * w],
-            low,
-            high,
-            &mut crow[1..w + 1],
-        );
+        nms_ring_row(g, w, h, y, f, &mut class[(y + 1) * pw..(y + 2) * pw]);
         // Padded row y (image row y - 1) has both its neighbours rows now.
         if y >= 1 {
             push_seeds(class, pw, y, seeds, stack);
@@ -442,6 +591,32 @@ mod tests {
 
     /// The fused `canny` equals the three public stages run one after the other, and the
     /// portable (non-AVX2) versions of every stage give the same bits as the dispatched ones.
+    #[test]
+    fn bands_give_the_same_edges() {
+        for (w, h, seed) in [(64, 48, 3), (97, 131, 5), (33, 2, 7), (200, 150, 9)] {
+            let img = noise(w, h, seed);
+            for cfg in [
+                CannyConfig::default(),
+                CannyConfig {
+                    l2_gradient: false,
+                    low_threshold: 20.0,
+                    high_threshold: 90.0,
+                    blur_ksize: 5,
+                    ..CannyConfig::default()
+                },
+            ] {
+                let (mut want, mut s) = (GrayImage::default(), CannyScratch::default());
+                canny(&img, &cfg, &mut want, &mut s);
+                assert!(want.data.contains(&255), "{w}x{h}");
+                for bands in [2, 3, 7, 64, 1000] {
+                    let mut got = GrayImage::default();
+                    canny_banded(&img, &cfg, &mut got, &mut s, bands);
+                    assert!(got == want, "{w}x{h} {cfg:?} bands {bands}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn fused_and_portable_paths_match_stages() {
         for (i, &(w, h)) in [(1, 1), (1, 6), (6, 1), (2, 2), (9, 13), (64, 40), (77, 51)]
