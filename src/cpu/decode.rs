@@ -35,8 +35,15 @@ pub fn decode(view: &ImageView, out: &mut GrayImage) {
     let (w, h) = (view.width(), view.height());
     out.reshape(w, h);
     for y in 0..h {
+        decode_row(view, y, out.row_mut(y));
+    }
+}
+
+/// Row `y` of `view` into `dst` (its width).
+#[inline]
+fn decode_row(view: &ImageView, y: usize, dst: &mut [u8]) {
+    {
         let src = view.row(y);
-        let dst = out.row_mut(y);
         match view.encoding() {
             Encoding::Mono8 => dst.copy_from_slice(src),
             Encoding::Mono16 => {
@@ -57,6 +64,25 @@ pub fn decode(view: &ImageView, out: &mut GrayImage) {
             Encoding::Yuyv => luma_bytes(dst, src, 0),
         }
     }
+}
+
+/// [`decode`] in `bands` bands of rows on the current rayon pool (the same bytes).
+pub fn decode_banded(view: &ImageView, out: &mut GrayImage, bands: usize) {
+    use rayon::prelude::*;
+    let (w, h) = (view.width(), view.height());
+    out.reshape(w, h);
+    if w == 0 || h == 0 {
+        return;
+    }
+    let rows = h.div_ceil(bands.clamp(1, h));
+    out.data
+        .par_chunks_mut(rows * w)
+        .enumerate()
+        .for_each(|(k, o)| {
+            for (i, dst) in o.chunks_exact_mut(w).enumerate() {
+                decode_row(view, k * rows + i, dst);
+            }
+        });
 }
 
 /// An 8-bit colour encoding's pixel: (bytes, red's byte, blue's byte); green is byte 1.

@@ -74,7 +74,18 @@ impl CpuPipeline {
         if self.levels.is_empty() {
             self.levels.push(GrayImage::default());
         }
-        decode::decode(frame, &mut self.levels[0]);
+        let threads = cfg.cpu.threads_for(false);
+        if threads > 1 {
+            self.pool(threads);
+        }
+        let pool = self.pool.as_ref().filter(|_| threads > 1).map(|p| &p.1);
+        let in_pool = |f: &mut (dyn FnMut() + Send)| match pool {
+            Some(p) => p.install(f),
+            None => f(),
+        };
+        let bands = threads.min(frame.height() / 32).max(1);
+        let level0 = &mut self.levels[0];
+        in_pool(&mut || decode::decode_banded(frame, level0, bands));
         lap("decode", &mut out.timings);
 
         let levels = if cfg.detector.method == DetectorMethod::None {
@@ -82,16 +93,19 @@ impl CpuPipeline {
         } else {
             cfg.pyramid.levels as usize
         };
-        pyramid::build(
-            &mut self.levels,
-            levels,
-            cfg.pyramid.scales,
-            cfg.pyramid.scale_factor,
-            cfg.pyramid.interpolation,
-        );
+        let all = &mut self.levels;
+        in_pool(&mut || {
+            pyramid::build_in(
+                all,
+                levels,
+                cfg.pyramid.scales,
+                cfg.pyramid.scale_factor,
+                cfg.pyramid.interpolation,
+                threads,
+            )
+        });
         lap("pyramid", &mut out.timings);
 
-        let threads = cfg.cpu.threads_for(false);
         if threads > 1 {
             self.stages_threaded(cfg, levels, threads, out);
         } else {
@@ -125,12 +139,8 @@ impl CpuPipeline {
             .extend(self.levels[..levels].iter().map(|l| (l.width, l.height)));
     }
 
-    /// Detection, descriptors and Canny on `threads` threads, the same outputs as one
-    /// thread: the levels' keypoints found in parallel (FAST in bands of rows) and joined in
-    /// level order, each used level blurred in parallel and the descriptors computed in
-    /// chunks of keypoints, Canny on level 0 in bands of rows beside all of it. Stage times: `detect` and `describe` on their
-    /// path, `canny` beside them (`overlapped`).
-    fn stages_threaded(&mut self, cfg: &Config, n: usize, threads: usize, out: &mut Features) {
+    /// The pool of `threads` threads (made on first use, remade when the count changes).
+    fn pool(&mut self, threads: usize) -> &rayon::ThreadPool {
         if self.pool.as_ref().map(|p| p.0) != Some(threads) {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -139,6 +149,16 @@ impl CpuPipeline {
                 .expect("the CPU stages' thread pool");
             self.pool = Some((threads, pool));
         }
+        &self.pool.as_ref().expect("made above").1
+    }
+
+    /// Detection, descriptors and Canny on `threads` threads, the same outputs as one
+    /// thread: the levels' keypoints found in parallel (FAST in bands of rows) and joined in
+    /// level order, each used level blurred in parallel and the descriptors computed in
+    /// chunks of keypoints, Canny on level 0 in bands of rows beside all of it. Stage times: `detect` and `describe` on their
+    /// path, `canny` beside them (`overlapped`).
+    fn stages_threaded(&mut self, cfg: &Config, n: usize, threads: usize, out: &mut Features) {
+        self.pool(threads);
         let CpuPipeline {
             levels,
             canny: canny_scratch,

@@ -15,6 +15,8 @@
 //!   the scalar formula by 1 on ~10% of pixels. OpenCV 5 (x86-64 wheels) uses that path for
 //!   every pixel, row tails included, so this module uses it everywhere too.
 
+use std::ops::Range;
+
 use crate::config::Interpolation;
 use crate::image::GrayImage;
 
@@ -28,6 +30,19 @@ pub fn build(
     scale_factor: f32,
     interpolation: Interpolation,
 ) {
+    build_in(levels, n, scales, scale_factor, interpolation, 1)
+}
+
+/// [`build`] with each level resized in `bands` bands of rows on the current rayon pool
+/// (the same bytes for any count).
+pub fn build_in(
+    levels: &mut Vec<GrayImage>,
+    n: usize,
+    scales: Scales,
+    scale_factor: f32,
+    interpolation: Interpolation,
+    bands: usize,
+) {
     let n = n.max(1);
     levels.resize_with(n, GrayImage::default);
     let (w0, h0) = (levels[0].width, levels[0].height);
@@ -35,7 +50,9 @@ pub fn build(
         let (w, h) = level_size(scales, w0, h0, scale_factor, i);
         let (done, rest) = levels.split_at_mut(i);
         rest[0].reshape(w, h);
-        resize_linear(&done[i - 1], &mut rest[0], interpolation);
+        let t = ResizeTables::new(done[i - 1].width, done[i - 1].height, w, h, interpolation);
+        // Bands of at least 32 rows.
+        resize_with_tables_in(&done[i - 1], &mut rest[0], &t, bands.min(h / 32).max(1));
     }
 }
 
@@ -143,6 +160,17 @@ pub fn resize_linear(src: &GrayImage, dst: &mut GrayImage, interpolation: Interp
 /// code is compiled for each SIMD level and picked at run time (`cpu::simd`; identical
 /// results on every level), with AVX2 gathers for the horizontal pass at that level.
 pub fn resize_with_tables(src: &GrayImage, dst: &mut GrayImage, tables: &ResizeTables) {
+    resize_with_tables_in(src, dst, tables, 1)
+}
+
+/// [`resize_with_tables`] in `bands` bands of destination rows on the current rayon pool
+/// (each band reads the source rows it needs; the same bytes for any count).
+pub fn resize_with_tables_in(
+    src: &GrayImage,
+    dst: &mut GrayImage,
+    tables: &ResizeTables,
+    bands: usize,
+) {
     let (dw, dh) = (dst.width, dst.height);
     assert_eq!(tables.x.offsets.len(), dw, "resize tables: width mismatch");
     assert_eq!(tables.y.offsets.len(), dh, "resize tables: height mismatch");
@@ -171,17 +199,40 @@ pub fn resize_with_tables(src: &GrayImage, dst: &mut GrayImage, tables: &ResizeT
         "resize tables: column weights above one"
     );
     let h = HTaps::new(&tables.x, sw);
+    if bands <= 1 {
+        return resize_band(src, &mut dst.data, dw, 0..dh, tables, &h);
+    }
+    use rayon::prelude::*;
+    let rows = dh.div_ceil(bands);
+    dst.data
+        .par_chunks_mut(rows * dw)
+        .enumerate()
+        .for_each(|(k, out)| {
+            let y0 = k * rows;
+            resize_band(src, out, dw, y0..(y0 + rows).min(dh), tables, &h)
+        });
+}
+
+/// Destination rows `rows` into `out` (those rows, `dw` wide), at the process's SIMD level.
+fn resize_band(
+    src: &GrayImage,
+    out: &mut [u8],
+    dw: usize,
+    rows: Range<usize>,
+    t: &ResizeTables,
+    h: &HTaps,
+) {
     #[cfg(target_arch = "x86_64")]
     if super::simd::level() >= super::simd::Level::Avx2 {
         // SAFETY: the CPU supports AVX2 (simd::level never exceeds what it has).
-        return unsafe { resize_rows_avx2(src, dst, tables, &h) };
+        return unsafe { resize_rows_avx2(src, out, dw, rows, t, h) };
     }
-    resize_versions(src, dst, tables, &h)
+    resize_versions(src, out, dw, rows, t, h)
 }
 
 super::simd::versions! {
     /// [`resize_rows`] at the process's SIMD level (below AVX2, whose copy has gathers).
-    fn resize_versions(src: &GrayImage, dst: &mut GrayImage, t: &ResizeTables, h: &HTaps) = resize_rows;
+    fn resize_versions(src: &GrayImage, out: &mut [u8], dw: usize, rows: Range<usize>, t: &ResizeTables, h: &HTaps) = resize_rows;
 }
 
 /// The horizontal taps in a form the inner loop can use without clamping: every pair reads
@@ -327,9 +378,16 @@ fn vpass_exact(r0: &[u16], r1: &[u16], b0: u16, b1: u16, out: &mut [u8]) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn resize_rows_avx2(src: &GrayImage, dst: &mut GrayImage, t: &ResizeTables, h: &HTaps) {
+unsafe fn resize_rows_avx2(
+    src: &GrayImage,
+    out: &mut [u8],
+    dw: usize,
+    rows: Range<usize>,
+    t: &ResizeTables,
+    h: &HTaps,
+) {
     if h.single {
-        return resize_rows(src, dst, t, h);
+        return resize_rows(src, out, dw, rows, t, h);
     }
     // The last source row with 2 readable bytes after it (gathers read 4 bytes per pair).
     let sw = src.width;
@@ -343,24 +401,34 @@ unsafe fn resize_rows_avx2(src: &GrayImage, dst: &mut GrayImage, t: &ResizeTable
         }
     };
     match t.interpolation {
-        Interpolation::Linear => resize_rows_k(src, dst, t, vpass_linear, |y0, y1, a, b| {
-            // SAFETY: AVX2 is enabled here; rows have 2 readable bytes past `sw`.
-            unsafe {
-                x86::hpass_gather::<4>(rowx(y0), h, a);
-                if let Some(b) = b {
-                    x86::hpass_gather::<4>(rowx(y1), h, b);
+        Interpolation::Linear => resize_rows_k(
+            (out, dw, rows, src.height - 1),
+            t,
+            vpass_linear,
+            |y0, y1, a, b| {
+                // SAFETY: AVX2 is enabled here; rows have 2 readable bytes past `sw`.
+                unsafe {
+                    x86::hpass_gather::<4>(rowx(y0), h, a);
+                    if let Some(b) = b {
+                        x86::hpass_gather::<4>(rowx(y1), h, b);
+                    }
                 }
-            }
-        }),
-        Interpolation::LinearExact => resize_rows_k(src, dst, t, vpass_exact, |y0, y1, a, b| {
-            // SAFETY: as above.
-            unsafe {
-                x86::hpass_gather::<0>(rowx(y0), h, a);
-                if let Some(b) = b {
-                    x86::hpass_gather::<0>(rowx(y1), h, b);
+            },
+        ),
+        Interpolation::LinearExact => resize_rows_k(
+            (out, dw, rows, src.height - 1),
+            t,
+            vpass_exact,
+            |y0, y1, a, b| {
+                // SAFETY: as above.
+                unsafe {
+                    x86::hpass_gather::<0>(rowx(y0), h, a);
+                    if let Some(b) = b {
+                        x86::hpass_gather::<0>(rowx(y1), h, b);
+                    }
                 }
-            }
-        }),
+            },
+        ),
     }
 }
 
@@ -406,12 +474,20 @@ mod x86 {
 }
 
 #[inline(always)]
-fn resize_rows(src: &GrayImage, dst: &mut GrayImage, t: &ResizeTables, h: &HTaps) {
+fn resize_rows(
+    src: &GrayImage,
+    out: &mut [u8],
+    dw: usize,
+    rows: Range<usize>,
+    t: &ResizeTables,
+    h: &HTaps,
+) {
+    let band = (out, dw, rows, src.height - 1);
     match t.interpolation {
-        Interpolation::Linear => resize_rows_k(src, dst, t, vpass_linear, |y0, y1, a, b| {
+        Interpolation::Linear => resize_rows_k(band, t, vpass_linear, |y0, y1, a, b| {
             hrows::<4>(src, h, y0, y1, a, b)
         }),
-        Interpolation::LinearExact => resize_rows_k(src, dst, t, vpass_exact, |y0, y1, a, b| {
+        Interpolation::LinearExact => resize_rows_k(band, t, vpass_exact, |y0, y1, a, b| {
             hrows::<0>(src, h, y0, y1, a, b)
         }),
     }
@@ -436,27 +512,24 @@ fn hrows<const SHIFT: u32>(
 /// `y0`, and `b` (when given) with that of row `y1`.
 #[inline(always)]
 fn resize_rows_k(
-    src: &GrayImage,
-    dst: &mut GrayImage,
+    (out, dw, rows, last_row): (&mut [u8], usize, Range<usize>, usize),
     t: &ResizeTables,
     vpass: impl Fn(&[u16], &[u16], u16, u16, &mut [u8]),
     mut hrow: impl FnMut(usize, usize, &mut [u16], Option<&mut [u16]>),
 ) {
-    let (dw, dh) = (dst.width, dst.height);
     // Horizontal sums of the two source rows the current destination row needs; rows are
     // shared between consecutive destination rows, so keep the last two.
-    let mut rows = [vec![0u16; dw], vec![0u16; dw]];
+    let mut buf = [vec![0u16; dw], vec![0u16; dw]];
     let mut have = [usize::MAX; 2];
-    let last_row = src.height - 1;
-    for dy in 0..dh {
+    for dy in rows.clone() {
         let y0 = t.y.offsets[dy] as usize;
         let y1 = (y0 + 1).min(last_row);
         // Downscaling, this row's y0 is often the previous row's y1.
         if have[0] != y0 && have[1] == y0 {
-            rows.swap(0, 1);
+            buf.swap(0, 1);
             have.swap(0, 1);
         }
-        let [ra, rb] = &mut rows;
+        let [ra, rb] = &mut buf;
         match (have[0] != y0, have[1] != y1) {
             (true, true) => hrow(y0, y1, ra, Some(rb)),
             (true, false) => hrow(y0, y0, ra, None),
@@ -465,7 +538,8 @@ fn resize_rows_k(
         }
         have = [y0, y1];
         let [b0, b1] = t.y.weights[dy];
-        vpass(ra, rb, b0, b1, dst.row_mut(dy));
+        let o = (dy - rows.start) * dw;
+        vpass(ra, rb, b0, b1, &mut out[o..o + dw]);
     }
 }
 
