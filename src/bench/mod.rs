@@ -193,6 +193,8 @@ struct ReportInput<'a> {
     photos: usize,
     cv_version: &'a str,
     cv_threads: u64,
+    /// Our CPU rows' threads (`cpu.threads`).
+    cpu_threads: usize,
     matched: &'a [(&'a str, Config, &'a str)],
     results: &'a [SizeResult],
     notes: &'a [String],

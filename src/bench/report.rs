@@ -337,10 +337,8 @@ fn time_rows(r: &ReportInput) -> Vec<Row> {
             .map(|run| run.stages.iter().map(|(k, _)| *k).collect())
             .unwrap_or_default()
     };
-    for (be, title, gpu) in [
-        ("gpu", "ours GPU", true),
-        ("cpu", "ours CPU reference (1 thread)", false),
-    ] {
+    let ours_cpu = ours_cpu(r.cpu_threads);
+    for (be, title, gpu) in [("gpu", "ours GPU", true), ("cpu", ours_cpu.as_str(), false)] {
         let key = format!("{be}.default");
         rows.push(Row::Header(format!("{title}: {}", r.cfg_name)));
         for st in stage_names(&key) {
@@ -478,7 +476,8 @@ fn ratio_rows(r: &ReportInput, peer_ratios: Vec<Row>) -> Vec<Row> {
     }
     for (tag, threads) in [("cv1", "1 thread"), ("cvN", all.as_str())] {
         ratios.push(Row::Header(format!(
-            "OpenCV {threads} / ours CPU reference (1 thread; same output)"
+            "OpenCV {threads} / {} (same output)",
+            ours_cpu(r.cpu_threads)
         )));
         for (k, label) in ops {
             ratios.push(Row::Ratio(
@@ -494,6 +493,12 @@ fn ratio_rows(r: &ReportInput, peer_ratios: Vec<Row>) -> Vec<Row> {
         ));
     }
     ratios
+}
+
+/// "ours CPU reference (N threads)".
+fn ours_cpu(threads: usize) -> String {
+    let s = if threads == 1 { "" } else { "s" };
+    format!("ours CPU reference ({threads} thread{s})")
 }
 
 /// Label of the rows timed by [`super::measure_input_buffer`].

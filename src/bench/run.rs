@@ -79,6 +79,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         photos: photos.len(),
         cv_version: &cv_version,
         cv_threads,
+        cpu_threads: cfg.cpu.threads_for(false),
         matched: &matched,
         results: &results,
         notes: &notes,
