@@ -631,8 +631,17 @@ mod tests {
                     let mut a = GrayImage::new(dw, dh);
                     let mut b = GrayImage::new(dw, dh);
                     resize_with_tables(&src, &mut a, &t);
-                    resize_rows(&src, &mut b, &t, &HTaps::new(&t.x, sw));
+                    resize_rows(&src, &mut b.data, dw, 0..dh, &t, &HTaps::new(&t.x, sw));
                     assert_eq!(a, b, "{interp:?} {sw}x{sh} -> {dw}x{dh}");
+                    for bands in [2, 3, 50] {
+                        let mut c = GrayImage::new(dw, dh);
+                        rayon::ThreadPoolBuilder::new()
+                            .num_threads(3)
+                            .build()
+                            .unwrap()
+                            .install(|| resize_with_tables_in(&src, &mut c, &t, bands));
+                        assert_eq!(a, c, "{interp:?} {sw}x{sh} -> {dw}x{dh}, {bands} bands");
+                    }
                 }
             }
         }

@@ -599,6 +599,33 @@ mod tests {
     }
 
     #[test]
+    fn threads_give_the_same_flows() {
+        let (a, b) = (textured(160, 120, 0.0, 0.0), textured(160, 120, 1.5, 0.75));
+        let (mut pa, mut pb) = (FlowPyramid::default(), FlowPyramid::default());
+        pa.build(&a, 21, 3);
+        pb.build(&b, 21, 3);
+        pa.ensure_derivatives();
+        // 600 points, some off the image (status false), enough for the pool's path.
+        let mut pts: Vec<(f32, f32)> = (0..600)
+            .map(|i| ((i % 30) as f32 * 5.7 - 6.0, (i / 30) as f32 * 6.3 - 4.0))
+            .collect();
+        pts.extend([(-100.0, 50.0), (500.0, 60.0), (80.0, 400.0)]);
+        let run = |threads: usize| {
+            let mut s = LkScratch::default();
+            s.set_threads(threads);
+            let mut out = Vec::new();
+            track(&pa, &pb, &pts, None, &LkParams::default(), &mut s, &mut out);
+            out
+        };
+        let one = run(1);
+        assert!(one.iter().filter(|f| f.status).count() > 300);
+        assert!(one.iter().any(|f| !f.status));
+        for threads in [2, 5] {
+            assert!(run(threads) == one, "{threads} threads");
+        }
+    }
+
+    #[test]
     fn a_shifted_texture_is_tracked_to_its_shift() {
         let (a, b) = (textured(160, 120, 0.0, 0.0), textured(160, 120, 2.5, -1.25));
         let (mut pa, mut pb) = (FlowPyramid::default(), FlowPyramid::default());
