@@ -41,6 +41,9 @@ lap "release build" "$T"
 T=$SECONDS
 tests=()
 for f in tests/exact_*.rs; do tests+=(--test "$(basename "$f" .rs)"); done
+# The SIMD levels and thread counts (cpu::simd): on aarch64 the NEON baseline at 1 and
+# several threads, against the same outputs.
+tests+=(--test simd_levels)
 # The GPU tests in these files say SKIPPED (no CUDA under qemu); the CPU ones run. Left out
 # under emulation: the evaluation's synthetic-homography test (minutes of emulated floating
 # point; it checks the evaluation, not code that runs on the robot).
