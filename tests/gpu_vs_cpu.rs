@@ -13,7 +13,8 @@ use gpu_features::cpu::CpuPipeline;
 use gpu_features::cuda::CudaPipeline;
 use gpu_features::features::AFTER_DECODE_STAGE;
 use gpu_features::image::{load_view_owned, Encoding, GrayImage, ImageView, OwnedFrame};
-use gpu_features::{BackendChoice, Features, Keypoint, Pipeline};
+use gpu_features::{BackendChoice, Features, Pipeline};
+use shared::kp_bits;
 
 mod shared;
 #[path = "../src/cuda/test_images.rs"]
@@ -57,17 +58,6 @@ fn fixtures() -> Vec<(String, OwnedFrame)> {
             (stem, load_view_owned(&p).unwrap())
         })
         .collect()
-}
-
-fn kp_bits(k: &Keypoint) -> [u32; 6] {
-    [
-        k.x.to_bits(),
-        k.y.to_bits(),
-        k.response.to_bits(),
-        k.size.to_bits(),
-        k.angle.to_bits(),
-        k.octave as u32,
-    ]
 }
 
 /// Names the keypoints that only one backend has, to make a mismatch readable.

@@ -87,20 +87,7 @@ fn run_all(threads: u32) -> Outputs {
         for (name, img) in images() {
             let view = ImageView::mono8(&img.data, img.width, img.height).unwrap();
             let f = cpu.process(&cfg, &view);
-            let kps = f
-                .keypoints
-                .iter()
-                .map(|k| {
-                    [
-                        k.x.to_bits(),
-                        k.y.to_bits(),
-                        k.response.to_bits(),
-                        k.size.to_bits(),
-                        k.angle.to_bits(),
-                        k.octave as u32,
-                    ]
-                })
-                .collect();
+            let kps = f.keypoints.iter().map(shared::kp_bits).collect();
             let edges = f.edges.map(|e| e.data).unwrap_or_default();
             let levels = cpu.levels().iter().map(|l| l.data.clone()).collect();
             pipeline.push((format!("{p} {name}"), kps, f.descriptors, edges, levels));

@@ -21,8 +21,15 @@ impl CpuConfig {
     pub fn threads_for(&self, gpu: bool) -> usize {
         match self.threads {
             0 if gpu => 1,
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            0 => cores(),
             n => n as usize,
         }
     }
+}
+
+/// The cores this process may use, read once: `available_parallelism` reads the cgroup
+/// files on Linux, and [`CpuConfig::threads_for`] is asked on every frame.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -276,6 +276,21 @@ fn round_even_i32(v: f32) -> i32 {
     ((v + MAGIC).to_bits() & 0x7f_ffff) as i32 - (1 << 22)
 }
 
+/// The sample at `(x, y)`: the blurred level inside it, the unblurred level reflected (101)
+/// outside it (the note's "Border").
+#[inline]
+fn sample_at(blurred: &GrayImage, raw: &GrayImage, x: i32, y: i32) -> u8 {
+    let (w, h) = (blurred.width as i32, blurred.height as i32);
+    if x >= 0 && y >= 0 && x < w && y < h {
+        blurred.data[y as usize * blurred.width + x as usize]
+    } else {
+        raw.get(
+            reflect101(x as isize, raw.width),
+            reflect101(y as isize, raw.height),
+        )
+    }
+}
+
 /// The descriptor of one keypoint (steps 3-5) from its level's blurred and raw images.
 ///
 /// The 512 rotated offsets are computed first, as arrays (the same `f32` operations per
@@ -330,15 +345,7 @@ fn describe_one_impl(
         }
     } else {
         for (i, s) in v.iter_mut().enumerate() {
-            let (x, y) = (cx + dx[i], cy + dy[i]);
-            *s = if x >= 0 && y >= 0 && x < w && y < h {
-                blurred.data[y as usize * blurred.width + x as usize]
-            } else {
-                raw.get(
-                    reflect101(x as isize, raw.width),
-                    reflect101(y as isize, raw.height),
-                )
-            };
+            *s = sample_at(blurred, raw, cx + dx[i], cy + dy[i]);
         }
     }
     let mut d = [0u8; 32];
@@ -365,21 +372,11 @@ pub fn describe_into(
     scratch
         .blurred
         .resize_with(levels.len(), GrayImage::default);
-    let mut used = vec![false; levels.len()];
-    for kp in keypoints {
-        if let Some(u) = used.get_mut(kp.octave.max(0) as usize) {
-            *u = true;
-        }
-    }
+    let used = used_levels(keypoints);
     for (l, img) in levels.iter().enumerate() {
-        if !used[l] {
-            continue;
-        }
-        match set.blur {
-            DescriptorBlur::Orb => blur_level(img, &mut scratch.blurred[l], &mut scratch.blur),
-            DescriptorBlur::OrbSlam3 => {
-                gaussian_blur(img, 7, 2.0, &mut scratch.blurred[l], &mut scratch.fixed)
-            }
+        if is_used(used, l) {
+            let b = &mut scratch.blurred[l];
+            blur_for(set.blur, img, b, &mut scratch.blur, &mut scratch.fixed);
         }
     }
     out.resize(keypoints.len(), [0; 32]);
@@ -420,21 +417,13 @@ pub fn describe_into_threaded(
     let n = levels.len();
     scratch.blurred.resize_with(n, GrayImage::default);
     scratch.per_level.resize_with(n, Default::default);
-    let mut used = [false; 32];
-    for kp in keypoints {
-        if let Some(u) = used.get_mut(kp.octave.max(0) as usize) {
-            *u = true;
-        }
-    }
+    let used = used_levels(keypoints);
     scratch.blurred[..n]
         .par_iter_mut()
         .zip(scratch.per_level[..n].par_iter_mut())
         .enumerate()
-        .filter(|(l, _)| used.get(*l).copied().unwrap_or(true))
-        .for_each(|(l, (blurred, (buf, fixed)))| match set.blur {
-            DescriptorBlur::Orb => blur_level(&levels[l], blurred, buf),
-            DescriptorBlur::OrbSlam3 => gaussian_blur(&levels[l], 7, 2.0, blurred, fixed),
-        });
+        .filter(|(l, _)| is_used(used, *l))
+        .for_each(|(l, (b, (buf, fixed)))| blur_for(set.blur, &levels[l], b, buf, fixed));
     out.clear();
     out.resize(keypoints.len(), [0; 32]);
     let blurred = &scratch.blurred;
@@ -442,6 +431,33 @@ pub fn describe_into_threaded(
     out.par_chunks_mut(CHUNK)
         .zip(keypoints.par_chunks(CHUNK))
         .for_each(|(o, k)| describe_all(levels, blurred, set, k, o));
+}
+
+/// The octaves that have keypoints, as bits (octaves 0..64; the pyramid has at most 32).
+fn used_levels(keypoints: &[Keypoint]) -> u64 {
+    keypoints
+        .iter()
+        .filter(|kp| kp.octave.max(0) < 64)
+        .fold(0, |m, kp| m | 1 << kp.octave.max(0))
+}
+
+/// Whether level `l` has keypoints in a [`used_levels`] mask.
+fn is_used(mask: u64, l: usize) -> bool {
+    l < 64 && mask >> l & 1 == 1
+}
+
+/// Step 1 for one level: `img` blurred into `out` as `blur` says.
+fn blur_for(
+    blur: DescriptorBlur,
+    img: &GrayImage,
+    out: &mut GrayImage,
+    buf: &mut BlurBuffers,
+    fixed: &mut BlurScratch,
+) {
+    match blur {
+        DescriptorBlur::Orb => blur_level(img, out, buf),
+        DescriptorBlur::OrbSlam3 => gaussian_blur(img, 7, 2.0, out, fixed),
+    }
 }
 
 /// Hamming distance of two descriptors.
@@ -604,18 +620,9 @@ mod tests {
         fma: bool,
     ) -> Descriptor {
         let (ca, sa) = rotation(angle);
-        let (w, h) = (b.width as i32, b.height as i32);
         let sample = |px: i8, py: i8| {
             let (dx, dy) = rotate(px, py, ca, sa, fma);
-            let (x, y) = (cx + dx, cy + dy);
-            if x >= 0 && y >= 0 && x < w && y < h {
-                b.get(x as usize, y as usize)
-            } else {
-                raw.get(
-                    reflect101(x as isize, raw.width),
-                    reflect101(y as isize, raw.height),
-                )
-            }
+            sample_at(b, raw, cx + dx, cy + dy)
         };
         let mut d = [0u8; 32];
         for (r, p) in ORB_PATTERN.iter().enumerate() {

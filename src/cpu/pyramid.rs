@@ -400,35 +400,15 @@ unsafe fn resize_rows_avx2(
             &tail
         }
     };
+    let band = (out, dw, rows, src.height - 1);
+    // SAFETY (both arms): AVX2 is enabled here; `rowx` rows have 2 readable bytes past `sw`.
     match t.interpolation {
-        Interpolation::Linear => resize_rows_k(
-            (out, dw, rows, src.height - 1),
-            t,
-            vpass_linear,
-            |y0, y1, a, b| {
-                // SAFETY: AVX2 is enabled here; rows have 2 readable bytes past `sw`.
-                unsafe {
-                    x86::hpass_gather::<4>(rowx(y0), h, a);
-                    if let Some(b) = b {
-                        x86::hpass_gather::<4>(rowx(y1), h, b);
-                    }
-                }
-            },
-        ),
-        Interpolation::LinearExact => resize_rows_k(
-            (out, dw, rows, src.height - 1),
-            t,
-            vpass_exact,
-            |y0, y1, a, b| {
-                // SAFETY: as above.
-                unsafe {
-                    x86::hpass_gather::<0>(rowx(y0), h, a);
-                    if let Some(b) = b {
-                        x86::hpass_gather::<0>(rowx(y1), h, b);
-                    }
-                }
-            },
-        ),
+        Interpolation::Linear => resize_rows_k(band, t, vpass_linear, |y0, y1, a, b| unsafe {
+            x86::hrows_gather::<4>(&rowx, h, y0, y1, a, b)
+        }),
+        Interpolation::LinearExact => resize_rows_k(band, t, vpass_exact, |y0, y1, a, b| unsafe {
+            x86::hrows_gather::<0>(&rowx, h, y0, y1, a, b)
+        }),
     }
 }
 
@@ -436,6 +416,28 @@ unsafe fn resize_rows_avx2(
 mod x86 {
     use super::HTaps;
     use std::arch::x86_64::*;
+
+    /// [`super::hrows`] with [`hpass_gather`]: row `y0` into `a`, and `y1` into `b` when given.
+    ///
+    /// # Safety
+    /// AVX2 is present; every row `rowx` gives has 2 readable bytes past the source width.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn hrows_gather<'r, const SHIFT: u32>(
+        rowx: &impl Fn(usize) -> &'r [u8],
+        h: &HTaps,
+        y0: usize,
+        y1: usize,
+        a: &mut [u16],
+        b: Option<&mut [u16]>,
+    ) {
+        // SAFETY: the caller's conditions are hpass_gather's.
+        unsafe {
+            hpass_gather::<SHIFT>(rowx(y0), h, a);
+            if let Some(b) = b {
+                hpass_gather::<SHIFT>(rowx(y1), h, b);
+            }
+        }
+    }
 
     /// [`super::hpass`] with AVX2 gathers: 8 pairs per step, each read as one 32-bit word
     /// at `row + ofs` (so `row` must extend 2 bytes past the last pair), its two low bytes

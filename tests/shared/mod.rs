@@ -83,3 +83,15 @@ pub fn stereo_pair(img: &GrayImage) -> (GrayImage, GrayImage) {
     }
     (l, r)
 }
+
+/// A keypoint as comparable bits: x, y, response, size, angle, octave.
+pub fn kp_bits(k: &gpu_features::Keypoint) -> [u32; 6] {
+    [
+        k.x.to_bits(),
+        k.y.to_bits(),
+        k.response.to_bits(),
+        k.size.to_bits(),
+        k.angle.to_bits(),
+        k.octave as u32,
+    ]
+}

@@ -10,10 +10,7 @@ use crate::image::GrayImage;
 /// cannot reach anything), which gives the same set. Then writes `out` (`w x h`): 255 where `STRONG`, else 0.
 pub fn hysteresis(w: usize, h: usize, class: &mut [u8], stack: &mut Vec<u32>, out: &mut GrayImage) {
     let pw = w + 2;
-    stack.clear();
-    if stack.capacity() < w * h {
-        stack.reserve(w * h);
-    }
+    empty_stack(stack, w * h);
     let mut tmp = Vec::new();
     for y in 1..=h {
         push_seeds(class, pw, y, &mut tmp, stack);
@@ -100,13 +97,28 @@ pub(super) fn flood(w: usize, h: usize, class: &mut [u8], stack: &mut Vec<u32>) 
     }
 }
 
+/// Clears the flood-fill stack and gives it room for `cap` pixels (each pixel is pushed at
+/// most once, so it never grows mid-frame).
+pub(super) fn empty_stack(stack: &mut Vec<u32>, cap: usize) {
+    stack.clear();
+    if stack.capacity() < cap {
+        stack.reserve(cap);
+    }
+}
+
 /// `out` (reshaped to `w x h`): 255 where the padded `class` is [`STRONG`], else 0.
 pub(super) fn write_edges(w: usize, h: usize, class: &[u8], out: &mut GrayImage) {
-    let pw = w + 2;
     out.reshape(w, h);
-    for y in 0..h {
+    edge_rows(class, w, 0, &mut out.data);
+}
+
+/// The edge map's rows `y0 ..` into `out` (whole rows of `w`), from the padded `class`.
+pub(super) fn edge_rows(class: &[u8], w: usize, y0: usize, out: &mut [u8]) {
+    let pw = w + 2;
+    for (i, row) in out.chunks_exact_mut(w).enumerate() {
+        let y = y0 + i;
         let src = &class[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
-        for (o, &c) in out.row_mut(y).iter_mut().zip(src) {
+        for (o, &c) in row.iter_mut().zip(src) {
             *o = if c == STRONG { 255 } else { 0 };
         }
     }

@@ -20,7 +20,7 @@ mod hysteresis;
 pub use self::hysteresis::hysteresis;
 use std::ops::Range;
 
-use self::hysteresis::{flood, push_seeds, write_edges};
+use self::hysteresis::{edge_rows, empty_stack, flood, push_seeds, write_edges};
 use super::blur::{gaussian_blur, BlurScratch};
 use crate::config::CannyConfig;
 use crate::image::GrayImage;
@@ -240,8 +240,7 @@ super::simd::versions! {
 fn nms_classify_impl(g: &Gradients, low: i32, high: i32, class: &mut Vec<u8>) {
     let (w, h, dx, dy, mag) = (g.width, g.height, &g.dx, &g.dy, &g.mag);
     let pw = w + 2;
-    class.resize(pw * (h + 2), NONE);
-    zero_ring(class, pw, h + 2);
+    reset_class(class, w, h);
     for y in 0..h {
         nms_row(
             [
@@ -319,6 +318,27 @@ pub fn canny(img: &GrayImage, cfg: &CannyConfig, out: &mut GrayImage, scratch: &
         seeds,
         ..
     } = scratch;
+    let (src, f) = prepare(img, cfg, blurred, blur);
+    classify_versions(src, &f, grad, class, stack, seeds);
+    flood(w, h, class, stack);
+    write_edges(w, h, class, out);
+}
+
+/// Parameters of the fused classification.
+struct Fused {
+    l2: bool,
+    low: i32,
+    high: i32,
+}
+
+/// The image Canny's gradients are taken of (`img`, or its Gaussian blur into `blurred`
+/// when `cfg.blur_ksize > 0`) and the classification's parameters.
+fn prepare<'a>(
+    img: &'a GrayImage,
+    cfg: &CannyConfig,
+    blurred: &'a mut GrayImage,
+    blur: &mut BlurScratch,
+) -> (&'a GrayImage, Fused) {
     let src = if cfg.blur_ksize > 0 {
         gaussian_blur(img, cfg.blur_ksize as usize, cfg.blur_sigma, blurred, blur);
         &*blurred
@@ -331,16 +351,14 @@ pub fn canny(img: &GrayImage, cfg: &CannyConfig, out: &mut GrayImage, scratch: &
         low,
         high,
     };
-    classify_versions(src, &f, grad, class, stack, seeds);
-    flood(w, h, class, stack);
-    write_edges(w, h, class, out);
+    (src, f)
 }
 
-/// Parameters of the fused classification.
-struct Fused {
-    l2: bool,
-    low: i32,
-    high: i32,
+/// The padded class map sized for a `w x h` image, its ring of padding [`NONE`].
+fn reset_class(class: &mut Vec<u8>, w: usize, h: usize) {
+    let pw = w + 2;
+    class.resize(pw * (h + 2), NONE);
+    zero_ring(class, pw, h + 2);
 }
 
 super::simd::versions! {
@@ -396,21 +414,9 @@ pub fn canny_banded(
         bands: per,
         ..
     } = scratch;
-    let src = if cfg.blur_ksize > 0 {
-        gaussian_blur(img, cfg.blur_ksize as usize, cfg.blur_sigma, blurred, blur);
-        &*blurred
-    } else {
-        img
-    };
-    let (low, high) = thresholds(cfg);
-    let f = Fused {
-        l2: cfg.l2_gradient,
-        low,
-        high,
-    };
+    let (src, f) = prepare(img, cfg, blurred, blur);
     let pw = w + 2;
-    class.resize(pw * (h + 2), NONE);
-    zero_ring(class, pw, h + 2);
+    reset_class(class, w, h);
     let rows = h.div_ceil(bands);
     per.resize_with(h.div_ceil(rows), Default::default);
     // Image row y is padded row y + 1: band k's rows start at padded row k * rows + 1.
@@ -430,10 +436,7 @@ pub fn canny_banded(
             let y0 = k * rows + 1;
             seeds_versions(class_ref, pw, y0..(y0 + rows).min(h + 1), tmp, seeds);
         });
-    stack.clear();
-    if stack.capacity() < w * h {
-        stack.reserve(w * h);
-    }
+    empty_stack(stack, w * h);
     for (_, _, seeds) in per.iter() {
         stack.extend_from_slice(seeds);
     }
@@ -442,15 +445,7 @@ pub fn canny_banded(
     out.data
         .par_chunks_mut(rows * w)
         .enumerate()
-        .for_each(|(k, o)| {
-            for (i, row) in o.chunks_exact_mut(w).enumerate() {
-                let y = k * rows + i;
-                let src = &class[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
-                for (o, &c) in row.iter_mut().zip(src) {
-                    *o = if c == STRONG { 255 } else { 0 };
-                }
-            }
-        });
+        .for_each(|(k, o)| edge_rows(class, w, k * rows, o));
 }
 
 /// Sobel + NMS of image rows `rows` into `class`, the padded class rows of those rows
@@ -557,12 +552,8 @@ fn classify_fused(
 ) {
     let (w, h) = (img.width, img.height);
     let pw = w + 2;
-    class.resize(pw * (h + 2), NONE);
-    zero_ring(class, pw, h + 2);
-    stack.clear();
-    if stack.capacity() < w * h {
-        stack.reserve(w * h);
-    }
+    reset_class(class, w, h);
+    empty_stack(stack, w * h);
     ring_buffers(g, w);
     sobel_into_ring(img, f.l2, g, 0);
     for y in 0..h {

@@ -155,18 +155,6 @@ pub fn track(
     scratch: &mut LkScratch,
     out: &mut Vec<Flow>,
 ) {
-    track_impl(prev, next, prev_pts, initial, p, scratch, out)
-}
-
-fn track_impl(
-    prev: &FlowPyramid,
-    next: &FlowPyramid,
-    prev_pts: &[(f32, f32)],
-    initial: Option<&[(f32, f32)]>,
-    p: &LkParams,
-    scratch: &mut LkScratch,
-    out: &mut Vec<Flow>,
-) {
     assert!(
         prev.derivs_ready,
         "the previous pyramid needs its derivatives"
