@@ -35,32 +35,12 @@
 //! borders the result equals what OpenCV computes where its padding reaches.
 
 use super::blur::{gaussian_blur, reflect101, BlurScratch};
+pub use super::orb_blur::{blur_kernel, blur_level, BlurBuffers};
 use super::orb_pattern::ORB_PATTERN;
 use super::pyramid::level_scale;
 use crate::config::{Config, DescriptorBlur, Scales};
 use crate::features::{Descriptor, Keypoint};
 use crate::image::GrayImage;
-
-/// `getGaussianKernel(7, 2, CV_32F)`, built as OpenCV builds it: `exp` in `f64`, each tap
-/// rounded to `f32`, the `f32` taps summed in `f64`, then each tap times `1 / sum` rounded
-/// to `f32`. Equals 0x3d8fafb1, 0x3e06387e, 0x3e434a39, 0x3e5d4ae0 and mirrored (pinned in a
-/// test).
-pub fn blur_kernel() -> [f32; 7] {
-    let sigma = 2.0f64;
-    let scale2x = -0.5 / (sigma * sigma);
-    let mut k = [0f32; 7];
-    let mut sum = 0f64;
-    for (i, t) in k.iter_mut().enumerate() {
-        let x = i as f64 - 3.0;
-        *t = (scale2x * x * x).exp() as f32;
-        sum += *t as f64;
-    }
-    let inv = 1.0 / sum;
-    for t in &mut k {
-        *t = (*t as f64 * inv) as f32;
-    }
-    k
-}
 
 /// `deg * (float)(CV_PI / 180)`, then `cos`/`sin` in `f64` rounded to `f32` (step 3).
 pub fn rotation(angle_deg: f32) -> (f32, f32) {
@@ -155,96 +135,6 @@ impl DescribeScratch {
     pub fn blurred(&self) -> &[GrayImage] {
         &self.blurred
     }
-}
-
-/// Work buffers of [`blur_level`].
-#[derive(Default)]
-pub struct BlurBuffers {
-    /// Row pass, `f32` per pixel: a ring of [`RING`] rows.
-    rows: Vec<f32>,
-    /// One source row as `f32` with 3 reflected pixels on each side.
-    padded: Vec<f32>,
-}
-
-/// ORB's descriptor blur of one level into `out` (step 1).
-pub fn blur_level(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) {
-    out.reshape(img.width, img.height);
-    if img.width == 0 || img.height == 0 {
-        return;
-    }
-    blur_level_versions(img, out, buf)
-}
-
-super::simd::versions! {
-    /// [`blur_level_impl`] at the process's SIMD level. Below AVX2 (which brings FMA) each
-    /// `mul_add` is a libm call: the same bits, ~10x slower.
-    fn blur_level_versions(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) = blur_level_impl;
-}
-
-/// Both passes, pixel-major: each output value is one chain of the note's operations in
-/// registers (the 7 taps unrolled), and LLVM vectorizes the loops across pixels, so every
-/// pixel still sees exactly the note's order of operations. The row pass starts at
-/// `p * k[0]`, which is `fma(p, k[0], 0)` exactly (the products are never -0). Row-pass
-/// rows live in a ring of 8 (output row `y` reads source rows `y - 3 ..= y + 3`, reflected
-/// into that same window), so the column pass reads from L1/L2, not from a whole-level
-/// buffer. The final conversion rounds through [`to_u8_clamped`], integer work that
-/// vectorizes (a saturating `as u8` of a float did not: one scalar conversion and insert
-/// per pixel). Both changes, 2026-12-06, 1080p default config on this repo's 2-core
-/// x86-64: describe 16.7 -> 8.9 ms (conversion, no clearing) -> see docs/benchmarks.md.
-#[inline(always)]
-fn blur_level_impl(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) {
-    let k = blur_kernel();
-    let (w, h) = (img.width, img.height);
-    let BlurBuffers { rows, padded } = buf;
-    // Every element is written before it is read: resize only, no clearing.
-    rows.resize(RING * w, 0.0);
-    padded.resize(w + 6, 0.0);
-    let padded = &mut padded[..w + 6];
-    let mut done = 0; // row-pass rows computed so far: 0..done
-    for y in 0..h {
-        while done <= (y + 3).min(h - 1) {
-            let src = img.row(done);
-            for (p, &v) in padded[3..3 + w].iter_mut().zip(src) {
-                *p = v as f32;
-            }
-            for i in (0..3).chain(w + 3..w + 6) {
-                padded[i] = src[reflect101(i as isize - 3, w)] as f32;
-            }
-            let dst = &mut rows[(done % RING) * w..][..w];
-            for (x, d) in dst.iter_mut().enumerate() {
-                let p = &padded[x..x + 7];
-                let mut s = p[0] * k[0];
-                for i in 1..7 {
-                    s = p[i].mul_add(k[i], s);
-                }
-                *d = s;
-            }
-            done += 1;
-        }
-        let r = |j: isize| &rows[(reflect101(y as isize + j, h) % RING) * w..][..w];
-        let (c, d1, u1, d2, u2, d3, u3) = (r(0), r(1), r(-1), r(2), r(-2), r(3), r(-3));
-        let o = &mut out.row_mut(y)[..w];
-        for x in 0..w {
-            let mut a = c[x] * k[3];
-            a = (d1[x] + u1[x]).mul_add(k[4], a);
-            a = (d2[x] + u2[x]).mul_add(k[5], a);
-            a = (d3[x] + u3[x]).mul_add(k[6], a);
-            o[x] = to_u8_clamped(a);
-        }
-    }
-}
-
-/// Row-pass rows kept by [`blur_level_impl`] (7 are read per output row).
-const RING: usize = 8;
-
-/// `saturate_cast<uchar>(v)` of a finite `v`: round half to even, clamp to 0..=255. Clamping
-/// first is the same (the bounds are integers); after adding 1.5 * 2^23 the low mantissa
-/// byte is the rounded value.
-#[inline(always)]
-fn to_u8_clamped(v: f32) -> u8 {
-    const MAGIC: f32 = 12_582_912.0;
-    let c = v.clamp(0.0, 255.0);
-    (c + MAGIC).to_bits() as u8
 }
 
 /// The 512 pattern points as floats: point `2r` is `(x1, y1)` of [`ORB_PATTERN`] row `r`,
@@ -470,15 +360,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blur_kernel_is_opencvs() {
-        let bits: Vec<u32> = blur_kernel().iter().map(|k| k.to_bits()).collect();
-        assert_eq!(
-            bits,
-            [0x3d8fafb1, 0x3e06387e, 0x3e434a39, 0x3e5d4ae0, 0x3e434a39, 0x3e06387e, 0x3d8fafb1]
-        );
-    }
-
-    #[test]
     fn pattern_is_opencvs_at_both_ends() {
         assert_eq!(ORB_PATTERN[0], [8, -3, 9, 5]);
         assert_eq!(ORB_PATTERN[3], [7, -12, 12, -13]);
@@ -587,26 +468,6 @@ mod tests {
         for (row, p) in ORB_PATTERN.iter().enumerate() {
             let bit = d[row / 8] >> (row % 8) & 1;
             assert_eq!(bit == 1, p[0] < p[2], "pair {row}: {p:?}");
-        }
-    }
-
-    #[test]
-    fn u8_conversion_is_saturate_cast() {
-        let mut x = -20.0f32;
-        while x < 280.0 {
-            assert_eq!(
-                to_u8_clamped(x),
-                x.round_ties_even().clamp(0.0, 255.0) as u8,
-                "{x}"
-            );
-            x += 0.0625;
-        }
-        for x in [0.5f32, 1.5, 2.5, 254.5, 255.5, 0.49999997, 127.50001] {
-            assert_eq!(
-                to_u8_clamped(x),
-                x.round_ties_even().clamp(0.0, 255.0) as u8,
-                "{x}"
-            );
         }
     }
 

@@ -15,6 +15,7 @@ pub mod fast;
 pub mod gftt;
 pub mod harris;
 pub mod lk;
+pub mod orb_blur;
 pub mod orb_pattern;
 pub mod orient;
 pub mod pyramid;
