@@ -1,13 +1,14 @@
 //! Canny in bands of rows on a rayon pool (`cpu.threads`), the same edge map as
 //! [`super::canny`]: each band classifies its rows from its own Sobel ring, then finds its
-//! rows' seeds in the finished class map; one flood fill, the edges written by rows.
+//! rows' seeds in the finished class map and floods inside its own rows; one flood over
+//! the whole map from the bands' first and last rows joins them; the edges written by rows.
 
 use std::ops::Range;
 
 use super::hysteresis::{edge_rows, empty_stack, flood, push_seeds};
 use super::{
     canny, nms_ring_row, prepare, reset_class, ring_buffers, sobel_into_ring, CannyScratch, Fused,
-    Gradients,
+    Gradients, STRONG, WEAK,
 };
 use crate::config::CannyConfig;
 use crate::image::GrayImage;
@@ -15,6 +16,19 @@ use crate::image::GrayImage;
 crate::cpu::simd::versions! {
     /// [`classify_rows`] at the process's SIMD level.
     fn classify_rows_versions(img: &GrayImage, f: &Fused, g: &mut Gradients, class: &mut [u8], rows: Range<usize>) = classify_rows;
+}
+
+/// One band's scratch in [`canny_banded`].
+#[derive(Default)]
+pub(super) struct Band {
+    grad: Gradients,
+    /// The seed search's scratch rows.
+    tmp: Vec<u8>,
+    /// The band's flood-fill stack (band-local padded indices).
+    stack: Vec<u32>,
+    /// Strong pixels of the band's first and last rows (band-local): where the flood
+    /// continues into the neighbouring bands.
+    border: Vec<u32>,
 }
 
 crate::cpu::simd::versions! {
@@ -70,21 +84,35 @@ pub fn canny_banded(
         .par_chunks_mut(rows * pw)
         .zip(per.par_iter_mut())
         .enumerate()
-        .for_each(|(k, (c, (g, _, _)))| {
+        .for_each(|(k, (c, b))| {
             let y0 = k * rows;
-            classify_rows_versions(src, &f, g, c, y0..(y0 + rows).min(h));
+            classify_rows_versions(src, &f, &mut b.grad, c, y0..(y0 + rows).min(h));
         });
     let class_ref = &class[..];
-    per.par_iter_mut()
-        .enumerate()
-        .for_each(|(k, (_, tmp, seeds))| {
-            seeds.clear();
-            let y0 = k * rows + 1;
-            seeds_versions(class_ref, pw, y0..(y0 + rows).min(h + 1), tmp, seeds);
-        });
+    per.par_iter_mut().enumerate().for_each(|(k, b)| {
+        // Each pixel is pushed once: the band's pixels bound its stack.
+        empty_stack(&mut b.stack, rows * w);
+        let y0 = k * rows + 1;
+        seeds_versions(
+            class_ref,
+            pw,
+            y0..(y0 + rows).min(h + 1),
+            &mut b.tmp,
+            &mut b.stack,
+        );
+        let base = (y0 * pw) as u32;
+        for i in b.stack.iter_mut() {
+            *i -= base;
+        }
+    });
+    class[pw..(h + 1) * pw]
+        .par_chunks_mut(rows * pw)
+        .zip(per.par_iter_mut())
+        .for_each(|(c, b)| flood_band(c, pw, &mut b.stack, &mut b.border));
     empty_stack(stack, w * h);
-    for (_, _, seeds) in per.iter() {
-        stack.extend_from_slice(seeds);
+    for (k, b) in per.iter().enumerate() {
+        let base = ((k * rows + 1) * pw) as u32;
+        stack.extend(b.border.iter().map(|&i| i + base));
     }
     flood(w, h, class, stack);
     out.reshape(w, h);
@@ -92,6 +120,41 @@ pub fn canny_banded(
         .par_chunks_mut(rows * w)
         .enumerate()
         .for_each(|(k, o)| edge_rows(class, w, k * rows, o));
+}
+
+/// [`flood`] inside one band: `c` is the band's padded class rows (`pw` each, the padding
+/// columns [`NONE`](super::NONE)), `stack` its seeds (band-local indices). Neighbours in
+/// the rows above and below the band are not looked at: the band's pixels of its first and
+/// last rows that end up strong go to `border`, from which the whole-map flood goes on.
+fn flood_band(c: &mut [u8], pw: usize, stack: &mut Vec<u32>, border: &mut Vec<u32>) {
+    border.clear();
+    let last = c.len() - pw;
+    let grow = |c: &mut [u8], n: usize, stack: &mut Vec<u32>| {
+        if c[n] == WEAK {
+            c[n] = STRONG;
+            stack.push(n as u32);
+        }
+    };
+    while let Some(i) = stack.pop() {
+        let i = i as usize;
+        let (top, bottom) = (i < pw, i >= last);
+        if top || bottom {
+            border.push(i as u32);
+        }
+        // The padding columns keep i - 1 and i + 1 (and the diagonals) inside the row.
+        grow(c, i - 1, stack);
+        grow(c, i + 1, stack);
+        if !top {
+            for n in i - pw - 1..=i - pw + 1 {
+                grow(c, n, stack);
+            }
+        }
+        if !bottom {
+            for n in i + pw - 1..=i + pw + 1 {
+                grow(c, n, stack);
+            }
+        }
+    }
 }
 
 /// Sobel + NMS of image rows `rows` into `class`, the padded class rows of those rows

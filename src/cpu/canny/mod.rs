@@ -50,8 +50,8 @@ pub struct CannyScratch {
     stack: Vec<u32>,
     /// Two scratch rows of the seed search of the hysteresis.
     seeds: Vec<u8>,
-    /// [`canny_banded`]: each band's ring of gradients, seed rows and seeds.
-    bands: Vec<(Gradients, Vec<u8>, Vec<u32>)>,
+    /// [`canny_banded`]: each band's ring of gradients, seed rows, stack and border pixels.
+    bands: Vec<bands::Band>,
 }
 
 /// Output of [`sobel_magnitude`], input of [`nms_classify`].
