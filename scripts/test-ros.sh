@@ -15,6 +15,8 @@
 #      GF_ROS_SOAK (1: an 8 s loopback soak with gpu_features_load; GF_ROS_SOAK_SECONDS),
 #      GF_ROS_VINS_LOOPBACK (1: the node as VINS's front-end answered on `feature`, mono and
 #      stereo, scripts/node-vins-loopback.sh),
+#      GF_ROS_ORB_SLAM3 (0; scripts/test.sh: 1 with its ORB-SLAM3 step: ORB-SLAM3 fed live by
+#      the node, scripts/orb-slam3/live-test.sh),
 #      GF_ROS_CLIPPY (1), GF_ROS_DISTRO (kilted | jazzy), ROS_DOMAIN_ID (default: random 1..100).
 # GF_ROS_DISTRO=jazzy: the same against the Jazzy wheels: the build and the integration test;
 # the unit tests, clippy, soak and workflow default to off there (the same code, and the
@@ -109,6 +111,15 @@ if [ "${GF_ROS_WORKFLOW:-1}" = 1 ]; then
   "$ROS_VENV/bin/python" -u tests/ros/test_workflow.py --root "$ROOT" \
     --target-dir "$CARGO_TARGET_DIR" || rc=$?
   echo "[test-ros] workflow test (colcon, ros2 launch/param/topic/node) done in $((SECONDS - T4)) s"
+fi
+if [ "${GF_ROS_ORB_SLAM3:-0}" = 1 ]; then
+  # ORB-SLAM3 fed live by two nodes over ROS 2 (scripts/orb-slam3/live-test.sh); needs
+  # ORB-SLAM3 set up (scripts/setup-orb-slam3.sh: scripts/test.sh's ORB-SLAM3 step did).
+  T7=$SECONDS
+  GF_ROS_TARGET=$CARGO_TARGET_DIR bash scripts/orb-slam3/live-test.sh "$CARGO_TARGET_DIR/orb-slam3-live" \
+    >"$CARGO_TARGET_DIR/orb-slam3-live.log" 2>&1 || { rc=1; tail -30 "$CARGO_TARGET_DIR/orb-slam3-live.log"; }
+  grep -E "^\[orb-live\]" "$CARGO_TARGET_DIR/orb-slam3-live.log" || true
+  echo "[test-ros] ORB-SLAM3 fed live by the node done in $((SECONDS - T7)) s"
 fi
 echo "[test-ros] total $((SECONDS - T0)) s"
 exit $rc

@@ -73,7 +73,10 @@ if [ "${SKIP_ROS:-0}" != 1 ] && [ -f scripts/test-ros.sh ]; then
   # The default target dir, whose release dependencies the VIO and aarch64 steps built
   # (scripts/test-ros.sh, GF_ROS_TARGET).
   export GF_ROS_TARGET=${GF_ROS_TARGET:-$ROOT/target}
-  GF_ROS_CLIPPY=$clippy bash scripts/test-ros.sh
+  # With the ORB-SLAM3 step (its build cached by then): ORB-SLAM3 fed live by the node.
+  orb=1
+  [ "${SKIP_ORB_SLAM3:-0}" = 1 ] && orb=0
+  GF_ROS_CLIPPY=$clippy GF_ROS_ORB_SLAM3=$orb bash scripts/test-ros.sh
   step "ROS 2 node build and integration test (Jazzy wheels)"
   GF_ROS_DISTRO=jazzy bash scripts/test-ros.sh
 fi

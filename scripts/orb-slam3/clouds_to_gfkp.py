@@ -11,11 +11,11 @@ import struct
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import vins_tools as vt  # noqa: E402
-
 
 def record(msg):
+    """One cloud (a rosbags or an rclpy PointCloud2) as a GFK1 record; also used live by
+    scripts/orb-slam3/live.py, so this module imports nothing beyond the standard library
+    at the top."""
     st = msg.header.stamp
     out = [b"GFK1", struct.pack("<qI", st.sec * 10**9 + st.nanosec, len(msg.fields))]
     for f in msg.fields:
@@ -32,6 +32,8 @@ def record(msg):
 
 def convert(bag, topic, dst):
     """Writes every cloud of `topic` in `bag` to `dst`; returns the number of clouds."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import vins_tools as vt
     ts = vt.typestore2()
     count = 0
     with open(dst, "wb") as f:

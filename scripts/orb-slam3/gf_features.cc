@@ -17,6 +17,11 @@
 // (src/output/pointcloud.rs): x, y, size, angle, octave as FLOAT32 and a 32 x UINT8
 // `descriptor` field are required; response is read when present.
 //
+// Live (scripts/orb-slam3/live.py, the node's clouds over ROS 2): run_sequence reads frames,
+// IMU samples and clouds from a stream, calls gf_features_live() once and hands each cloud's
+// record to gf_features_push() before its frame; the records are then kept in memory (the
+// last 64 per camera and budget) instead of read from files.
+//
 // Per frame: the record whose stamp is nearest the frame's (within 1 us). The cloud's order
 // is gpu_features' (levels in turn, each in ORB-SLAM3's quadtree node order); the lapping
 // area ExtractORB is given is applied as `ORBextractor::operator()` applies it, so mvKeys
@@ -64,14 +69,9 @@ struct Field {
     bool present = false;
 };
 
-struct Record {
-    int64_t stamp;
-    size_t offset;  // of the field table in the file's bytes
-};
-
+// One camera's and budget's clouds: each record's bytes from its field count on, by stamp.
 struct Source {
-    std::vector<char> bytes;
-    std::map<int64_t, size_t> by_stamp;  // stamp -> record offset
+    std::map<int64_t, std::vector<char>> by_stamp;
     bool loaded = false;
     std::string error;
 };
@@ -96,39 +96,55 @@ bool read_at(const std::vector<char>& b, size_t& at, T& v) {
     return true;
 }
 
-// Indexes the records of one file; returns an error text or "".
-std::string index_file(Source& s) {
+// Splits a run of GFK1 records (a file, or one pushed record) into `s`; "" or why not.
+std::string index_records(const std::vector<char>& b, Source& s) {
     size_t at = 0;
-    while (at < s.bytes.size()) {
+    while (at < b.size()) {
         const size_t start = at;
         char magic[4];
-        if (at + 4 > s.bytes.size()) return "truncated record header";
-        std::memcpy(magic, s.bytes.data() + at, 4);
+        if (at + 4 > b.size()) return "truncated record header";
+        std::memcpy(magic, b.data() + at, 4);
         at += 4;
         if (std::memcmp(magic, "GFK1", 4) != 0) return "bad magic at byte " + std::to_string(start);
         int64_t stamp;
         uint32_t nfields;
-        if (!read_at(s.bytes, at, stamp) || !read_at(s.bytes, at, nfields)) return "truncated record";
-        const size_t table = at;
+        if (!read_at(b, at, stamp) || !read_at(b, at, nfields)) return "truncated record";
+        const size_t table = at - 4;
         for (uint32_t f = 0; f < nfields; ++f) {
             uint8_t len;
-            if (!read_at(s.bytes, at, len)) return "truncated field table";
+            if (!read_at(b, at, len)) return "truncated field table";
             at += len + 4 + 1 + 4;
         }
         uint32_t step, n;
-        if (!read_at(s.bytes, at, step) || !read_at(s.bytes, at, n)) return "truncated record";
+        if (!read_at(b, at, step) || !read_at(b, at, n)) return "truncated record";
         const uint64_t data = uint64_t(step) * n;
-        if (at + data > s.bytes.size()) return "truncated point data at stamp " + std::to_string(stamp);
+        if (at + data > b.size()) return "truncated point data at stamp " + std::to_string(stamp);
         at += data;
-        s.by_stamp[stamp] = table;
+        s.by_stamp[stamp].assign(b.begin() + table, b.begin() + at);
     }
     return "";
 }
 
+// Live input (run_sequence reading a stream, scripts/orb-slam3/live.py): the records come
+// through gf_features_push instead of files, and each source keeps its last kLiveRecords.
+bool g_live = false;
+constexpr size_t kLiveRecords = 64;
+
+std::string source_key(int flag, int nfeatures) {
+    return "cam" + std::to_string(flag) + "_" + std::to_string(nfeatures);
+}
+
 Source& source(int flag, int nfeatures) {
+    if (g_live) {
+        Source& s = g_sources[source_key(flag, nfeatures)];
+        if (!s.loaded) {
+            s.loaded = true;
+            s.error = "no cloud pushed for " + source_key(flag, nfeatures) + " (is its topic given to the bridge?)";
+        }
+        return s;
+    }
     const char* dir = std::getenv("GF_FEATURES_DIR");
-    const std::string path = std::string(dir ? dir : ".") + "/cam" + std::to_string(flag) + "_" +
-                             std::to_string(nfeatures) + ".gfkp";
+    const std::string path = std::string(dir ? dir : ".") + "/" + source_key(flag, nfeatures) + ".gfkp";
     Source& s = g_sources[path];
     if (!s.loaded) {
         s.loaded = true;
@@ -136,8 +152,8 @@ Source& source(int flag, int nfeatures) {
         if (!f) {
             s.error = "cannot open " + path;
         } else {
-            s.bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-            s.error = index_file(s);
+            const std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+            s.error = index_records(bytes, s);
             if (!s.error.empty()) s.error = path + ": " + s.error;
         }
         if (!s.error.empty()) std::fprintf(stderr, "[gf_features] %s\n", s.error.c_str());
@@ -153,11 +169,10 @@ void skip(const std::string& reason, double t) {
 }
 
 // The record's keypoints and descriptors, in the cloud's order; "" or why not.
-std::string parse(const Source& s, size_t at, int nlevels, std::vector<cv::KeyPoint>& kps,
-                  cv::Mat& desc) {
-    const std::vector<char>& b = s.bytes;
+std::string parse(const std::vector<char>& b, int nlevels, std::vector<cv::KeyPoint>& kps, cv::Mat& desc) {
+    size_t at = 0;
     uint32_t nfields;
-    std::memcpy(&nfields, b.data() + at - 4, 4);
+    read_at(b, at, nfields);
     std::map<std::string, Field> fields;
     for (uint32_t i = 0; i < nfields; ++i) {
         uint8_t len;
@@ -260,6 +275,31 @@ struct Report {
 
 }  // namespace
 
+// The live input: run_sequence (stream mode) turns the adapter to pushed records before the
+// first frame, then hands each cloud's GFK1 record here before the frame it belongs to.
+// Returns 0, or -1 with the reason said (a malformed record; the frame is then skipped).
+extern "C" int gf_features_live() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_live = true;
+    return 0;
+}
+
+extern "C" int gf_features_push(int flag, int nfeatures, const char* record, size_t len) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    Source& s = g_sources[source_key(flag, nfeatures)];
+    s.loaded = true;
+    s.error.clear();
+    const std::string why = index_records(std::vector<char>(record, record + len), s);
+    while (s.by_stamp.size() > kLiveRecords) s.by_stamp.erase(s.by_stamp.begin());
+    if (!why.empty()) {
+        if (g_stats.reasons["pushed record malformed: " + why]++ == 0)
+            std::fprintf(stderr, "[gf_features] %s: pushed record malformed: %s (said once; counted)\n",
+                         source_key(flag, nfeatures).c_str(), why.c_str());
+        return -1;
+    }
+    return 0;
+}
+
 void ORB_SLAM3::Frame::ExtractORB(int flag, const cv::Mat& im, const int x0, const int x1) {
     ORBextractor* ex = flag == 0 ? mpORBextractorLeft : mpORBextractorRight;
     std::vector<cv::KeyPoint>& keys = flag == 0 ? mvKeys : mvKeysRight;
@@ -285,7 +325,7 @@ void ORB_SLAM3::Frame::ExtractORB(int flag, const cv::Mat& im, const int x0, con
             if (it == s.by_stamp.end() || it->first > t + 1000)
                 why = "no cloud with the frame's stamp";
             else
-                why = parse(s, it->second, ex->GetLevels(), got, d);
+                why = parse(it->second, ex->GetLevels(), got, d);
         }
         if (!why.empty()) {
             skip(why, mTimeStamp);

@@ -13,6 +13,13 @@
 // finished the last one, whatever the machine's speed. Tracking then sees the same map at
 // every frame in every run, so a run's outcome depends on its input, not on the threads'
 // timing (docs/slam.md measures how far that goes).
+// SEQ_DIR `-`: a live stream on stdin instead of a folder (scripts/orb-slam3/live.py writes it
+// from ROS 2 topics), records in arrival order, little-endian:
+//   "IMU1" i64 t_ns, 6 x f64 (ax ay az wx wy wz)        an IMU sample, handed with the next frame
+//   "CLD1" i32 camera, i32 nFeatures, u32 n, n bytes   a cloud's GFK1 record for the adapter
+//   "FRM1" i64 t_ns, u32 cameras, per camera u32 rows, u32 cols, u32 channels, the pixels
+// until EOF; no pacing (the stream is the clock), PACE 0 still lockstep. The clouds go to the
+// adapter (gf_features.so in LD_PRELOAD) through its gf_features_push.
 // MODE: mono | mono-inertial | stereo | stereo-inertial. SEQ_DIR/frames.csv: `t_ns,cam0[,cam1]`
 // (image paths, relative to SEQ_DIR); SEQ_DIR/imu.csv: `t_ns,wx,wy,wz,ax,ay,az`.
 // Writes OUT_DIR/states.csv (`t_ns,state,track_ms`: Tracking::eTrackingState after the
@@ -21,6 +28,9 @@
 // tracked at all.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <dlfcn.h>
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
@@ -112,6 +122,111 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
     return rows;
 }
 
+struct Input {
+    long long t_ns = 0;
+    cv::Mat left, right;
+    std::vector<ORB_SLAM3::IMU::Point> imu;
+};
+
+// A sequence folder: frames.csv, imu.csv, the images.
+struct FolderInput {
+    std::string seq;
+    bool stereo, inertial;
+    std::vector<std::vector<std::string>> frames, imu;
+    size_t next = 0, next_imu = 0;
+
+    std::string open() {
+        frames = read_csv(seq + "/frames.csv");
+        if (inertial) imu = read_csv(seq + "/imu.csv");
+        return frames.empty() ? seq + "/frames.csv: no frames" : "";
+    }
+    double period() const {
+        return frames.size() > 1
+            ? (std::stoll(frames.back()[0]) - std::stoll(frames.front()[0])) * 1e-9 / (frames.size() - 1)
+            : 0.05;
+    }
+    // false at the end; `error` set when an image cannot be read.
+    bool read(Input& in, std::string& error) {
+        if (next == frames.size()) return false;
+        const auto& row = frames[next++];
+        in.t_ns = std::stoll(row[0]);
+        in.left = cv::imread(seq + "/" + row[1], cv::IMREAD_UNCHANGED);
+        if (stereo) in.right = cv::imread(seq + "/" + row.at(2), cv::IMREAD_UNCHANGED);
+        if (in.left.empty() || (stereo && in.right.empty())) {
+            error = "cannot read the images of frame " + row[0];
+            return false;
+        }
+        in.imu.clear();
+        while (inertial && next_imu < imu.size() && std::stoll(imu[next_imu][0]) <= in.t_ns) {
+            const auto& m = imu[next_imu++];
+            in.imu.emplace_back(std::stof(m[4]), std::stof(m[5]), std::stof(m[6]), std::stof(m[1]),
+                                std::stof(m[2]), std::stof(m[3]), std::stoll(m[0]) * 1e-9);
+        }
+        return true;
+    }
+};
+
+// The live stream on stdin (see the top); clouds are pushed to the adapter as they come.
+struct StreamInput {
+    bool stereo;
+    typedef int (*Push)(int, int, const char*, size_t);
+    Push push = nullptr;
+    long clouds = 0, imu_samples = 0;
+
+    std::string open() {
+        typedef int (*Live)();
+        auto live = reinterpret_cast<Live>(dlsym(RTLD_DEFAULT, "gf_features_live"));
+        push = reinterpret_cast<Push>(dlsym(RTLD_DEFAULT, "gf_features_push"));
+        if (!live || !push) return "stream input needs the adapter: LD_PRELOAD=.../gf_features.so";
+        live();
+        return "";
+    }
+    template <typename T>
+    static bool get(T& v) { return std::fread(&v, sizeof(T), 1, stdin) == 1; }
+    bool read(Input& in, std::string& error) {
+        in.imu.clear();
+        for (;;) {
+            char tag[4];
+            const size_t got = std::fread(tag, 1, 4, stdin);
+            if (got == 0) return false;  // the end of the stream
+            if (got != 4) return (error = "stream: truncated record tag"), false;
+            if (!std::memcmp(tag, "IMU1", 4)) {
+                int64_t t;
+                double v[6];
+                if (!get(t) || std::fread(v, sizeof(double), 6, stdin) != 6) return (error = "stream: truncated IMU"), false;
+                in.imu.emplace_back(float(v[0]), float(v[1]), float(v[2]), float(v[3]), float(v[4]), float(v[5]), t * 1e-9);
+                ++imu_samples;
+            } else if (!std::memcmp(tag, "CLD1", 4)) {
+                int32_t cam, n;
+                uint32_t len;
+                if (!get(cam) || !get(n) || !get(len)) return (error = "stream: truncated cloud"), false;
+                std::vector<char> rec(len);
+                if (len && std::fread(rec.data(), 1, len, stdin) != len) return (error = "stream: truncated cloud"), false;
+                push(cam, n, rec.data(), rec.size());
+                ++clouds;
+            } else if (!std::memcmp(tag, "FRM1", 4)) {
+                int64_t t;
+                uint32_t ncam;
+                if (!get(t) || !get(ncam) || ncam < 1 || ncam > 2) return (error = "stream: bad frame header"), false;
+                in.t_ns = t;
+                for (uint32_t c = 0; c < ncam; ++c) {
+                    uint32_t rows, cols, ch;
+                    if (!get(rows) || !get(cols) || !get(ch) || (ch != 1 && ch != 3) || rows > 16384 || cols > 16384)
+                        return (error = "stream: bad image header"), false;
+                    cv::Mat m(int(rows), int(cols), ch == 1 ? CV_8UC1 : CV_8UC3);
+                    if (std::fread(m.data, 1, m.total() * m.elemSize(), stdin) != m.total() * m.elemSize())
+                        return (error = "stream: truncated image"), false;
+                    (c == 0 ? in.left : in.right) = m;
+                }
+                if (stereo && ncam != 2) return (error = "stream: a stereo mode needs two images per frame"), false;
+                return true;
+            } else {
+                return (error = "stream: unknown record tag"), false;
+            }
+        }
+    }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,43 +249,32 @@ int main(int argc, char** argv) {
     }
     const bool stereo = sensor == ORB_SLAM3::System::STEREO || sensor == ORB_SLAM3::System::IMU_STEREO;
     const bool inertial = sensor == ORB_SLAM3::System::IMU_MONOCULAR || sensor == ORB_SLAM3::System::IMU_STEREO;
-    const auto frames = read_csv(seq + "/frames.csv");
-    const auto imu = inertial ? read_csv(seq + "/imu.csv") : std::vector<std::vector<std::string>>();
-    if (frames.empty()) {
-        std::fprintf(stderr, "%s/frames.csv: no frames\n", seq.c_str());
+    const bool live = seq == "-";
+    FolderInput folder{seq, stereo, inertial};
+    StreamInput stream{stereo};
+    const std::string opened = live ? stream.open() : folder.open();
+    if (!opened.empty()) {
+        std::fprintf(stderr, "%s\n", opened.c_str());
         return 1;
     }
     ORB_SLAM3::System slam(argv[1], argv[2], sensor, false);
     std::ofstream states(out + "/states.csv");
     states << "t_ns,state,track_ms\n";
-    size_t next_imu = 0;
     bool tracked = false;
-    const double period = pace * (frames.size() > 1
-        ? (std::stoll(frames.back()[0]) - std::stoll(frames.front()[0])) * 1e-9 / (frames.size() - 1)
-        : 0.05);
-    for (const auto& row : frames) {
-        const long long t_ns = std::stoll(row[0]);
-        const double t = t_ns * 1e-9;
-        cv::Mat left = cv::imread(seq + "/" + row[1], cv::IMREAD_UNCHANGED), right;
-        if (stereo) right = cv::imread(seq + "/" + row.at(2), cv::IMREAD_UNCHANGED);
-        if (left.empty() || (stereo && right.empty())) {
-            std::fprintf(stderr, "cannot read the images of frame %lld\n", t_ns);
-            return 1;
-        }
-        std::vector<ORB_SLAM3::IMU::Point> meas;
-        while (inertial && next_imu < imu.size() && std::stoll(imu[next_imu][0]) <= t_ns) {
-            const auto& m = imu[next_imu++];
-            meas.emplace_back(std::stof(m[4]), std::stof(m[5]), std::stof(m[6]), std::stof(m[1]),
-                              std::stof(m[2]), std::stof(m[3]), std::stoll(m[0]) * 1e-9);
-        }
+    const double period = live ? 0.0 : pace * folder.period();
+    Input in;
+    std::string error;
+    while (live ? stream.read(in, error) : folder.read(in, error)) {
+        const double t = in.t_ns * 1e-9;
         const auto t0 = std::chrono::steady_clock::now();
-        if (stereo) slam.TrackStereo(left, right, t, meas);
-        else slam.TrackMonocular(left, t, meas);
+        if (stereo) slam.TrackStereo(in.left, in.right, t, in.imu);
+        else slam.TrackMonocular(in.left, t, in.imu);
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         const int state = slam.GetTrackingState();
         tracked |= state == ORB_SLAM3::Tracking::OK || state == ORB_SLAM3::Tracking::OK_KLT;
-        states << t_ns << "," << state << "," << ms << "\n";
+        states << in.t_ns << "," << state << "," << ms << "\n";
+        states.flush();
         if (lockstep) {
             wait_idle(slam);
             continue;
@@ -179,6 +283,12 @@ int main(int argc, char** argv) {
         if (ms * 1e-3 < period)
             std::this_thread::sleep_for(std::chrono::duration<double>(period - ms * 1e-3));
     }
+    if (!error.empty()) {
+        std::fprintf(stderr, "%s\n", error.c_str());
+        return 1;
+    }
+    if (live)
+        std::fprintf(stderr, "stream: %ld clouds, %ld IMU samples\n", stream.clouds, stream.imu_samples);
     states.close();
     slam.Shutdown();
     // ORB-SLAM3's savers read a map with keyframes (an uninitialised pointer otherwise):
