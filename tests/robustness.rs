@@ -1564,3 +1564,36 @@ fn the_tracker_allocates_nothing_per_frame_after_the_first_two() {
         }
     }
 }
+
+#[test]
+fn the_host_quadtree_allocates_nothing_once_warm() {
+    // ORB-SLAM3's DistributeOctTree on the host (the GPU path's selection with
+    // `select.spread: quadtree`): its buffers are kept per thread, so after the first
+    // frames a call allocates nothing, at both of ORB-SLAM3's budgets.
+    use gpu_features::select::{quadtree, QuadtreeArea};
+    let frames = sequence();
+    let candidates: Vec<_> = frames
+        .iter()
+        .map(|img| gpu_features::cpu::fast::detect(img, 7, false))
+        .collect();
+    let mut work = Vec::with_capacity(candidates.iter().map(Vec::len).max().unwrap_or(0));
+    for pass in 0..2 {
+        for (k, (c, img)) in candidates.iter().zip(&frames).enumerate() {
+            for n in [1000, 5000] {
+                let area = QuadtreeArea {
+                    width: img.width,
+                    height: img.height,
+                    border: 19,
+                    cell: Some(35),
+                };
+                work.clear();
+                work.extend_from_slice(c);
+                let ((), allocs) = count_allocs(|| quadtree(&mut work, n, area));
+                assert!(!work.is_empty() && work.len() <= n + 2, "frame {k}");
+                if pass > 0 {
+                    assert_eq!(allocs, 0, "frame {k}, {n} points: {allocs} allocations");
+                }
+            }
+        }
+    }
+}

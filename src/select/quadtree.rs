@@ -1,6 +1,8 @@
 //! `select.spread: quadtree`: ORB-SLAM3 v1.0's `DistributeOctTree`, step for step (see
 //! [`quadtree`]).
 
+use std::cell::RefCell;
+
 use super::Corner;
 use crate::std_sort;
 
@@ -37,15 +39,29 @@ struct Node {
 /// The nodes and their list order (ORB-SLAM3 keeps a `std::list` it pushes children to the
 /// front of): `order` is the list at the start of a pass, `front` the nodes pushed during
 /// it, in push order. A split partitions its node's corners in place (stably, children n1..n4
-/// one after the other), so every node's corners stay one run of `buf`.
+/// one after the other), so every node's corners stay one run of `buf`. One per thread,
+/// reused from call to call (its buffers only grow), so a warm quadtree allocates nothing.
+#[derive(Default)]
 struct Tree {
     nodes: Vec<Node>,
     order: Vec<usize>,
     front: Vec<usize>,
     buf: Vec<Corner>,
     scratch: Vec<Corner>,
+    /// [`Tree::settle`]'s next list.
+    next: Vec<usize>,
+    /// The nodes a round could split further, and the ones being split.
+    expand: Vec<usize>,
+    pending: Vec<usize>,
+    /// [`bucket_stable`]'s counts and positions.
+    counts: Vec<u32>,
+    at: Vec<usize>,
     /// Box-relative origin.
     lo: u32,
+}
+
+thread_local! {
+    static TREE: RefCell<Tree> = RefCell::new(Tree::default());
 }
 
 impl Tree {
@@ -132,44 +148,56 @@ impl Tree {
     /// The list after a pass: the pushed nodes (last pushed first), then what is left of
     /// the list the pass started from.
     fn settle(&mut self) {
-        let mut order: Vec<usize> = self.front.drain(..).rev().collect();
-        order.extend(self.order.iter().copied().filter(|&i| self.nodes[i].alive));
-        self.order = order;
+        self.next.clear();
+        self.next.extend(self.front.drain(..).rev());
+        let nodes = &self.nodes;
+        self.next
+            .extend(self.order.iter().copied().filter(|&i| nodes[i].alive));
+        std::mem::swap(&mut self.order, &mut self.next);
     }
 }
 
-/// `v` in ascending `key` order, stably, for small integer keys below `n` (a counting
-/// sort), and how many corners each key has.
+/// `v` into `out` in ascending `key` order, stably, for small integer keys below `n` (a
+/// counting sort); `counts[k]`: how many corners key `k` has. `at` is scratch.
 fn bucket_stable(
     v: &[Corner],
     n: usize,
     key: impl Fn(&Corner) -> usize,
-) -> (Vec<Corner>, Vec<u32>) {
-    let mut counts = vec![0u32; n];
+    out: &mut Vec<Corner>,
+    counts: &mut Vec<u32>,
+    at: &mut Vec<usize>,
+) {
+    counts.clear();
+    counts.resize(n, 0);
     for c in v {
         counts[key(c)] += 1;
     }
-    let mut at: Vec<usize> = counts
-        .iter()
-        .scan(0usize, |sum, &c| {
-            let start = *sum;
-            *sum += c as usize;
-            Some(start)
-        })
-        .collect();
-    let mut out = v.to_vec();
+    at.clear();
+    let mut sum = 0usize;
+    for &c in counts.iter() {
+        at.push(sum);
+        sum += c as usize;
+    }
+    out.clear();
+    out.extend_from_slice(v);
     for c in v {
         let k = key(c);
         out[at[k]] = *c;
         at[k] += 1;
     }
-    (out, counts)
 }
 
 /// ORB-SLAM3's `vToDistributeKeys` order: cell by cell (row-major) when the corners were
 /// detected per FAST cell (`cell`), raster order inside a cell; raster order otherwise.
 /// `lo` and `(w, h)`: the box.
-fn arrival_order(corners: &mut Vec<Corner>, cell: Option<u32>, lo: i64, w: i64, h: i64) {
+fn arrival_order(
+    corners: &mut Vec<Corner>,
+    cell: Option<u32>,
+    lo: i64,
+    w: i64,
+    h: i64,
+    t: &mut Tree,
+) {
     if corners
         .windows(2)
         .any(|p| (p[0].y, p[0].x) > (p[1].y, p[1].x))
@@ -184,34 +212,39 @@ fn arrival_order(corners: &mut Vec<Corner>, cell: Option<u32>, lo: i64, w: i64, 
         let (cw, ch) = ((w + cols - 1) / cols, (h + rows - 1) / rows);
         // A cell's FAST window starts at lo + j * cw; its detections at 3 px inside it.
         let at = |v: u32, side: i64, count: i64| ((v as i64 - lo - 3) / side).clamp(0, count - 1);
-        *corners = bucket_stable(corners, (rows * cols) as usize, |c| {
-            (at(c.y, ch, rows) * cols + at(c.x, cw, cols)) as usize
-        })
-        .0;
+        let key = |c: &Corner| (at(c.y, ch, rows) * cols + at(c.x, cw, cols)) as usize;
+        let n = (rows * cols) as usize;
+        bucket_stable(corners, n, key, &mut t.scratch, &mut t.counts, &mut t.at);
+        std::mem::swap(corners, &mut t.scratch);
     }
 }
 
 impl Tree {
     /// Step 1: `round(w / h)` roots side by side over the `w x h` box at `lo`, each with its
     /// corners (in arrival order) as one run; the empty ones left out of the list.
-    fn roots(corners: &[Corner], lo: i64, w: i64, h: i64) -> Tree {
+    fn roots(&mut self, corners: &[Corner], lo: i64, w: i64, h: i64) {
         let n_ini = ((w as f32 / h as f32).round() as i32).max(1);
         let hx = w as f32 / n_ini as f32;
         let root_of =
             |c: &Corner| (((c.x as i64 - lo) as f32 / hx) as usize).min(n_ini as usize - 1);
-        let (buf, counts) = bucket_stable(corners, n_ini as usize, root_of);
-        let mut tree = Tree {
-            nodes: Vec::new(),
-            order: Vec::new(),
-            front: Vec::new(),
-            scratch: Vec::with_capacity(buf.len()),
-            buf,
-            lo: lo as u32,
-        };
+        let n = n_ini as usize;
+        bucket_stable(
+            corners,
+            n,
+            root_of,
+            &mut self.buf,
+            &mut self.counts,
+            &mut self.at,
+        );
+        self.nodes.clear();
+        self.order.clear();
+        self.front.clear();
+        self.lo = lo as u32;
         let mut start = 0u32;
-        for (i, &len) in counts.iter().enumerate() {
+        for i in 0..n {
+            let len = self.counts[i];
             let i = i as i32;
-            let id = tree.push(Node {
+            let id = self.push(Node {
                 x0: (hx * i as f32) as i32,
                 y0: 0,
                 x1: (hx * (i + 1) as f32) as i32,
@@ -223,18 +256,18 @@ impl Tree {
             });
             start += len;
             if len > 0 {
-                tree.order.push(id);
+                self.order.push(id);
             }
         }
-        tree
     }
 
     /// Step 2: rounds of splits until `n` nodes, a round that adds none, or the one-at-a-time
     /// splits of the biggest nodes that reach `n`.
     fn distribute(&mut self, n: usize) {
+        let mut expand = std::mem::take(&mut self.expand);
         loop {
             let prev = self.order.len();
-            let mut expand = Vec::new();
+            expand.clear();
             for i in 0..self.order.len() {
                 let id = self.order[i];
                 if !self.nodes[id].no_more {
@@ -244,28 +277,32 @@ impl Tree {
             self.settle();
             let size = self.order.len();
             if size >= n || size == prev {
-                return;
+                break;
             }
             if size + expand.len() * 3 > n {
-                return self.split_biggest(n, size, expand);
+                self.split_biggest(n, size, &mut expand);
+                break;
             }
         }
+        self.expand = expand;
     }
 
     /// The last round could overshoot `n` (from `count` nodes): `expand`, sorted by
     /// (corners, left edge) with libstdc++'s `std::sort`, split from the back until `n`,
     /// then their children likewise, until `n` or a pass that adds nothing.
-    fn split_biggest(&mut self, n: usize, mut count: usize, mut expand: Vec<usize>) {
+    fn split_biggest(&mut self, n: usize, mut count: usize, expand: &mut Vec<usize>) {
+        let mut pending = std::mem::take(&mut self.pending);
         loop {
             let prev = count;
-            let mut pending = std::mem::take(&mut expand);
+            std::mem::swap(&mut pending, expand);
+            expand.clear();
             let nodes = &self.nodes;
             std_sort::sort_by(&mut pending, |&a, &b| {
                 let (na, nb) = (&nodes[a], &nodes[b]);
                 (na.len, na.x0) < (nb.len, nb.x0)
             });
             for &id in pending.iter().rev() {
-                count += self.split(id, &mut expand);
+                count += self.split(id, expand);
                 count -= 1;
                 if count >= n {
                     break;
@@ -273,27 +310,26 @@ impl Tree {
             }
             self.settle();
             if count >= n || count == prev {
-                return;
+                break;
             }
         }
+        self.pending = pending;
     }
 
-    /// Step 3: each node's first corner of the largest response, in list order.
-    fn best_per_node(&self) -> Vec<Corner> {
-        self.order
-            .iter()
-            .map(|&i| {
-                let nd = &self.nodes[i];
-                let pts = &self.buf[nd.start as usize..(nd.start + nd.len) as usize];
-                let mut best = pts[0];
-                for c in &pts[1..] {
-                    if c.response > best.response {
-                        best = *c;
-                    }
+    /// Step 3: each node's first corner of the largest response, in list order, into `out`.
+    fn best_per_node(&self, out: &mut Vec<Corner>) {
+        out.clear();
+        out.extend(self.order.iter().map(|&i| {
+            let nd = &self.nodes[i];
+            let pts = &self.buf[nd.start as usize..(nd.start + nd.len) as usize];
+            let mut best = pts[0];
+            for c in &pts[1..] {
+                if c.response > best.response {
+                    best = *c;
                 }
-                best
-            })
-            .collect()
+            }
+            best
+        }));
     }
 }
 
@@ -331,8 +367,11 @@ pub fn quadtree(corners: &mut Vec<Corner>, n: usize, area: QuadtreeArea) {
         corners.clear();
         return;
     }
-    arrival_order(corners, area.cell, lo, w, h);
-    let mut tree = Tree::roots(corners, lo, w, h);
-    tree.distribute(n);
-    *corners = tree.best_per_node();
+    TREE.with(|t| {
+        let t = &mut *t.borrow_mut();
+        arrival_order(corners, area.cell, lo, w, h, t);
+        t.roots(corners, lo, w, h);
+        t.distribute(n);
+        t.best_per_node(corners);
+    });
 }
