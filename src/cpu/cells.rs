@@ -53,8 +53,11 @@ pub fn cell_windows(
 /// look across window edges (ORB-SLAM3 runs FAST on each window alone). The result is
 /// deduplicated and in raster order, `response` = FAST score.
 ///
-/// Computed in one FAST pass at `lo = min(threshold, min_threshold)` over the detectable
-/// area instead of two per window (as the CUDA `fast_cells` + `cell_filter` do):
+/// With NMS (ORB-SLAM3's case): one FAST pass at `threshold` over the detectable area (its
+/// first FAST per window), then one at `min_threshold` over the cells where that kept
+/// nothing, the NMS of each within its cell. Without NMS, one pass at
+/// `lo = min(threshold, min_threshold)` (as the CUDA `fast_cells` + `cell_filter` do),
+/// the same corners as two per window:
 /// - a pixel is a corner at `t >= 1` iff it is one at `lo` with score `>= t`;
 /// - FAST with NMS on a window compares each corner with its 8 neighbours, which count as 0
 ///   outside the window's detectable part (its cell): so a survivor beats its same-cell
@@ -82,25 +85,38 @@ pub fn fast_in_cells(
     let mut out = Vec::new();
     let ys = grid.area_y.clone();
     if nonmax_suppression {
-        let w = img.width;
-        let mut nms = CellNms {
-            scores: [vec![0u8; w], vec![0u8; w], vec![0u8; w]],
-            xs: [Vec::new(), Vec::new(), Vec::new()],
-            open: ys.start - 1,
-            grid: &grid,
-            threshold,
-            reached: &mut reached,
-            out: &mut out,
-        };
-        fast::scan_corners(img, lo, ys.clone(), &mut |x, y, s| {
-            if grid.col[x] != NO_CELL {
-                nms.open_to(y);
-                nms.scores[y % 3][x] = s;
-                nms.xs[y % 3].push(x as u32);
-            }
-        });
-        // Two more (empty) rows let the last area row go through NMS.
+        // ORB-SLAM3's first FAST per window, every cell at `threshold`.
+        let mut nms = CellNms::new(img.width, &grid, threshold, &mut reached, &mut out);
+        fast::scan_corners(img, threshold, ys.clone(), &mut |x, y, s| nms.add(x, y, s));
         nms.open_to(ys.end + 1);
+        if retry {
+            // Again at `min_threshold`, in the cells where that kept nothing: row by row,
+            // each such cell's columns, so the NMS ring still sees raster order.
+            let todo: Vec<bool> = reached.iter().map(|r| !r).collect();
+            let first = out.len();
+            let ncols = grid.col_spans.len();
+            let mut nms = CellNms::new(img.width, &grid, threshold, &mut reached, &mut out);
+            for (r, rows) in grid.row_spans.iter().enumerate() {
+                let cols: Vec<usize> = (0..ncols).filter(|&c| todo[r * ncols + c]).collect();
+                if cols.is_empty() {
+                    continue;
+                }
+                for y in rows.clone() {
+                    for &c in &cols {
+                        let xs = grid.col_spans[c].clone();
+                        fast::scan_corners_in(img, lo, y..y + 1, xs, &mut |x, y, s| {
+                            nms.add(x, y, s)
+                        });
+                    }
+                }
+            }
+            nms.open_to(ys.end + 1);
+            if out.len() > first {
+                // The cells tile the area: merging the passes is a sort by position.
+                out.sort_unstable_by_key(|k| (k.y, k.x));
+            }
+        }
+        return out;
     } else {
         fast::scan_corners(img, lo, ys, &mut |x, y, s| {
             let c = grid.col[x];
@@ -138,6 +154,9 @@ struct CellGrid {
     row: Vec<u32>,
     /// The area's rows.
     area_y: std::ops::Range<usize>,
+    /// Each cell column's and cell row's pixels (the detectable parts).
+    col_spans: Vec<std::ops::Range<usize>>,
+    row_spans: Vec<std::ops::Range<usize>>,
     /// Number of cells.
     cells: usize,
 }
@@ -173,6 +192,17 @@ impl CellGrid {
         };
         let (col, cols) = axis(width);
         let (mut row, rows) = axis(height);
+        let spans = |idx: &[u32], n: usize| {
+            let mut out = vec![usize::MAX..0; n];
+            for (v, &i) in idx.iter().enumerate() {
+                if i != NO_CELL {
+                    let r = &mut out[i as usize];
+                    *r = r.start.min(v)..r.end.max(v + 1);
+                }
+            }
+            out
+        };
+        let (col_spans, row_spans) = (spans(&col, cols), spans(&row, rows));
         for r in row.iter_mut().filter(|r| **r != NO_CELL) {
             *r *= cols as u32;
         }
@@ -180,6 +210,8 @@ impl CellGrid {
             col,
             row,
             area_y: b..height - b,
+            col_spans,
+            row_spans,
             cells: cols * rows,
         })
     }
@@ -200,7 +232,34 @@ struct CellNms<'a> {
     out: &'a mut Vec<Corner>,
 }
 
-impl CellNms<'_> {
+impl<'a> CellNms<'a> {
+    fn new(
+        width: usize,
+        grid: &'a CellGrid,
+        threshold: u8,
+        reached: &'a mut [bool],
+        out: &'a mut Vec<Corner>,
+    ) -> Self {
+        CellNms {
+            scores: [vec![0u8; width], vec![0u8; width], vec![0u8; width]],
+            xs: [Vec::new(), Vec::new(), Vec::new()],
+            open: grid.area_y.start - 1,
+            grid,
+            threshold,
+            reached,
+            out,
+        }
+    }
+
+    /// A corner of the area (raster order), kept for the NMS of its row.
+    fn add(&mut self, x: usize, y: usize, s: u8) {
+        if self.grid.col[x] != NO_CELL {
+            self.open_to(y);
+            self.scores[y % 3][x] = s;
+            self.xs[y % 3].push(x as u32);
+        }
+    }
+
     /// Opens rows `open + 1 ..= to`: suppresses row r - 2 then clears r's slot.
     fn open_to(&mut self, to: usize) {
         while self.open < to {
@@ -358,6 +417,37 @@ mod tests {
             .iter()
             .filter(|c| c.x >= b && c.y >= b && c.x + b < 320 && c.y + b < 200)
             .all(|c| cells.contains(c)));
+    }
+
+    #[test]
+    fn with_nms_each_cell_is_fast_on_its_window_then_the_retry() {
+        // ORB-SLAM3's definition, window by window: FAST with NMS on the window's own
+        // pixels at the threshold, at the min threshold where that found nothing.
+        let img = noise(320, 200);
+        let (b, hi, lo) = (19, 60, 7);
+        let got = fast_in_cells(&img, hi, lo, true, 30, b);
+        let mut want = Vec::new();
+        let mut retried = 0;
+        for &(x0, y0, x1, y1) in &cell_windows(320, 200, 30, b) {
+            let (w, h) = ((x1 - x0) as usize, (y1 - y0) as usize);
+            let data = (y0..y1)
+                .flat_map(|y| img.row(y as usize)[x0 as usize..x1 as usize].to_vec())
+                .collect();
+            let win = GrayImage::from_vec(w, h, data).unwrap();
+            let mut c = fast::detect(&win, hi, true);
+            if c.is_empty() {
+                c = fast::detect(&win, lo, true);
+                retried += !c.is_empty() as usize;
+            }
+            want.extend(c.into_iter().map(|k| Corner {
+                x: k.x + x0,
+                y: k.y + y0,
+                ..k
+            }));
+        }
+        want.sort_unstable_by_key(|k| (k.y, k.x));
+        assert!(retried > 5 && want.len() > 100, "retried {retried}");
+        assert_eq!(got, want);
     }
 
     #[test]
