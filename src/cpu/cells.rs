@@ -193,11 +193,15 @@ impl CellGrid {
         let (col, cols) = axis(width);
         let (mut row, rows) = axis(height);
         let spans = |idx: &[u32], n: usize| {
-            let mut out = vec![usize::MAX..0; n];
+            // Cells run left to right: each one's first and last pixel.
+            let mut out = vec![0..0; n];
             for (v, &i) in idx.iter().enumerate() {
                 if i != NO_CELL {
                     let r = &mut out[i as usize];
-                    *r = r.start.min(v)..r.end.max(v + 1);
+                    if r.start == r.end {
+                        r.start = v;
+                    }
+                    r.end = v + 1;
                 }
             }
             out

@@ -599,13 +599,8 @@ mod tests {
             let rows: Rows = std::array::from_fn(|i| &data[i][..]);
             for x0 in 3..=w - LANES - 3 {
                 let batch = score_lanes(&rows, x0);
-                for i in 0..LANES {
-                    assert_eq!(
-                        batch[i],
-                        lane_score(&rows, x0 + i),
-                        "spread {spread} x {}",
-                        x0 + i
-                    );
+                for (i, &b) in batch.iter().enumerate() {
+                    assert_eq!(b, lane_score(&rows, x0 + i), "spread {spread} x {}", x0 + i);
                 }
             }
         }
