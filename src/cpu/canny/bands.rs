@@ -51,8 +51,9 @@ fn push_seed_rows(
 
 /// [`canny`] in `bands` bands of rows on the current rayon pool, the same edge map: each
 /// band classifies its rows (its own Sobel ring, from the row above it), then each band
-/// finds its rows' seeds in the finished class map; the flood fill runs once over all
-/// seeds (its result does not depend on their order), and the edge map is written by rows.
+/// finds its rows' seeds in the finished class map and floods inside its rows
+/// ([`flood_band`]); one flood over the whole map from the bands' first and last rows joins
+/// them (the result does not depend on the order), and the edge map is written by rows.
 pub fn canny_banded(
     img: &GrayImage,
     cfg: &CannyConfig,
