@@ -13,12 +13,14 @@
 //!    no Rust code references it).
 //! 2. The wheels' own RUNPATHs point at folders that do not exist after pip installs them, so
 //!    the binary gets a DT_RPATH (which, unlike RUNPATH, also serves its dependencies) to
-//!    <venv>/lib and every site-packages/ros_*.libs folder: it runs without LD_LIBRARY_PATH.
+//!    <venv>/lib, every site-packages/ros_*.libs folder and the lib folder of every prefix
+//!    scripts/setup-ros-msgs.sh built (foxglove_msgs): it runs without LD_LIBRARY_PATH.
 use std::env;
 use std::fs;
 use std::path::Path;
 
 const MARKER: &str = ".gpu_features-pip-ros-prefix";
+const MSGS_MARKER: &str = ".gpu_features-ros-msgs-prefix";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -67,6 +69,14 @@ fn main() {
             .collect();
         libs.sort();
         rpath.extend(libs);
+    }
+    // Message packages scripts/setup-ros-msgs.sh built beside the wheels (foxglove_msgs).
+    for p in prefixes.split(':').filter(|p| !p.is_empty()) {
+        let p = Path::new(p);
+        if p.join(MSGS_MARKER).exists() {
+            println!("cargo:rerun-if-changed={}", p.join(MSGS_MARKER).display());
+            rpath.push(p.join("lib").display().to_string());
+        }
     }
     println!(
         "cargo:rustc-link-arg=-Wl,--disable-new-dtags,-rpath,{}",

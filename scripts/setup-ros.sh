@@ -11,7 +11,9 @@
 #     ros2interface, rosidl_runtime_py), from the sources in ../shared/ros-tools: its
 #     setup.sh installs them into the venv and builds composition_interfaces (which
 #     launch_ros needs) into target/ros-tools/prefix. Without that folder this part is left
-#     out, `--env` exports GF_ROS_TOOLS=0, and the tests that need `ros2` say SKIPPED.
+#     out, `--env` exports GF_ROS_TOOLS=0, and the tests that need `ros2` say SKIPPED;
+#   - foxglove_msgs (ros/foxglove_msgs, for the node's `foxglove_annotations`), built for the
+#     distribution into target/ros-msgs/<distro> (scripts/setup-ros-msgs.sh), Jazzy too.
 #
 # Idempotent and cached: a second run with unchanged pins does nothing but check (a few
 # seconds). pip's own cache (~/.cache/pip) makes a rebuilt venv cheap.
@@ -136,6 +138,12 @@ else
   log "no $TOOLS_SRC: ros2 CLI and launch not installed (tests needing them say SKIPPED)"
 fi
 
+# 7. foxglove_msgs (ros/foxglove_msgs; no wheel carries it) for the node's
+#    `foxglove_annotations`, built with the distribution's rosidl generators into
+#    target/ros-msgs/<distro> (scripts/setup-ros-msgs.sh: ~25 s, then a stamp check).
+MSGS_PREFIX=${GF_ROS_MSGS_DIR:-$ROOT/target/ros-msgs}/$DISTRO
+bash "$ROOT/scripts/setup-ros-msgs.sh" "$VENV" "$DISTRO" "$MSGS_PREFIX"
+
 if [ "$EMIT_ENV" = 1 ]; then
   LIBS=$(ls -d "$VENV"/lib/python3*/site-packages/ros_*.libs 2>/dev/null | paste -sd: -)
   AMENT=$VENV
@@ -144,6 +152,8 @@ if [ "$EMIT_ENV" = 1 ]; then
     AMENT=$VENV:$TOOLS_PREFIX   # the venv first: build.rs reads its marker there
     TOOLS_LD=:$TOOLS_PREFIX/lib
   fi
+  AMENT=$AMENT:$MSGS_PREFIX
+  TOOLS_LD=$TOOLS_LD:$MSGS_PREFIX/lib
   cat <<EOF
 export ROS_VENV='$VENV'
 export GF_ROS_DISTRO='$DISTRO'
@@ -153,12 +163,15 @@ export CMAKE_PREFIX_PATH='$VENV'
 # the Jazzy wheels it is the truth)
 export ROS_DISTRO=jazzy
 # r2r generates bindings only for these (every dependency of a used message must be listed)
-export IDL_PACKAGE_FILTER='std_msgs;sensor_msgs;geometry_msgs;builtin_interfaces;diagnostic_msgs;rcl_interfaces;rosgraph_msgs'
+export IDL_PACKAGE_FILTER='std_msgs;sensor_msgs;geometry_msgs;builtin_interfaces;diagnostic_msgs;rcl_interfaces;rosgraph_msgs;foxglove_msgs'
 export LD_LIBRARY_PATH='$VENV/lib:$LIBS$TOOLS_LD'\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 export PATH='$CARGO_TOOLS/bin:$VENV/bin':\$PATH
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export GF_ROS_TOOLS=$HAVE_TOOLS
 EOF
+  for d in "$MSGS_PREFIX"/lib/python3*/site-packages; do
+    echo "export PYTHONPATH='$d'\${PYTHONPATH:+:\$PYTHONPATH}"
+  done
   if [ "$HAVE_TOOLS" = 1 ]; then
     for d in "$TOOLS_PREFIX"/lib/python3*/site-packages; do
       echo "export PYTHONPATH='$d'\${PYTHONPATH:+:\$PYTHONPATH}"

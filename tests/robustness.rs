@@ -21,7 +21,7 @@ use gpu_features::config::{
     OrientConfig, PyramidConfig, Scales, ScoreType, SelectConfig, Spread,
 };
 use gpu_features::image::{MAX_PIXELS, MAX_SIDE};
-use gpu_features::output::{csv, pointcloud};
+use gpu_features::output::{annotations, csv, pointcloud};
 use gpu_features::replay;
 use gpu_features::{BackendChoice, Config, Encoding, Features, ImageView, Pipeline};
 use proptest::prelude::*;
@@ -1037,7 +1037,9 @@ fn cdr_samples() -> &'static [(&'static str, Vec<u8>)] {
             ),
             (
                 cdr::IMAGE_ANNOTATIONS,
-                replay::annotations_message(&header(0), &kps),
+                annotations::KeypointAnnotations::default()
+                    .encode(header(0).stamp, &kps)
+                    .to_vec(),
             ),
         ]
     })

@@ -2,6 +2,7 @@
 //!
 //! May import: `cdr`, `config`, `features`, `image`, `matching`, `track`.
 
+pub mod annotations;
 pub mod csv;
 pub mod gate;
 pub mod matches;

@@ -64,8 +64,8 @@ pub use self::cli::{main, ReplayArgs};
 pub use self::frame::{decode_frame, FrameData, FrameSkip};
 use self::messages::edges_message;
 pub use self::messages::{
-    annotations_message, annotations_topic, debug_image_topic, edges_topic, feature_topic,
-    keypoints_message, keypoints_topic, restart_topic, tracks_message, tracks_topic,
+    annotations_topic, debug_image_topic, edges_topic, feature_topic, keypoints_message,
+    keypoints_topic, restart_topic, tracks_message, tracks_topic,
 };
 pub use self::run::run;
 pub use self::tracks::camera_info_topic;

@@ -12,9 +12,9 @@ use super::report::{self, FrameStats, Heatmap, ReportInput};
 use super::stereo::{StereoPair, Waiting};
 use super::tracks::{Cameras, TrackFrame, TrackState};
 use super::{
-    annotations_message, annotations_topic, camera_info_topic, decode_frame, edges_message,
-    edges_topic, is_image_type, keypoints_message, keypoints_topic, select_topics, FrameSkip,
-    ReplayOptions, ReplaySummary, TrackMatcher,
+    annotations_topic, camera_info_topic, decode_frame, edges_message, edges_topic, is_image_type,
+    keypoints_message, keypoints_topic, select_topics, FrameSkip, ReplayOptions, ReplaySummary,
+    TrackMatcher,
 };
 use crate::bag::reader::{Bag, Flow, RawMessage};
 use crate::bag::writer::McapBagWriter;
@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::eval;
 use crate::features::{Descriptor, Features, Keypoint};
 use crate::image::GrayImage;
+use crate::output::annotations::KeypointAnnotations;
 use crate::pipeline::Pipeline;
 
 /// Runs a replay: see the module docs for the outputs.
@@ -103,6 +104,8 @@ struct Replayer<'a> {
     skipped: usize,
     skip_reasons: BTreeMap<String, usize>,
     scratch: Vec<u8>,
+    /// The keypoints' Foxglove annotations (the node's encoder: the same bytes).
+    annotations: KeypointAnnotations,
     heatmap: Heatmap,
     processing_s: f64,
     /// Frames processed, all topics.
@@ -178,6 +181,7 @@ impl<'a> Replayer<'a> {
             skipped: 0,
             skip_reasons: BTreeMap::new(),
             scratch: Vec::new(),
+            annotations: KeypointAnnotations::default(),
             heatmap: Heatmap::new(report::COVERAGE_CELL),
             processing_s: 0.0,
             done: 0,
@@ -286,12 +290,8 @@ impl<'a> Replayer<'a> {
         if let (Some(ch), Some(edges)) = (edges_ch, features.edges.as_ref()) {
             w.write(ch, at.0, at.1, &edges_message(header, edges))?;
         }
-        w.write(
-            ann_ch,
-            at.0,
-            at.1,
-            &annotations_message(header, &features.keypoints),
-        )?;
+        let ann = self.annotations.encode(header.stamp, &features.keypoints);
+        w.write(ann_ch, at.0, at.1, ann)?;
 
         // Evaluation measures (and the tracks, on the same gray image).
         let mut gray = GrayImage::default();

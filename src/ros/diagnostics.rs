@@ -30,6 +30,8 @@ pub(super) struct Stats {
     /// the rate checked against `diagnostics.expected_hz` is over that span, as
     /// diagnostic_updater's FrequencyStatus counts over its window of updates.
     pub(super) rate_marks: std::collections::VecDeque<(Instant, u64)>,
+    /// With `foxglove_annotations`: the topic published, or why there is none.
+    pub(super) annotations: Option<Result<String, String>>,
 }
 
 /// How many diagnostics periods the checked rate spans.
@@ -263,6 +265,11 @@ pub(super) fn diagnostic_status(
         ));
         values.push(kv("camera_model", s.track.camera.describe()));
     }
+    match &s.annotations {
+        None => {}
+        Some(Ok(t)) => values.push(kv("foxglove_annotations", t.clone())),
+        Some(Err(_)) => values.push(kv("foxglove_annotations", "unavailable".into())),
+    }
     let since_frame = s.last_frame.map(|t| (now - t).as_secs_f64());
     values.push(kv(
         "since_last_frame_s",
@@ -355,6 +362,9 @@ fn level_and_message(
     if let (true, Some(p)) = (s.track.enabled, &s.track.camera_problem) {
         found.push((WARN, p.clone()));
     }
+    if let Some(Err(why)) = &s.annotations {
+        found.push((WARN, why.clone()));
+    }
     // The rate once frames come (a stopped camera is the timeout's).
     let (lo, hi) = (
         rules.expected_hz * (1.0 - rules.hz_tolerance),
@@ -426,6 +436,35 @@ mod tests {
             .iter()
             .any(|kv| kv.key == "gpu_failures" && kv.value == "1"));
         assert_eq!(d.name, "gpu_features: left");
+    }
+
+    #[test]
+    fn foxglove_annotations_without_their_type_is_a_warning() {
+        let mut s = Stats {
+            count: Counts {
+                processed: 10,
+                ..Default::default()
+            },
+            annotations: Some(Ok("keypoints/annotations".into())),
+            ..Default::default()
+        };
+        let rules = DiagnosticsRules::default();
+        let d = diagnostic_status("/gpu_features", "", &mut s, &rules);
+        assert_eq!(d.level, 0);
+        let value = |d: &DiagnosticStatus| {
+            d.values
+                .iter()
+                .find(|kv| kv.key == "foxglove_annotations")
+                .map(|kv| kv.value.clone())
+        };
+        assert_eq!(value(&d).as_deref(), Some("keypoints/annotations"));
+        s.annotations = Some(Err("foxglove_annotations: no foxglove_msgs".into()));
+        let d = diagnostic_status("/gpu_features", "", &mut s, &rules);
+        assert_eq!((d.level, value(&d).as_deref()), (1, Some("unavailable")));
+        assert!(d.message.contains("no foxglove_msgs"), "{}", d.message);
+        s.annotations = None;
+        let d = diagnostic_status("/gpu_features", "", &mut s, &rules);
+        assert_eq!((d.level, value(&d)), (0, None));
     }
 
     #[test]

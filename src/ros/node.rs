@@ -355,6 +355,12 @@ fn worker(
     let pub_kp = untyped(node, "keypoints", crate::cdr::POINT_CLOUD2)?;
     let pub_edges = untyped(node, "edges", crate::cdr::IMAGE)?;
     let pub_debug = untyped(node, "debug_image", crate::cdr::IMAGE)?;
+    let pub_ann = if params.lock().unwrap().settings.foxglove_annotations {
+        let t = topic(name, "keypoints/annotations");
+        super::publish::annotations_publisher(node, &t, out_qos, &input.stats, logger)
+    } else {
+        None
+    };
     let pub_matches = node
         .create_publisher::<PointCloud2>(&topic(name, "matches"), out_qos.clone())
         .map_err(|e| format!("publisher: {e}"))?;
@@ -372,6 +378,7 @@ fn worker(
         pub_kp,
         pub_edges,
         pub_debug,
+        pub_ann,
         pub_matches,
         tracks,
     })

@@ -119,6 +119,11 @@ pub const NODE_SPECS: &[NodeSpec] = &[
         "a VINS-Fusion or VINS-Mono config file: its cameras and front-end keys set the tracker at start (empty = none)",
     ),
     node(
+        "foxglove_annotations",
+        Some(Domain::Bool),
+        "publish keypoints/annotations (foxglove_msgs/ImageAnnotations: the keypoints coloured by level, their angles, a count; the replay's) while someone subscribes; needs foxglove_msgs when the node was built",
+    ),
+    node(
         "keep_freed_memory",
         Some(Domain::Bool),
         "glibc's malloc keeps freed frame buffers for the next frames (the RSS stays at its peak)",
@@ -197,6 +202,10 @@ pub struct NodeSettings {
     /// glibc's malloc keeps freed frame buffers for the next frames instead of returning
     /// them to the kernel ([`NodeSettings::apply_memory_policy`]).
     pub keep_freed_memory: bool,
+    /// `foxglove_annotations`: each input publishes `keypoints/annotations`
+    /// (`foxglove_msgs/msg/ImageAnnotations`, [`crate::output::annotations`]) while someone
+    /// subscribes.
+    pub foxglove_annotations: bool,
 }
 
 impl Default for NodeSettings {
@@ -213,6 +222,7 @@ impl Default for NodeSettings {
             feature_format: "vins_fusion".into(),
             vins_config: String::new(),
             keep_freed_memory: true,
+            foxglove_annotations: false,
         }
     }
 }

@@ -19,6 +19,7 @@ use super::tracks::{Early, TrackOutputs};
 use crate::features::Features;
 use crate::image::OwnedFrame;
 use crate::image::{GrayImage, ImageView};
+use crate::output::annotations::KeypointAnnotations;
 use crate::pipeline::{BackendChoice, Pipeline};
 
 /// Node-side latencies kept for the shutdown summary (bounded).
@@ -47,6 +48,8 @@ pub(super) struct Worker {
     /// `edges` and `debug_image`, published as serialized bytes ([`convert::ImageCdr`]).
     pub(super) pub_edges: r2r::PublisherUntyped,
     pub(super) pub_debug: r2r::PublisherUntyped,
+    /// `keypoints/annotations` with `foxglove_annotations` (and foxglove_msgs in the build).
+    pub(super) pub_ann: Option<r2r::PublisherUntyped>,
     pub(super) pub_matches: r2r::Publisher<PointCloud2>,
     pub(super) tracks: TrackOutputs,
 }
@@ -95,6 +98,7 @@ impl Worker {
                 bad_input_log,
                 error_log,
                 kp_cdr,
+                annotations: KeypointAnnotations::default(),
                 image_cdr: convert::ImageCdr::default(),
                 gray,
                 features,
@@ -158,6 +162,7 @@ pub(super) struct Running {
     bad_input_log: RateLimit,
     error_log: RateLimit,
     kp_cdr: convert::KeypointsCdr,
+    annotations: KeypointAnnotations,
     image_cdr: convert::ImageCdr,
     gray: GrayImage,
     features: Features,
@@ -402,9 +407,9 @@ impl Running {
         }
     }
 
-    /// `keypoints`, serialized by us into reused buffers and published as bytes
-    /// (docs/performance.md, change 55); only while someone subscribes (change 63), as
-    /// every output.
+    /// `keypoints` (and its Foxglove annotations), serialized by us into reused buffers and
+    /// published as bytes (docs/performance.md, change 55); only while someone subscribes
+    /// (change 63), as every output.
     fn publish_keypoints(&mut self) {
         if listened(self.w.pub_kp.get_inter_process_subscription_count()) {
             let bytes = self.kp_cdr.encode(
@@ -413,6 +418,15 @@ impl Running {
                 self.features.descriptors_for(self.pipeline.config()),
             );
             let _ = self.w.pub_kp.publish_raw(bytes);
+        }
+        if let Some(p) = &self.w.pub_ann {
+            if listened(p.get_inter_process_subscription_count()) {
+                let stamp = crate::cdr::Time {
+                    sec: self.header.stamp.sec,
+                    nanosec: self.header.stamp.nanosec,
+                };
+                let _ = p.publish_raw(self.annotations.encode(stamp, &self.features.keypoints));
+            }
         }
     }
 

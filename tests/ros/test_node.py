@@ -29,6 +29,7 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters, SetParametersAtomically
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud, PointCloud2
 from std_msgs.msg import Bool
 
@@ -1343,6 +1344,73 @@ def main():
     R.case('the node\'s feature messages equal the replay\'s, byte for byte', t_node_is_replay)
     R.case('as VINS-Mono\'s feature_tracker (a VINS-Mono config): the node\'s feature messages '
            'equal the replay\'s', t_node_is_replay_vins_mono)
+
+    # ---- Foxglove annotations from the node: the replay's, byte for byte
+    def t_foxglove_annotations():
+        """foxglove_annotations:=true: the node's keypoints/annotations
+        (foxglove_msgs/ImageAnnotations; ros/foxglove_msgs built by scripts/setup-ros.sh, or a
+        ROS install's package) are the replay's <image>/keypoints/annotations for the same
+        frames and stamps, byte for byte; /diagnostics names the topic."""
+        if not args.tools:
+            raise Skipped('no --tools (the gpu_features CLI, images_bag, bag_digest)')
+        try:
+            from foxglove_msgs.msg import ImageAnnotations
+        except ImportError as e:
+            raise AssertionError(f'foxglove_msgs is not importable ({e}): scripts/setup-ros.sh '
+                                 'builds it for the wheels; with a ROS install, install '
+                                 'ros-$ROS_DISTRO-foxglove-msgs')
+        tools, ns = args.tools, '/gf_foxglove'
+        n, t0, period = 4, 2_000_000_000, 50_000_000
+        pngs = [os.path.join(DATA, 'seq', f'cockatoo_{k:02d}.png') for k in range(n)]
+        bag, out = os.path.join(tmp, 'foxglove.mcap'), os.path.join(tmp, 'foxglove')
+        subprocess.run([os.path.join(tools, 'images_bag'), bag, '/cam/image', 'cam', str(t0),
+                        str(period)] + pngs, check=True)
+        subprocess.run([os.path.join(tools, 'gpu_features'), 'replay', '--backend', args.backend,
+                        '--out', out, bag], check=True, stdout=subprocess.DEVNULL)
+        lines = subprocess.run([os.path.join(tools, 'bag_digest'), os.path.join(out, 'out.mcap'),
+                                '--each'], check=True, capture_output=True, text=True).stdout
+        want = [int(l.split()[2], 16) for l in lines.splitlines()
+                if l.startswith('/cam/image/keypoints/annotations ') and 'messages' not in l]
+        assert len(want) == n, lines
+        raw = []
+        topic = f'{ns}/keypoints/annotations'
+        qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE,
+                         history=HistoryPolicy.KEEP_LAST)
+        H.node.create_subscription(ImageAnnotations, topic, lambda m: raw.append(m), qos, raw=True)
+        H.listen(f'{ns}/keypoints', PointCloud2)
+        frames = [to_encoding(f'cockatoo_{k}', g, 'mono8') for k, g in enumerate(seq_gray(n))]
+        p, f = start_node(node_bin, ['-r', '__ns:=' + ns, '-p', f'backend:={args.backend}',
+                                     '-p', 'foxglove_annotations:=true'],
+                          os.path.join(tmp, 'foxglove.log'))
+        try:
+            assert H.wait_subscribers(f'{ns}/image'), 'no image subscription'
+            end = time.monotonic() + 10
+            while H.node.count_publishers(topic) == 0 and time.monotonic() < end:
+                time.sleep(0.05)
+            assert H.node.count_publishers(topic) == 1, f'no publisher of {topic}'
+            time.sleep(0.5)
+            for k, fr in enumerate(frames):
+                t = t0 + k * period
+                H.send_and_wait(f'{ns}/image', fr, (t // 1_000_000_000, t % 1_000_000_000), 'cam',
+                                [(f'{ns}/keypoints', PointCloud2)], resend=False)
+            end = time.monotonic() + 5
+            while len(raw) < n and time.monotonic() < end:
+                time.sleep(0.05)
+            got = [fnv(bytes(m)) for m in raw]
+            assert got == want, ([hex(x) for x in got], [hex(x) for x in want])
+            m = deserialize_message(bytes(raw[-1]), ImageAnnotations)
+            kinds = [a.type for a in m.points]
+            assert kinds == [1, 4] and len(m.points[0].points) > 100, (kinds, m.texts)
+            log(f'  {n} frames: the node\'s keypoints/annotations equal the replay\'s byte for byte '
+                f'(last: {len(m.points[0].points)} points, {m.texts[0].text!r})')
+            H.wait_diag('gf_foxglove', lambda kv: kv.get('foxglove_annotations', '')
+                        .endswith('keypoints/annotations'))
+        finally:
+            rc = stop_node(p, signal.SIGINT)
+            f.close()
+        assert rc == 0, f'exit status {rc} after SIGINT'
+    R.case('foxglove_annotations: the node\'s Foxglove ImageAnnotations equal the replay\'s, '
+           'byte for byte', t_foxglove_annotations)
 
     # ---- stereo tracks (VINS-Fusion's mode): two inputs, track.stereo
     def t_stereo_tracks():

@@ -19,6 +19,7 @@
 //! | `diagnostics.max_stamp_lag` | double (s) | `5.0`       | read-only   |
 //! | `feature_format`       | string       | `vins_fusion`  | read-only   |
 //! | `keep_freed_memory`    | bool         | `true`         | read-only   |
+//! | `foxglove_annotations` | bool         | `false`        | read-only   |
 //! | `debug_image`          | bool         | `false`        | yes         |
 //! | `match.previous`       | bool         | `false`        | yes         |
 //!
@@ -46,7 +47,7 @@ use crate::config::Config;
 /// The node setting that turns the `matches` output on.
 pub const MATCH_PREVIOUS: &str = "match.previous";
 
-const READ_ONLY: [&str; 14] = [
+const READ_ONLY: [&str; 15] = [
     "backend",
     "cuda.device",
     "inputs",
@@ -61,6 +62,7 @@ const READ_ONLY: [&str; 14] = [
     "feature_format",
     "vins_config",
     "keep_freed_memory",
+    "foxglove_annotations",
 ];
 
 /// What the workers read before each frame.
@@ -287,6 +289,10 @@ impl NodeParams {
                 ParameterValue::Bool(s.keep_freed_memory),
             ),
             (
+                "foxglove_annotations".to_string(),
+                ParameterValue::Bool(s.foxglove_annotations),
+            ),
+            (
                 "debug_image".to_string(),
                 ParameterValue::Bool(self.live.debug_image),
             ),
@@ -463,6 +469,8 @@ fn set_setting(s: &mut NodeSettings, name: &str, v: &ParameterValue) -> Result<(
         ("vins_config", _) => return Err(wrong("a string (a file path)")),
         ("keep_freed_memory", ParameterValue::Bool(x)) => s.keep_freed_memory = *x,
         ("keep_freed_memory", _) => return Err(wrong("a bool")),
+        ("foxglove_annotations", ParameterValue::Bool(x)) => s.foxglove_annotations = *x,
+        ("foxglove_annotations", _) => return Err(wrong("a bool")),
         ("diagnostics_period", ParameterValue::Integer(x)) => s.diagnostics_period = *x as f64,
         ("backend" | "image_qos.reliability", _) => return Err(wrong("a string")),
         ("inputs", _) => return Err(wrong("a string array")),

@@ -88,26 +88,30 @@ fn cuda_device_is_a_read_only_start_up_setting() {
 }
 
 #[test]
-fn keep_freed_memory_is_a_read_only_start_up_bool() {
-    let mut p = NodeParams::new();
-    assert!(p.settings.keep_freed_memory);
-    p.apply_initial(&[("keep_freed_memory".into(), ParameterValue::Bool(false))])
-        .unwrap();
-    assert!(!p.settings.keep_freed_memory);
-    assert!(p
-        .all()
-        .contains(&("keep_freed_memory".to_string(), ParameterValue::Bool(false))));
-    let e = p
-        .set("keep_freed_memory", &ParameterValue::Bool(true))
-        .unwrap_err();
-    assert!(e.contains("read-only"), "{e}");
-    let e = NodeParams::new()
-        .apply_initial(&[("keep_freed_memory".into(), ParameterValue::Integer(1))])
-        .unwrap_err();
-    assert!(
-        e.contains("keep_freed_memory") && e.contains("a bool"),
-        "{e}"
-    );
+fn the_start_up_bools_are_read_only() {
+    // (name, default, what NodeSettings holds)
+    let cases: [(&str, bool, fn(&NodeParams) -> bool); 2] = [
+        ("keep_freed_memory", true, |p| p.settings.keep_freed_memory),
+        ("foxglove_annotations", false, |p| {
+            p.settings.foxglove_annotations
+        }),
+    ];
+    for (name, default, get) in cases {
+        let mut p = NodeParams::new();
+        assert_eq!(get(&p), default, "{name}");
+        p.apply_initial(&[(name.into(), ParameterValue::Bool(!default))])
+            .unwrap();
+        assert_eq!(get(&p), !default, "{name}");
+        assert!(p
+            .all()
+            .contains(&(name.to_string(), ParameterValue::Bool(!default))));
+        let e = p.set(name, &ParameterValue::Bool(default)).unwrap_err();
+        assert!(e.contains("read-only"), "{e}");
+        let e = NodeParams::new()
+            .apply_initial(&[(name.into(), ParameterValue::Integer(1))])
+            .unwrap_err();
+        assert!(e.contains(name) && e.contains("a bool"), "{e}");
+    }
 }
 
 #[test]
