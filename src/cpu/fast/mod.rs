@@ -14,9 +14,11 @@
 //! `cv::FAST` reports `response = 0` when NMS is off (it skips the score); here the score is
 //! always computed, so `fast_score`/`response` carry it in both modes.
 //!
-//! The segment test uses the binary encoding of Chang et al. ("Faster than FAST", seed 001):
-//! one 16-bit mask per polarity, doubled to 32 bits so that arcs wrapping past pixel 15 are
-//! contiguous runs, and a run of 9 found with shifted ANDs instead of a loop over arcs.
+//! The scalar segment test uses the binary encoding of Chang et al. ("Faster than FAST", seed
+//! 001): one 16-bit mask per polarity, doubled to 32 bits so that arcs wrapping past pixel 15
+//! are contiguous runs, and a run of 9 found with shifted ANDs instead of a loop over arcs.
+//! The row scan tests 32 centres at once behind the compass-pixel filter, counting each
+//! polarity's runs in byte lanes (`arc9_count`) as OpenCV's vector FAST does.
 
 use std::ops::Range;
 
@@ -145,30 +147,24 @@ fn ring_lanes(rows: &Rows, k: usize, x0: usize) -> [u8; LANES] {
     rows[(dy + 3) as usize][x..x + LANES].try_into().unwrap()
 }
 
-/// 9-arc test over `LANES` centres at once. `m[k][i]` is 1 when circle pixel `k` of centre
-/// `i` passes; the runs of 2, 4, 8, 9 are the byte-lane form of [`has_arc9`].
+/// The longest run of consecutive circle pixels brighter than `thr` (`bright`) or darker,
+/// of `LANES` centres at `x0`, capped past 9: the segment test as OpenCV's vector FAST
+/// counts it. The walk goes round the circle once and on for 8 more pixels, so a run that
+/// wraps past pixel 15 is counted whole. Byte counters in registers (no 16-row masks kept:
+/// those spilled to the stack; measured 2026-12-07).
 #[inline(always)]
-fn arc9_lanes(m: &[[u8; LANES]; 16]) -> [u8; LANES] {
-    let r8 = run_lanes(&run_lanes(&run_lanes(m, 1), 2), 4);
-    let mut out = [0u8; LANES];
-    for k in 0..16 {
+fn arc9_count(ring: &[&[u8; LANES]; 16], thr: &[u8; LANES], bright: bool) -> [u8; LANES] {
+    let (mut run, mut best) = ([0u8; LANES], [0u8; LANES]);
+    for k in 0..24 {
+        let p = ring[k & 15];
         for i in 0..LANES {
-            out[i] |= r8[k][i] & m[(k + 8) & 15][i];
+            let pass = if bright { p[i] > thr[i] } else { p[i] < thr[i] };
+            // (run + 1) where the pixel passes, else 0; never above 24.
+            run[i] = if pass { run[i] + 1 } else { 0 };
+            best[i] = best[i].max(run[i]);
         }
     }
-    out
-}
-
-/// `m[k] & m[k + s]` (circularly) for every `k`.
-#[inline(always)]
-fn run_lanes(m: &[[u8; LANES]; 16], s: usize) -> [[u8; LANES]; 16] {
-    let mut r = [[0u8; LANES]; 16];
-    for k in 0..16 {
-        for i in 0..LANES {
-            r[k][i] = m[k][i] & m[(k + s) & 15][i];
-        }
-    }
-    r
+    best
 }
 
 /// Corner flags (0 / 1) of the centres `x0 .. x0 + LANES` of the middle row; `None` when
@@ -185,38 +181,45 @@ fn corner_lanes(rows: &Rows, x0: usize, t: u8) -> Option<[u8; LANES]> {
         lo[i] = v[i].saturating_sub(t);
     }
     // A 9-arc spans two neighbouring compass pixels (0, 4, 8, 12): reject unless one such
-    // pair is brighter (or darker) together, i.e. (0 or 8) and (4 or 12).
+    // pair is brighter (or darker) together, i.e. (0 or 8) and (4 or 12). Each polarity is
+    // walked only where some centre passes its own filter.
     let (p0, p4, p8, p12) = (
         ring_lanes(rows, 0, x0),
         ring_lanes(rows, 4, x0),
         ring_lanes(rows, 8, x0),
         ring_lanes(rows, 12, x0),
     );
-    let mut any = 0u8;
+    let (mut any_b, mut any_d) = (0u8, 0u8);
     for i in 0..LANES {
         let (h, l) = (hi[i], lo[i]);
-        let b = ((p0[i] > h) | (p8[i] > h)) & ((p4[i] > h) | (p12[i] > h));
-        let d = ((p0[i] < l) | (p8[i] < l)) & ((p4[i] < l) | (p12[i] < l));
-        any |= (b | d) as u8;
+        any_b |= (((p0[i] > h) | (p8[i] > h)) & ((p4[i] > h) | (p12[i] > h))) as u8;
+        any_d |= (((p0[i] < l) | (p8[i] < l)) & ((p4[i] < l) | (p12[i] < l))) as u8;
     }
-    if any == 0 {
+    if any_b | any_d == 0 {
         return None;
     }
-    let mut bright = [[0u8; LANES]; 16];
-    let mut dark = [[0u8; LANES]; 16];
-    for k in 0..16 {
-        let p = ring_lanes(rows, k, x0);
+    // The 16 circle pixels' vectors, bounds-checked once for both walks.
+    let ring: [&[u8; LANES]; 16] = std::array::from_fn(|k| {
+        let (dx, dy) = CIRCLE[k];
+        let x = x0.wrapping_add_signed(dx as isize);
+        rows[(dy + 3) as usize][x..x + LANES].try_into().unwrap()
+    });
+    let mut flags = [0u8; LANES];
+    if any_b != 0 {
+        let b = arc9_count(&ring, &hi, true);
         for i in 0..LANES {
-            bright[k][i] = (p[i] > hi[i]) as u8;
-            dark[k][i] = (p[i] < lo[i]) as u8;
+            flags[i] |= (b[i] >= 9) as u8;
         }
     }
-    let (b, d) = (arc9_lanes(&bright), arc9_lanes(&dark));
-    let mut flags = [0u8; LANES];
+    if any_d != 0 {
+        let d = arc9_count(&ring, &lo, false);
+        for i in 0..LANES {
+            flags[i] |= (d[i] >= 9) as u8;
+        }
+    }
     let mut any = 0u8;
-    for i in 0..LANES {
-        flags[i] = b[i] | d[i];
-        any |= flags[i];
+    for &f in &flags {
+        any |= f;
     }
     (any != 0).then_some(flags)
 }

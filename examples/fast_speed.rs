@@ -1,0 +1,42 @@
+//! CPU FAST (`cpu::fast::detect`, threshold 20, NMS) on one thread: the median and the
+//! minimum of N runs per size, on a bench-data photo (else tests/data/graf1.png) tiled to
+//! 1280x720, 1920x1080 and 3840x2160. The minimum is the number to compare two builds by on
+//! a machine shared with others (its medians wander).
+//!
+//! `cargo run --release --example fast_speed [runs] [PHOTO]`
+
+use std::time::Instant;
+
+use gpu_features::cpu::decode::load_gray;
+use gpu_features::cpu::fast;
+
+#[path = "common/mod.rs"]
+mod common;
+use common::tile;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let runs = common::runs_arg(&args, 200);
+    let photo = args.get(1).cloned().unwrap_or_else(|| {
+        let b = common::root().join("bench-data/Kleiber_by_Lukas_Baubkus.jpg");
+        let t = common::root().join("tests/data/graf1.png");
+        if b.exists() { b } else { t }.display().to_string()
+    });
+    let src = load_gray(std::path::Path::new(&photo)).expect("photo");
+    for (w, h) in [(1280, 720), (1920, 1080), (3840, 2160)] {
+        let img = tile(&src, w, h);
+        let mut ms: Vec<f64> = Vec::with_capacity(runs);
+        let mut n = 0;
+        for _ in 0..runs {
+            let t = Instant::now();
+            n = fast::detect(&img, 20, true).len();
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        ms.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "{w}x{h}: {n} corners, median {:.3} ms, min {:.3} ms",
+            ms[ms.len() / 2],
+            ms[0]
+        );
+    }
+}
