@@ -357,7 +357,12 @@ fn worker(
     let pub_debug = untyped(node, "debug_image", crate::cdr::IMAGE)?;
     let pub_ann = if params.lock().unwrap().settings.foxglove_annotations {
         let t = topic(name, "keypoints/annotations");
-        super::publish::annotations_publisher(node, &t, out_qos, &input.stats, logger)
+        let p = super::publish::annotations_publisher(node, &t, out_qos);
+        if let Err(why) = &p {
+            r2r::log_error!(logger, "{why}");
+        }
+        input.stats.lock().unwrap().annotations = Some(p.as_ref().map(|_| t).map_err(Clone::clone));
+        p.ok()
     } else {
         None
     };

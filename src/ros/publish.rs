@@ -4,11 +4,7 @@
 //! the message either way (volatile topics). And the one optional output whose message type
 //! the node may lack: `keypoints/annotations` ([`annotations_publisher`]).
 
-use std::sync::Mutex;
-
 use r2r::QosProfile;
-
-use super::diagnostics::Stats;
 
 /// Whether another process subscribes, from a publisher's
 /// `get_inter_process_subscription_count()` (typed or untyped); an unknown count counts as
@@ -20,29 +16,19 @@ pub(super) fn listened(count: r2r::Result<usize>) -> bool {
 /// `foxglove_msgs/msg/ImageAnnotations`, the type of `keypoints/annotations`.
 pub(super) const IMAGE_ANNOTATIONS: &str = crate::cdr::IMAGE_ANNOTATIONS;
 
-/// With `foxglove_annotations`, the input's `keypoints/annotations` publisher (`topic`). A
-/// node built without foxglove_msgs (r2r generates only the message types it found) has none:
-/// it says so in the log and in the input's /diagnostics (`foxglove_annotations`, WARN) and
-/// runs on without it.
+/// With `foxglove_annotations`, the input's `keypoints/annotations` publisher (`topic`), or
+/// why there is none: a node built without foxglove_msgs (r2r generates only the message
+/// types it found). The caller logs it, puts it in the input's /diagnostics
+/// (`foxglove_annotations`, WARN) and runs on without it.
 pub(super) fn annotations_publisher(
     node: &mut r2r::Node,
     topic: &str,
     qos: &QosProfile,
-    stats: &Mutex<Stats>,
-    logger: &str,
-) -> Option<r2r::PublisherUntyped> {
-    match node.create_publisher_untyped(topic, IMAGE_ANNOTATIONS, qos.clone()) {
-        Ok(p) => {
-            stats.lock().unwrap().annotations = Some(Ok(topic.to_string()));
-            Some(p)
-        }
-        Err(e) => {
-            let why = format!(
+) -> Result<r2r::PublisherUntyped, String> {
+    node.create_publisher_untyped(topic, IMAGE_ANNOTATIONS, qos.clone())
+        .map_err(|e| {
+            format!(
                 "foxglove_annotations: no {IMAGE_ANNOTATIONS} in this build ({e}); build the node with foxglove_msgs installed (apt: ros-$ROS_DISTRO-foxglove-msgs; the PyPI wheels: scripts/setup-ros.sh builds it)"
-            );
-            r2r::log_error!(logger, "{why}");
-            stats.lock().unwrap().annotations = Some(Err(why));
-            None
-        }
-    }
+            )
+        })
 }
