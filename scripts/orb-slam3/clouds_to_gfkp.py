@@ -36,6 +36,7 @@ def convert(bag, topic, dst):
     import vins_tools as vt
     ts = vt.typestore2()
     count = 0
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)  # the adapter's folder (GF_FEATURES_DIR)
     with open(dst, "wb") as f:
         for _, _, mt, raw in vt.read_bag(bag, {topic}):
             f.write(record(ts.deserialize_cdr(raw, mt)))
