@@ -22,7 +22,7 @@
 // adapter (gf_features.so in LD_PRELOAD) through its gf_features_push.
 // MODE: mono | mono-inertial | stereo | stereo-inertial. SEQ_DIR/frames.csv: `t_ns,cam0[,cam1]`
 // (image paths, relative to SEQ_DIR); SEQ_DIR/imu.csv: `t_ns,wx,wy,wz,ax,ay,az`.
-// Writes OUT_DIR/states.csv (`t_ns,state,track_ms`: Tracking::eTrackingState after the
+// Writes (OUT_DIR made when missing) OUT_DIR/states.csv (`t_ns,state,track_ms`: Tracking::eTrackingState after the
 // frame), OUT_DIR/trajectory.txt (SaveTrajectoryEuRoC: `t_ns x y z qx qy qz qw`, the body for
 // the inertial modes, the camera otherwise) and OUT_DIR/keyframes.txt, when a frame was
 // tracked at all.
@@ -38,6 +38,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <vector>
 
@@ -255,6 +256,16 @@ int main(int argc, char** argv) {
     const std::string opened = live ? stream.open() : folder.open();
     if (!opened.empty()) {
         std::fprintf(stderr, "%s\n", opened.c_str());
+        return 1;
+    }
+    // OUT_DIR made as `mkdir -p` would (ORB-SLAM3's savers write nothing, and say nothing,
+    // into a folder that does not exist).
+    for (size_t i = 1; i <= out.size(); ++i) {
+        if (i == out.size() || out[i] == '/') mkdir(out.substr(0, i).c_str(), 0755);
+    }
+    struct stat st;
+    if (stat(out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        std::fprintf(stderr, "cannot make the output folder %s\n", out.c_str());
         return 1;
     }
     ORB_SLAM3::System slam(argv[1], argv[2], sensor, false);
