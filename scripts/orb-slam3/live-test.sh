@@ -13,11 +13,16 @@
 # offline e2e's bound against ORB-SLAM3's own extractor (scripts/test-orb-slam3.sh, when it
 # ran; else 5 cm). Monocular-inertial's ATE spreads by decimetres from run to run on one
 # input (docs/slam.md), so for it the ATE is reported, and bounded only by divergence (1 m).
+# Stereo-inertial (not in CI's modes: its sequence takes minutes to render): the rendered
+# stereo walk, ORB-SLAM3's own rectified pairs published beside the raw ones (it rectifies
+# PinHole pairs before extracting), one node per camera on them, the bridge handing the raw
+# pairs; the same checks (divergence only for the ATE).
 #
 #   scripts/orb-slam3/live-test.sh [OUT_DIR]      (default target/orb-slam3-live)
 # Env: GF_ROS_TARGET (the node's target dir, default target/ros), GF_ORB_LIVE_MODES
-# ("mono mono-inertial"), GF_ORB_LIVE_RATE (playback speed, 0.5),
-# GF_ORB_LIVE_SEQ (a rendered sequence folder; default the CI one, rendered when missing).
+# ("mono mono-inertial"; also stereo-inertial), GF_ORB_LIVE_RATE (playback speed, 0.5),
+# GF_ORB_LIVE_SEQ (a rendered sequence folder; default the CI one, rendered when missing),
+# GF_ORB_LIVE_STEREO_SEQ (a rendered stereo one; default target/orb-slam3-ci/stereo).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -31,65 +36,36 @@ eval "$(scripts/setup-ros.sh --env)"
 ROS_PY=$ROS_VENV/bin/python
 NODE=${GF_ROS_TARGET:-$ROOT/target/ros}/release/gpu_features_node
 [ -x "$NODE" ] || { echo "[orb-live] $NODE not built (scripts/test-ros.sh builds it)"; exit 1; }
-SEQ=${GF_ORB_LIVE_SEQ:-}
-if [ -z "$SEQ" ]; then
-  for s in target/orb-slam3-ci/walk target/vio-ci/walk; do
-    [ -f "$s/orb_slam3.yaml" ] && { SEQ=$ROOT/$s; break; }
-  done
-fi
-if [ -z "$SEQ" ]; then
-  SEQ=$OUT/walk
-  "$VIO_PY" scripts/render_vi_sequence.py --kind walk --duration 12 --out "$SEQ" >/dev/null
-fi
-SETTINGS=$SEQ/orb_slam3.yaml
-echo "[orb-live] sequence $SEQ, modes $MODES, setup in $((SECONDS - T0)) s"
-
-# The bag as a flat dump for play.py (rclpy has no bag reader here), and the node's
-# parameters from the settings' extractor.
-"$VIO_PY" - "$SEQ/bag" "$OUT/play.bin" "$SETTINGS" "$OUT/node.args" <<'PY'
-import struct, sys
-sys.path.insert(0, "scripts"); sys.path.insert(0, "scripts/orb-slam3")
-import vins_tools as vt
-from e2e import read_settings
-with open(sys.argv[2], "wb") as f:
-    for topic, t, mt, raw in vt.read_bag(sys.argv[1], {"/cam0/image_raw", "/imu0"}):
-        tb, mb = topic.encode(), mt.encode()
-        f.write(struct.pack("<H", len(tb)) + tb + struct.pack("<H", len(mb)) + mb + struct.pack("<qI", t, len(raw)) + bytes(raw))
-s = read_settings(sys.argv[3])
-args = [f"pyramid.scale_factor:={s['ORBextractor.scaleFactor']}", f"pyramid.levels:={s['ORBextractor.nLevels']}",
-        f"detector.fast_threshold:={s['ORBextractor.iniThFAST']}",
-        f"detector.min_fast_threshold:={s['ORBextractor.minThFAST']}"]
-open(sys.argv[4], "w").write("\n".join(args) + f"\nN={int(s['ORBextractor.nFeatures'])}\n")
-PY
-N=$(sed -n 's/^N=//p' "$OUT/node.args")
-PARAMS=()
-while read -r a; do case $a in N=*) ;; *) PARAMS+=(-p "$a") ;; esac; done <"$OUT/node.args"
+MONO_MODES=()
+STEREO=0
+for m in $MODES; do
+  case $m in
+    mono | mono-inertial) MONO_MODES+=("$m") ;;
+    stereo-inertial) STEREO=1 ;;
+    *) echo "[orb-live] mode $m: mono, mono-inertial or stereo-inertial"; exit 2 ;;
+  esac
+done
+echo "[orb-live] modes $MODES, setup in $((SECONDS - T0)) s"
 FMA=false
 [ "$ORB_FMA" = 1 ] && FMA=true
-
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST RCUTILS_COLORIZED_OUTPUT=0
 export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$(( (RANDOM % 100) + 1 ))}
 export FASTDDS_DEFAULT_PROFILES_FILE=$ROOT/config/fastdds_large_frames.xml
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-for budget in "$N" "$((5 * N))"; do
-  "$NODE" --ros-args -r __ns:=/gf$budget -r image:=/cam0/image_raw \
-    --params-file config/orb_slam3_params.yaml -p backend:=cpu -p image_qos.reliability:=reliable \
-    -p image_qos.depth:=100 -p select.max_keypoints:=$budget -p describe.fma:=$FMA "${PARAMS[@]}" \
-    >"$OUT/node-$budget.log" 2>&1 &
-  PIDS+=($!)
-done
-failed=0
-for MODE in $MODES; do
+# One mode against the nodes running: the bridge (BRIDGE_ARGS: its --keypoints and topics) on
+# the sequence SEQ, the dump PLAY played with SUBS subscribers on its first image topic; scored
+# against SEQ's ground truth.
+run_mode() {
+  local MODE=$1 T1 T2 RUN BRIDGE rc
   T1=$SECONDS
   RUN=$OUT/$MODE
-  "$ROS_PY" -u scripts/orb-slam3/live.py --tools "$ORB_TOOLS" --vocabulary "$ORB_VOCABULARY" --settings "$SETTINGS" \
-    --mode "$MODE" --out "$RUN" --keypoints "/gf$N/keypoints:0:$N" --keypoints "/gf$((5 * N))/keypoints:0:$((5 * N))" \
+  "$ROS_PY" -u scripts/orb-slam3/live.py --tools "$ORB_TOOLS" --vocabulary "$ORB_VOCABULARY" --settings "$SEQ/orb_slam3.yaml" \
+    --mode "$MODE" --out "$RUN" "${BRIDGE_ARGS[@]}" \
     --lockstep --check --idle-exit 10 >"$OUT/live-$MODE.log" 2>&1 &
   BRIDGE=$!
-  # Subscribers on the camera topic: the two nodes and the bridge.
-  "$ROS_PY" -u scripts/orb-slam3/play.py "$OUT/play.bin" --rate "${GF_ORB_LIVE_RATE:-0.5}" --subscribers 3 --settle 3 \
+  "$ROS_PY" -u scripts/orb-slam3/play.py "$PLAY" --rate "${GF_ORB_LIVE_RATE:-0.5}" --subscribers "$SUBS" --settle 3 \
     >"$OUT/play-$MODE.log"
   T2=$SECONDS
   rc=0
@@ -97,7 +73,7 @@ for MODE in $MODES; do
   echo "[orb-live] $MODE: $(cat "$OUT/play-$MODE.log"); played and tracked in $((SECONDS - T1)) s (ORB-SLAM3 done $((SECONDS - T2)) s after the last frame)"
   if [ $rc != 0 ]; then
     echo "[orb-live] $MODE: the bridge or ORB-SLAM3 failed (rc $rc)"; tail -5 "$OUT/live-$MODE.log"; tail -20 "$RUN/orb_slam3.log"
-    failed=1; continue
+    failed=1; return
   fi
   "$VIO_PY" - "$RUN" "$SEQ" "$MODE" "$ROOT/target/orb-slam3-ci/e2e-$MODE/summary.json" <<'PY' || failed=1
 import json, sys, tempfile
@@ -117,7 +93,8 @@ if bridge["frames_handed"] != len(stamps) or bridge["frames_without_clouds"] or 
                     f"{bridge['frames_without_clouds']} without their clouds, {bridge['frames_late_dropped']} late")
 if inertial and bridge["frames_without_imu"]:
     problems.append(f"{bridge['frames_without_imu']} frames handed before their IMU")
-if adapter["skipped"] or adapter["fed"] != len(stamps):
+cams = 2 if mode.startswith("stereo") else 1  # the adapter counts each camera's image
+if adapter["skipped"] or adapter["fed"] != cams * len(stamps):
     problems.append(f"the adapter fed {adapter['fed']} frames and skipped {adapter['skipped']}: {adapter['reasons']}")
 if adapter["checked"] != adapter["fed"] or adapter["check_differs"]:
     problems.append(f"ORB-SLAM3's own extractor differs from the node's clouds on {adapter['check_differs']} "
@@ -143,6 +120,99 @@ print(f"[orb-live] {mode}: {bridge['frames_handed']} of {len(stamps)} frames, {a
 if problems:
     sys.exit("[orb-live] FAILED: " + "; ".join(problems))
 PY
-done
+}
+# A node per (namespace, image topic, budget) with the settings' extractor (node.args).
+start_node() {
+  local PARAMS=() a
+  while read -r a; do case $a in N=*) ;; *) PARAMS+=(-p "$a") ;; esac; done <"$OUT/node.args"
+  "$NODE" --ros-args -r __ns:="$1" -r image:="$2" \
+    --params-file config/orb_slam3_params.yaml -p backend:=cpu -p image_qos.reliability:=reliable \
+    -p image_qos.depth:=100 -p select.max_keypoints:="$3" -p describe.fma:=$FMA "${PARAMS[@]}" \
+    >"$OUT/node${1//\//-}.log" 2>&1 &
+  PIDS+=($!)
+}
+# The node's parameters from a settings file's extractor, into $OUT/node.args (N= its budget).
+node_args() {
+  "$VIO_PY" - "$1" "$OUT/node.args" <<'PY'
+import sys
+sys.path.insert(0, "scripts/orb-slam3")
+from e2e import read_settings
+s = read_settings(sys.argv[1])
+args = [f"pyramid.scale_factor:={s['ORBextractor.scaleFactor']}", f"pyramid.levels:={s['ORBextractor.nLevels']}",
+        f"detector.fast_threshold:={s['ORBextractor.iniThFAST']}",
+        f"detector.min_fast_threshold:={s['ORBextractor.minThFAST']}"]
+open(sys.argv[2], "w").write("\n".join(args) + f"\nN={int(s['ORBextractor.nFeatures'])}\n")
+PY
+  N=$(sed -n 's/^N=//p' "$OUT/node.args")
+}
+failed=0
+if [ ${#MONO_MODES[@]} -gt 0 ]; then
+  SEQ=${GF_ORB_LIVE_SEQ:-}
+  if [ -z "$SEQ" ]; then
+    for s in target/orb-slam3-ci/walk target/vio-ci/walk; do
+      [ -f "$s/orb_slam3.yaml" ] && { SEQ=$ROOT/$s; break; }
+    done
+  fi
+  if [ -z "$SEQ" ]; then
+    SEQ=$OUT/walk
+    "$VIO_PY" scripts/render_vi_sequence.py --kind walk --duration 12 --out "$SEQ" >/dev/null
+  fi
+  # The bag as a flat dump for play.py (rclpy has no bag reader here).
+  "$VIO_PY" - "$SEQ/bag" "$OUT/play.bin" <<'PY'
+import struct, sys
+sys.path.insert(0, "scripts")
+import vins_tools as vt
+with open(sys.argv[2], "wb") as f:
+    for topic, t, mt, raw in vt.read_bag(sys.argv[1], {"/cam0/image_raw", "/imu0"}):
+        tb, mb = topic.encode(), mt.encode()
+        f.write(struct.pack("<H", len(tb)) + tb + struct.pack("<H", len(mb)) + mb + struct.pack("<qI", t, len(raw)) + bytes(raw))
+PY
+  node_args "$SEQ/orb_slam3.yaml"
+  echo "[orb-live] sequence $SEQ"
+  start_node "/gf$N" /cam0/image_raw "$N"
+  start_node "/gf$((5 * N))" /cam0/image_raw "$((5 * N))"
+  BRIDGE_ARGS=(--keypoints "/gf$N/keypoints:0:$N" --keypoints "/gf$((5 * N))/keypoints:0:$((5 * N))")
+  PLAY=$OUT/play.bin
+  SUBS=3   # on the camera topic: the two nodes and the bridge
+  for MODE in "${MONO_MODES[@]}"; do run_mode "$MODE"; done
+  cleanup
+  PIDS=()
+fi
+if [ $STEREO = 1 ]; then
+  # Stereo-inertial: ORB-SLAM3 rectifies its PinHole pairs before extracting, so the nodes get
+  # the pairs as it rectifies them (rectify_stereo: its own maps), published beside the raw
+  # pairs with the same stamps: the bridge hands ORB-SLAM3 the raw pairs, the nodes (one
+  # per camera) see /camK/image_rect.
+  SEQ=${GF_ORB_LIVE_STEREO_SEQ:-$ROOT/target/orb-slam3-ci/stereo}
+  if [ ! -f "$SEQ/orb_slam3.yaml" ]; then
+    "$VIO_PY" scripts/render_vi_sequence.py --kind stereo --duration 12 --out "$SEQ" >/dev/null
+  fi
+  echo "[orb-live] stereo sequence $SEQ"
+  "$VIO_PY" - "$SEQ" "$OUT" "$ORB_TOOLS" <<'PY'
+import struct, sys
+from pathlib import Path
+sys.path.insert(0, "scripts"); sys.path.insert(0, "scripts/orb-slam3")
+import vins_tools as vt
+from e2e import read_settings, rectified_bag, to_sequence
+seq, out, tools = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+raw = ["/cam0/image_raw", "/cam1/image_raw"]
+to_sequence(seq / "bag", raw, "/imu0", out / "stereo_sequence")
+rect = rectified_bag(tools, seq / "orb_slam3.yaml", out / "stereo_sequence", ["/cam0/image_rect", "/cam1/image_rect"],
+                     out / "stereo_rect_bag")
+items = list(vt.read_bag(seq / "bag", set(raw) | {"/imu0"})) + list(vt.read_bag(rect, {"/cam0/image_rect", "/cam1/image_rect"}))
+items.sort(key=lambda m: (m[1], m[0]))  # by log time; at a stamp the raw pair before the rectified
+with open(out / "play-stereo.bin", "wb") as f:
+    for topic, t, mt, raw_ in items:
+        tb, mb = topic.encode(), mt.encode()
+        f.write(struct.pack("<H", len(tb)) + tb + struct.pack("<H", len(mb)) + mb + struct.pack("<qI", t, len(raw_)) + bytes(raw_))
+PY
+  node_args "$SEQ/orb_slam3.yaml"
+  start_node /gfL /cam0/image_rect "$N"
+  start_node /gfR /cam1/image_rect "$N"
+  BRIDGE_ARGS=(--image1-topic /cam1/image_raw --keypoints "/gfL/keypoints:0:$N" --keypoints "/gfR/keypoints:1:$N")
+  PLAY=$OUT/play-stereo.bin
+  SUBS=1   # the bridge on /cam0/image_raw (play.py waits for a subscriber on every image topic)
+  run_mode stereo-inertial
+fi
 echo "[orb-live] done in $((SECONDS - T0)) s"
 exit $failed

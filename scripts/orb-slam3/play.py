@@ -4,7 +4,8 @@ from a flat dump of the bag that the rosbags side writes (scripts/orb-slam3/live
 records of u16 topic length, topic, u16 type length, type, i64 log time (ns), u32 CDR
 length, CDR bytes. Messages keep their stamps; they go out at their log times' pace divided
 by --rate (0.5: half speed). Waits first until --subscribers N have matched the first image
-topic, then --settle seconds for the subscribers' own outputs to connect.
+topic and one each other image topic, then --settle seconds for the subscribers' own outputs
+to connect.
 
   play.py DUMP [--rate R] [--subscribers N] [--settle S] [--timeout S]
 """
@@ -59,12 +60,14 @@ def main():
     for topic, ty, _, _ in msgs:
         if topic not in pubs:
             pubs[topic] = node.create_publisher(TYPES[ty], topic, qos)
-    first_image = next(topic for topic, ty, _, _ in msgs if ty == "sensor_msgs/msg/Image")
+    images = list(dict.fromkeys(topic for topic, ty, _, _ in msgs if ty == "sensor_msgs/msg/Image"))
+    # --subscribers on the first image topic, and at least one on every other.
+    want = {t: (args.subscribers if k == 0 else 1) for k, t in enumerate(images)}
     deadline = time.monotonic() + args.timeout
-    while pubs[first_image].get_subscription_count() < args.subscribers:
+    while any(pubs[t].get_subscription_count() < n for t, n in want.items()):
         if time.monotonic() > deadline:
-            sys.exit(f"play: {pubs[first_image].get_subscription_count()} of {args.subscribers} "
-                     f"subscribers on {first_image} after {args.timeout} s")
+            sys.exit("play: subscribers after %s s: %s (wanted %s)" % (
+                args.timeout, {t: pubs[t].get_subscription_count() for t in want}, want))
         rclpy.spin_once(node, timeout_sec=0.1)
     time.sleep(args.settle)
     t0, start = msgs[0][2], time.monotonic()
