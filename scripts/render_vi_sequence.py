@@ -11,13 +11,16 @@ Writes into OUT:
                        /imu0 (sensor_msgs/Imu)
   groundtruth.tum      body (IMU) pose in the world, TUM: t x y z qx qy qz qw, at 200 Hz
   vins_config.yaml     the VINS-Fusion config for this sequence (output_path set by the caller)
-  orb_slam3.yaml       an ORB-SLAM3 v1.0 settings file for it (PinHole kinds: Camera1, the IMU,
-                       Camera2 and Stereo.T_c1_c2 for stereo; its EuRoC extractor settings)
-  cam0.yaml (cam1.yaml) camodocal camera files (PINHOLE, or MEI for --kind fisheye)
+  orb_slam3.yaml       an ORB-SLAM3 v1.0 settings file for it (PinHole kinds and fisheye_kb's
+                       KannalaBrandt8: Camera1, the IMU, Camera2 and Stereo.T_c1_c2 for
+                       stereo; its EuRoC extractor settings)
+  cam0.yaml (cam1.yaml) camodocal camera files (PINHOLE, MEI for --kind fisheye,
+                       KANNALA_BRANDT for fisheye_kb)
   sequence.json        what was rendered (kind, seed, intrinsics, extrinsics, noise)
 
 Kinds: walk (slow walk), fast_rotation, low_texture, brightness (gain changes over time),
-stereo (two cameras 11 cm apart), fisheye (MEI camera, ~150 degrees).
+stereo (two cameras 11 cm apart), fisheye (MEI camera, ~150 degrees), fisheye_kb
+(Kannala-Brandt camera, ~140 degrees: ORB-SLAM3's KannalaBrandt8).
 
   target/py-vio/bin/python scripts/render_vi_sequence.py --kind walk --out target/vio/walk
 Deterministic for a given kind, seed and duration. Needs numpy, pillow, rosbags
@@ -42,6 +45,12 @@ PINHOLE = dict(w=752, h=480, fx=458.654, fy=457.296, cx=367.215, cy=248.375,
 # A fisheye-like MEI camera (unified model): ~150 degrees across.
 MEI = dict(w=752, h=480, xi=1.2, gamma1=560.0, gamma2=560.0, u0=376.0, v0=240.0,
            k1=-0.12, k2=0.03, p1=0.0002, p2=-0.0001)
+
+# A Kannala-Brandt fisheye (ORB-SLAM3's KannalaBrandt8, camodocal's KANNALA_BRANDT): the
+# angle theta from the axis maps to r = f * theta * (1 + k1 theta^2 + ... + k4 theta^8);
+# ~140 degrees across. Coefficients of TUM-VI's cameras' size.
+KB = dict(w=752, h=480, fx=300.0, fy=300.0, cx=376.0, cy=240.0,
+          k1=0.0035, k2=0.0007, k3=-0.0020, k4=0.0002)
 
 # Camera axes in the body (IMU) frame: camera z = body x (forward), x = -body y, y = -body z.
 R_BC = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
@@ -216,6 +225,22 @@ def pixel_rays(cam, model, ss=2):
     for dy in offs:
         for dx in offs:
             u, v = us + dx, vs + dy
+            if model == "KANNALA_BRANDT":
+                # theta from the distorted radius by Newton's method (20 steps; the
+                # polynomial is monotonic over the image), then the ray at that angle.
+                mx, my = (u - cam["cx"]) / cam["fx"], (v - cam["cy"]) / cam["fy"]
+                rd = np.sqrt(mx * mx + my * my)
+                th = rd.copy()
+                k = [cam["k1"], cam["k2"], cam["k3"], cam["k4"]]
+                for _ in range(20):
+                    t2 = th * th
+                    f = th * (1 + t2 * (k[0] + t2 * (k[1] + t2 * (k[2] + t2 * k[3])))) - rd
+                    df = 1 + t2 * (3 * k[0] + t2 * (5 * k[1] + t2 * (7 * k[2] + t2 * 9 * k[3])))
+                    th = th - f / df
+                s_ = np.where(rd > 0, np.sin(th) / np.maximum(rd, 1e-300), 1.0)
+                d = np.stack([mx * s_, my * s_, np.cos(th)], -1)
+                rays.append((d / np.linalg.norm(d, axis=-1, keepdims=True)).reshape(-1, 3))
+                continue
             if model == "PINHOLE":
                 mx, my = (u - cam["cx"]) / cam["fx"], (v - cam["cy"]) / cam["fy"]
             else:
@@ -249,6 +274,11 @@ def quat_xyzw(r):
 
 
 def camodocal_file(model, cam, name):
+    if model == "KANNALA_BRANDT":
+        return (f"%YAML:1.0\n---\nmodel_type: KANNALA_BRANDT\ncamera_name: {name}\nimage_width: {cam['w']}\n"
+                f"image_height: {cam['h']}\nprojection_parameters:\n   k2: {cam['k1']!r}\n   k3: {cam['k2']!r}\n"
+                f"   k4: {cam['k3']!r}\n   k5: {cam['k4']!r}\n   mu: {cam['fx']!r}\n   mv: {cam['fy']!r}\n"
+                f"   u0: {cam['cx']!r}\n   v0: {cam['cy']!r}\n")
     if model == "PINHOLE":
         return (f"%YAML:1.0\n---\nmodel_type: PINHOLE\ncamera_name: {name}\nimage_width: {cam['w']}\n"
                 f"image_height: {cam['h']}\ndistortion_parameters:\n   k1: {cam['k1']!r}\n   k2: {cam['k2']!r}\n"
@@ -281,16 +311,19 @@ def vins_config(ncam, cams, w, h):
     return head + body + tail
 
 
-def orb_slam3_settings(cams, cam, noise):
-    """ORB-SLAM3 v1.0 settings (File.version "1.0", PinHole) for this rig: both cameras
-    share the intrinsics; IMU.T_b_c1 is body_T_cam0, Stereo.T_c1_c2 cam0_T_cam1."""
+def orb_slam3_settings(cams, cam, noise, model="PINHOLE"):
+    """ORB-SLAM3 v1.0 settings (File.version "1.0", PinHole or KannalaBrandt8) for this rig:
+    both cameras share the intrinsics; IMU.T_b_c1 is body_T_cam0, Stereo.T_c1_c2 cam0_T_cam1."""
     def mat(name, t):
         vals = ", ".join(repr(float(v)) for v in t.reshape(-1))
         return f"{name}: !!opencv-matrix\n  rows: 4\n  cols: 4\n  dt: f\n  data: [{vals}]\n"
+    kb = model == "KANNALA_BRANDT"
+    dist = ("k1", "k2", "k3", "k4") if kb else ("k1", "k2", "p1", "p2")
     intr = "".join(f"Camera{i}.{k}: {cam[k]!r}\n" for i in range(1, len(cams) + 1)
-                   for k in ("fx", "fy", "cx", "cy", "k1", "k2", "p1", "p2"))
+                   for k in ("fx", "fy", "cx", "cy") + dist)
+    ctype = "KannalaBrandt8" if kb else "PinHole"
     text = ("%YAML:1.0\n# Written by scripts/render_vi_sequence.py for a rendered sequence.\n"
-            'File.version: "1.0"\nCamera.type: "PinHole"\n' + intr +
+            f'File.version: "1.0"\nCamera.type: "{ctype}"\n' + intr +
             f"Camera.width: {cam['w']}\nCamera.height: {cam['h']}\nCamera.fps: 20\nCamera.RGB: 1\n")
     if len(cams) == 2:
         text += "Stereo.ThDepth: 60.0\n" + mat("Stereo.T_c1_c2", np.linalg.inv(cams[0]) @ cams[1])
@@ -309,7 +342,8 @@ def orb_slam3_settings(cams, cam, noise):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kind", required=True,
-                    choices=["walk", "fast_rotation", "low_texture", "brightness", "stereo", "fisheye"])
+                    choices=["walk", "fast_rotation", "low_texture", "brightness", "stereo", "fisheye",
+                             "fisheye_kb"])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--duration", type=float, default=30.0, help="seconds (default 30)")
     ap.add_argument("--seed", type=int, default=1)
@@ -319,8 +353,8 @@ def main():
     from rosbags.typesys import Stores, get_typestore
 
     rng = np.random.default_rng(args.seed)
-    model = "MEI" if args.kind == "fisheye" else "PINHOLE"
-    cam = MEI if model == "MEI" else PINHOLE
+    model = {"fisheye": "MEI", "fisheye_kb": "KANNALA_BRANDT"}.get(args.kind, "PINHOLE")
+    cam = {"MEI": MEI, "KANNALA_BRANDT": KB}.get(model, PINHOLE)
     ncam = 2 if args.kind == "stereo" else 1
     traj = Trajectory(args.kind)
     scene = Scene(low_texture=args.kind == "low_texture")
@@ -405,8 +439,8 @@ def main():
     for c in range(ncam):
         (out / f"cam{c}.yaml").write_text(camodocal_file(model, cam, f"cam{c}"))
     (out / "vins_config.yaml").write_text(vins_config(ncam, t_bc, cam["w"], cam["h"]))
-    if model == "PINHOLE":
-        (out / "orb_slam3.yaml").write_text(orb_slam3_settings(t_bc, cam, (ACC_DENSITY, GYR_DENSITY)))
+    if model in ("PINHOLE", "KANNALA_BRANDT"):
+        (out / "orb_slam3.yaml").write_text(orb_slam3_settings(t_bc, cam, (ACC_DENSITY, GYR_DENSITY), model))
     (out / "sequence.json").write_text(json.dumps(
         {"kind": args.kind, "seed": args.seed, "duration_s": args.duration, "model": model, "camera": cam,
          "cameras": ncam, "body_T_cam": [t.tolist() for t in t_bc], "acc_bias": ACC_BIAS.tolist(),
