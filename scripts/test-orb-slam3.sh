@@ -14,7 +14,7 @@
 #     lockstep with ORB-SLAM3's local mapping and loop closing, so a run does not depend on
 #     how busy the machine is (paced runs lost track or not with the CI machine's load; on 2
 #     cores its local mapping does not keep up in real time; docs/slam.md); monocular one run
-#     per side, monocular-inertial three, medians compared): fails unless ours has ATE <=
+#     per side, monocular-inertial two, medians compared): fails unless ours has ATE <=
 #     1.33 x own + 1 cm (monocular; monocular-inertial, whose IMU initialisation spreads its
 #     runs by centimetres even in lockstep: 2 x own + 5 cm or own's worst run + 5 cm),
 #     no divergence where its own holds, initialisation no later (1 s of slack), no more map
@@ -69,7 +69,7 @@ echo "[test-orb-slam3] extractor parity done in $((SECONDS - T2)) s (${#IMAGES[@
 for MODE in mono-inertial mono; do
   T3=$SECONDS
   REPEATS=1
-  [ "$MODE" = mono-inertial ] && REPEATS=3
+  [ "$MODE" = mono-inertial ] && REPEATS=2
   bash scripts/vio-e2e.sh --estimator orb-slam3 --mode "$MODE" --bag "$SEQ/bag" --gt "$SEQ/groundtruth.tum" \
     --orb-settings "$SEQ/orb_slam3.yaml" --out "$OUT/e2e-$MODE" --repeats "$REPEATS" --pace 0 --check >/dev/null
   "$VIO_PY" - "$OUT/e2e-$MODE/summary.json" "$MODE" <<'PY'
