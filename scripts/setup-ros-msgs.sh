@@ -17,7 +17,7 @@ SRC=$ROOT/ros/foxglove_msgs
 py=$V/bin/python
 log() { echo "[setup-ros-msgs] $*" >&2; }
 STAMP=$P/.gpu_features-ros-msgs-stamp
-WANT=$( (cd "$SRC" && cat package.xml CMakeLists.txt msg/*.msg; cat "$0" "$V/.gpu_features-ros-stamp") | sha256sum | cut -d' ' -f1)
+WANT=$( (cd "$SRC" && cat package.xml CMakeLists.txt msg/*.msg; cat "$ROOT/scripts/setup-ros-msgs.sh" "$V/.gpu_features-ros-stamp") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT" ] && [ -e "$P/share/foxglove_msgs/package.xml" ]; then
   exit 0
 fi
