@@ -58,10 +58,9 @@ fn empty_points(kind: u8, thickness: f64) -> PointsAnnotation {
 
 /// The annotations message of a frame's keypoints, serialized into reused buffers.
 pub struct KeypointAnnotations {
+    /// Its `points` are always `[dots, lines]` between calls; a frame without an oriented
+    /// keypoint is encoded without the (empty) lines, as the message always was.
     msg: cdr::ImageAnnotations,
-    /// The angle lines, kept aside while a frame has no oriented keypoint (the message then
-    /// holds the points only, as it always did).
-    lines: PointsAnnotation,
     bytes: Vec<u8>,
 }
 
@@ -70,7 +69,10 @@ impl Default for KeypointAnnotations {
         KeypointAnnotations {
             msg: cdr::ImageAnnotations {
                 circles: Vec::new(),
-                points: vec![empty_points(cdr::POINTS, 4.0)],
+                points: vec![
+                    empty_points(cdr::POINTS, 4.0),
+                    empty_points(cdr::LINE_LIST, 1.0),
+                ],
                 texts: vec![TextAnnotation {
                     timestamp: Time::default(),
                     position: Point2 { x: 8.0, y: 20.0 },
@@ -80,7 +82,6 @@ impl Default for KeypointAnnotations {
                     background_color: SHADE,
                 }],
             },
-            lines: empty_points(cdr::LINE_LIST, 1.0),
             bytes: Vec::new(),
         }
     }
@@ -90,13 +91,9 @@ impl KeypointAnnotations {
     /// The serialized `ImageAnnotations` (CDR, encapsulation header first) of `keypoints`,
     /// every annotation stamped `stamp`.
     pub fn encode(&mut self, stamp: Time, keypoints: &[Keypoint]) -> &[u8] {
-        // The lines go back to their own slot first, so their buffers are reused too.
-        if self.msg.points.len() > 1 {
-            if let Some(lines) = self.msg.points.pop() {
-                self.lines = lines;
-            }
-        }
-        let dots = &mut self.msg.points[0];
+        let [dots, lines] = &mut self.msg.points[..] else {
+            unreachable!("KeypointAnnotations holds the dots and the lines")
+        };
         dots.timestamp = stamp;
         dots.points.clear();
         dots.outline_colors.clear();
@@ -107,7 +104,6 @@ impl KeypointAnnotations {
             });
             dots.outline_colors.push(level_color(k.octave));
         }
-        let lines = &mut self.lines;
         lines.timestamp = stamp;
         lines.points.clear();
         lines.outline_colors.clear();
@@ -127,11 +123,13 @@ impl KeypointAnnotations {
         label.timestamp = stamp;
         label.text.clear();
         let _ = write!(label.text, "{} keypoints", keypoints.len());
-        if !self.lines.points.is_empty() {
-            let lines = std::mem::replace(&mut self.lines, empty_points(cdr::LINE_LIST, 1.0));
-            self.msg.points.push(lines);
-        }
+        let parked = if lines.points.is_empty() {
+            self.msg.points.pop()
+        } else {
+            None
+        };
         cdr::encode_into(&self.msg, &mut self.bytes);
+        self.msg.points.extend(parked);
         &self.bytes
     }
 }

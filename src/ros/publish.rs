@@ -6,15 +6,14 @@
 
 use r2r::QosProfile;
 
+use crate::cdr::IMAGE_ANNOTATIONS;
+
 /// Whether another process subscribes, from a publisher's
 /// `get_inter_process_subscription_count()` (typed or untyped); an unknown count counts as
 /// yes.
 pub(super) fn listened(count: r2r::Result<usize>) -> bool {
     count.unwrap_or(1) > 0
 }
-
-/// `foxglove_msgs/msg/ImageAnnotations`, the type of `keypoints/annotations`.
-pub(super) const IMAGE_ANNOTATIONS: &str = crate::cdr::IMAGE_ANNOTATIONS;
 
 /// With `foxglove_annotations`, the input's `keypoints/annotations` publisher (`topic`), or
 /// why there is none: a node built without foxglove_msgs (r2r generates only the message

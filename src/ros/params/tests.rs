@@ -89,8 +89,10 @@ fn cuda_device_is_a_read_only_start_up_setting() {
 
 #[test]
 fn the_start_up_bools_are_read_only() {
+    /// What NodeSettings holds for a parameter.
+    type Held = fn(&NodeParams) -> bool;
     // (name, default, what NodeSettings holds)
-    let cases: [(&str, bool, fn(&NodeParams) -> bool); 2] = [
+    let cases: [(&str, bool, Held); 2] = [
         ("keep_freed_memory", true, |p| p.settings.keep_freed_memory),
         ("foxglove_annotations", false, |p| {
             p.settings.foxglove_annotations
