@@ -159,13 +159,11 @@ if [ ${#MONO_MODES[@]} -gt 0 ]; then
   fi
   # The bag as a flat dump for play.py (rclpy has no bag reader here).
   "$VIO_PY" - "$SEQ/bag" "$OUT/play.bin" <<'PY'
-import struct, sys
-sys.path.insert(0, "scripts")
+import sys
+sys.path.insert(0, "scripts"); sys.path.insert(0, "scripts/orb-slam3")
 import vins_tools as vt
-with open(sys.argv[2], "wb") as f:
-    for topic, t, mt, raw in vt.read_bag(sys.argv[1], {"/cam0/image_raw", "/imu0"}):
-        tb, mb = topic.encode(), mt.encode()
-        f.write(struct.pack("<H", len(tb)) + tb + struct.pack("<H", len(mb)) + mb + struct.pack("<qI", t, len(raw)) + bytes(raw))
+from play import write_dump
+write_dump(sys.argv[2], vt.read_bag(sys.argv[1], {"/cam0/image_raw", "/imu0"}))
 PY
   node_args "$SEQ/orb_slam3.yaml"
   echo "[orb-live] sequence $SEQ"
@@ -189,11 +187,12 @@ if [ $STEREO = 1 ]; then
   fi
   echo "[orb-live] stereo sequence $SEQ"
   "$VIO_PY" - "$SEQ" "$OUT" "$ORB_TOOLS" <<'PY'
-import struct, sys
+import sys
 from pathlib import Path
 sys.path.insert(0, "scripts"); sys.path.insert(0, "scripts/orb-slam3")
 import vins_tools as vt
-from e2e import read_settings, rectified_bag, to_sequence
+from e2e import rectified_bag, to_sequence
+from play import write_dump
 seq, out, tools = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 raw = ["/cam0/image_raw", "/cam1/image_raw"]
 to_sequence(seq / "bag", raw, "/imu0", out / "stereo_sequence")
@@ -201,10 +200,7 @@ rect = rectified_bag(tools, seq / "orb_slam3.yaml", out / "stereo_sequence", ["/
                      out / "stereo_rect_bag")
 items = list(vt.read_bag(seq / "bag", set(raw) | {"/imu0"})) + list(vt.read_bag(rect, {"/cam0/image_rect", "/cam1/image_rect"}))
 items.sort(key=lambda m: (m[1], m[0]))  # by log time; at a stamp the raw pair before the rectified
-with open(out / "play-stereo.bin", "wb") as f:
-    for topic, t, mt, raw_ in items:
-        tb, mb = topic.encode(), mt.encode()
-        f.write(struct.pack("<H", len(tb)) + tb + struct.pack("<H", len(mb)) + mb + struct.pack("<qI", t, len(raw_)) + bytes(raw_))
+write_dump(out / "play-stereo.bin", items)
 PY
   node_args "$SEQ/orb_slam3.yaml"
   start_node /gfL /cam0/image_rect "$N"

@@ -14,12 +14,17 @@ import struct
 import sys
 import time
 
-import rclpy
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.serialization import deserialize_message
-from sensor_msgs.msg import CameraInfo, Image, Imu
+TYPES = ("sensor_msgs/msg/Image", "sensor_msgs/msg/Imu", "sensor_msgs/msg/CameraInfo")
 
-TYPES = {"sensor_msgs/msg/Image": Image, "sensor_msgs/msg/Imu": Imu, "sensor_msgs/msg/CameraInfo": CameraInfo}
+
+def write_dump(path, messages):
+    """The dump of `messages`, (topic, log time ns, type, CDR bytes) as the bag readers give
+    them (live-test.sh writes it with the bag tools' Python, which has no rclpy)."""
+    with open(path, "wb") as f:
+        for topic, t, ty, cdr in messages:
+            tb, yb = topic.encode(), ty.encode()
+            f.write(struct.pack("<H", len(tb)) + tb + struct.pack("<H", len(yb)) + yb
+                    + struct.pack("<qI", t, len(cdr)) + bytes(cdr))
 
 
 def read_dump(path):
@@ -49,8 +54,13 @@ def main():
     ap.add_argument("--settle", type=float, default=2.0)
     ap.add_argument("--timeout", type=float, default=60.0)
     args = ap.parse_args()
+    import rclpy
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import CameraInfo, Image, Imu
+    types = dict(zip(TYPES, (Image, Imu, CameraInfo)))
     msgs = read_dump(args.dump)
-    unknown = sorted({ty for _, ty, _, _ in msgs} - set(TYPES))
+    unknown = sorted({ty for _, ty, _, _ in msgs} - set(types))
     if unknown:
         sys.exit(f"{args.dump}: message types {unknown} not played")
     rclpy.init()
@@ -59,7 +69,7 @@ def main():
     pubs = {}
     for topic, ty, _, _ in msgs:
         if topic not in pubs:
-            pubs[topic] = node.create_publisher(TYPES[ty], topic, qos)
+            pubs[topic] = node.create_publisher(types[ty], topic, qos)
     images = list(dict.fromkeys(topic for topic, ty, _, _ in msgs if ty == "sensor_msgs/msg/Image"))
     # --subscribers on the first image topic, and at least one on every other.
     want = {t: (args.subscribers if k == 0 else 1) for k, t in enumerate(images)}
@@ -76,7 +86,7 @@ def main():
         wait = start + (t - t0) * 1e-9 / args.rate - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        pubs[topic].publish(deserialize_message(cdr, TYPES[ty]))
+        pubs[topic].publish(deserialize_message(cdr, types[ty]))
         counts[topic] = counts.get(topic, 0) + 1
     time.sleep(1.0)
     print("[play] " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), flush=True)
