@@ -49,7 +49,7 @@ fn batch_scores_are_the_per_corner_scores() {
             .collect();
         let rows: Rows = std::array::from_fn(|i| &data[i][..]);
         for x0 in 3..=w - LANES - 3 {
-            let batch = score_lanes(&rows, x0);
+            let batch = score_lanes(&window(&rows, x0));
             for (i, &b) in batch.iter().enumerate() {
                 assert_eq!(b, lane_score(&rows, x0 + i), "spread {spread} x {}", x0 + i);
             }
@@ -72,4 +72,34 @@ fn score_is_the_last_threshold_that_still_detects() {
     let c = detect(&img, 10, true);
     assert_eq!(c.len(), 1);
     assert_eq!((c[0].x, c[0].y, c[0].fast_score), (4, 4, 24));
+}
+
+#[test]
+fn rows_of_several_chunks_equal_the_naive_segment_test() {
+    // Rows wider than one filter pass (CHUNK steps of LANES centres), at, just past and far
+    // past its end, and narrower than one step: every pixel's flag and score against the
+    // plain segment test, both polarities (three grey levels, half of the pixels the brightest; thresholds at their gaps).
+    let mut seed = 17u64;
+    let chunk = CHUNK * LANES + 2 * BORDER;
+    for w in [LANES + 5, chunk - 1, chunk, chunk + 1, 2 * chunk + 45] {
+        for t in [9u8, 10, 39] {
+            let img = crate::cpu::test_util::xorshift_image(w, 9, &mut seed, |r| {
+                [80u8, 90, 130, 130][(r >> 62) as usize]
+            });
+            let got: Vec<(u32, u32, u8)> = detect(&img, t, false)
+                .iter()
+                .map(|c| (c.x, c.y, c.fast_score))
+                .collect();
+            let mut want = Vec::new();
+            for y in BORDER..9 - BORDER {
+                for x in BORDER..w - BORDER {
+                    if is_corner_naive(&img, x, y, t) {
+                        want.push((x as u32, y as u32, score(&img, x, y)));
+                    }
+                }
+            }
+            assert!(!want.is_empty(), "w {w} t {t}: no corner to compare");
+            assert!(got == want, "w {w} t {t}");
+        }
+    }
 }
