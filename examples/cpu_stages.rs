@@ -192,7 +192,7 @@ fn dump(path: &str, root: &Path) {
                 }
             }
             // Intermediates, as the public stage functions give them.
-            sobel_magnitude(img, l2, &mut grad);
+            sobel_magnitude(img.view(), l2, &mut grad);
             writeln!(
                 out,
                 "sobel {l2} {:016x} {:016x} {:016x}",
@@ -270,7 +270,7 @@ fn main() {
             gaussian_blur(img, 5, 0.0, &mut blurred, &mut bs);
         });
         let mut g = Gradients::default();
-        let ts = median_ms(runs, || sobel_magnitude(img, true, &mut g));
+        let ts = median_ms(runs, || sobel_magnitude(img.view(), true, &mut g));
         let (lo, hi) = thresholds(&cfg(50.0, 150.0, true, 0, 0.0));
         let mut class = Vec::new();
         let tn = median_ms(runs, || nms_classify(&g, lo, hi, &mut class));

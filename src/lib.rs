@@ -52,5 +52,5 @@ pub mod track;
 pub use config::Config;
 pub use error::{DecodeError, Error, Result};
 pub use features::{Descriptor, Features, Keypoint, StageTiming};
-pub use image::{Encoding, FrameLayout, GrayImage, ImageView};
+pub use image::{AsGray, Encoding, FrameLayout, Gray, GrayImage, ImageView};
 pub use pipeline::{BackendChoice, BackendKind, Pipeline};

@@ -394,7 +394,7 @@ fn hysteresis_follows_the_whole_spiral() {
     let (w, h) = (img.width, img.height);
     let c = cfg(50.0, 300.0, true, 0, 0.0);
     let mut g = Gradients::default();
-    sobel_magnitude(&img, true, &mut g);
+    sobel_magnitude(img.view(), true, &mut g);
     let (low, high) = thresholds(&c);
     let mut class = Vec::new();
     nms_classify(&g, low, high, &mut class);

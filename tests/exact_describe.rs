@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use gpu_features::cpu::{describe, pyramid};
-use gpu_features::{BackendChoice, Config, ImageView, Keypoint, Pipeline};
+use gpu_features::{BackendChoice, Config, GrayImage, ImageView, Keypoint, Pipeline};
 
 mod shared;
 use shared::{golden, gray, FIXTURES};
@@ -120,8 +120,9 @@ fn descriptors_near_the_image_edge_match_opencvs_padding() {
             })
             .collect();
         let mut got = Vec::new();
+        let views: Vec<_> = levels.iter().map(GrayImage::view).collect();
         describe::describe_into(
-            &levels,
+            &views,
             describe::DescribeSettings::orb(1.2),
             &kps,
             &mut scratch,

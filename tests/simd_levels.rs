@@ -89,7 +89,7 @@ fn run_all(threads: u32) -> Outputs {
             let f = cpu.process(&cfg, &view);
             let kps = f.keypoints.iter().map(shared::kp_bits).collect();
             let edges = f.edges.map(|e| e.data).unwrap_or_default();
-            let levels = cpu.levels().iter().map(|l| l.data.clone()).collect();
+            let levels = cpu.above().iter().map(|l| l.data.clone()).collect();
             pipeline.push((format!("{p} {name}"), kps, f.descriptors, edges, levels));
         }
     }

@@ -8,7 +8,7 @@
 //! integer arithmetic, so the summation order does not matter and a GPU twin can reproduce
 //! it bit for bit. The border is `BORDER_REFLECT_101` (`gfedcb|abcdefgh|gfedcba`).
 
-use crate::image::GrayImage;
+use crate::image::{AsGray, Gray, GrayImage};
 
 /// Fraction bits of OpenCV's `ufixedpoint16` kernel coefficients.
 const KERNEL_SHIFT: u32 = 8;
@@ -128,12 +128,13 @@ pub fn gaussian_kernel_fixed(ksize: usize, sigma: f64) -> Vec<u32> {
 /// `cv::GaussianBlur(img, (ksize, ksize), sigma, sigma, BORDER_REFLECT_101)` for 8-bit
 /// images, bit-exact. `ksize` must be odd; 1 copies the image.
 pub fn gaussian_blur(
-    img: &GrayImage,
+    img: impl AsGray,
     ksize: usize,
     sigma: f64,
     out: &mut GrayImage,
     s: &mut BlurScratch,
 ) {
+    let img = img.gray();
     let (w, h) = (img.width, img.height);
     out.reshape(w, h);
     if w == 0 || h == 0 {
@@ -151,7 +152,7 @@ pub fn gaussian_blur(
 
 super::simd::versions! {
     /// [`blur_passes`] at the process's SIMD level.
-    fn blur_versions(img: &GrayImage, ksize: usize, r: usize, out: &mut GrayImage, s: &mut BlurScratch) = blur_passes;
+    fn blur_versions(img: Gray<'_>, ksize: usize, r: usize, out: &mut GrayImage, s: &mut BlurScratch) = blur_passes;
 }
 
 /// Both passes (`s.kernel` holds the fixed-point kernel of size `ksize = 2r + 1`).
@@ -161,7 +162,7 @@ super::simd::versions! {
 /// multiplication are exact modulo 2^16, whatever the intermediate values (this also lets
 /// the symmetric taps be added before multiplying). The vertical sums fit `u32`.
 #[inline(always)]
-fn blur_passes(img: &GrayImage, ksize: usize, r: usize, out: &mut GrayImage, s: &mut BlurScratch) {
+fn blur_passes(img: Gray<'_>, ksize: usize, r: usize, out: &mut GrayImage, s: &mut BlurScratch) {
     let (w, h) = (img.width, img.height);
     let k = &s.kernel;
     // The kernel is symmetric (`gaussian_kernel_fixed` builds it so).
@@ -286,7 +287,7 @@ mod tests {
                     kernel: gaussian_kernel_fixed(k, 0.0),
                     ..Default::default()
                 };
-                blur_passes(&img, k, k / 2, &mut b, &mut sc);
+                blur_passes(img.view(), k, k / 2, &mut b, &mut sc);
                 assert_eq!(a, b, "{w}x{h} k{k}");
             }
         }

@@ -2,7 +2,7 @@
 //! CPU reference for `fast_cells` + `cell_filter` in `kernels/fast_harris.cu`).
 
 use super::fast;
-use crate::image::GrayImage;
+use crate::image::AsGray;
 use crate::select::Corner;
 
 /// The FAST windows of [`fast_in_cells`], `(x0, y0, x1, y1)` half-open, in raster order.
@@ -68,13 +68,14 @@ pub fn cell_windows(
 ///   `threshold`;
 /// - the detectable parts tile the area without overlap, so there is nothing to dedup.
 pub fn fast_in_cells(
-    img: &GrayImage,
+    img: impl AsGray,
     threshold: u8,
     min_threshold: u8,
     nonmax_suppression: bool,
     cell_size: u32,
     border: u32,
 ) -> Vec<Corner> {
+    let img = img.gray();
     let Some(grid) = CellGrid::new(img.width, img.height, cell_size, border) else {
         return Vec::new();
     };
@@ -338,6 +339,7 @@ impl<'a> CellNms<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::GrayImage;
 
     /// Noise: full contrast left of x = 160, +-12 grey levels right of it (few corners at
     /// threshold 20, many at 7).

@@ -40,7 +40,7 @@ use super::orb_pattern::ORB_PATTERN;
 use super::pyramid::level_scale;
 use crate::config::{Config, DescriptorBlur, Scales};
 use crate::features::{Descriptor, Keypoint};
-use crate::image::GrayImage;
+use crate::image::{AsGray, Gray, GrayImage};
 
 /// `deg * (float)(CV_PI / 180)`, then `cos`/`sin` in `f64` rounded to `f32` (step 3).
 pub fn rotation(angle_deg: f32) -> (f32, f32) {
@@ -169,7 +169,7 @@ fn round_even_i32(v: f32) -> i32 {
 /// The sample at `(x, y)`: the blurred level inside it, the unblurred level reflected (101)
 /// outside it (the note's "Border").
 #[inline]
-fn sample_at(blurred: &GrayImage, raw: &GrayImage, x: i32, y: i32) -> u8 {
+fn sample_at(blurred: &GrayImage, raw: Gray<'_>, x: i32, y: i32) -> u8 {
     let (w, h) = (blurred.width as i32, blurred.height as i32);
     if x >= 0 && y >= 0 && x < w && y < h {
         blurred.data[y as usize * blurred.width + x as usize]
@@ -188,19 +188,19 @@ fn sample_at(blurred: &GrayImage, raw: &GrayImage, x: i32, y: i32) -> u8 {
 /// per-sample rotation was half the stage's time.
 pub fn describe_one(
     blurred: &GrayImage,
-    raw: &GrayImage,
+    raw: impl AsGray,
     cx: i32,
     cy: i32,
     angle: f32,
     fma: bool,
 ) -> Descriptor {
-    describe_one_impl(blurred, raw, cx, cy, angle, fma)
+    describe_one_impl(blurred, raw.gray(), cx, cy, angle, fma)
 }
 
 #[inline(always)]
 fn describe_one_impl(
     blurred: &GrayImage,
-    raw: &GrayImage,
+    raw: Gray<'_>,
     cx: i32,
     cy: i32,
     angle: f32,
@@ -252,7 +252,7 @@ fn describe_one_impl(
 /// into `out`, one per keypoint, in the same order. Only levels that have keypoints are
 /// blurred.
 pub fn describe_into(
-    levels: &[GrayImage],
+    levels: &[Gray<'_>],
     set: DescribeSettings,
     keypoints: &[Keypoint],
     scratch: &mut DescribeScratch,
@@ -266,7 +266,7 @@ pub fn describe_into(
     for (l, img) in levels.iter().enumerate() {
         if is_used(used, l) {
             let b = &mut scratch.blurred[l];
-            blur_for(set.blur, img, b, &mut scratch.blur, &mut scratch.fixed);
+            blur_for(set.blur, *img, b, &mut scratch.blur, &mut scratch.fixed);
         }
     }
     out.resize(keypoints.len(), [0; 32]);
@@ -275,12 +275,12 @@ pub fn describe_into(
 
 super::simd::versions! {
     /// Steps 2-5 of every keypoint at the process's SIMD level.
-    fn describe_all(levels: &[GrayImage], blurred: &[GrayImage], set: DescribeSettings, keypoints: &[Keypoint], out: &mut [Descriptor]) = describe_all_impl;
+    fn describe_all(levels: &[Gray<'_>], blurred: &[GrayImage], set: DescribeSettings, keypoints: &[Keypoint], out: &mut [Descriptor]) = describe_all_impl;
 }
 
 #[inline(always)]
 fn describe_all_impl(
-    levels: &[GrayImage],
+    levels: &[Gray<'_>],
     blurred: &[GrayImage],
     set: DescribeSettings,
     keypoints: &[Keypoint],
@@ -290,14 +290,14 @@ fn describe_all_impl(
     for (kp, d) in keypoints.iter().zip(out.iter_mut()) {
         let l = (kp.octave.max(0) as usize).min(levels.len() - 1);
         let (cx, cy) = center(kp, set.scales, set.scale_factor);
-        *d = describe_one_impl(&blurred[l], &levels[l], cx, cy, kp.angle, set.fma);
+        *d = describe_one_impl(&blurred[l], levels[l], cx, cy, kp.angle, set.fma);
     }
 }
 
 /// [`describe_into`] on the current rayon pool, the same descriptors: the used levels
 /// blurred in parallel (each with its own buffers), then the keypoints in chunks.
 pub fn describe_into_threaded(
-    levels: &[GrayImage],
+    levels: &[Gray<'_>],
     set: DescribeSettings,
     keypoints: &[Keypoint],
     scratch: &mut DescribeScratch,
@@ -313,7 +313,7 @@ pub fn describe_into_threaded(
         .zip(scratch.per_level[..n].par_iter_mut())
         .enumerate()
         .filter(|(l, _)| is_used(used, *l))
-        .for_each(|(l, (b, (buf, fixed)))| blur_for(set.blur, &levels[l], b, buf, fixed));
+        .for_each(|(l, (b, (buf, fixed)))| blur_for(set.blur, levels[l], b, buf, fixed));
     out.clear();
     out.resize(keypoints.len(), [0; 32]);
     let blurred = &scratch.blurred;
@@ -339,7 +339,7 @@ fn is_used(mask: u64, l: usize) -> bool {
 /// Step 1 for one level: `img` blurred into `out` as `blur` says.
 fn blur_for(
     blur: DescriptorBlur,
-    img: &GrayImage,
+    img: Gray<'_>,
     out: &mut GrayImage,
     buf: &mut BlurBuffers,
     fixed: &mut BlurScratch,
@@ -410,7 +410,7 @@ mod tests {
         let mut float = GrayImage::default();
         blur_level(&img, &mut float, &mut BlurBuffers::default());
         assert_ne!(want.data, float.data, "the two blurs agree on noise");
-        let levels = [img];
+        let levels = [img.view()];
         for (blur, expect) in [
             (DescriptorBlur::OrbSlam3, &want),
             (DescriptorBlur::Orb, &float),
@@ -424,7 +424,7 @@ mod tests {
             assert_eq!(&scratch.blurred()[0].data, &expect.data, "{blur:?}");
             assert_eq!(
                 out[0],
-                describe_one(expect, &levels[0], 40, 30, 10.0, false)
+                describe_one(expect, levels[0], 40, 30, 10.0, false)
             );
         }
     }
@@ -483,7 +483,7 @@ mod tests {
         let (ca, sa) = rotation(angle);
         let sample = |px: i8, py: i8| {
             let (dx, dy) = rotate(px, py, ca, sa, fma);
-            sample_at(b, raw, cx + dx, cy + dy)
+            sample_at(b, raw.view(), cx + dx, cy + dy)
         };
         let mut d = [0u8; 32];
         for (r, p) in ORB_PATTERN.iter().enumerate() {

@@ -63,7 +63,7 @@ fn min_eigen_map_with(
             *o = (a + c) - (t * t + b * b).sqrt();
         }
     };
-    covariance_map(img, block_size, ksize, &mut finish, scratch, out);
+    covariance_map(img.view(), block_size, ksize, &mut finish, scratch, out);
 }
 
 /// Reusable buffers of [`good_features_to_track`].

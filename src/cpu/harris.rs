@@ -12,7 +12,7 @@
 //!   the map against a 1e-6 * max|R| bound, which holds on any host.
 
 use crate::cpu::blur::reflect101;
-use crate::image::GrayImage;
+use crate::image::{AsGray, Gray};
 use crate::select::Corner;
 
 /// ORB's Harris score at (x, y) (`HarrisResponses` in OpenCV's orb.cpp): a `block_size`
@@ -21,7 +21,8 @@ use crate::select::Corner;
 ///
 /// Pixels outside the image are read with `BORDER_REFLECT_101`, as ORB's padded pyramid
 /// does; inside the usual ORB border (31) no such read happens.
-pub fn orb_score(img: &GrayImage, x: u32, y: u32, block_size: u32, k: f32) -> f32 {
+pub fn orb_score(img: impl AsGray, x: u32, y: u32, block_size: u32, k: f32) -> f32 {
+    let img = img.gray();
     let (w, h) = (img.width, img.height);
     let r = (block_size / 2) as isize;
     let (x, y) = (x as isize, y as isize);
@@ -142,7 +143,7 @@ fn col_filter<const K: usize>(rows: [&[f32]; K], kern: &[f32; K], antisym: bool,
 /// filter over a ring of `K` padded rows (`BORDER_REFLECT_101`), dx = deriv rows x smooth
 /// columns, dy = smooth rows x deriv columns.
 struct Sobel<'a, const K: usize> {
-    img: &'a GrayImage,
+    img: Gray<'a>,
     sm: &'a [f32; K],
     de: &'a [f32; K],
     padded: &'a mut [f32],
@@ -157,7 +158,7 @@ struct Sobel<'a, const K: usize> {
 impl<'a, const K: usize> Sobel<'a, K> {
     #[inline(always)]
     fn new(
-        img: &'a GrayImage,
+        img: Gray<'a>,
         sm: &'a [f32; K],
         de: &'a [f32; K],
         [padded, ring_d, ring_s]: &'a mut [Vec<f32>; 3],
@@ -289,7 +290,7 @@ fn response_row(
 /// (with and without FMA).
 #[inline(always)]
 fn dense_core<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
-    img: &GrayImage,
+    img: Gray<'_>,
     sm: &[f32; K],
     de: &[f32; K],
     block: usize,
@@ -393,7 +394,7 @@ super::simd::versions! {
     /// [`dense_core`] at the process's SIMD level (with AVX2 comes FMA: `mul_add` is one
     /// instruction instead of a libm call; FMA is exactly rounded, so the bits are the same).
     fn dense_versions[const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])](
-        img: &GrayImage,
+        img: Gray<'_>,
         sm: &[f32; K],
         de: &[f32; K],
         block: usize,
@@ -405,7 +406,7 @@ super::simd::versions! {
 
 /// [`dense_versions`] for a kernel of `K` taps.
 fn dense_dispatch<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
-    img: &GrayImage,
+    img: Gray<'_>,
     sm: &[f32],
     de: &[f32],
     block: usize,
@@ -425,7 +426,8 @@ fn dense_dispatch<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [
 /// `1 / (2^(ksize-1) * block_size * 255)`; products dx², dx·dy, dy²; box sums; then
 /// `a*c - b*b - k*(a+c)^2`. Bit-exact with the goldens (see the module doc for the host
 /// caveat); the tests bound any difference by `1e-6 * max|R|` as well.
-pub fn dense_response(img: &GrayImage, block_size: u32, ksize: u32, k: f32, out: &mut Vec<f32>) {
+pub fn dense_response(img: impl AsGray, block_size: u32, ksize: u32, k: f32, out: &mut Vec<f32>) {
+    let img = img.gray();
     let n = img.width * img.height;
     // Our k is f32; its shortest decimal form recovers the double the user wrote (0.04,
     // not 0.0399999991).
@@ -449,7 +451,7 @@ pub fn dense_response(img: &GrayImage, block_size: u32, ksize: u32, k: f32, out:
 /// `c = Σdy²` of the scaled Sobel gradients, handed to `finish(a, b, c, i0, row)` with `i0`
 /// the flat index of the row's first pixel; `out` gets every row it writes.
 pub(crate) fn covariance_map<F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
-    img: &GrayImage,
+    img: Gray<'_>,
     block_size: u32,
     ksize: u32,
     finish: &mut F,
@@ -491,12 +493,13 @@ pub(crate) fn covariance_map<F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])
 /// its (in-image) 8 neighbours, so a plateau of equal maxima yields no corner. Raster order,
 /// `fast_score` 0, `response` = the Harris response. No corners when the maximum is <= 0.
 pub fn dense_corners(
-    img: &GrayImage,
+    img: impl AsGray,
     block_size: u32,
     ksize: u32,
     k: f32,
     quality: f32,
 ) -> Vec<Corner> {
+    let img = img.gray();
     let mut resp = Vec::new();
     dense_response(img, block_size, ksize, k, &mut resp);
     let (w, h) = (img.width, img.height);
@@ -537,6 +540,7 @@ pub fn dense_corners(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::GrayImage;
 
     #[test]
     fn reflect101_mirrors_without_repeating_the_edge() {

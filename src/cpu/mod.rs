@@ -28,14 +28,17 @@ use std::time::Instant;
 
 use crate::config::{Config, DetectorMethod};
 use crate::features::{Features, Keypoint, StageTiming};
-use crate::image::{GrayImage, ImageView};
+use crate::image::{AsGray, Gray, GrayImage, ImageView};
 use crate::select::{self, select_level, to_keypoint, Corner};
 
 /// Buffers of the CPU path, reused from frame to frame.
 #[derive(Default)]
 pub struct CpuPipeline {
-    /// levels[0] is the decoded gray input.
-    levels: Vec<GrayImage>,
+    /// Level 0 when the frame is not a packed mono8 image: its decode. A packed mono8 frame
+    /// is read in place (no copy).
+    decoded: GrayImage,
+    /// The pyramid's levels above level 0 (level i in `above[i - 1]`).
+    above: Vec<GrayImage>,
     canny: canny::CannyScratch,
     describe: describe::DescribeScratch,
     /// `cpu.threads` > 1: the pool and its size (made on the first such frame).
@@ -49,8 +52,9 @@ impl CpuPipeline {
         Self::default()
     }
 
-    pub fn levels(&self) -> &[GrayImage] {
-        &self.levels
+    /// The last frame's pyramid levels above level 0 (level 0 is the frame, or its decode).
+    pub fn above(&self) -> &[GrayImage] {
+        &self.above
     }
 
     pub fn process(&mut self, cfg: &Config, frame: &ImageView) -> Features {
@@ -59,7 +63,9 @@ impl CpuPipeline {
         out
     }
 
-    /// Runs every stage into `out`, reusing its keypoint and edge buffers.
+    /// Runs every stage into `out`, reusing its keypoint and edge buffers. A packed mono8
+    /// frame is level 0 as it lies (the stages read the caller's bytes); other encodings are
+    /// decoded into a buffer first.
     pub fn process_into(&mut self, cfg: &Config, frame: &ImageView, out: &mut Features) {
         out.timings.clear();
         let mut t = Instant::now();
@@ -72,33 +78,43 @@ impl CpuPipeline {
             });
             t = now;
         };
-        if self.levels.is_empty() {
-            self.levels.push(GrayImage::default());
-        }
         let threads = cfg.cpu.threads_for(false);
         if threads > 1 {
             self.pool(threads);
         }
-        let pool = self.pool.as_ref().filter(|_| threads > 1).map(|p| &p.1);
+        let CpuPipeline {
+            decoded,
+            above,
+            canny: canny_scratch,
+            describe: describe_scratch,
+            pool,
+            per_level,
+        } = self;
+        let pool = pool.as_ref().filter(|_| threads > 1).map(|p| &p.1);
         let in_pool = |f: &mut (dyn FnMut() + Send)| match pool {
             Some(p) => p.install(f),
             None => f(),
         };
-        let bands = threads.min(frame.height() / 32).max(1);
-        let level0 = &mut self.levels[0];
-        in_pool(&mut || decode::decode_banded(frame, level0, bands));
+        let base = match frame.packed_mono8() {
+            Some(gray) => gray,
+            None => {
+                let bands = threads.min(frame.height() / 32).max(1);
+                in_pool(&mut || decode::decode_banded(frame, decoded, bands));
+                decoded.view()
+            }
+        };
         lap("decode", &mut out.timings);
 
-        let levels = if cfg.detector.method == DetectorMethod::None {
+        let n = if cfg.detector.method == DetectorMethod::None {
             1
         } else {
             cfg.pyramid.levels as usize
         };
-        let all = &mut self.levels;
+        above.resize_with(n - 1, GrayImage::default);
         in_pool(&mut || {
-            pyramid::build_in(
-                all,
-                levels,
+            pyramid::build_above(
+                base,
+                above,
                 cfg.pyramid.scales,
                 cfg.pyramid.scale_factor,
                 cfg.pyramid.interpolation,
@@ -106,19 +122,26 @@ impl CpuPipeline {
             )
         });
         lap("pyramid", &mut out.timings);
+        let mut views = [Gray::EMPTY; crate::levels::MAX_LEVELS];
+        views[0] = base;
+        for (v, l) in views[1..].iter_mut().zip(above.iter()) {
+            *v = l.view();
+        }
+        let levels = &views[..n];
 
-        if threads > 1 {
-            self.stages_threaded(cfg, levels, threads, out);
+        if let Some(pool) = pool {
+            let scratch = (canny_scratch, describe_scratch, per_level);
+            stages_threaded(cfg, levels, threads, pool, scratch, out);
         } else {
-            detect_keypoints_into(cfg, &self.levels[..levels], &mut out.keypoints);
+            detect_keypoints_into(cfg, levels, &mut out.keypoints);
             lap("detect", &mut out.timings);
 
             if cfg.describe.enabled {
                 describe::describe_into(
-                    &self.levels[..levels],
+                    levels,
                     describe::DescribeSettings::from_config(cfg),
                     &out.keypoints,
-                    &mut self.describe,
+                    describe_scratch,
                     &mut out.descriptors,
                 );
                 lap("describe", &mut out.timings);
@@ -128,7 +151,7 @@ impl CpuPipeline {
 
             if cfg.canny.enabled {
                 let edges = out.edges.get_or_insert_with(GrayImage::default);
-                canny::canny(&self.levels[0], &cfg.canny, edges, &mut self.canny);
+                canny::canny(base, &cfg.canny, edges, canny_scratch);
             } else {
                 out.edges = None;
             }
@@ -137,7 +160,7 @@ impl CpuPipeline {
 
         out.level_sizes.clear();
         out.level_sizes
-            .extend(self.levels[..levels].iter().map(|l| (l.width, l.height)));
+            .extend(levels.iter().map(|l| (l.width, l.height)));
     }
 
     /// The pool of `threads` threads (made on first use, remade when the count changes).
@@ -152,87 +175,92 @@ impl CpuPipeline {
         }
         &self.pool.as_ref().expect("made above").1
     }
+}
 
-    /// Detection, descriptors and Canny on `threads` threads, the same outputs as one
-    /// thread: the levels' keypoints found in parallel (FAST in bands of rows) and joined in
-    /// level order, each used level blurred in parallel and the descriptors computed in
-    /// chunks of keypoints, Canny on level 0 in bands of rows beside all of it. Stage times: `detect` and `describe` on their
-    /// path, `canny` beside them (`overlapped`).
-    fn stages_threaded(&mut self, cfg: &Config, n: usize, threads: usize, out: &mut Features) {
-        self.pool(threads);
-        let CpuPipeline {
-            levels,
-            canny: canny_scratch,
-            describe: describe_scratch,
-            pool,
-            per_level,
-        } = self;
-        let levels = &levels[..n];
-        let Features {
-            keypoints,
-            descriptors,
-            edges,
-            timings,
-            ..
-        } = out;
-        let pool = &pool.as_ref().expect("made above").1;
-        let ((t_detect, t_describe), t_canny) = pool.install(|| {
-            rayon::join(
-                || {
-                    let t0 = Instant::now();
-                    detect_levels_parallel(cfg, levels, per_level, keypoints);
-                    let t1 = Instant::now();
-                    if cfg.describe.enabled {
-                        describe::describe_into_threaded(
-                            levels,
-                            describe::DescribeSettings::from_config(cfg),
-                            keypoints,
-                            describe_scratch,
-                            descriptors,
-                        );
-                    } else {
-                        descriptors.clear();
-                    }
-                    (t1 - t0, t1.elapsed())
-                },
-                || {
-                    let t0 = Instant::now();
-                    if cfg.canny.enabled {
-                        let e = edges.get_or_insert_with(GrayImage::default);
-                        let bands = threads.min(levels[0].height / 32).max(1);
-                        canny::canny_banded(&levels[0], &cfg.canny, e, canny_scratch, bands);
-                    } else {
-                        *edges = None;
-                    }
-                    t0.elapsed()
-                },
-            )
-        });
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+/// The buffers [`stages_threaded`] works in: Canny's, the descriptors', each level's
+/// keypoints.
+type ThreadedScratch<'s> = (
+    &'s mut canny::CannyScratch,
+    &'s mut describe::DescribeScratch,
+    &'s mut Vec<Vec<Keypoint>>,
+);
+
+/// Detection, descriptors and Canny on `threads` threads of `pool`, the same outputs as one
+/// thread: the levels' keypoints found in parallel (FAST in bands of rows) and joined in
+/// level order, each used level blurred in parallel and the descriptors computed in chunks
+/// of keypoints, Canny on level 0 in bands of rows beside all of it. Stage times: `detect`
+/// and `describe` on their path, `canny` beside them (`overlapped`).
+fn stages_threaded(
+    cfg: &Config,
+    levels: &[Gray<'_>],
+    threads: usize,
+    pool: &rayon::ThreadPool,
+    (canny_scratch, describe_scratch, per_level): ThreadedScratch,
+    out: &mut Features,
+) {
+    let Features {
+        keypoints,
+        descriptors,
+        edges,
+        timings,
+        ..
+    } = out;
+    let ((t_detect, t_describe), t_canny) = pool.install(|| {
+        rayon::join(
+            || {
+                let t0 = Instant::now();
+                detect_levels_parallel(cfg, levels, per_level, keypoints);
+                let t1 = Instant::now();
+                if cfg.describe.enabled {
+                    describe::describe_into_threaded(
+                        levels,
+                        describe::DescribeSettings::from_config(cfg),
+                        keypoints,
+                        describe_scratch,
+                        descriptors,
+                    );
+                } else {
+                    descriptors.clear();
+                }
+                (t1 - t0, t1.elapsed())
+            },
+            || {
+                let t0 = Instant::now();
+                if cfg.canny.enabled {
+                    let e = edges.get_or_insert_with(GrayImage::default);
+                    let bands = threads.min(levels[0].height / 32).max(1);
+                    canny::canny_banded(levels[0], &cfg.canny, e, canny_scratch, bands);
+                } else {
+                    *edges = None;
+                }
+                t0.elapsed()
+            },
+        )
+    });
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    timings.push(StageTiming {
+        stage: "detect",
+        ms: ms(t_detect),
+        overlapped: false,
+    });
+    if cfg.describe.enabled {
         timings.push(StageTiming {
-            stage: "detect",
-            ms: ms(t_detect),
+            stage: "describe",
+            ms: ms(t_describe),
             overlapped: false,
         });
-        if cfg.describe.enabled {
-            timings.push(StageTiming {
-                stage: "describe",
-                ms: ms(t_describe),
-                overlapped: false,
-            });
-        }
-        timings.push(StageTiming {
-            stage: "canny",
-            ms: ms(t_canny),
-            overlapped: true,
-        });
     }
+    timings.push(StageTiming {
+        stage: "canny",
+        ms: ms(t_canny),
+        overlapped: true,
+    });
 }
 
 /// Corners of one level, before selection: FAST (with the optional per-cell low-threshold
 /// retry) or dense Harris, border-filtered, with their ranking response. With `cpu.threads`
 /// above 1, FAST runs in bands of rows on the current rayon pool (the same corners).
-pub fn level_candidates(cfg: &Config, img: &GrayImage) -> Vec<Corner> {
+pub fn level_candidates(cfg: &Config, img: Gray<'_>) -> Vec<Corner> {
     let d = &cfg.detector;
     let mut corners = match d.method {
         DetectorMethod::None => return Vec::new(),
@@ -269,20 +297,22 @@ pub fn level_candidates(cfg: &Config, img: &GrayImage) -> Vec<Corner> {
 }
 
 /// ORB's level loop: candidates, budget, Harris score, spread, orientation, level-0 coords.
-pub fn detect_keypoints(cfg: &Config, levels: &[GrayImage]) -> Vec<Keypoint> {
+/// Allocates; takes owned levels or views.
+pub fn detect_keypoints(cfg: &Config, levels: &[impl AsGray]) -> Vec<Keypoint> {
+    let views: Vec<Gray> = levels.iter().map(AsGray::gray).collect();
     let mut out = Vec::new();
-    detect_keypoints_into(cfg, levels, &mut out);
+    detect_keypoints_into(cfg, &views, &mut out);
     out
 }
 
 /// [`detect_keypoints`] into `out` (cleared first, capacity kept).
-pub fn detect_keypoints_into(cfg: &Config, levels: &[GrayImage], out: &mut Vec<Keypoint>) {
+pub fn detect_keypoints_into(cfg: &Config, levels: &[Gray<'_>], out: &mut Vec<Keypoint>) {
     out.clear();
     let budget = cfg.select.max_keypoints as usize;
     let per_level = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
     let umax = orient::circle_extents(cfg.orient.patch_size / 2);
     for (level, img) in levels.iter().enumerate() {
-        level_keypoints(cfg, level, img, budget, &per_level, &umax, out);
+        level_keypoints(cfg, level, *img, budget, &per_level, &umax, out);
     }
 }
 
@@ -290,7 +320,7 @@ pub fn detect_keypoints_into(cfg: &Config, levels: &[GrayImage], out: &mut Vec<K
 fn level_keypoints(
     cfg: &Config,
     level: usize,
-    img: &GrayImage,
+    img: Gray<'_>,
     budget: usize,
     per_level: &[usize],
     umax: &[i32],
@@ -316,7 +346,7 @@ fn level_keypoints(
 /// keypoints into `per_level[level]` (buffers reused), then joined in level order.
 fn detect_levels_parallel(
     cfg: &Config,
-    levels: &[GrayImage],
+    levels: &[Gray<'_>],
     per_level: &mut Vec<Vec<Keypoint>>,
     out: &mut Vec<Keypoint>,
 ) {
@@ -330,10 +360,13 @@ fn detect_levels_parallel(
         .enumerate()
         .for_each(|(level, kps)| {
             kps.clear();
-            level_keypoints(cfg, level, &levels[level], budget, &budgets, &umax, kps);
+            level_keypoints(cfg, level, levels[level], budget, &budgets, &umax, kps);
         });
     out.clear();
     for kps in &per_level[..levels.len()] {
         out.extend_from_slice(kps);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,7 +3,7 @@
 //! separable path, as ORB calls it on a non-isolated ROI of its padded pyramid.
 
 use super::blur::reflect101;
-use crate::image::GrayImage;
+use crate::image::{AsGray, Gray, GrayImage};
 
 /// `getGaussianKernel(7, 2, CV_32F)`, built as OpenCV builds it: `exp` in `f64`, each tap
 /// rounded to `f32`, the `f32` taps summed in `f64`, then each tap times `1 / sum` rounded
@@ -36,7 +36,8 @@ pub struct BlurBuffers {
 }
 
 /// ORB's descriptor blur of one level into `out` (step 1).
-pub fn blur_level(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) {
+pub fn blur_level(img: impl AsGray, out: &mut GrayImage, buf: &mut BlurBuffers) {
+    let img = img.gray();
     out.reshape(img.width, img.height);
     if img.width == 0 || img.height == 0 {
         return;
@@ -47,7 +48,7 @@ pub fn blur_level(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) {
 super::simd::versions! {
     /// [`blur_level_impl`] at the process's SIMD level. Below AVX2 (which brings FMA) each
     /// `mul_add` is a libm call: the same bits, ~10x slower.
-    fn blur_level_versions(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) = blur_level_impl;
+    fn blur_level_versions(img: Gray<'_>, out: &mut GrayImage, buf: &mut BlurBuffers) = blur_level_impl;
 }
 
 /// Both passes, pixel-major: each output value is one chain of the note's operations in
@@ -61,7 +62,7 @@ super::simd::versions! {
 /// per pixel). Both changes, 2026-12-06, 1080p default config on this repo's 2-core
 /// x86-64: describe 16.7 -> 8.9 ms (conversion, no clearing) -> see docs/benchmarks.md.
 #[inline(always)]
-fn blur_level_impl(img: &GrayImage, out: &mut GrayImage, buf: &mut BlurBuffers) {
+fn blur_level_impl(img: Gray<'_>, out: &mut GrayImage, buf: &mut BlurBuffers) {
     let k = blur_kernel();
     let (w, h) = (img.width, img.height);
     let BlurBuffers { rows, padded } = buf;

@@ -3,7 +3,7 @@
 //! Bit-exact with OpenCV's ORB (`ICAngles` + `cv::fastAtan2`): the moments are integers and
 //! the angle is OpenCV's float polynomial, evaluated in the same order in `f32` (no FMA).
 
-use crate::image::GrayImage;
+use crate::image::AsGray;
 
 /// Half-widths of the circular patch per row offset (ORB's `umax`), `half_patch + 2` long
 /// (entries `0..=half_patch` are used). Rows near the diagonal are rounded from
@@ -35,14 +35,16 @@ pub fn circle_extents(half_patch: u32) -> Vec<i32> {
 
 /// ORB's `IC_Angle` at (x, y), degrees in [0, 360). The patch radius is `umax.len() - 2`; the
 /// caller keeps (x, y) at least that far from every border.
-pub fn ic_angle(img: &GrayImage, x: u32, y: u32, umax: &[i32]) -> f32 {
+pub fn ic_angle(img: impl AsGray, x: u32, y: u32, umax: &[i32]) -> f32 {
+    let img = img.gray();
     let half = umax.len() as i32 - 2;
     let (m01, m10) = moments(img, x as i32, y as i32, half, umax);
     fast_atan2(m01 as f32, m10 as f32)
 }
 
 /// The moments `(m_01, m_10)` over the circular patch, in ORB's integer arithmetic.
-pub fn moments(img: &GrayImage, x: i32, y: i32, half: i32, umax: &[i32]) -> (i32, i32) {
+pub fn moments(img: impl AsGray, x: i32, y: i32, half: i32, umax: &[i32]) -> (i32, i32) {
+    let img = img.gray();
     let w = img.width as isize;
     let c = y as isize * w + x as isize;
     let px = |o: isize| img.data[(c + o) as usize] as i32;
@@ -104,6 +106,7 @@ pub fn fast_atan2(y: f32, x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::GrayImage;
 
     #[test]
     fn umax_for_orb_patch_31() {

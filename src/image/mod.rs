@@ -1,5 +1,6 @@
-//! Image types: a borrowed, strided view of a camera frame (as in `sensor_msgs/Image`) and an
-//! owned, tightly packed 8-bit gray image used by every stage.
+//! Image types: a borrowed, strided view of a camera frame (as in `sensor_msgs/Image`), an
+//! owned, tightly packed 8-bit gray image, and the borrowed gray view every CPU stage reads
+//! (a pipeline level, or a mono8 frame's own bytes without a copy).
 //!
 //! May import: `error`.
 
@@ -58,5 +59,89 @@ impl GrayImage {
     pub fn row_mut(&mut self, y: usize) -> &mut [u8] {
         let w = self.width;
         &mut self.data[y * w..(y + 1) * w]
+    }
+}
+
+impl GrayImage {
+    /// The image as the borrowed view the CPU stages read.
+    #[inline]
+    pub fn view(&self) -> Gray<'_> {
+        Gray {
+            width: self.width,
+            height: self.height,
+            data: &self.data,
+        }
+    }
+}
+
+/// A borrowed, tightly packed 8-bit single-channel image: a [`GrayImage`]'s bytes, or a
+/// mono8 frame's rows read in place (`step == width`). `Copy`: stages take it by value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gray<'a> {
+    pub width: usize,
+    pub height: usize,
+    pub data: &'a [u8],
+}
+
+impl<'a> Gray<'a> {
+    /// The 0 x 0 image.
+    pub const EMPTY: Gray<'static> = Gray {
+        width: 0,
+        height: 0,
+        data: &[],
+    };
+
+    /// Views `data` as `width x height` (`None` unless it is exactly `width * height` bytes).
+    pub fn new(width: usize, height: usize, data: &'a [u8]) -> Option<Self> {
+        (data.len() == width * height).then_some(Gray {
+            width,
+            height,
+            data,
+        })
+    }
+
+    #[inline]
+    pub fn get(&self, x: usize, y: usize) -> u8 {
+        self.data[y * self.width + x]
+    }
+
+    #[inline]
+    pub fn row(&self, y: usize) -> &'a [u8] {
+        &self.data[y * self.width..(y + 1) * self.width]
+    }
+
+    /// An owned copy.
+    pub fn to_image(&self) -> GrayImage {
+        GrayImage {
+            width: self.width,
+            height: self.height,
+            data: self.data.to_vec(),
+        }
+    }
+}
+
+/// What the CPU stages' public functions take: a [`GrayImage`] (by reference) or a [`Gray`].
+pub trait AsGray {
+    fn gray(&self) -> Gray<'_>;
+}
+
+impl AsGray for GrayImage {
+    #[inline]
+    fn gray(&self) -> Gray<'_> {
+        self.view()
+    }
+}
+
+impl AsGray for Gray<'_> {
+    #[inline]
+    fn gray(&self) -> Gray<'_> {
+        *self
+    }
+}
+
+impl<T: AsGray + ?Sized> AsGray for &T {
+    #[inline]
+    fn gray(&self) -> Gray<'_> {
+        (**self).gray()
     }
 }

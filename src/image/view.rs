@@ -161,6 +161,20 @@ impl<'a> ImageView<'a> {
         Self::with_encoding(data, width, height, width, Encoding::Mono8, false)
     }
 
+    /// The frame itself as a gray image when it is one already: mono8 without row padding
+    /// (`step == width`). The CPU pipeline then reads it in place instead of copying it.
+    pub fn packed_mono8(&self) -> Option<super::Gray<'a>> {
+        (self.encoding == Encoding::Mono8 && self.step == self.width)
+            .then(|| {
+                super::Gray::new(
+                    self.width,
+                    self.height,
+                    &self.data[..self.width * self.height],
+                )
+            })
+            .flatten()
+    }
+
     pub fn data(&self) -> &'a [u8] {
         self.data
     }

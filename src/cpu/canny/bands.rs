@@ -11,11 +11,11 @@ use super::{
     Gradients, STRONG, WEAK,
 };
 use crate::config::CannyConfig;
-use crate::image::GrayImage;
+use crate::image::{AsGray, Gray, GrayImage};
 
 crate::cpu::simd::versions! {
     /// [`classify_rows`] at the process's SIMD level.
-    fn classify_rows_versions(img: &GrayImage, f: &Fused, g: &mut Gradients, class: &mut [u8], rows: Range<usize>) = classify_rows;
+    fn classify_rows_versions(img: Gray<'_>, f: &Fused, g: &mut Gradients, class: &mut [u8], rows: Range<usize>) = classify_rows;
 }
 
 /// One band's scratch in [`canny_banded`].
@@ -55,12 +55,13 @@ fn push_seed_rows(
 /// ([`flood_band`]); one flood over the whole map from the bands' first and last rows joins
 /// them (the result does not depend on the order), and the edge map is written by rows.
 pub fn canny_banded(
-    img: &GrayImage,
+    img: impl AsGray,
     cfg: &CannyConfig,
     out: &mut GrayImage,
     scratch: &mut CannyScratch,
     bands: usize,
 ) {
+    let img = img.gray();
     use rayon::prelude::*;
     let (w, h) = (img.width, img.height);
     let bands = bands.clamp(1, h.max(1));
@@ -163,7 +164,7 @@ fn flood_band(c: &mut [u8], pw: usize, stack: &mut Vec<u32>, border: &mut Vec<u3
 /// first, so a band needs nothing of the others.
 #[inline(always)]
 fn classify_rows(
-    img: &GrayImage,
+    img: Gray<'_>,
     f: &Fused,
     g: &mut Gradients,
     class: &mut [u8],

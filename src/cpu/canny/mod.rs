@@ -23,7 +23,7 @@ pub use self::hysteresis::hysteresis;
 use self::hysteresis::{empty_stack, flood, push_seeds, write_edges};
 use super::blur::{gaussian_blur, BlurScratch};
 use crate::config::CannyConfig;
-use crate::image::GrayImage;
+use crate::image::{AsGray, Gray, GrayImage};
 
 /// Class of a pixel that cannot be an edge (also the padding ring).
 pub const NONE: u8 = 0;
@@ -105,11 +105,11 @@ super::simd::versions! {
     /// into `dx`, `dy` (`width * height`) and the magnitude into the padded `mag`:
     /// `|dx| + |dy|` (L1) or `dx^2 + dy^2` (L2, not square-rooted; thresholds are squared).
     /// `mag` is resized and its padding ring zeroed here. `img` must not be empty.
-    pub fn sobel_magnitude(img: &GrayImage, l2: bool, g: &mut Gradients) = sobel_magnitude_impl;
+    pub fn sobel_magnitude(img: Gray<'_>, l2: bool, g: &mut Gradients) = sobel_magnitude_impl;
 }
 
 #[inline(always)]
-fn sobel_magnitude_impl(img: &GrayImage, l2: bool, g: &mut Gradients) {
+fn sobel_magnitude_impl(img: Gray<'_>, l2: bool, g: &mut Gradients) {
     let (w, h) = (img.width, img.height);
     let pw = w + 2;
     g.width = w;
@@ -303,7 +303,8 @@ fn nms_row(mags: [&[i32]; 3], dx: &[i16], dy: &[i16], low: i32, high: i32, out: 
 /// functions, so the same bits), fused row by row: Sobel rows go to a ring of three
 /// magnitude rows, each row is classified as soon as the one below it is known, and its
 /// strong pixels are pushed right away, so only the class map is image-sized.
-pub fn canny(img: &GrayImage, cfg: &CannyConfig, out: &mut GrayImage, scratch: &mut CannyScratch) {
+pub fn canny(img: impl AsGray, cfg: &CannyConfig, out: &mut GrayImage, scratch: &mut CannyScratch) {
+    let img = img.gray();
     let (w, h) = (img.width, img.height);
     if w == 0 || h == 0 {
         out.reshape(w, h);
@@ -334,14 +335,14 @@ struct Fused {
 /// The image Canny's gradients are taken of (`img`, or its Gaussian blur into `blurred`
 /// when `cfg.blur_ksize > 0`) and the classification's parameters.
 fn prepare<'a>(
-    img: &'a GrayImage,
+    img: Gray<'a>,
     cfg: &CannyConfig,
     blurred: &'a mut GrayImage,
     blur: &mut BlurScratch,
-) -> (&'a GrayImage, Fused) {
+) -> (Gray<'a>, Fused) {
     let src = if cfg.blur_ksize > 0 {
         gaussian_blur(img, cfg.blur_ksize as usize, cfg.blur_sigma, blurred, blur);
-        &*blurred
+        blurred.view()
     } else {
         img
     };
@@ -363,7 +364,7 @@ fn reset_class(class: &mut Vec<u8>, w: usize, h: usize) {
 
 super::simd::versions! {
     /// [`classify_fused`] at the process's SIMD level.
-    fn classify_versions(img: &GrayImage, f: &Fused, g: &mut Gradients, class: &mut Vec<u8>, stack: &mut Vec<u32>, seeds: &mut Vec<u8>) = classify_fused;
+    fn classify_versions(img: Gray<'_>, f: &Fused, g: &mut Gradients, class: &mut Vec<u8>, stack: &mut Vec<u32>, seeds: &mut Vec<u8>) = classify_fused;
 }
 
 /// The Sobel ring's buffers: 4 padded magnitude rows (slot 3 stays zero: the rows outside
@@ -411,7 +412,7 @@ fn nms_ring_row(g: &Gradients, w: usize, h: usize, y: usize, f: &Fused, crow: &m
 /// Row `y`'s Sobel into [`classify_fused`]'s ring (a function, not a closure: a closure
 /// called twice was not inlined, so it ran without the SIMD level's instructions).
 #[inline(always)]
-fn sobel_into_ring(img: &GrayImage, l2: bool, g: &mut Gradients, y: usize) {
+fn sobel_into_ring(img: Gray<'_>, l2: bool, g: &mut Gradients, y: usize) {
     let (w, h) = (img.width, img.height);
     let pw = w + 2;
     let rows = [
@@ -434,7 +435,7 @@ fn sobel_into_ring(img: &GrayImage, l2: bool, g: &mut Gradients, y: usize) {
 /// Sobel + NMS row by row into `s.class` (padded), pushing strong pixels onto `s.stack`.
 #[inline(always)]
 fn classify_fused(
-    img: &GrayImage,
+    img: Gray<'_>,
     f: &Fused,
     g: &mut Gradients,
     class: &mut Vec<u8>,
@@ -521,9 +522,9 @@ mod tests {
                     canny(&img, &cfg, &mut fused, &mut CannyScratch::default());
 
                     let mut g = Gradients::default();
-                    sobel_magnitude(&img, l2, &mut g);
+                    sobel_magnitude(img.view(), l2, &mut g);
                     let mut g2 = Gradients::default();
-                    sobel_magnitude_impl(&img, l2, &mut g2);
+                    sobel_magnitude_impl(img.view(), l2, &mut g2);
                     assert_eq!((&g.dx, &g.dy, &g.mag), (&g2.dx, &g2.dy, &g2.mag));
                     let (mut c, mut c2) = (Vec::new(), Vec::new());
                     nms_classify(&g, low, high, &mut c);
@@ -536,7 +537,7 @@ mod tests {
                     let (mut g3, mut c3, mut st, mut sd) =
                         (Gradients::default(), Vec::new(), Vec::new(), Vec::new());
                     let f = Fused { l2, low, high };
-                    classify_fused(&img, &f, &mut g3, &mut c3, &mut st, &mut sd);
+                    classify_fused(img.view(), &f, &mut g3, &mut c3, &mut st, &mut sd);
                     flood(w, h, &mut c3, &mut st);
                     let mut portable = GrayImage::default();
                     write_edges(w, h, &c3, &mut portable);

@@ -24,7 +24,7 @@
 
 use std::ops::Range;
 
-use crate::image::GrayImage;
+use crate::image::{AsGray, Gray};
 use crate::select::Corner;
 
 mod nms;
@@ -57,7 +57,8 @@ pub const BORDER: usize = 3;
 /// `(brighter, darker)`: bit `k` is set when circle pixel `k` is `> v + t` (resp. `< v - t`).
 /// The caller guarantees `(x, y)` is at least [`BORDER`] pixels inside the image.
 #[inline]
-pub fn ring_masks(img: &GrayImage, x: usize, y: usize, threshold: u8) -> (u16, u16) {
+pub fn ring_masks(img: impl AsGray, x: usize, y: usize, threshold: u8) -> (u16, u16) {
+    let img = img.gray();
     let w = img.width as isize;
     let c = y as isize * w + x as isize;
     let v = img.data[c as usize] as i32;
@@ -88,7 +89,8 @@ pub fn has_arc9(mask: u16) -> bool {
 /// OpenCV's FAST score at `(x, y)`: the largest threshold for which it is still a corner, i.e.
 /// the best 9-arc's smallest same-signed difference to the centre, minus 1; 0 when there is
 /// no arc with a positive difference. Same border precondition as [`ring_masks`].
-pub fn score(img: &GrayImage, x: usize, y: usize) -> u8 {
+pub fn score(img: impl AsGray, x: usize, y: usize) -> u8 {
+    let img = img.gray();
     let w = img.width as isize;
     let c = y as isize * w + x as isize;
     let ring = CIRCLE.map(|(dx, dy)| img.data[(c + dy as isize * w + dx as isize) as usize]);
@@ -126,7 +128,8 @@ fn ring_score(v: u8, ring: &[u8; 16]) -> u8 {
 
 /// The plain 16-arc segment test, for property tests: 9 contiguous circle pixels all
 /// `> v + t` or all `< v - t`. Same border precondition as [`ring_masks`].
-pub fn is_corner_naive(img: &GrayImage, x: usize, y: usize, threshold: u8) -> bool {
+pub fn is_corner_naive(img: impl AsGray, x: usize, y: usize, threshold: u8) -> bool {
+    let img = img.gray();
     let v = img.get(x, y) as i32;
     let t = threshold as i32;
     let px = |k: usize| {
@@ -436,7 +439,7 @@ fn lane_score(rows: &Rows, x: usize) -> u8 {
 /// score)` in raster order. Inlined into each SIMD level's copy (`simd::versions!`).
 #[inline(always)]
 fn scan_image(
-    img: &GrayImage,
+    img: Gray<'_>,
     threshold: u8,
     ys: Range<usize>,
     xs: Range<usize>,
@@ -458,11 +461,11 @@ fn scan_image(
 
 super::simd::versions! {
     /// [`scan_image`] at the SIMD level of this process (same results on every level).
-    fn scan_versions(img: &GrayImage, threshold: u8, ys: Range<usize>, xs: Range<usize>, found: &mut dyn FnMut(usize, usize, u8)) = scan_image;
+    fn scan_versions(img: Gray<'_>, threshold: u8, ys: Range<usize>, xs: Range<usize>, found: &mut dyn FnMut(usize, usize, u8)) = scan_image;
 }
 
 /// [`scan_image`] over whole rows.
-fn scan(img: &GrayImage, threshold: u8, ys: Range<usize>, found: &mut dyn FnMut(usize, usize, u8)) {
+fn scan(img: Gray<'_>, threshold: u8, ys: Range<usize>, found: &mut dyn FnMut(usize, usize, u8)) {
     scan_versions(img, threshold, ys, BORDER..img.width - BORDER, found);
 }
 
@@ -470,7 +473,7 @@ fn scan(img: &GrayImage, threshold: u8, ys: Range<usize>, found: &mut dyn FnMut(
 /// rows), as `found(x, y, score)` in raster order: the same vectorised scanner, no
 /// allocation. For callers that run their own suppression (`select::fast_in_cells`).
 pub(crate) fn scan_corners(
-    img: &GrayImage,
+    img: Gray<'_>,
     threshold: u8,
     ys: Range<usize>,
     found: &mut dyn FnMut(usize, usize, u8),
@@ -487,7 +490,7 @@ pub(crate) fn scan_corners(
 
 /// [`scan_corners`] of the centres `xs` only (clipped to the tested columns).
 pub(crate) fn scan_corners_in(
-    img: &GrayImage,
+    img: Gray<'_>,
     threshold: u8,
     ys: Range<usize>,
     xs: Range<usize>,
@@ -505,7 +508,8 @@ pub(crate) fn scan_corners_in(
 }
 
 /// All FAST corners in raster order (y, then x), `response` = FAST score as f32.
-pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<Corner> {
+pub fn detect(img: impl AsGray, threshold: u8, nonmax_suppression: bool) -> Vec<Corner> {
+    let img = img.gray();
     let (w, h) = (img.width, img.height);
     if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
         return Vec::new();
@@ -517,11 +521,12 @@ pub fn detect(img: &GrayImage, threshold: u8, nonmax_suppression: bool) -> Vec<C
 /// same order: each band scans one row more on each side for its suppression and keeps its
 /// own rows' corners, and the bands are joined in order.
 pub fn detect_banded(
-    img: &GrayImage,
+    img: impl AsGray,
     threshold: u8,
     nonmax_suppression: bool,
     bands: usize,
 ) -> Vec<Corner> {
+    let img = img.gray();
     use rayon::prelude::*;
     let (w, h) = (img.width, img.height);
     if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
@@ -546,7 +551,7 @@ pub fn detect_banded(
 
 /// The corners of rows `ys` (within `BORDER..h - BORDER`; the image at least 7x7).
 fn detect_rows(
-    img: &GrayImage,
+    img: Gray<'_>,
     threshold: u8,
     nonmax_suppression: bool,
     ys: Range<usize>,

@@ -1,6 +1,7 @@
 //! Unit tests of [`super`].
 
 use super::*;
+use crate::image::GrayImage;
 
 #[test]
 fn arc9_matches_a_loop_over_all_masks() {

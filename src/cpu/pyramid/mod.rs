@@ -18,7 +18,7 @@
 use std::ops::Range;
 
 use crate::config::Interpolation;
-use crate::image::GrayImage;
+use crate::image::{AsGray, Gray, GrayImage};
 
 pub use crate::levels::{level_scale, level_size, Scales};
 
@@ -43,16 +43,38 @@ pub fn build_in(
     interpolation: Interpolation,
     bands: usize,
 ) {
-    let n = n.max(1);
-    levels.resize_with(n, GrayImage::default);
-    let (w0, h0) = (levels[0].width, levels[0].height);
-    for i in 1..n {
-        let (w, h) = level_size(scales, w0, h0, scale_factor, i);
-        let (done, rest) = levels.split_at_mut(i);
+    levels.resize_with(n.max(1), GrayImage::default);
+    let (base, above) = levels.split_at_mut(1);
+    build_above(
+        base[0].view(),
+        above,
+        scales,
+        scale_factor,
+        interpolation,
+        bands,
+    );
+}
+
+/// The levels above `base` (level i into `above[i - 1]`, as many as `above` holds), each
+/// resized from the one below in `bands` bands of rows: [`build_in`] with level 0 read where
+/// it lies (the CPU pipeline's frame, without a copy).
+pub fn build_above(
+    base: Gray<'_>,
+    above: &mut [GrayImage],
+    scales: Scales,
+    scale_factor: f32,
+    interpolation: Interpolation,
+    bands: usize,
+) {
+    let (w0, h0) = (base.width, base.height);
+    for i in 0..above.len() {
+        let (w, h) = level_size(scales, w0, h0, scale_factor, i + 1);
+        let (done, rest) = above.split_at_mut(i);
+        let src = done.last().map_or(base, GrayImage::view);
         rest[0].reshape(w, h);
-        let t = ResizeTables::new(done[i - 1].width, done[i - 1].height, w, h, interpolation);
+        let t = ResizeTables::new(src.width, src.height, w, h, interpolation);
         // Bands of at least 32 rows.
-        resize_with_tables_in(&done[i - 1], &mut rest[0], &t, bands.min(h / 32).max(1));
+        resize_with_tables_in(src, &mut rest[0], &t, bands.min(h / 32).max(1));
     }
 }
 
@@ -146,7 +168,8 @@ fn clamp_tap<F: Default>(i: i64, f: F, last: i64) -> (i64, F) {
 
 /// `cv::resize(src, dst, dst.size(), 0, 0, INTER_LINEAR | INTER_LINEAR_EXACT)` for 8-bit
 /// gray; the destination size is `dst.width x dst.height` (see the module doc for exactness).
-pub fn resize_linear(src: &GrayImage, dst: &mut GrayImage, interpolation: Interpolation) {
+pub fn resize_linear(src: impl AsGray, dst: &mut GrayImage, interpolation: Interpolation) {
+    let src = src.gray();
     let t = ResizeTables::new(src.width, src.height, dst.width, dst.height, interpolation);
     resize_with_tables(src, dst, &t);
 }
@@ -159,18 +182,20 @@ pub fn resize_linear(src: &GrayImage, dst: &mut GrayImage, interpolation: Interp
 /// vertical pass and keeps the horizontal one free of bounds checks; on x86-64 the same
 /// code is compiled for each SIMD level and picked at run time (`cpu::simd`; identical
 /// results on every level), with AVX2 gathers for the horizontal pass at that level.
-pub fn resize_with_tables(src: &GrayImage, dst: &mut GrayImage, tables: &ResizeTables) {
+pub fn resize_with_tables(src: impl AsGray, dst: &mut GrayImage, tables: &ResizeTables) {
+    let src = src.gray();
     resize_with_tables_in(src, dst, tables, 1)
 }
 
 /// [`resize_with_tables`] in `bands` bands of destination rows on the current rayon pool
 /// (each band reads the source rows it needs; the same bytes for any count).
 pub fn resize_with_tables_in(
-    src: &GrayImage,
+    src: impl AsGray,
     dst: &mut GrayImage,
     tables: &ResizeTables,
     bands: usize,
 ) {
+    let src = src.gray();
     let (dw, dh) = (dst.width, dst.height);
     assert_eq!(tables.x.offsets.len(), dw, "resize tables: width mismatch");
     assert_eq!(tables.y.offsets.len(), dh, "resize tables: height mismatch");
@@ -215,7 +240,7 @@ pub fn resize_with_tables_in(
 
 /// Destination rows `rows` into `out` (those rows, `dw` wide), at the process's SIMD level.
 fn resize_band(
-    src: &GrayImage,
+    src: Gray<'_>,
     out: &mut [u8],
     dw: usize,
     rows: Range<usize>,
@@ -232,7 +257,7 @@ fn resize_band(
 
 super::simd::versions! {
     /// [`resize_rows`] at the process's SIMD level (below AVX2, whose copy has gathers).
-    fn resize_versions(src: &GrayImage, out: &mut [u8], dw: usize, rows: Range<usize>, t: &ResizeTables, h: &HTaps) = resize_rows;
+    fn resize_versions(src: Gray<'_>, out: &mut [u8], dw: usize, rows: Range<usize>, t: &ResizeTables, h: &HTaps) = resize_rows;
 }
 
 /// The horizontal taps in a form the inner loop can use without clamping: every pair reads
@@ -379,7 +404,7 @@ fn vpass_exact(r0: &[u16], r1: &[u16], b0: u16, b1: u16, out: &mut [u8]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn resize_rows_avx2(
-    src: &GrayImage,
+    src: Gray<'_>,
     out: &mut [u8],
     dw: usize,
     rows: Range<usize>,
@@ -477,7 +502,7 @@ mod x86 {
 
 #[inline(always)]
 fn resize_rows(
-    src: &GrayImage,
+    src: Gray<'_>,
     out: &mut [u8],
     dw: usize,
     rows: Range<usize>,
@@ -497,7 +522,7 @@ fn resize_rows(
 
 #[inline(always)]
 fn hrows<const SHIFT: u32>(
-    src: &GrayImage,
+    src: Gray<'_>,
     h: &HTaps,
     y0: usize,
     y1: usize,
