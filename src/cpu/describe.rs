@@ -422,10 +422,7 @@ mod tests {
             let (mut scratch, mut out) = (DescribeScratch::default(), Vec::new());
             describe_into(&levels, set, &[kp], &mut scratch, &mut out);
             assert_eq!(&scratch.blurred()[0].data, &expect.data, "{blur:?}");
-            assert_eq!(
-                out[0],
-                describe_one(expect, levels[0], 40, 30, 10.0, false)
-            );
+            assert_eq!(out[0], describe_one(expect, levels[0], 40, 30, 10.0, false));
         }
     }
 

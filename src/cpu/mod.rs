@@ -39,6 +39,8 @@ pub struct CpuPipeline {
     decoded: GrayImage,
     /// The pyramid's levels above level 0 (level i in `above[i - 1]`).
     above: Vec<GrayImage>,
+    /// Their resize tables (per resolution).
+    tables: pyramid::TableCache,
     canny: canny::CannyScratch,
     describe: describe::DescribeScratch,
     /// `cpu.threads` > 1: the pool and its size (made on the first such frame).
@@ -85,6 +87,7 @@ impl CpuPipeline {
         let CpuPipeline {
             decoded,
             above,
+            tables,
             canny: canny_scratch,
             describe: describe_scratch,
             pool,
@@ -119,6 +122,7 @@ impl CpuPipeline {
                 cfg.pyramid.scale_factor,
                 cfg.pyramid.interpolation,
                 threads,
+                tables,
             )
         });
         lap("pyramid", &mut out.timings);

@@ -48,3 +48,24 @@ fn a_frame_read_in_place_gives_the_decoded_frames_features() {
         }
     }
 }
+
+#[test]
+fn one_pipeline_follows_the_frame_size() {
+    // Frames of two sizes in turn through one pipeline (its resize tables and buffers kept
+    // from frame to frame) give what a fresh pipeline gives for each.
+    let img = load_gray(&root().join("tests/data/graf1.png")).unwrap();
+    let (cw, ch) = (601, 397);
+    let crop: Vec<u8> = (0..ch).flat_map(|y| img.row(y)[..cw].to_vec()).collect();
+    let big = ImageView::mono8(&img.data, img.width, img.height).unwrap();
+    let small = ImageView::mono8(&crop, cw, ch).unwrap();
+    let cfg = Config::default();
+    let mut kept = CpuPipeline::new();
+    for frame in [&big, &small, &big, &small] {
+        let fresh = CpuPipeline::new().process(&cfg, frame);
+        let got = kept.process(&cfg, frame);
+        assert!(!fresh.keypoints.is_empty());
+        assert_eq!(got.keypoints, fresh.keypoints);
+        assert_eq!(got.descriptors, fresh.descriptors);
+        assert_eq!(got.edges, fresh.edges);
+    }
+}

@@ -45,14 +45,34 @@ pub fn build_in(
 ) {
     levels.resize_with(n.max(1), GrayImage::default);
     let (base, above) = levels.split_at_mut(1);
-    build_above(
-        base[0].view(),
-        above,
-        scales,
-        scale_factor,
-        interpolation,
-        bands,
-    );
+    let mut tables = TableCache::default();
+    let (s, f, i) = (scales, scale_factor, interpolation);
+    build_above(base[0].view(), above, s, f, i, bands, &mut tables);
+}
+
+/// Each level's [`ResizeTables`], kept from frame to frame while the sizes stay: making them
+/// took 0.08 / 0.12 / 0.23 ms per frame of 8 levels at 720p / 1080p / 4K (2026-12-07).
+#[derive(Default)]
+pub struct TableCache(Vec<(TableKey, ResizeTables)>);
+
+/// Source width and height, destination width and height, interpolation.
+type TableKey = (usize, usize, usize, usize, Interpolation);
+
+impl TableCache {
+    /// Level `i`'s tables (index `i` of the cache) for `key`, made when they are missing or
+    /// were made for other sizes.
+    fn get(&mut self, i: usize, key: TableKey) -> &ResizeTables {
+        let make = || {
+            let (sw, sh, dw, dh, interp) = key;
+            (key, ResizeTables::new(sw, sh, dw, dh, interp))
+        };
+        if self.0.len() <= i {
+            self.0.push(make());
+        } else if self.0[i].0 != key {
+            self.0[i] = make();
+        }
+        &self.0[i].1
+    }
 }
 
 /// The levels above `base` (level i into `above[i - 1]`, as many as `above` holds), each
@@ -65,6 +85,7 @@ pub fn build_above(
     scale_factor: f32,
     interpolation: Interpolation,
     bands: usize,
+    tables: &mut TableCache,
 ) {
     let (w0, h0) = (base.width, base.height);
     for i in 0..above.len() {
@@ -72,9 +93,9 @@ pub fn build_above(
         let (done, rest) = above.split_at_mut(i);
         let src = done.last().map_or(base, GrayImage::view);
         rest[0].reshape(w, h);
-        let t = ResizeTables::new(src.width, src.height, w, h, interpolation);
+        let t = tables.get(i, (src.width, src.height, w, h, interpolation));
         // Bands of at least 32 rows.
-        resize_with_tables_in(src, &mut rest[0], &t, bands.min(h / 32).max(1));
+        resize_with_tables_in(src, &mut rest[0], t, bands.min(h / 32).max(1));
     }
 }
 
