@@ -3,7 +3,7 @@
 //! Bit-exact with OpenCV's ORB (`ICAngles` + `cv::fastAtan2`): the moments are integers and
 //! the angle is OpenCV's float polynomial, evaluated in the same order in `f32` (no FMA).
 
-use crate::image::AsGray;
+use crate::image::{AsGray, Gray};
 
 /// Half-widths of the circular patch per row offset (ORB's `umax`), `half_patch + 2` long
 /// (entries `0..=half_patch` are used). Rows near the diagonal are rounded from
@@ -44,23 +44,38 @@ pub fn ic_angle(img: impl AsGray, x: u32, y: u32, umax: &[i32]) -> f32 {
 
 /// The moments `(m_01, m_10)` over the circular patch, in ORB's integer arithmetic.
 pub fn moments(img: impl AsGray, x: i32, y: i32, half: i32, umax: &[i32]) -> (i32, i32) {
-    let img = img.gray();
+    moments_versions(img.gray(), x, y, half, umax)
+}
+
+super::simd::versions! {
+    /// [`moments_rows`] at the process's SIMD level (integer sums: the same on every level).
+    fn moments_versions(img: Gray<'_>, x: i32, y: i32, half: i32, umax: &[i32]) -> (i32, i32) = moments_rows;
+}
+
+/// The patch row by row: the centre row's `u * p` and, for each `v`, the rows `y + v` and
+/// `y - v` over `-umax[v] ..= umax[v]` as slices (one bounds check per row; the sums
+/// vectorise, where a lookup per pixel had stayed scalar: measured 2026-12-07).
+#[inline(always)]
+fn moments_rows(img: Gray<'_>, x: i32, y: i32, half: i32, umax: &[i32]) -> (i32, i32) {
     let w = img.width as isize;
     let c = y as isize * w + x as isize;
-    let px = |o: isize| img.data[(c + o) as usize] as i32;
+    let row = |o: isize, d: i32| -> &[u8] {
+        let start = (c + o - d as isize) as usize;
+        &img.data[start..start + 2 * d as usize + 1]
+    };
     let mut m10 = 0i32;
-    for u in -half..=half {
-        m10 += u * px(u as isize);
+    for (p, u) in row(0, half).iter().zip(-half..) {
+        m10 += u * *p as i32;
     }
     let mut m01 = 0i32;
     for v in 1..=half {
         let d = umax[v as usize];
+        let (plus, minus) = (row(v as isize * w, d), row(-(v as isize) * w, d));
         let mut v_sum = 0i32;
-        for u in -d..=d {
-            let plus = px(u as isize + v as isize * w);
-            let minus = px(u as isize - v as isize * w);
-            v_sum += plus - minus;
-            m10 += u * (plus + minus);
+        for ((&p, &m), u) in plus.iter().zip(minus).zip(-d..) {
+            let (p, m) = (p as i32, m as i32);
+            v_sum += p - m;
+            m10 += u * (p + m);
         }
         m01 += v * v_sum;
     }
