@@ -294,6 +294,12 @@ struct HTaps {
     wpack: Vec<u32>,
     /// The source is a single column (`ofs` are all 0 and `w1` all 0).
     single: bool,
+    /// Per group of 8 outputs: the first source byte of a 16-byte window holding all its
+    /// pairs, or `u32::MAX` when they span more (or the window would pass the row's end).
+    win: Vec<u32>,
+    /// Per group: the `pshufb` indices that spread its pairs from the window (the same
+    /// 16 bytes in both 128-bit lanes) to `(p0, 0, p1, 0)` per output.
+    spread: Vec<[u8; 32]>,
 }
 
 impl HTaps {
@@ -307,6 +313,8 @@ impl HTaps {
             w1: Vec::with_capacity(n),
             wpack: Vec::new(),
             single,
+            win: Vec::new(),
+            spread: Vec::new(),
         };
         for (&o, &[a0, a1]) in t.offsets.iter().zip(&t.weights) {
             let (a0, a1) = (a0 as u32, a1 as u32);
@@ -325,6 +333,18 @@ impl HTaps {
             }
         }
         h.wpack = h.w0.iter().zip(&h.w1).map(|(&a, &b)| a | b << 16).collect();
+        // Rows are read with 2 bytes past the source width (`resize_rows_avx2`).
+        for g in h.ofs.chunks_exact(8) {
+            let base = g[0];
+            let fits = !single && g[7] + 2 - base <= 16 && base as usize + 16 <= sw + 2;
+            let mut m = [0x80u8; 32];
+            for (i, &o) in g.iter().enumerate() {
+                m[4 * i] = (o - base) as u8;
+                m[4 * i + 2] = (o - base + 1) as u8;
+            }
+            h.win.push(if fits { base } else { u32::MAX });
+            h.spread.push(m);
+        }
         h
     }
 }
@@ -459,67 +479,7 @@ unsafe fn resize_rows_avx2(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::HTaps;
-    use std::arch::x86_64::*;
-
-    /// [`super::hrows`] with [`hpass_gather`]: row `y0` into `a`, and `y1` into `b` when given.
-    ///
-    /// # Safety
-    /// AVX2 is present; every row `rowx` gives has 2 readable bytes past the source width.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn hrows_gather<'r, const SHIFT: u32>(
-        rowx: &impl Fn(usize) -> &'r [u8],
-        h: &HTaps,
-        y0: usize,
-        y1: usize,
-        a: &mut [u16],
-        b: Option<&mut [u16]>,
-    ) {
-        // SAFETY: the caller's conditions are hpass_gather's.
-        unsafe {
-            hpass_gather::<SHIFT>(rowx(y0), h, a);
-            if let Some(b) = b {
-                hpass_gather::<SHIFT>(rowx(y1), h, b);
-            }
-        }
-    }
-
-    /// [`super::hpass`] with AVX2 gathers: 8 pairs per step, each read as one 32-bit word
-    /// at `row + ofs` (so `row` must extend 2 bytes past the last pair), its two low bytes
-    /// spread to 16-bit lanes and `pmaddwd`-ed with the packed weights `(w0, w1)`. Exact:
-    /// the products and sums are the same integers (weights fit `i16`, sums `u16`).
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn hpass_gather<const SHIFT: u32>(row: &[u8], h: &HTaps, out: &mut [u16]) {
-        let n = out.len();
-        let wp = &h.wpack[..n];
-        let ofs = &h.ofs[..n];
-        debug_assert!(ofs.iter().all(|&i| i as usize + 4 <= row.len()));
-        let spread = _mm256_setr_epi8(
-            0, -128, 1, -128, 4, -128, 5, -128, 8, -128, 9, -128, 12, -128, 13, -128, 0, -128, 1,
-            -128, 4, -128, 5, -128, 8, -128, 9, -128, 12, -128, 13, -128,
-        );
-        let base = row.as_ptr() as *const i32;
-        let shift = _mm_cvtsi32_si128(SHIFT as i32);
-        let mut x = 0;
-        while x + 16 <= n {
-            let i0 = _mm256_loadu_si256(ofs.as_ptr().add(x) as *const __m256i);
-            let i1 = _mm256_loadu_si256(ofs.as_ptr().add(x + 8) as *const __m256i);
-            let g0 = _mm256_i32gather_epi32::<1>(base, i0);
-            let g1 = _mm256_i32gather_epi32::<1>(base, i1);
-            let w0 = _mm256_loadu_si256(wp.as_ptr().add(x) as *const __m256i);
-            let w1 = _mm256_loadu_si256(wp.as_ptr().add(x + 8) as *const __m256i);
-            let s0 = _mm256_madd_epi16(_mm256_shuffle_epi8(g0, spread), w0);
-            let s1 = _mm256_madd_epi16(_mm256_shuffle_epi8(g1, spread), w1);
-            let s0 = _mm256_srl_epi32(s0, shift);
-            let s1 = _mm256_srl_epi32(s1, shift);
-            let p = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(s0, s1));
-            _mm256_storeu_si256(out.as_mut_ptr().add(x) as *mut __m256i, p);
-            x += 16;
-        }
-        super::hpass_from::<SHIFT>(row, h, out, x);
-    }
-}
+mod x86;
 
 #[inline(always)]
 fn resize_rows(
