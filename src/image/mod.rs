@@ -109,15 +109,6 @@ impl<'a> Gray<'a> {
     pub fn row(&self, y: usize) -> &'a [u8] {
         &self.data[y * self.width..(y + 1) * self.width]
     }
-
-    /// An owned copy.
-    pub fn to_image(&self) -> GrayImage {
-        GrayImage {
-            width: self.width,
-            height: self.height,
-            data: self.data.to_vec(),
-        }
-    }
 }
 
 /// What the CPU stages' public functions take: a [`GrayImage`] (by reference) or a [`Gray`].

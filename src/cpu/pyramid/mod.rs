@@ -50,28 +50,32 @@ pub fn build_in(
     build_above(base[0].view(), above, s, f, i, bands, &mut tables);
 }
 
-/// Each level's [`ResizeTables`], kept from frame to frame while the sizes stay: making them
-/// took 0.08 / 0.12 / 0.23 ms per frame of 8 levels at 720p / 1080p / 4K (2026-12-07).
+/// Each level's [`ResizeTables`] and the horizontal taps made from them, checked and kept
+/// from frame to frame while the sizes stay: making the tables took 0.08 / 0.12 / 0.23 ms
+/// per frame of 8 levels at 720p / 1080p / 4K (2026-12-07).
 #[derive(Default)]
-pub struct TableCache(Vec<(TableKey, ResizeTables)>);
+pub struct TableCache(Vec<(TableKey, ResizeTables, HTaps)>);
 
 /// Source width and height, destination width and height, interpolation.
 type TableKey = (usize, usize, usize, usize, Interpolation);
 
 impl TableCache {
-    /// Level `i`'s tables (index `i` of the cache) for `key`, made when they are missing or
-    /// were made for other sizes.
-    fn get(&mut self, i: usize, key: TableKey) -> &ResizeTables {
+    /// Level `i`'s tables and taps (index `i` of the cache; levels are asked for in order)
+    /// for `key`, made when they are missing or were made for other sizes.
+    fn get(&mut self, i: usize, key: TableKey) -> (&ResizeTables, &HTaps) {
         let make = || {
             let (sw, sh, dw, dh, interp) = key;
-            (key, ResizeTables::new(sw, sh, dw, dh, interp))
+            let t = ResizeTables::new(sw, sh, dw, dh, interp);
+            check_tables(&t, sw, sh, dw, dh);
+            let h = HTaps::new(&t.x, sw);
+            (key, t, h)
         };
         if self.0.len() <= i {
             self.0.push(make());
         } else if self.0[i].0 != key {
             self.0[i] = make();
         }
-        &self.0[i].1
+        (&self.0[i].1, &self.0[i].2)
     }
 }
 
@@ -93,9 +97,9 @@ pub fn build_above(
         let (done, rest) = above.split_at_mut(i);
         let src = done.last().map_or(base, GrayImage::view);
         rest[0].reshape(w, h);
-        let t = tables.get(i, (src.width, src.height, w, h, interpolation));
+        let (t, taps) = tables.get(i, (src.width, src.height, w, h, interpolation));
         // Bands of at least 32 rows.
-        resize_with_tables_in(src, &mut rest[0], t, bands.min(h / 32).max(1));
+        resize_checked(src, &mut rest[0], t, taps, bands.min(h / 32).max(1));
     }
 }
 
@@ -217,7 +221,14 @@ pub fn resize_with_tables_in(
     bands: usize,
 ) {
     let src = src.gray();
-    let (dw, dh) = (dst.width, dst.height);
+    check_tables(tables, src.width, src.height, dst.width, dst.height);
+    let h = HTaps::new(&tables.x, src.width);
+    resize_checked(src, dst, tables, &h, bands);
+}
+
+/// Panics unless `tables` resize `sw x sh` to `dw x dh` with every offset inside the source
+/// and column weights that sum to at most one: what the resize's unchecked paths rely on.
+fn check_tables(tables: &ResizeTables, sw: usize, sh: usize, dw: usize, dh: usize) {
     assert_eq!(tables.x.offsets.len(), dw, "resize tables: width mismatch");
     assert_eq!(tables.y.offsets.len(), dh, "resize tables: height mismatch");
     assert_eq!(tables.x.weights.len(), dw, "resize tables: width mismatch");
@@ -225,14 +236,13 @@ pub fn resize_with_tables_in(
     if dw == 0 || dh == 0 {
         return;
     }
-    assert!(src.width > 0 && src.height > 0, "resize of an empty image");
-    let sw = src.width;
+    assert!(sw > 0 && sh > 0, "resize of an empty image");
     assert!(
         tables.x.offsets.iter().all(|&o| (o as usize) < sw),
         "resize tables: column offset out of range"
     );
     assert!(
-        tables.y.offsets.iter().all(|&o| (o as usize) < src.height),
+        tables.y.offsets.iter().all(|&o| (o as usize) < sh),
         "resize tables: row offset out of range"
     );
     let one = ResizeTables::one(tables.interpolation) as u32;
@@ -244,9 +254,17 @@ pub fn resize_with_tables_in(
             .all(|&[a, b]| a as u32 + b as u32 <= one),
         "resize tables: column weights above one"
     );
-    let h = HTaps::new(&tables.x, sw);
+}
+
+/// The resize with tables that passed [`check_tables`] for these sizes (not empty) and
+/// their taps, in `bands` bands of destination rows.
+fn resize_checked(src: Gray<'_>, dst: &mut GrayImage, t: &ResizeTables, h: &HTaps, bands: usize) {
+    let (dw, dh) = (dst.width, dst.height);
+    if dw == 0 || dh == 0 {
+        return;
+    }
     if bands <= 1 {
-        return resize_band(src, &mut dst.data, dw, 0..dh, tables, &h);
+        return resize_band(src, &mut dst.data, dw, 0..dh, t, h);
     }
     use rayon::prelude::*;
     let rows = dh.div_ceil(bands);
@@ -255,7 +273,7 @@ pub fn resize_with_tables_in(
         .enumerate()
         .for_each(|(k, out)| {
             let y0 = k * rows;
-            resize_band(src, out, dw, y0..(y0 + rows).min(dh), tables, &h)
+            resize_band(src, out, dw, y0..(y0 + rows).min(dh), t, h)
         });
 }
 
@@ -304,7 +322,8 @@ struct HTaps {
 
 impl HTaps {
     fn new(t: &AxisTable, sw: usize) -> Self {
-        let last = sw as u32 - 1;
+        // (An empty source has no taps: `check_tables` allows it only for an empty output.)
+        let last = (sw as u32).saturating_sub(1);
         let single = sw == 1;
         let n = t.offsets.len();
         let mut h = HTaps {
@@ -372,7 +391,7 @@ fn hpass_from<const SHIFT: u32>(row: &[u8], h: &HTaps, out: &mut [u16], from: us
     let n = out.len();
     let (ofs, w0, w1) = (&h.ofs[..n], &h.w0[..n], &h.w1[..n]);
     debug_assert!(!h.single);
-    // Checked once per resize by `resize_with_tables` / `HTaps::new`: every
+    // Checked once per tables by `check_tables` / `HTaps::new`: every
     // `ofs[x] + 1 < src width <= row.len()`.
     debug_assert!(ofs.iter().all(|&i| (i as usize) + 1 < row.len()));
     for x in from..n {
