@@ -353,6 +353,7 @@ class Skipped(Exception):
 class Runner:
     def __init__(self, only=''):
         self.passed, self.failed, self.skipped, self.only = 0, 0, 0, only
+        self.failed_names = []
 
     def case(self, name, fn):
         if self.only and self.only not in name:
@@ -367,6 +368,7 @@ class Runner:
             log(f'SKIPPED {name}: {e}')
         except Exception as e:  # noqa: BLE001 - report every failure and go on
             self.failed += 1
+            self.failed_names.append(name)
             log(f'FAIL {name}: {e}')
             traceback.print_exc(file=sys.stdout)
 
@@ -1577,6 +1579,9 @@ def main():
     H.thread.join(timeout=5.0)
     H.node.destroy_node()
     rclpy.try_shutdown()
+    # The failed cases' names again last, where a log's tail shows them.
+    for name in R.failed_names:
+        log(f'FAILED: {name}')
     log(f'{R.passed} passed, {R.failed} failed' + (f', {R.skipped} skipped' if R.skipped else ''))
     # The node's logs and the reference outputs (~20 MB) stay only where a case failed.
     if R.failed == 0:
