@@ -3,7 +3,10 @@
 //! 1280x720, 1920x1080 and 3840x2160; then the whole CPU pipeline with
 //! config/opencv_fast.yaml on the same frames as mono8 messages (what `bench` times against
 //! cv::FAST). The minimum is the number to compare two builds by on a machine shared with
-//! others (its medians wander).
+//! others (its medians wander). Last, `fast::detect` on each quarter of the 3840x2160 frame
+//! (1920x1080 each) with its corners before and after suppression: where the corners are
+//! dense the time goes with their number, not the pixels (`scripts/cv_fast_speed.py` times
+//! `cv::FAST` on the same frames).
 //!
 //! `cargo run --release --example fast_speed [runs] [PHOTO]`
 
@@ -11,6 +14,7 @@ use std::time::Instant;
 
 use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::{fast, CpuPipeline};
+use gpu_features::image::GrayImage;
 use gpu_features::{Config, Features, ImageView};
 
 #[path = "common/mod.rs"]
@@ -18,9 +22,9 @@ mod common;
 use common::tile;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args().collect();
     let runs = common::runs_arg(&args, 200);
-    let photo = args.get(1).cloned().unwrap_or_else(|| {
+    let photo = args.get(2).cloned().unwrap_or_else(|| {
         let b = common::root().join("bench-data/Kleiber_by_Lukas_Baubkus.jpg");
         let t = common::root().join("tests/data/graf1.png");
         if b.exists() { b } else { t }.display().to_string()
@@ -55,5 +59,25 @@ fn main() {
             ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
         report("pipeline", &mut ms, out.keypoints.len());
+    }
+    let big = tile(&src, 3840, 2160);
+    for (x0, y0) in [(0, 0), (1920, 0), (0, 1080), (1920, 1080)] {
+        let (w, h) = (1920, 1080);
+        let mut q = GrayImage::new(w, h);
+        for y in 0..h {
+            q.data[y * w..(y + 1) * w].copy_from_slice(&big.row(y0 + y)[x0..x0 + w]);
+        }
+        let all = fast::detect(&q, 20, false).len();
+        let mut min = f64::MAX;
+        let mut n = 0;
+        for _ in 0..runs {
+            let t = Instant::now();
+            n = fast::detect(&q, 20, true).len();
+            min = min.min(t.elapsed().as_secs_f64() * 1e3);
+        }
+        println!(
+            "3840x2160 quarter at ({x0}, {y0}) fast::detect: {all} corners before suppression, \
+             {n} after, min {min:.3} ms"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Canny in bands of rows on a rayon pool (`cpu.threads`), the same edge map as
-//! [`super::canny`]: each band classifies its rows from its own Sobel ring, then finds its
-//! rows' seeds in the finished class map and floods inside its own rows; one flood over
-//! the whole map from the bands' first and last rows joins them; the edges written by rows.
+//! [`super::canny`]: each band classifies its rows from its own Sobel ring, finds its seeds
+//! and floods inside its own rows, in one pass; one flood over the whole map from the
+//! bands' first and last rows joins them; the edges written by rows.
 
 use std::ops::Range;
 
@@ -32,28 +32,39 @@ pub(super) struct Band {
 }
 
 crate::cpu::simd::versions! {
-    /// [`push_seeds`] of padded rows `rows` at the process's SIMD level.
-    fn seeds_versions(class: &[u8], pw: usize, rows: Range<usize>, tmp: &mut Vec<u8>, stack: &mut Vec<u32>) = push_seed_rows;
+    /// [`push_band_seeds`] at the process's SIMD level.
+    fn band_seeds_versions(c: &[u8], pw: usize, tmp: &mut Vec<u8>, stack: &mut Vec<u32>) = push_band_seeds;
 }
 
+/// The flood's seeds in one band's padded class rows `c` (band-local indices): every
+/// [`STRONG`] pixel of its first and last rows, whose neighbours in the next band are not
+/// known yet, and the [`push_seeds`] of the rows between (their neighbours are all in `c`).
+/// Starting from more strong pixels fills the same set; each still goes on the stack once.
 #[inline(always)]
-fn push_seed_rows(
-    class: &[u8],
-    pw: usize,
-    rows: Range<usize>,
-    tmp: &mut Vec<u8>,
-    stack: &mut Vec<u32>,
-) {
-    for y in rows {
-        push_seeds(class, pw, y, tmp, stack);
+fn push_band_seeds(c: &[u8], pw: usize, tmp: &mut Vec<u8>, stack: &mut Vec<u32>) {
+    let n = c.len() / pw;
+    let strong_of = |y: usize, stack: &mut Vec<u32>| {
+        for (x, &v) in c[y * pw..(y + 1) * pw].iter().enumerate() {
+            if v == STRONG {
+                stack.push((y * pw + x) as u32);
+            }
+        }
+    };
+    strong_of(0, stack);
+    for y in 1..n.saturating_sub(1) {
+        push_seeds(c, pw, y, tmp, stack);
+    }
+    if n > 1 {
+        strong_of(n - 1, stack);
     }
 }
 
 /// [`canny`] in `bands` bands of rows on the current rayon pool, the same edge map: each
-/// band classifies its rows (its own Sobel ring, from the row above it), then each band
-/// finds its rows' seeds in the finished class map and floods inside its rows
-/// ([`flood_band`]); one flood over the whole map from the bands' first and last rows joins
-/// them (the result does not depend on the order), and the edge map is written by rows.
+/// band classifies its rows (its own Sobel ring, from the row above it), finds its seeds
+/// ([`push_band_seeds`]) and floods inside its rows ([`flood_band`]), all in one pass with
+/// no wait between the bands; one flood over the whole map from the strong pixels of the
+/// bands' first and last rows joins them (the result does not depend on the order), and the
+/// edge map is written by rows.
 pub fn canny_banded(
     img: impl AsGray,
     cfg: &CannyConfig,
@@ -89,28 +100,11 @@ pub fn canny_banded(
         .for_each(|(k, (c, b))| {
             let y0 = k * rows;
             classify_rows_versions(src, &f, &mut b.grad, c, y0..(y0 + rows).min(h));
+            // Each pixel is pushed once: the band's pixels bound its stack.
+            empty_stack(&mut b.stack, c.len());
+            band_seeds_versions(c, pw, &mut b.tmp, &mut b.stack);
+            flood_band(c, pw, &mut b.stack, &mut b.border);
         });
-    let class_ref = &class[..];
-    per.par_iter_mut().enumerate().for_each(|(k, b)| {
-        // Each pixel is pushed once: the band's pixels bound its stack.
-        empty_stack(&mut b.stack, rows * w);
-        let y0 = k * rows + 1;
-        seeds_versions(
-            class_ref,
-            pw,
-            y0..(y0 + rows).min(h + 1),
-            &mut b.tmp,
-            &mut b.stack,
-        );
-        let base = (y0 * pw) as u32;
-        for i in b.stack.iter_mut() {
-            *i -= base;
-        }
-    });
-    class[pw..(h + 1) * pw]
-        .par_chunks_mut(rows * pw)
-        .zip(per.par_iter_mut())
-        .for_each(|(c, b)| flood_band(c, pw, &mut b.stack, &mut b.border));
     empty_stack(stack, w * h);
     for (k, b) in per.iter().enumerate() {
         let base = ((k * rows + 1) * pw) as u32;
