@@ -19,8 +19,8 @@ use std::time::Instant;
 use gpu_features::config::CannyConfig;
 use gpu_features::cpu::blur::{gaussian_blur, gaussian_kernel_fixed, BlurScratch};
 use gpu_features::cpu::canny::{
-    canny, hysteresis, nms_classify, sobel_magnitude, thresholds, CannyScratch, Gradients, NONE,
-    STRONG, WEAK,
+    canny, canny_banded, hysteresis, nms_classify, sobel_magnitude, thresholds, CannyScratch,
+    Gradients, NONE, STRONG, WEAK,
 };
 use gpu_features::GrayImage;
 
@@ -414,6 +414,17 @@ fn hysteresis_follows_the_whole_spiral() {
         .count();
     assert_eq!(diff, 0, "{diff} pixels differ from the naive BFS");
     assert_eq!(count(&out), 5243, "OpenCV's edge count");
+
+    // In bands of rows the chain leaves and re-enters every band many times, and most
+    // bands hold no strong pixel: the join from the bands' edge rows must give the same map.
+    let mut whole = GrayImage::default();
+    canny(&img, &c, &mut whole, &mut CannyScratch::default());
+    assert_eq!(count(&whole), 5243);
+    for bands in [2, 3, 5, 16, 64] {
+        let mut got = GrayImage::default();
+        canny_banded(&img, &c, &mut got, &mut CannyScratch::default(), bands);
+        assert!(got == whole, "bands {bands}: {} edges", count(&got));
+    }
 }
 
 /// Hysteresis alone on a hand-built class map: a boustrophedon snake of weak pixels (on the
