@@ -287,11 +287,36 @@ fn bounds(v: &[u8; LANES], t: u8) -> ([u8; LANES], [u8; LANES]) {
 fn corner_mask(rows: &Rows, x0: usize, t: u8, polarities: u8) -> u32 {
     let win = window(rows, x0);
     let (hi, lo) = bounds(win[3][BORDER..BORDER + LANES].try_into().unwrap(), t);
+    let polarities = polarities & opposite_pairs(&win, &hi, &lo);
     match polarities {
+        0 => 0,
         1 => arc9_mask::<true, false>(&win, &hi, &lo),
         2 => arc9_mask::<false, true>(&win, &hi, &lo),
         _ => arc9_mask::<true, true>(&win, &hi, &lo),
     }
+}
+
+/// The polarities (bit 0 brighter, bit 1 darker) for which some centre of the step passes
+/// at least one pixel of each of the 8 opposite pairs `(k, k + 8)`: 9 consecutive circle
+/// pixels hold one of every such pair, so a centre without is no corner of that polarity.
+/// [`compass`] checked 2 of the pairs; this is a third of a walk, and most steps that pass
+/// the compass and not this have no corner (OpenCV's scalar FAST tests the pairs too).
+#[inline(always)]
+fn opposite_pairs(win: &Window, hi: &[u8; LANES], lo: &[u8; LANES]) -> u8 {
+    let (mut all_b, mut all_d) = ([1u8; LANES], [1u8; LANES]);
+    for k in 0..8 {
+        let (p, q) = (ring_lanes(win, k), ring_lanes(win, k + 8));
+        for i in 0..LANES {
+            all_b[i] &= ((p[i] > hi[i]) | (q[i] > hi[i])) as u8;
+            all_d[i] &= ((p[i] < lo[i]) | (q[i] < lo[i])) as u8;
+        }
+    }
+    let (mut any_b, mut any_d) = (0u8, 0u8);
+    for i in 0..LANES {
+        any_b |= all_b[i];
+        any_d |= all_d[i];
+    }
+    any_b | any_d << 1
 }
 
 /// Steps filtered by [`compass`] in one pass of [`scan_row`] before their survivors are
