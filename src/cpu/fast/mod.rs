@@ -18,7 +18,8 @@
 //! 001): one 16-bit mask per polarity, doubled to 32 bits so that arcs wrapping past pixel 15
 //! are contiguous runs, and a run of 9 found with shifted ANDs instead of a loop over arcs.
 //! The row scan filters steps of 32 centres with the compass pixels, 64 steps at a time
-//! without a branch, then counts the survivors' runs in byte lanes (`arc9_mask`, both
+//! without a branch, keeps the polarities whose 8 opposite circle pairs a centre passes
+//! (`opposite_pairs`), then counts the survivors' runs in byte lanes (`arc9_mask`, both
 //! polarities in one unrolled walk) as OpenCV's vector FAST does. The suppression is in
 //! [`nms`].
 
