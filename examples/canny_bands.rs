@@ -46,10 +46,7 @@ fn main() {
             "the photo is smaller than {w}x{h}"
         );
         let (x0, y0) = ((src.width - w) / 2, (src.height - h) / 2);
-        let mut img = GrayImage::new(w, h);
-        for y in 0..h {
-            img.data[y * w..(y + 1) * w].copy_from_slice(&src.row(y0 + y)[x0..x0 + w]);
-        }
+        let img = common::crop(&src, x0, y0, w, h);
         let (mut out, mut scratch) = (GrayImage::default(), CannyScratch::default());
         let mut ms = Vec::with_capacity(runs);
         pool.install(|| {

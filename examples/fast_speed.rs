@@ -14,7 +14,6 @@ use std::time::Instant;
 
 use gpu_features::cpu::decode::load_gray;
 use gpu_features::cpu::{fast, CpuPipeline};
-use gpu_features::image::GrayImage;
 use gpu_features::{Config, Features, ImageView};
 
 #[path = "common/mod.rs"]
@@ -62,11 +61,7 @@ fn main() {
     }
     let big = tile(&src, 3840, 2160);
     for (x0, y0) in [(0, 0), (1920, 0), (0, 1080), (1920, 1080)] {
-        let (w, h) = (1920, 1080);
-        let mut q = GrayImage::new(w, h);
-        for y in 0..h {
-            q.data[y * w..(y + 1) * w].copy_from_slice(&big.row(y0 + y)[x0..x0 + w]);
-        }
+        let q = common::crop(&big, x0, y0, 1920, 1080);
         let all = fast::detect(&q, 20, false).len();
         let mut min = f64::MAX;
         let mut n = 0;

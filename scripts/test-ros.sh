@@ -93,21 +93,22 @@ node_test() {
   "$ROS_VENV/bin/python" -u tests/ros/test_node.py --node "$NODE" --tools "$TOOLS" \
     --load-seconds "${GF_ROS_LOAD_SECONDS:-20}" --backend "${GF_ROS_TEST_BACKEND:-cpu}"
 }
+logged() {  # logged LOG TAIL PATTERN cmd...: the output to LOG, its last TAIL lines on failure,
+  local log=$1 n=$2 pattern=$3 r=0  # then its lines matching PATTERN; the command's status
+  shift 3
+  "$@" >"$log" 2>&1 || { r=1; tail -"$n" "$log"; }
+  grep -E "$pattern" "$log" || true
+  return $r
+}
 soak() {
   # The Rust load generator against the node: a short loopback soak with malformed frames,
   # judged (every frame accounted for, RSS bound); the 30-minute run is docs/reliability.md.
-  local r=0
-  GF_SOAK_DURATION=${GF_ROS_SOAK_SECONDS:-8}s scripts/node-soak.sh "$CARGO_TARGET_DIR/node-soak-ci" \
-    >"$CARGO_TARGET_DIR/node-soak-ci.log" 2>&1 || { r=1; tail -30 "$CARGO_TARGET_DIR/node-soak-ci.log"; }
-  grep -E "^\| node soak|^result" "$CARGO_TARGET_DIR/node-soak-ci.log" || true
-  return $r
+  GF_SOAK_DURATION=${GF_ROS_SOAK_SECONDS:-8}s logged "$CARGO_TARGET_DIR/node-soak-ci.log" 30 \
+    "^\| node soak|^result" scripts/node-soak.sh "$CARGO_TARGET_DIR/node-soak-ci"
 }
 vins_loopback() {
-  local r=0
-  scripts/node-vins-loopback.sh "$CARGO_TARGET_DIR/node-vins-loopback" \
-    >"$CARGO_TARGET_DIR/node-vins-loopback.log" 2>&1 || { r=1; tail -20 "$CARGO_TARGET_DIR/node-vins-loopback.log"; }
-  grep -E "^\[vins-loopback\]" "$CARGO_TARGET_DIR/node-vins-loopback.log" || true
-  return $r
+  logged "$CARGO_TARGET_DIR/node-vins-loopback.log" 20 "^\[vins-loopback\]" \
+    scripts/node-vins-loopback.sh "$CARGO_TARGET_DIR/node-vins-loopback"
 }
 workflow() {
   # colcon-ros-cargo builds in the workspace's build/gpu_features: the test links that to
@@ -117,11 +118,8 @@ workflow() {
 orb_live() {
   # ORB-SLAM3 fed live by two nodes over ROS 2 (scripts/orb-slam3/live-test.sh); needs
   # ORB-SLAM3 set up (scripts/setup-orb-slam3.sh: scripts/test.sh's ORB-SLAM3 step did).
-  local r=0
-  GF_ROS_TARGET=$CARGO_TARGET_DIR bash scripts/orb-slam3/live-test.sh "$CARGO_TARGET_DIR/orb-slam3-live" \
-    >"$CARGO_TARGET_DIR/orb-slam3-live.log" 2>&1 || { r=1; tail -30 "$CARGO_TARGET_DIR/orb-slam3-live.log"; }
-  grep -E "^\[orb-live\]" "$CARGO_TARGET_DIR/orb-slam3-live.log" || true
-  return $r
+  GF_ROS_TARGET=$CARGO_TARGET_DIR logged "$CARGO_TARGET_DIR/orb-slam3-live.log" 30 "^\[orb-live\]" \
+    bash scripts/orb-slam3/live-test.sh "$CARGO_TARGET_DIR/orb-slam3-live"
 }
 if [ "${GF_ROS_NODE_TEST:-1}" = 1 ]; then
   T3=$SECONDS

@@ -79,6 +79,15 @@ pub fn tile(src: &GrayImage, w: usize, h: usize) -> GrayImage {
     img
 }
 
+/// The `w x h` window of `src` whose top-left pixel is `(x0, y0)` (inside `src`).
+pub fn crop(src: &GrayImage, x0: usize, y0: usize, w: usize, h: usize) -> GrayImage {
+    let mut img = GrayImage::new(w, h);
+    for (y, row) in img.data.chunks_exact_mut(w.max(1)).enumerate() {
+        row.copy_from_slice(&src.row(y0 + y)[x0..x0 + w]);
+    }
+    img
+}
+
 /// Median wall time of `runs` calls of `f` (after one warm-up call), in ms.
 pub fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     f();
