@@ -35,6 +35,7 @@
 //! borders the result equals what OpenCV computes where its padding reaches.
 
 use super::blur::{gaussian_blur, reflect101, BlurScratch};
+use super::fma::{Fma, Fused};
 pub use super::orb_blur::{blur_kernel, blur_level, BlurBuffers};
 use super::orb_pattern::ORB_PATTERN;
 use super::pyramid::level_scale;
@@ -194,7 +195,7 @@ pub fn describe_one(
     angle: f32,
     fma: bool,
 ) -> Descriptor {
-    describe_one_impl(blurred, raw.gray(), cx, cy, angle, fma)
+    describe_one_impl(blurred, raw.gray(), cx, cy, angle, fma, Fused)
 }
 
 #[inline(always)]
@@ -205,6 +206,7 @@ fn describe_one_impl(
     cy: i32,
     angle: f32,
     fma: bool,
+    m: impl Fma,
 ) -> Descriptor {
     let (a, b) = rotation(angle);
     let (w, h) = (blurred.width as i32, blurred.height as i32);
@@ -212,8 +214,8 @@ fn describe_one_impl(
     let (mut dx, mut dy) = ([0i32; 512], [0i32; 512]);
     if fma {
         for i in 0..512 {
-            dx[i] = round_even_i32(px[i].mul_add(a, -(py[i] * b)));
-            dy[i] = round_even_i32(px[i].mul_add(b, py[i] * a));
+            dx[i] = round_even_i32(m.fma(px[i], a, -(py[i] * b)));
+            dy[i] = round_even_i32(m.fma(px[i], b, py[i] * a));
         }
     } else {
         // Two products rounded separately, then the sum: Rust never contracts to FMA.
@@ -274,8 +276,9 @@ pub fn describe_into(
 }
 
 super::simd::versions! {
-    /// Steps 2-5 of every keypoint at the process's SIMD level.
-    fn describe_all(levels: &[Gray<'_>], blurred: &[GrayImage], set: DescribeSettings, keypoints: &[Keypoint], out: &mut [Descriptor]) = describe_all_impl;
+    /// Steps 2-5 of every keypoint at the process's SIMD level, with the FMA that level
+    /// has (`describe.fma`; the same bits on every level: `cpu::fma`).
+    fn describe_all(levels: &[Gray<'_>], blurred: &[GrayImage], set: DescribeSettings, keypoints: &[Keypoint], out: &mut [Descriptor]) = describe_all_impl, fma;
 }
 
 #[inline(always)]
@@ -285,12 +288,13 @@ fn describe_all_impl(
     set: DescribeSettings,
     keypoints: &[Keypoint],
     out: &mut [Descriptor],
+    m: impl Fma,
 ) {
     // A plain loop: an iterator adapter's fold was not inlined into the SIMD copies.
     for (kp, d) in keypoints.iter().zip(out.iter_mut()) {
         let l = (kp.octave.max(0) as usize).min(levels.len() - 1);
         let (cx, cy) = center(kp, set.scales, set.scale_factor);
-        *d = describe_one_impl(&blurred[l], levels[l], cx, cy, kp.angle, set.fma);
+        *d = describe_one_impl(&blurred[l], levels[l], cx, cy, kp.angle, set.fma, m);
     }
 }
 

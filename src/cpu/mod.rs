@@ -12,6 +12,7 @@ pub mod clahe;
 pub mod decode;
 pub mod describe;
 pub mod fast;
+pub mod fma;
 pub mod gftt;
 pub mod harris;
 pub mod lk;

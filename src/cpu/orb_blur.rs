@@ -3,6 +3,7 @@
 //! separable path, as ORB calls it on a non-isolated ROI of its padded pyramid.
 
 use super::blur::reflect101;
+use super::fma::Fma;
 use crate::image::{AsGray, Gray, GrayImage};
 
 /// `getGaussianKernel(7, 2, CV_32F)`, built as OpenCV builds it: `exp` in `f64`, each tap
@@ -46,9 +47,8 @@ pub fn blur_level(img: impl AsGray, out: &mut GrayImage, buf: &mut BlurBuffers) 
 }
 
 super::simd::versions! {
-    /// [`blur_level_impl`] at the process's SIMD level. Below AVX2 (which brings FMA) each
-    /// `mul_add` is a libm call: the same bits, ~10x slower.
-    fn blur_level_versions(img: Gray<'_>, out: &mut GrayImage, buf: &mut BlurBuffers) = blur_level_impl;
+    /// [`blur_level_impl`] at the process's SIMD level, with the FMA that level has.
+    fn blur_level_versions(img: Gray<'_>, out: &mut GrayImage, buf: &mut BlurBuffers) = blur_level_impl, fma;
 }
 
 /// Both passes, pixel-major: each output value is one chain of the note's operations in
@@ -62,7 +62,7 @@ super::simd::versions! {
 /// per pixel). Both changes, 2026-12-06, 1080p default config on this repo's 2-core
 /// x86-64: describe 16.7 -> 8.9 ms (conversion, no clearing) -> see docs/benchmarks.md.
 #[inline(always)]
-fn blur_level_impl(img: Gray<'_>, out: &mut GrayImage, buf: &mut BlurBuffers) {
+fn blur_level_impl(img: Gray<'_>, out: &mut GrayImage, buf: &mut BlurBuffers, m: impl Fma) {
     let k = blur_kernel();
     let (w, h) = (img.width, img.height);
     let BlurBuffers { rows, padded } = buf;
@@ -85,7 +85,7 @@ fn blur_level_impl(img: Gray<'_>, out: &mut GrayImage, buf: &mut BlurBuffers) {
                 let p = &padded[x..x + 7];
                 let mut s = p[0] * k[0];
                 for i in 1..7 {
-                    s = p[i].mul_add(k[i], s);
+                    s = m.fma_exact_in_f64(p[i], k[i], s);
                 }
                 *d = s;
             }
@@ -96,9 +96,9 @@ fn blur_level_impl(img: Gray<'_>, out: &mut GrayImage, buf: &mut BlurBuffers) {
         let o = &mut out.row_mut(y)[..w];
         for x in 0..w {
             let mut a = c[x] * k[3];
-            a = (d1[x] + u1[x]).mul_add(k[4], a);
-            a = (d2[x] + u2[x]).mul_add(k[5], a);
-            a = (d3[x] + u3[x]).mul_add(k[6], a);
+            a = m.fma(d1[x] + u1[x], k[4], a);
+            a = m.fma(d2[x] + u2[x], k[5], a);
+            a = m.fma(d3[x] + u3[x], k[6], a);
             o[x] = to_u8_clamped(a);
         }
     }

@@ -12,8 +12,9 @@
 //!
 //! Why every level gives the same bytes: integer arithmetic is exact at any width, and
 //! Rust never reassociates or contracts float operations (`a * b + c` stays two roundings;
-//! `mul_add` is one, on every level: an instruction with FMA, a libm call without), so a
-//! vectorized float loop performs each element's operations in the source's order.
+//! a fused multiply-add is one on every level: the instruction with FMA, exact `f64`
+//! arithmetic without, see [`super::fma`]), so a vectorized float loop performs each
+//! element's operations in the source's order.
 //! `tests/simd_levels.rs` runs every preset at every level this CPU has and compares.
 //!
 //! Levels: [`Level::Baseline`] is the target's own (SSE2 on x86-64; NEON on aarch64, where
@@ -136,6 +137,11 @@ pub fn available() -> Vec<Level> {
 /// module's note). Generic parameters go in brackets after the name and must be inferable
 /// from the arguments.
 ///
+/// The `fma` form (`= body, fma;`) passes one more argument, an
+/// [`Fma`](super::fma::Fma) (see that module): [`Fused`](super::fma::Fused) where the level
+/// has the instruction (AVX2 on x86-64; every aarch64 level), else
+/// [`Emulated`](super::fma::Emulated).
+///
 /// ```ignore
 /// versions! {
 ///     /// Docs of the dispatcher.
@@ -144,27 +150,42 @@ pub fn available() -> Vec<Level> {
 /// ```
 macro_rules! versions {
     ($(#[$m:meta])* $vis:vis fn $name:ident $([$($gen:tt)*])? ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? = $body:path;) => {
-        $(#[$m])*
-        $vis fn $name $(<$($gen)*>)? ($($arg: $ty),*) $(-> $ret)? {
+        $crate::cpu::simd::versions! { @copies [$(#[$m])*] [$vis] $name [$($($gen)*)?]
+            [$($arg: $ty),*] [$(-> $ret)?] $body [] [] [] }
+    };
+    ($(#[$m:meta])* $vis:vis fn $name:ident $([$($gen:tt)*])? ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? = $body:path, fma;) => {
+        $crate::cpu::simd::versions! { @copies [$(#[$m])*] [$vis] $name [$($($gen)*)?]
+            [$($arg: $ty),*] [$(-> $ret)?] $body
+            [, $crate::cpu::fma::Fused] [, $crate::cpu::fma::Emulated] [, $crate::cpu::fma::Fused] }
+    };
+    // `$avx2` / `$below` / `$other`: the extra argument of the AVX2 copy, of the copies
+    // below it on x86-64, and of the one copy on other targets.
+    (@copies [$($m:tt)*] [$vis:vis] $name:ident [$($gen:tt)*] [$($arg:ident : $ty:ty),*]
+        [$($ret:tt)*] $body:path [$($avx2:tt)*] [$($below:tt)*] [$($other:tt)*]) => {
+        $($m)*
+        $vis fn $name <$($gen)*> ($($arg: $ty),*) $($ret)* {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx2,fma,bmi1,bmi2,lzcnt,movbe,sse4.2,popcnt")]
-                unsafe fn avx2 $(<$($gen)*>)? ($($arg: $ty),*) $(-> $ret)? {
-                    $body($($arg),*)
+                unsafe fn avx2 <$($gen)*> ($($arg: $ty),*) $($ret)* {
+                    $body($($arg),* $($avx2)*)
                 }
                 #[target_feature(enable = "sse4.1,sse4.2,ssse3,popcnt")]
-                unsafe fn sse41 $(<$($gen)*>)? ($($arg: $ty),*) $(-> $ret)? {
-                    $body($($arg),*)
+                unsafe fn sse41 <$($gen)*> ($($arg: $ty),*) $($ret)* {
+                    $body($($arg),* $($below)*)
                 }
                 match $crate::cpu::simd::level() {
                     // SAFETY: level() never exceeds what the CPU has (simd::detected).
-                    $crate::cpu::simd::Level::Avx2 => return unsafe { avx2($($arg),*) },
+                    $crate::cpu::simd::Level::Avx2 => unsafe { avx2($($arg),*) },
                     // SAFETY: as above.
-                    $crate::cpu::simd::Level::Sse41 => return unsafe { sse41($($arg),*) },
-                    $crate::cpu::simd::Level::Baseline => {}
+                    $crate::cpu::simd::Level::Sse41 => unsafe { sse41($($arg),*) },
+                    $crate::cpu::simd::Level::Baseline => $body($($arg),* $($below)*),
                 }
             }
-            $body($($arg),*)
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                $body($($arg),* $($other)*)
+            }
         }
     };
 }

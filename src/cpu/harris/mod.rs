@@ -12,6 +12,7 @@
 //!   the map against a 1e-6 * max|R| bound, which holds on any host.
 
 use crate::cpu::blur::reflect101;
+use crate::cpu::fma::Fma;
 use crate::image::{AsGray, Gray};
 use crate::select::Corner;
 
@@ -130,14 +131,14 @@ fn pad_row<T: Copy>(src: &[T], r: usize, row: &mut [f32], f: impl Fn(T) -> f32) 
 /// columns are the scalar multiply-then-add loop. Tap-outer loops keep each output's
 /// operation order and vectorise over x.
 #[inline(always)]
-fn row_filter<const K: usize>(row: &[f32], kern: &[f32; K], dst: &mut [f32]) {
+fn row_filter<const K: usize>(row: &[f32], kern: &[f32; K], dst: &mut [f32], m: impl Fma) {
     let w = dst.len();
     let fused_end = w - w % 64;
     let (fused, tail) = dst.split_at_mut(fused_end);
     fused.fill(0.0);
     for (j, &k) in kern.iter().enumerate() {
         for (d, &p) in fused.iter_mut().zip(&row[j..j + fused_end]) {
-            *d = p.mul_add(k, *d);
+            *d = m.fma(p, k, *d);
         }
     }
     let row = &row[fused_end..];
@@ -156,7 +157,13 @@ fn row_filter<const K: usize>(row: &[f32], kern: &[f32; K], dst: &mut [f32]) {
 /// 3-tap filter fuses everywhere; longer ones fuse in 16-wide vector blocks and not in the
 /// scalar tail.
 #[inline(always)]
-fn col_filter<const K: usize>(rows: [&[f32]; K], kern: &[f32; K], antisym: bool, dst: &mut [f32]) {
+fn col_filter<const K: usize>(
+    rows: [&[f32]; K],
+    kern: &[f32; K],
+    antisym: bool,
+    dst: &mut [f32],
+    m: impl Fma,
+) {
     let r = K / 2;
     let w = dst.len();
     let fused_end = if K == 3 { w } else { w - w % 16 };
@@ -168,14 +175,14 @@ fn col_filter<const K: usize>(rows: [&[f32]; K], kern: &[f32; K], antisym: bool,
         let (fused, tail) = dst.split_at_mut(fused_end);
         if antisym {
             for ((d, &a), &b) in fused.iter_mut().zip(hi).zip(lo) {
-                *d = (a - b).mul_add(k, *d);
+                *d = m.fma(a - b, k, *d);
             }
             for ((d, &a), &b) in tail.iter_mut().zip(&hi[fused_end..]).zip(&lo[fused_end..]) {
                 *d += (a - b) * k;
             }
         } else {
             for ((d, &a), &b) in fused.iter_mut().zip(hi).zip(lo) {
-                *d = (a + b).mul_add(k, *d);
+                *d = m.fma(a + b, k, *d);
             }
             for ((d, &a), &b) in tail.iter_mut().zip(&hi[fused_end..]).zip(&lo[fused_end..]) {
                 *d += (a + b) * k;
@@ -223,7 +230,7 @@ impl<'a, const K: usize> Sobel<'a, K> {
 
     /// Writes the next row of dx and dy.
     #[inline(always)]
-    fn next_row(&mut self, dx: &mut [f32], dy: &mut [f32]) {
+    fn next_row(&mut self, dx: &mut [f32], dy: &mut [f32], m: impl Fma) {
         let (w, h, r, y) = (self.img.width, self.img.height, K / 2, self.y);
         while self.filled <= y + 2 * r {
             let py = self.filled;
@@ -234,16 +241,18 @@ impl<'a, const K: usize> Sobel<'a, K> {
                 self.padded,
                 self.de,
                 &mut self.ring_d[slot * w..(slot + 1) * w],
+                m,
             );
             row_filter(
                 self.padded,
                 self.sm,
                 &mut self.ring_s[slot * w..(slot + 1) * w],
+                m,
             );
             self.filled += 1;
         }
-        col_filter(rows_of(self.ring_d, y, w), self.sm, false, dx);
-        col_filter(rows_of(self.ring_s, y, w), self.de, true, dy);
+        col_filter(rows_of(self.ring_d, y, w), self.sm, false, dx, m);
+        col_filter(rows_of(self.ring_s, y, w), self.de, true, dy, m);
         self.y += 1;
     }
 }
@@ -331,9 +340,10 @@ fn response_row(
 /// The dense response for a `K`-tap Sobel, streaming: Sobel rows; products dx², dx·dy, dy²;
 /// unnormalized `block`-square box sums with OpenCV's anchor (`block / 2`) and
 /// `BORDER_REFLECT_101` (direct row sums in f64, then running column sums in f64 as
-/// OpenCV's `ColumnSum<double, float>`, rounded to f32); then the response. Compiled twice
-/// (with and without FMA).
+/// OpenCV's `ColumnSum<double, float>`, rounded to f32); then the response. `m`: the FMA
+/// of the SIMD level (`cpu::fma`).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn dense_core<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])>(
     img: Gray<'_>,
     sm: &[f32; K],
@@ -342,6 +352,7 @@ fn dense_core<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32]
     finish: &mut F,
     scratch: &mut DenseScratch,
     out: &mut Vec<f32>,
+    m: impl Fma,
 ) {
     let (w, h) = (img.width, img.height);
     let anchor = block / 2;
@@ -376,6 +387,7 @@ fn dense_core<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32]
             sobel.next_row(
                 &mut gx_ring[slot * w..(slot + 1) * w],
                 &mut gy_ring[slot * w..(slot + 1) * w],
+                m,
             );
             grad_done += 1;
         }
@@ -436,8 +448,8 @@ fn dense_core<const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32]
 }
 
 super::simd::versions! {
-    /// [`dense_core`] at the process's SIMD level (with AVX2 comes FMA: `mul_add` is one
-    /// instruction instead of a libm call; FMA is exactly rounded, so the bits are the same).
+    /// [`dense_core`] at the process's SIMD level, with the FMA that level has (the same
+    /// bits on every level: `cpu::fma`).
     fn dense_versions[const K: usize, F: FnMut(&[f32], &[f32], &[f32], usize, &mut [f32])](
         img: Gray<'_>,
         sm: &[f32; K],
@@ -446,7 +458,7 @@ super::simd::versions! {
         finish: &mut F,
         scratch: &mut DenseScratch,
         out: &mut Vec<f32>,
-    ) = dense_core;
+    ) = dense_core, fma;
 }
 
 /// [`dense_versions`] for a kernel of `K` taps.
