@@ -61,6 +61,15 @@ super::simd::versions! {
 /// vectorizes (a saturating `as u8` of a float did not: one scalar conversion and insert
 /// per pixel). Both changes, 2026-12-06, 1080p default config on this repo's 2-core
 /// x86-64: describe 16.7 -> 8.9 ms (conversion, no clearing) -> see docs/benchmarks.md.
+///
+/// `m` fuses the multiply-adds (`cpu::fma`). The row pass's sums are exact in `f64`, so
+/// it takes [`Fma::fma_exact_in_f64`]: every tap is a multiple of 2^-27 (the smallest,
+/// 0.0702, has exponent -4), so every product of a pixel and a tap is; a sum of such
+/// values rounded to `f32` stays one (rounding keeps a multiple of its own ulp, and
+/// below 2^-3, where that ulp is finer than 2^-27, the value is exact); and every sum is
+/// below 255 times the taps' sum, under 2^9. So each sum is an integer times 2^-27 below
+/// 2^36, which `f64` holds exactly (`row_pass_sums_fit_f64` checks the kernel's part).
+/// The column pass multiplies two such values (a grid of 2^-54) and takes the full `fma`.
 #[inline(always)]
 fn blur_level_impl(img: Gray<'_>, out: &mut GrayImage, buf: &mut BlurBuffers, m: impl Fma) {
     let k = blur_kernel();
@@ -120,6 +129,20 @@ fn to_u8_clamped(v: f32) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_pass_sums_fit_f64() {
+        // blur_level_impl's argument: the taps on the 2^-27 grid, 255 times their sum
+        // below 2^9, so every row-pass value is an integer below 2^36 times 2^-27.
+        let k = blur_kernel();
+        let grid = 2f64.powi(27);
+        for t in k {
+            let scaled = t as f64 * grid;
+            assert_eq!(scaled, scaled.trunc(), "tap {t:e} off the 2^-27 grid");
+        }
+        let top: f64 = k.iter().map(|&t| t as f64).sum::<f64>() * 255.0;
+        assert!(top < 512.0 && top * grid < 2f64.powi(53));
+    }
 
     #[test]
     fn blur_kernel_is_opencvs() {
