@@ -1,10 +1,12 @@
-//! `canny::canny_banded` on a rayon pool of T threads (`T`, default 2; bands = threads)
+//! `canny::canny_banded` on a rayon pool of T threads (`T`, default 2) in B bands (`B`,
+//! default T, as the pipeline)
 //! with OpenCV's Canny settings of `config/opencv_canny.yaml` (50 / 150, L2, no blur), on
 //! centre crops of the bench-data photo at 1280x720, 1920x1080 and 3840x2160: the minimum
 //! and median of N runs each, and the edge pixels. The minimum is the number to compare two
 //! builds by on a shared machine.
 //!
-//! `T=2 cargo run --release --example canny_bands [runs] [PHOTO]`
+//! `T=2 cargo run --release --example canny_bands [runs] [PHOTO]`; OpenCV's on the same
+//! crops: `T=2 python3 scripts/cv_canny_speed.py [runs] [PHOTO]`.
 
 use std::time::Instant;
 
@@ -28,6 +30,10 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2);
+    let bands: usize = std::env::var("B")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(threads);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -52,14 +58,14 @@ fn main() {
         pool.install(|| {
             for _ in 0..runs {
                 let t = Instant::now();
-                canny_banded(&img, &cfg, &mut out, &mut scratch, threads);
+                canny_banded(&img, &cfg, &mut out, &mut scratch, bands);
                 ms.push(t.elapsed().as_secs_f64() * 1e3);
             }
         });
         ms.sort_by(|a, b| a.total_cmp(b));
         let edges = out.data.iter().filter(|&&v| v == 255).count();
         println!(
-            "{w}x{h} {threads} threads: {edges} edge pixels, min {:.3} ms, median {:.3} ms",
+            "{w}x{h} {threads} threads, {bands} bands: {edges} edge pixels, min {:.3} ms, median {:.3} ms",
             ms[0],
             ms[ms.len() / 2]
         );
