@@ -4,8 +4,9 @@
 //! multiply-adds, so ours do too: `f32::mul_add`, one rounding. With FMA in the target
 //! (x86-64-v3, [`Level::Avx2`](super::simd::Level::Avx2); every aarch64) that is one vector
 //! instruction. Without it (`GF_SIMD=sse4.1` or `baseline`, x86 CPUs before Haswell, the
-//! Atom-class cores) it is a call into libm per element, and the descriptor stage was 20x
-//! slower (1080p, one thread: 145 ms against 7.3 with FMA).
+//! Atom-class cores) it is a call into libm per element: the descriptor stage took 140 ms
+//! against 5.0 with FMA (1080p, one thread, this repo's 2-core AMD machine); through
+//! [`Emulated`] it takes 45 (docs/performance.md).
 //!
 //! [`Emulated`] computes the same bits in vectorizable `f64` arithmetic. `a * b` of two
 //! `f32` is exact in `f64` (48 significant bits of 53). The sum with `c` is rounded to
