@@ -2,7 +2,7 @@
 //!
 //! OpenCV's float filters (the descriptor blur, cornerHarris's Sobel) fuse their
 //! multiply-adds, so ours do too: `f32::mul_add`, one rounding. With FMA in the target
-//! (x86-64-v3, [`Level::Avx2`](super::simd::Level::Avx2); every aarch64) that is one vector
+//! (x86-64-v3, `simd::Level::Avx2`; every aarch64) that is one vector
 //! instruction. Without it (`GF_SIMD=sse4.1` or `baseline`, x86 CPUs before Haswell, the
 //! Atom-class cores) it is a call into libm per element: the descriptor stage took 140 ms
 //! against 5.0 with FMA (1080p, one thread, this repo's 2-core AMD machine); through
@@ -20,7 +20,7 @@
 //! `f64` would not do: it lands on halfway from just above or below it, and the second
 //! rounding then goes to even, one ulp off in about one case in 2^29. `tests` has such a case.
 //!
-//! [`versions!`](super::simd::versions)'s `fma` form gives a stage [`Fused`] at the levels
+//! `simd::versions!`'s `fma` form gives a stage [`Fused`] at the levels
 //! with the instruction and [`Emulated`] below them.
 
 /// A way to compute `a * b + c` rounded once to `f32`.
