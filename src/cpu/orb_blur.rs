@@ -84,8 +84,9 @@ pub fn blur_level_around(
     tiles.resize(nx * ny, false);
     for (cx, cy) in centres {
         // The window clipped to the level (nothing where it lies outside).
-        let (x0, x1) = ((cx - reach).max(0), (cx + reach).min(w as i32 - 1));
-        let (y0, y1) = ((cy - reach).max(0), (cy + reach).min(h as i32 - 1));
+        let (x0, x1) = (cx.saturating_sub(reach).max(0), cx.saturating_add(reach));
+        let (y0, y1) = (cy.saturating_sub(reach).max(0), cy.saturating_add(reach));
+        let (x1, y1) = (x1.min(w as i32 - 1), y1.min(h as i32 - 1));
         if x0 > x1 || y0 > y1 {
             continue;
         }
@@ -249,6 +250,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn blur_around_takes_any_centre() {
+        let img = GrayImage::from_vec(40, 30, vec![9; 1200]).unwrap();
+        let mut out = GrayImage::default();
+        let far = [(i32::MIN, i32::MAX), (i32::MAX, i32::MIN), (20, 15)];
+        blur_level_around(&img, &mut out, &mut BlurBuffers::default(), far, 19);
+        assert_eq!(out.get(20, 15), 9);
     }
 
     #[test]
