@@ -26,14 +26,14 @@ fn main() {
         p.display().to_string()
     });
     let src = load_gray(std::path::Path::new(&photo)).expect("photo (scripts/fetch-bench-data.sh)");
-    let threads: usize = std::env::var("T")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2);
-    let bands: usize = std::env::var("B")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(threads);
+    let env = |name: &str, default: usize| -> usize {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let threads = env("T", 2);
+    let bands = env("B", threads);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()

@@ -9,20 +9,15 @@ pixels: the edge counts differ by about 0.1 %, the work is the same.
     T=16 python3 scripts/cv_canny_speed.py [runs] [PHOTO]
 """
 import os
-import sys
 import time
 
 import cv2
 
+from cv_fast_speed import runs_and_photo
+
 
 def main():
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
-    photo = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
-        root, 'bench-data', 'Kleiber_by_Lukas_Baubkus.jpg')
-    src = cv2.imread(photo, cv2.IMREAD_GRAYSCALE)
-    if src is None or src.shape[0] < 2160 or src.shape[1] < 3840:
-        sys.exit(f'{photo}: needs a photo of at least 3840x2160 (scripts/fetch-bench-data.sh)')
+    runs, src = runs_and_photo(300)
     threads = int(os.environ.get('T', '2'))
     cv2.setNumThreads(threads)
     for w, h in [(1280, 720), (1920, 1080), (3840, 2160)]:

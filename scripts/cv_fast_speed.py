@@ -24,14 +24,21 @@ def timed(det, img, runs):
     return len(kps), ts[0], ts[len(ts) // 2]
 
 
-def main():
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+def runs_and_photo(default_runs):
+    """`[runs] [PHOTO]` from the command line: the run count and the photo as gray (by
+    default bench-data's Kleiber photo), which must hold a 3840x2160 crop."""
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else default_runs
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
     photo = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
         root, 'bench-data', 'Kleiber_by_Lukas_Baubkus.jpg')
     src = cv2.imread(photo, cv2.IMREAD_GRAYSCALE)
     if src is None or src.shape[0] < 2160 or src.shape[1] < 3840:
         sys.exit(f'{photo}: needs a photo of at least 3840x2160 (scripts/fetch-bench-data.sh)')
+    return runs, src
+
+
+def main():
+    runs, src = runs_and_photo(200)
     cv2.setNumThreads(1)
     det = cv2.FastFeatureDetector_create(20, True)
     for w, h in [(1280, 720), (1920, 1080), (3840, 2160)]:

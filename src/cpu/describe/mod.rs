@@ -294,7 +294,7 @@ fn describe_all_impl(
 ) {
     // A plain loop: an iterator adapter's fold was not inlined into the SIMD copies.
     for (kp, d) in keypoints.iter().zip(out.iter_mut()) {
-        let l = (kp.octave.max(0) as usize).min(levels.len() - 1);
+        let l = level_of(kp, levels.len());
         let (cx, cy) = center(kp, set.scales, set.scale_factor);
         *d = describe_one_impl(&blurred[l], levels[l], cx, cy, kp.angle, set.fma, m);
     }
@@ -365,8 +365,14 @@ fn blur_for(
 /// pixels of it (`orb_pattern`'s docs; `rotated_points_stay_within_reach` checks it).
 pub const REACH: i32 = 19;
 
-/// The centres, in level `l`'s pixels, of the keypoints described on it (of `n` levels:
-/// the level [`describe_all_impl`] reads for each).
+/// The level of `n` that a keypoint is described on: its octave, the last level beyond.
+#[inline(always)]
+fn level_of(kp: &Keypoint, n: usize) -> usize {
+    (kp.octave.max(0) as usize).min(n - 1)
+}
+
+/// The centres, in level `l`'s pixels, of the keypoints described on it (of `n` levels,
+/// by [`level_of`]).
 fn centres_on(
     keypoints: &[Keypoint],
     l: usize,
@@ -375,7 +381,7 @@ fn centres_on(
 ) -> impl Iterator<Item = (i32, i32)> + '_ {
     keypoints
         .iter()
-        .filter(move |kp| (kp.octave.max(0) as usize).min(n - 1) == l)
+        .filter(move |kp| level_of(kp, n) == l)
         .map(move |kp| center(kp, set.scales, set.scale_factor))
 }
 
