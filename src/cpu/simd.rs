@@ -191,6 +191,27 @@ macro_rules! versions {
 }
 pub(crate) use versions;
 
+/// Asks the CPU to bring the cache line of `data[i]` into its L1 cache ahead of use (x86-64's
+/// PREFETCHT0); nothing when `i` is past the end, and nothing on other targets (Rust has no
+/// stable prefetch there). A hint: no result depends on it. For scans whose hardware
+/// prefetcher falls behind, e.g. FAST's on frames that come from DRAM (`fast::scan_row`).
+#[inline(always)]
+pub fn prefetch(data: &[u8], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if i < data.len() {
+        // SAFETY: PREFETCHT0 is SSE (in every x86-64 CPU); it reads nothing that the program
+        // sees and cannot fault, and the address is inside `data` anyway. Benefit measured
+        // where it is used.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                data.as_ptr().add(i).cast(),
+            )
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, i);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

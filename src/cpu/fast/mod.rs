@@ -25,6 +25,7 @@
 
 use std::ops::Range;
 
+use super::simd::prefetch;
 use crate::image::{AsGray, Gray};
 use crate::select::Corner;
 
@@ -332,10 +333,13 @@ const CHUNK: usize = 64;
 const BATCH_SCORES: usize = 3;
 
 /// Calls `found(x, y, score)` for every corner of row y among the centres `xs` (within
-/// `BORDER..w - BORDER`), whose 7-row window is `rows`, in order of x.
+/// `BORDER..w - BORDER`), whose 7-row window is `rows`, in order of x. `ahead` is the row
+/// that the scan of a later row reads first (empty at the bottom): its pixels are
+/// prefetched as the compass passes their columns.
 #[inline(always)]
 fn scan_row(
     rows: &Rows,
+    ahead: &[u8],
     y: usize,
     xs: Range<usize>,
     threshold: u8,
@@ -374,6 +378,7 @@ fn scan_row(
             if x0 >= end {
                 break;
             }
+            prefetch(ahead, x0);
             // SAFETY: 3 <= xs.start <= the step's start, which is at most end - LANES, and
             // every row holds end + 3 pixels (asserted above).
             *pol = unsafe { compass(rows, x0.min(end - LANES), threshold) };
@@ -426,6 +431,8 @@ fn scan_image(
     found: &mut dyn FnMut(usize, usize, u8),
 ) {
     for y in ys {
+        // Row y + 4, the one the next row's window adds (empty past the last row).
+        let ahead = img.data.get((y + 4) * img.width..).unwrap_or(&[]);
         let rows: Rows = [
             img.row(y - 3),
             img.row(y - 2),
@@ -435,7 +442,7 @@ fn scan_image(
             img.row(y + 2),
             img.row(y + 3),
         ];
-        scan_row(&rows, y, xs.clone(), threshold, found);
+        scan_row(&rows, ahead, y, xs.clone(), threshold, found);
     }
 }
 
