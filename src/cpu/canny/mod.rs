@@ -65,8 +65,8 @@ pub struct Gradients {
     /// Magnitudes, padded (see the module doc).
     pub mag: Vec<i32>,
     /// Row sums of the vertical Sobel pass, with one replicated pixel on each side.
-    smooth: Vec<i32>,
-    diff: Vec<i32>,
+    smooth: Vec<i16>,
+    diff: Vec<i16>,
 }
 
 /// `cvFloor`, saturated to the `i32` range. Only an L1 threshold can get there (L2 ones are
@@ -162,8 +162,8 @@ fn zero_ring<T: Copy + Default>(m: &mut [T], pw: usize, ph: usize) {
 fn sobel_row(
     rows: [&[u8]; 3],
     l2: bool,
-    smooth: &mut [i32],
-    diff: &mut [i32],
+    smooth: &mut [i16],
+    diff: &mut [i16],
     dx: &mut [i16],
     dy: &mut [i16],
     mag: &mut [i32],
@@ -178,19 +178,21 @@ fn sobel_row(
 #[inline(always)]
 fn sobel_row_k<const L2: bool>(
     [up, mid, down]: [&[u8]; 3],
-    smooth: &mut [i32],
-    diff: &mut [i32],
+    smooth: &mut [i16],
+    diff: &mut [i16],
     dx: &mut [i16],
     dy: &mut [i16],
     mag: &mut [i32],
 ) {
     let w = mid.len();
     let (up, down) = (&up[..w], &down[..w]);
-    // Vertical pass: [1 2 1] for dx, [-1 0 1] for dy, at padded column x + 1.
+    // Vertical pass: [1 2 1] for dx, [-1 0 1] for dy, at padded column x + 1. In i16, as
+    // OpenCV's Sobel: |smooth| <= 1020, |diff| <= 255, and every sum below stays within
+    // 1020 (magnitudes aside): twice the lanes of i32 per vector.
     {
         let (s, d) = (&mut smooth[1..w + 1], &mut diff[1..w + 1]);
         for x in 0..w {
-            let (a, b, c) = (up[x] as i32, mid[x] as i32, down[x] as i32);
+            let (a, b, c) = (up[x] as i16, mid[x] as i16, down[x] as i16);
             s[x] = a + 2 * b + c;
             d[x] = c - a;
         }
@@ -204,11 +206,11 @@ fn sobel_row_k<const L2: bool>(
     let (d0, d1, d2) = (&diff[..w], &diff[1..w + 1], &diff[2..w + 2]);
     let (dx, dy, mag) = (&mut dx[..w], &mut dy[..w], &mut mag[..w]);
     for x in 0..w {
-        // |vx|, |vy| <= 1020: no overflow anywhere.
         let vx = s2[x] - s0[x];
         let vy = d0[x] + 2 * d1[x] + d2[x];
-        dx[x] = vx as i16;
-        dy[x] = vy as i16;
+        dx[x] = vx;
+        dy[x] = vy;
+        let (vx, vy) = (vx as i32, vy as i32);
         mag[x] = if L2 {
             vx * vx + vy * vy
         } else {
