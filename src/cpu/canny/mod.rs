@@ -17,10 +17,13 @@
 
 mod bands;
 mod hysteresis;
+mod sobel;
 
 pub use self::bands::canny_banded;
 pub use self::hysteresis::hysteresis;
 use self::hysteresis::{empty_stack, flood, push_seeds, write_edges};
+pub use self::sobel::{sobel_magnitude, Gradients};
+use self::sobel::{sobel_row, zero_ring};
 use super::blur::{gaussian_blur, BlurScratch};
 use crate::config::CannyConfig;
 use crate::image::{AsGray, Gray, GrayImage};
@@ -54,21 +57,6 @@ pub struct CannyScratch {
     bands: Vec<bands::Band>,
 }
 
-/// Output of [`sobel_magnitude`], input of [`nms_classify`].
-#[derive(Default)]
-pub struct Gradients {
-    pub width: usize,
-    pub height: usize,
-    /// Sobel x / y derivatives, `width * height`.
-    pub dx: Vec<i16>,
-    pub dy: Vec<i16>,
-    /// Magnitudes, padded (see the module doc).
-    pub mag: Vec<i32>,
-    /// Row sums of the vertical Sobel pass, with one replicated pixel on each side.
-    smooth: Vec<i16>,
-    diff: Vec<i16>,
-}
-
 /// `cvFloor`, saturated to the `i32` range. Only an L1 threshold can get there (L2 ones are
 /// clamped to 32767 first), and any value above the largest magnitude (2040) gives no edge:
 /// that is what OpenCV does with the golden generator's settings (IPP, one thread). Its
@@ -98,125 +86,6 @@ pub fn thresholds(cfg: &CannyConfig) -> (i32, i32) {
         }
     }
     (cv_floor(lo), cv_floor(hi))
-}
-
-super::simd::versions! {
-    /// 3x3 Sobel (`[-1 0 1] x [1 2 1]` and its transpose, `BORDER_REPLICATE`, exact in `i16`)
-    /// into `dx`, `dy` (`width * height`) and the magnitude into the padded `mag`:
-    /// `|dx| + |dy|` (L1) or `dx^2 + dy^2` (L2, not square-rooted; thresholds are squared).
-    /// `mag` is resized and its padding ring zeroed here. `img` must not be empty.
-    pub fn sobel_magnitude(img: Gray<'_>, l2: bool, g: &mut Gradients) = sobel_magnitude_impl;
-}
-
-#[inline(always)]
-fn sobel_magnitude_impl(img: Gray<'_>, l2: bool, g: &mut Gradients) {
-    let (w, h) = (img.width, img.height);
-    let pw = w + 2;
-    g.width = w;
-    g.height = h;
-    let Gradients {
-        dx,
-        dy,
-        mag,
-        smooth,
-        diff,
-        ..
-    } = g;
-    dx.resize(w * h, 0);
-    dy.resize(w * h, 0);
-    mag.resize(pw * (h + 2), 0);
-    zero_ring(mag, pw, h + 2);
-    smooth.resize(pw, 0);
-    diff.resize(pw, 0);
-    for y in 0..h {
-        let up = img.row(y.saturating_sub(1));
-        let mid = img.row(y);
-        let down = img.row((y + 1).min(h - 1));
-        let mrow = &mut mag[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
-        sobel_row(
-            [up, mid, down],
-            l2,
-            smooth,
-            diff,
-            &mut dx[y * w..(y + 1) * w],
-            &mut dy[y * w..(y + 1) * w],
-            mrow,
-        );
-    }
-}
-
-/// Zeroes the one-pixel ring of a padded `pw x ph` map.
-fn zero_ring<T: Copy + Default>(m: &mut [T], pw: usize, ph: usize) {
-    m[..pw].fill(T::default());
-    m[(ph - 1) * pw..ph * pw].fill(T::default());
-    for y in 1..ph - 1 {
-        m[y * pw] = T::default();
-        m[y * pw + pw - 1] = T::default();
-    }
-}
-
-/// One row of [`sobel_magnitude`] from the rows above, at and below it (replicated at the
-/// image border by the caller): `dx`, `dy` and the magnitude (unpadded, `w` each).
-/// `smooth` and `diff` are scratch rows of `w + 2`.
-#[inline(always)]
-fn sobel_row(
-    rows: [&[u8]; 3],
-    l2: bool,
-    smooth: &mut [i16],
-    diff: &mut [i16],
-    dx: &mut [i16],
-    dy: &mut [i16],
-    mag: &mut [i32],
-) {
-    if l2 {
-        sobel_row_k::<true>(rows, smooth, diff, dx, dy, mag)
-    } else {
-        sobel_row_k::<false>(rows, smooth, diff, dx, dy, mag)
-    }
-}
-
-#[inline(always)]
-fn sobel_row_k<const L2: bool>(
-    [up, mid, down]: [&[u8]; 3],
-    smooth: &mut [i16],
-    diff: &mut [i16],
-    dx: &mut [i16],
-    dy: &mut [i16],
-    mag: &mut [i32],
-) {
-    let w = mid.len();
-    let (up, down) = (&up[..w], &down[..w]);
-    // Vertical pass: [1 2 1] for dx, [-1 0 1] for dy, at padded column x + 1. In i16, as
-    // OpenCV's Sobel: |smooth| <= 1020, |diff| <= 255, and every sum below stays within
-    // 1020 (magnitudes aside): twice the lanes of i32 per vector.
-    {
-        let (s, d) = (&mut smooth[1..w + 1], &mut diff[1..w + 1]);
-        for x in 0..w {
-            let (a, b, c) = (up[x] as i16, mid[x] as i16, down[x] as i16);
-            s[x] = a + 2 * b + c;
-            d[x] = c - a;
-        }
-    }
-    // Replicated border columns.
-    smooth[0] = smooth[1];
-    smooth[w + 1] = smooth[w];
-    diff[0] = diff[1];
-    diff[w + 1] = diff[w];
-    let (s0, s2) = (&smooth[..w], &smooth[2..w + 2]);
-    let (d0, d1, d2) = (&diff[..w], &diff[1..w + 1], &diff[2..w + 2]);
-    let (dx, dy, mag) = (&mut dx[..w], &mut dy[..w], &mut mag[..w]);
-    for x in 0..w {
-        let vx = s2[x] - s0[x];
-        let vy = d0[x] + 2 * d1[x] + d2[x];
-        dx[x] = vx;
-        dy[x] = vy;
-        let (vx, vy) = (vx as i32, vy as i32);
-        mag[x] = if L2 {
-            vx * vx + vy * vy
-        } else {
-            vx.abs() + vy.abs()
-        };
-    }
 }
 
 super::simd::versions! {
@@ -466,6 +335,7 @@ fn sobel_into_ring(img: Gray<'_>, l2: bool, g: &mut Gradients, y: usize) {
         img.row(y.saturating_sub(1)),
         img.row(y),
         img.row((y + 1).min(h - 1)),
+        img.data.get((y + 3) * w..).unwrap_or(&[]),
     ];
     let (slot, half) = (y % 3, y % 2);
     sobel_row(
@@ -510,6 +380,7 @@ fn classify_fused(
 
 #[cfg(test)]
 mod tests {
+    use super::sobel::sobel_magnitude_impl;
     use super::*;
 
     /// Few levels: long edges and ties between neighbours.
