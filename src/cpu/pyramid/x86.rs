@@ -2,15 +2,18 @@
 //! group of 8 outputs reads one 16-byte window).
 
 use super::HTaps;
+use crate::cpu::simd::prefetch;
 use std::arch::x86_64::*;
 
-/// [`super::hrows`] with [`hpass_gather`]: row `y0` into `a`, and `y1` into `b` when given.
+/// [`super::hrows`] with [`hpass_gather`]: row `y0` into `a`, and `y1` into `b` when given;
+/// `ahead`, a later row, is prefetched along the first pass.
 ///
 /// # Safety
 /// AVX2 is present; every row `rowx` gives has 2 readable bytes past the source width.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn hrows_gather<'r, const SHIFT: u32>(
     rowx: &impl Fn(usize) -> &'r [u8],
+    ahead: &[u8],
     h: &HTaps,
     y0: usize,
     y1: usize,
@@ -19,9 +22,9 @@ pub(super) unsafe fn hrows_gather<'r, const SHIFT: u32>(
 ) {
     // SAFETY: the caller's conditions are hpass_gather's.
     unsafe {
-        hpass_gather::<SHIFT>(rowx(y0), h, a);
+        hpass_gather::<SHIFT>(rowx(y0), ahead, h, a);
         if let Some(b) = b {
-            hpass_gather::<SHIFT>(rowx(y1), h, b);
+            hpass_gather::<SHIFT>(rowx(y1), &[], h, b);
         }
     }
 }
@@ -29,9 +32,15 @@ pub(super) unsafe fn hrows_gather<'r, const SHIFT: u32>(
 /// [`super::hpass`] with AVX2 gathers: 8 pairs per step, each read as one 32-bit word
 /// at `row + ofs` (so `row` must extend 2 bytes past the last pair), its two low bytes
 /// spread to 16-bit lanes and `pmaddwd`-ed with the packed weights `(w0, w1)`. Exact:
-/// the products and sums are the same integers (weights fit `i16`, sums `u16`).
+/// the products and sums are the same integers (weights fit `i16`, sums `u16`). `ahead`
+/// (a later row, or empty) is prefetched in step with `row`.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn hpass_gather<const SHIFT: u32>(row: &[u8], h: &HTaps, out: &mut [u16]) {
+pub(super) unsafe fn hpass_gather<const SHIFT: u32>(
+    row: &[u8],
+    ahead: &[u8],
+    h: &HTaps,
+    out: &mut [u16],
+) {
     let n = out.len();
     let wp = &h.wpack[..n];
     let ofs = &h.ofs[..n];
@@ -45,6 +54,10 @@ pub(super) unsafe fn hpass_gather<const SHIFT: u32>(row: &[u8], h: &HTaps, out: 
     let mut x = 0;
     while x + 16 <= n {
         let (g, win) = (x / 8, &h.win[x / 8..x / 8 + 2]);
+        if x % 32 == 0 {
+            // About one cache line of the source per 32 outputs (any scale from 1 to 2).
+            prefetch(ahead, ofs[x] as usize);
+        }
         let (p0, p1) = if win[0] != u32::MAX && win[1] != u32::MAX {
             // Each group's 16-byte window in both lanes, its pairs picked by pshufb, instead
             // of a gather (on this AMD EPYC a vpgatherdd costs more than a load and a shuffle).
