@@ -265,7 +265,7 @@ pub fn describe_into(
     scratch
         .blurred
         .resize_with(levels.len(), GrayImage::default);
-    let used = used_levels(keypoints);
+    let used = used_levels(keypoints, levels.len());
     for (l, img) in levels.iter().enumerate() {
         if is_used(used, l) {
             let b = &mut scratch.blurred[l];
@@ -313,7 +313,7 @@ pub fn describe_into_threaded(
     let n = levels.len();
     scratch.blurred.resize_with(n, GrayImage::default);
     scratch.per_level.resize_with(n, Default::default);
-    let used = used_levels(keypoints);
+    let used = used_levels(keypoints, n);
     scratch.blurred[..n]
         .par_iter_mut()
         .zip(scratch.per_level[..n].par_iter_mut())
@@ -332,12 +332,14 @@ pub fn describe_into_threaded(
         .for_each(|(o, k)| describe_all(levels, blurred, set, k, o));
 }
 
-/// The octaves that have keypoints, as bits (octaves 0..64; the pyramid has at most 32).
-fn used_levels(keypoints: &[Keypoint]) -> u64 {
+/// The levels (of `n`) that keypoints are described on ([`level_of`]: an octave past the
+/// last level counts as the last), as bits (levels 0..64; the pyramid has at most 32).
+fn used_levels(keypoints: &[Keypoint], n: usize) -> u64 {
     keypoints
         .iter()
-        .filter(|kp| kp.octave.max(0) < 64)
-        .fold(0, |m, kp| m | 1 << kp.octave.max(0))
+        .map(|kp| level_of(kp, n))
+        .filter(|&l| l < 64)
+        .fold(0, |m, l| m | 1 << l)
 }
 
 /// Whether level `l` has keypoints in a [`used_levels`] mask.

@@ -230,3 +230,39 @@ fn hamming_counts_differing_bits() {
     assert_eq!(hamming(&a, &b), 4);
     assert_eq!(hamming(&b, &b), 0);
 }
+
+#[test]
+fn an_octave_past_the_levels_is_described_on_the_last() {
+    // describe_all reads such a keypoint from the last level, so that level is the one
+    // to blur (it was left unblurred, and read out of bounds, when no other keypoint
+    // was on it).
+    let mut s = 11u64;
+    let l0 = crate::cpu::test_util::xorshift_image(150, 120, &mut s, |r| (r >> 56) as u8);
+    let l1 = crate::cpu::test_util::xorshift_image(125, 100, &mut s, |r| (r >> 56) as u8);
+    let levels = [l0.view(), l1.view()];
+    let set = DescribeSettings::orb(1.2);
+    let kp = Keypoint {
+        x: 150.0,
+        y: 120.0,
+        response: 0.0,
+        size: 31.0,
+        angle: 33.0,
+        octave: 3,
+    };
+    let (cx, cy) = center(&kp, set.scales, set.scale_factor);
+    let mut whole = GrayImage::default();
+    blur_level(&l1, &mut whole, &mut BlurBuffers::default());
+    let want = describe_one(&whole, &l1, cx, cy, kp.angle, false);
+    let (mut scratch, mut out) = (DescribeScratch::default(), Vec::new());
+    describe_into(&levels, set, &[kp], &mut scratch, &mut out);
+    assert_eq!(out, vec![want]);
+    let mut pool_out = Vec::new();
+    describe_into_threaded(
+        &levels,
+        set,
+        &[kp],
+        &mut DescribeScratch::default(),
+        &mut pool_out,
+    );
+    assert_eq!(pool_out, vec![want]);
+}
