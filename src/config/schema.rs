@@ -1,5 +1,5 @@
 //! Every config key's domain in one table ([`SPECS`]): the ranges and allowed values
-//! [`Config::validate`] checks (`validate.rs` keeps only the rules between keys), and what
+//! [`super::Config::validate`] checks (`validate.rs` keeps only the rules between keys), and what
 //! the node's `describe_parameters` answers (ranges, allowed values, read-only flags); each
 //! key's description is its comment in config/default.yaml, so the file users read and
 //! `ros2 param describe` say the same.

@@ -57,7 +57,7 @@ const TILE: usize = 16;
 
 /// [`blur_level`] of only the pixels the descriptors read: every pixel within `reach`
 /// (in x and in y) of one of `centres` (level coordinates), rounded out to tiles of
-/// [`STRIP`] rows by [`TILE`] columns; the tiles of a strip that touch are blurred as one
+/// `STRIP` (32) rows by `TILE` (16) columns; the tiles of a strip that touch are blurred as one
 /// rectangle. The rest of `out` keeps what it held. Each blurred pixel gets the value
 /// [`blur_level`] gives it: a pixel's blur reads only its 7x7 neighbourhood (reflected at the
 /// level's edges, not at the rectangle's), in the same order of operations.

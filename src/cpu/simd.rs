@@ -5,7 +5,7 @@
 //!
 //! A stage is written once, in plain Rust whose inner loops LLVM vectorizes (fixed-size
 //! arrays, loops across pixels, no float reassociation), as an `#[inline(always)]` body.
-//! [`versions!`] compiles that body once per [`Level`] (`#[target_feature]` copies) and
+//! `versions!` compiles that body once per [`Level`] (`#[target_feature]` copies) and
 //! picks the copy for [`level()`] on every call. A few stages add hand-written intrinsics
 //! for one level (the pyramid's AVX2 gathers, the colour conversion's AVX2 shuffles); they
 //! ask [`level()`] too.

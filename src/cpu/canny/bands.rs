@@ -61,7 +61,7 @@ fn push_band_seeds(c: &[u8], pw: usize, tmp: &mut Vec<u8>, stack: &mut Vec<u32>)
 
 /// [`canny`] in `bands` bands of rows on the current rayon pool, the same edge map: each
 /// band classifies its rows (its own Sobel ring, from the row above it), finds its seeds
-/// ([`push_band_seeds`]) and floods inside its rows ([`flood_band`]), all in one pass with
+/// (`push_band_seeds`) and floods inside its rows (`flood_band`), all in one pass with
 /// no wait between the bands; one flood over the whole map from the strong pixels of the
 /// bands' first and last rows joins them (the result does not depend on the order), and the
 /// edge map is written by rows.

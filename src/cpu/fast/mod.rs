@@ -21,7 +21,7 @@
 //! without a branch, keeps the polarities whose 8 opposite circle pairs a centre passes
 //! (`opposite_pairs`), then counts the survivors' runs in byte lanes (`arc9_mask`, both
 //! polarities in one unrolled walk) as OpenCV's vector FAST does. The suppression is in
-//! [`nms`].
+//! `nms`.
 
 use std::ops::Range;
 

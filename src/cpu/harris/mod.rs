@@ -264,7 +264,7 @@ fn zeroed<T: Copy + Default>(v: &mut Vec<T>, n: usize) -> &mut [T] {
     v
 }
 
-/// The row buffers of the dense maps ([`covariance_map`]), kept between calls so that a
+/// The row buffers of the dense maps (`covariance_map`), kept between calls so that a
 /// map of a size seen before allocates nothing.
 #[derive(Debug, Default)]
 pub struct DenseScratch {

@@ -41,8 +41,8 @@ pub fn set_threads(n: usize, integrated: bool) {
     }
 }
 
-/// The automatic crew size for `cores`: half of them, at most [`CREW_MAX`] (8); on an
-/// integrated GPU a quarter, at most [`CREW_MAX_INTEGRATED`] (2), at least 1.
+/// The automatic crew size for `cores`: half of them, at most `CREW_MAX` (8); on an
+/// integrated GPU a quarter, at most `CREW_MAX_INTEGRATED` (2), at least 1.
 pub fn auto_threads(cores: usize, integrated: bool) -> usize {
     if integrated {
         (cores / 4).clamp(1, CREW_MAX_INTEGRATED)
