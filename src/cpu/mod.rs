@@ -42,6 +42,7 @@ pub struct CpuPipeline {
     above: Vec<GrayImage>,
     /// Their resize tables (per resolution).
     tables: pyramid::TableCache,
+    detect: DetectScratch,
     canny: canny::CannyScratch,
     describe: describe::DescribeScratch,
     /// `cpu.threads` > 1: the pool and its size (made on the first such frame).
@@ -89,6 +90,7 @@ impl CpuPipeline {
             decoded,
             above,
             tables,
+            detect: detect_scratch,
             canny: canny_scratch,
             describe: describe_scratch,
             pool,
@@ -138,7 +140,7 @@ impl CpuPipeline {
             let scratch = (canny_scratch, describe_scratch, per_level);
             stages_threaded(cfg, levels, threads, pool, scratch, out);
         } else {
-            detect_keypoints_into(cfg, levels, &mut out.keypoints);
+            detect_keypoints_with(cfg, levels, detect_scratch, &mut out.keypoints);
             lap("detect", &mut out.timings);
 
             if cfg.describe.enabled {
@@ -266,39 +268,56 @@ fn stages_threaded(
 /// retry) or dense Harris, border-filtered, with their ranking response. With `cpu.threads`
 /// above 1, FAST runs in bands of rows on the current rayon pool (the same corners).
 pub fn level_candidates(cfg: &Config, img: Gray<'_>) -> Vec<Corner> {
+    let mut corners = Vec::new();
+    level_candidates_into(cfg, img, &mut fast::FastScratch::default(), &mut corners);
+    corners
+}
+
+/// [`level_candidates`] into `corners` (replaced). One-thread FAST reuses `fast` and
+/// `corners` (no allocation once they have grown); dense Harris, the per-cell retry and FAST
+/// in bands make new vectors.
+fn level_candidates_into(
+    cfg: &Config,
+    img: Gray<'_>,
+    fast: &mut fast::FastScratch,
+    corners: &mut Vec<Corner>,
+) {
     let d = &cfg.detector;
-    let mut corners = match d.method {
-        DetectorMethod::None => return Vec::new(),
-        DetectorMethod::Harris => harris::dense_corners(
-            img,
-            d.dense_block_size,
-            d.dense_ksize,
-            d.harris_k,
-            d.dense_quality,
-        ),
-        DetectorMethod::Fast if d.low_threshold_retry => cells::fast_in_cells(
-            img,
-            d.fast_threshold as u8,
-            d.min_fast_threshold as u8,
-            d.nonmax_suppression,
-            cfg.select.cell_size,
-            d.border,
-        ),
+    match d.method {
+        DetectorMethod::None => return corners.clear(),
+        DetectorMethod::Harris => {
+            *corners = harris::dense_corners(
+                img,
+                d.dense_block_size,
+                d.dense_ksize,
+                d.harris_k,
+                d.dense_quality,
+            )
+        }
+        DetectorMethod::Fast if d.low_threshold_retry => {
+            *corners = cells::fast_in_cells(
+                img,
+                d.fast_threshold as u8,
+                d.min_fast_threshold as u8,
+                d.nonmax_suppression,
+                cfg.select.cell_size,
+                d.border,
+            )
+        }
         DetectorMethod::Fast => {
-            let t = d.fast_threshold as u8;
+            let (t, nms) = (d.fast_threshold as u8, d.nonmax_suppression);
             match cfg.cpu.threads_for(false) {
                 // Bands of at least ~64 rows; on the pool this runs in (the pipeline's).
                 n if n > 1 && img.height >= 128 => {
-                    fast::detect_banded(img, t, d.nonmax_suppression, n.min(img.height / 64))
+                    *corners = fast::detect_banded(img, t, nms, n.min(img.height / 64))
                 }
-                _ => fast::detect(img, t, d.nonmax_suppression),
+                _ => fast::detect_into(img, t, nms, fast, corners),
             }
         }
-    };
+    }
     let b = d.border;
     let (w, h) = (img.width as u32, img.height as u32);
     corners.retain(|c| c.x >= b && c.y >= b && c.x + b < w && c.y + b < h);
-    corners
 }
 
 /// ORB's level loop: candidates, budget, Harris score, spread, orientation, level-0 coords.
@@ -312,16 +331,60 @@ pub fn detect_keypoints(cfg: &Config, levels: &[impl AsGray]) -> Vec<Keypoint> {
 
 /// [`detect_keypoints`] into `out` (cleared first, capacity kept).
 pub fn detect_keypoints_into(cfg: &Config, levels: &[Gray<'_>], out: &mut Vec<Keypoint>) {
+    detect_keypoints_with(cfg, levels, &mut DetectScratch::default(), out)
+}
+
+/// The buffers of [`detect_keypoints_with`], kept from frame to frame: FAST's
+/// suppression rows, a level's candidates, and the per-level budgets and ORB's `umax`
+/// for the settings they were made for.
+#[derive(Default)]
+pub struct DetectScratch {
+    fast: fast::FastScratch,
+    corners: Vec<Corner>,
+    /// Budget, levels, scale factor's bits.
+    budgets_for: Option<(usize, usize, u32)>,
+    budgets: Vec<usize>,
+    umax_for: Option<u32>,
+    umax: Vec<i32>,
+}
+
+/// [`detect_keypoints_into`] in `scratch`'s buffers: with the FAST detector on one thread
+/// a frame allocates nothing once they have grown.
+pub fn detect_keypoints_with(
+    cfg: &Config,
+    levels: &[Gray<'_>],
+    scratch: &mut DetectScratch,
+    out: &mut Vec<Keypoint>,
+) {
     out.clear();
     let budget = cfg.select.max_keypoints as usize;
-    let per_level = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
-    let umax = orient::circle_extents(cfg.orient.patch_size / 2);
+    let f = cfg.pyramid.scale_factor;
+    let key = (budget, levels.len(), f.to_bits());
+    if scratch.budgets_for != Some(key) {
+        scratch.budgets = select::features_per_level(budget, levels.len(), f);
+        scratch.budgets_for = Some(key);
+    }
+    let half = cfg.orient.patch_size / 2;
+    if scratch.umax_for != Some(half) {
+        scratch.umax = orient::circle_extents(half);
+        scratch.umax_for = Some(half);
+    }
+    let DetectScratch {
+        fast,
+        corners,
+        budgets,
+        umax,
+        ..
+    } = scratch;
     for (level, img) in levels.iter().enumerate() {
-        level_keypoints(cfg, level, *img, budget, &per_level, &umax, out);
+        let work = (&mut *fast, &mut *corners);
+        level_keypoints(cfg, level, *img, budget, budgets, umax, work, out);
     }
 }
 
-/// One level of [`detect_keypoints_into`]: its keypoints appended to `out`.
+/// One level of [`detect_keypoints_into`]: its keypoints appended to `out`; `work`: FAST's
+/// rows and the candidates' vector.
+#[allow(clippy::too_many_arguments)]
 fn level_keypoints(
     cfg: &Config,
     level: usize,
@@ -329,21 +392,22 @@ fn level_keypoints(
     budget: usize,
     per_level: &[usize],
     umax: &[i32],
+    (fast, corners): (&mut fast::FastScratch, &mut Vec<Corner>),
     out: &mut Vec<Keypoint>,
 ) {
-    let mut corners = level_candidates(cfg, img);
+    level_candidates_into(cfg, img, fast, corners);
     let n = (budget > 0).then_some(per_level[level]);
     let (bs, k) = (cfg.detector.harris_block_size, cfg.detector.harris_k);
-    select_level(cfg, &mut corners, n, img.width, img.height, |c| {
+    select_level(cfg, corners, n, img.width, img.height, |c| {
         harris::orb_score(img, c.x, c.y, bs, k)
     });
-    for c in corners {
+    for c in corners.iter() {
         let angle = if cfg.orient.enabled {
             orient::ic_angle(img, c.x, c.y, umax)
         } else {
             -1.0
         };
-        out.push(to_keypoint(cfg, level, &c, angle));
+        out.push(to_keypoint(cfg, level, c, angle));
     }
 }
 
@@ -365,7 +429,17 @@ fn detect_levels_parallel(
         .enumerate()
         .for_each(|(level, kps)| {
             kps.clear();
-            level_keypoints(cfg, level, levels[level], budget, &budgets, &umax, kps);
+            let work = (&mut fast::FastScratch::default(), &mut Vec::new());
+            level_keypoints(
+                cfg,
+                level,
+                levels[level],
+                budget,
+                &budgets,
+                &umax,
+                work,
+                kps,
+            );
         });
     out.clear();
     for kps in &per_level[..levels.len()] {

@@ -208,7 +208,9 @@ pub fn select_level(
             return;
         }
     }
-    corners.sort_by_key(|c| (c.y, c.x));
+    // Unstable (no buffer to allocate) and the same order: corners at one position are
+    // the same corner (a detector's score and the response are functions of the pixel).
+    corners.sort_unstable_by_key(|c| (c.y, c.x));
 }
 
 #[cfg(test)]

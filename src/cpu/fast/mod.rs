@@ -30,6 +30,7 @@ use crate::image::{AsGray, Gray};
 use crate::select::Corner;
 
 mod nms;
+pub use nms::FastScratch;
 use nms::Nms;
 mod score;
 use score::score_lanes;
@@ -496,12 +497,34 @@ pub(crate) fn scan_corners_in(
 
 /// All FAST corners in raster order (y, then x), `response` = FAST score as f32.
 pub fn detect(img: impl AsGray, threshold: u8, nonmax_suppression: bool) -> Vec<Corner> {
+    let mut out = Vec::new();
+    detect_into(
+        img,
+        threshold,
+        nonmax_suppression,
+        &mut FastScratch::default(),
+        &mut out,
+    );
+    out
+}
+
+/// [`detect`] into `out` (cleared first), the suppression's rows in `scratch`: no
+/// allocation once both have grown to the frame's size.
+pub fn detect_into(
+    img: impl AsGray,
+    threshold: u8,
+    nonmax_suppression: bool,
+    scratch: &mut FastScratch,
+    out: &mut Vec<Corner>,
+) {
     let img = img.gray();
+    out.clear();
     let (w, h) = (img.width, img.height);
     if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
-        return Vec::new();
+        return;
     }
-    detect_rows(img, threshold, nonmax_suppression, BORDER..h - BORDER)
+    let ys = BORDER..h - BORDER;
+    detect_rows(img, threshold, nonmax_suppression, ys, scratch, out)
 }
 
 /// [`detect`] on the current rayon pool in `bands` bands of rows, the same corners in the
@@ -525,39 +548,39 @@ pub fn detect_banded(
         .into_par_iter()
         .map(|b| {
             let y0 = BORDER + b * per;
-            detect_rows(
-                img,
-                threshold,
-                nonmax_suppression,
-                y0..(y0 + per).min(h - BORDER),
-            )
+            let mut out = Vec::new();
+            let ys = y0..(y0 + per).min(h - BORDER);
+            let scratch = &mut FastScratch::default();
+            detect_rows(img, threshold, nonmax_suppression, ys, scratch, &mut out);
+            out
         })
         .collect();
     parts.concat()
 }
 
-/// The corners of rows `ys` (within `BORDER..h - BORDER`; the image at least 7x7).
+/// The corners of rows `ys` (within `BORDER..h - BORDER`; the image at least 7x7),
+/// appended to `out` (empty on entry).
 fn detect_rows(
     img: Gray<'_>,
     threshold: u8,
     nonmax_suppression: bool,
     ys: Range<usize>,
-) -> Vec<Corner> {
+    scratch: &mut FastScratch,
+    out: &mut Vec<Corner>,
+) {
     let (w, h) = (img.width, img.height);
-    let mut out = Vec::new();
     if !nonmax_suppression {
         scan(img, threshold, ys, &mut |x, y, s| out.push(corner(x, y, s)));
-        return out;
+        return;
     }
     // The rows beside the band are scanned too: their scores suppress the band's edges.
     let scan_rows = ys.start.saturating_sub(1).max(BORDER)..(ys.end + 1).min(h - BORDER);
-    let mut nms = Nms::new(w, scan_rows.start, out);
+    let mut nms = Nms::new(w, scan_rows.start, scratch, out);
     let end = scan_rows.end;
     scan(img, threshold, scan_rows, &mut |x, y, s| nms.push(x, y, s));
-    let mut out = nms.finish(end);
+    nms.finish(end);
     // The extra rows were suppressed without their outer neighbours: not this band's.
     out.retain(|c| ys.contains(&(c.y as usize)));
-    out
 }
 
 #[inline]

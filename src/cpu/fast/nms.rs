@@ -4,25 +4,48 @@
 use super::corner;
 use crate::select::Corner;
 
-/// Non-maximum suppression over a ring of 3 score rows: slot `y % 3` holds row y's scores
-/// (0 = no corner) and the x of its corners.
-pub(super) struct Nms {
+/// The score rows and x-lists of FAST's suppression (`Nms`), kept between calls (a
+/// frame's levels and the next frame's) so that a scan allocates nothing once they have
+/// grown.
+#[derive(Default)]
+pub struct FastScratch {
     scores: [Vec<u8>; 3],
     xs: [Vec<usize>; 3],
+}
+
+/// Non-maximum suppression over a ring of 3 score rows: slot `y % 3` holds row y's scores
+/// (0 = no corner) and the x of its corners.
+pub(super) struct Nms<'a> {
+    scores: &'a mut [Vec<u8>; 3],
+    xs: &'a mut [Vec<usize>; 3],
     /// The first row scanned (the one above it counts as empty).
     first: usize,
     /// The last row opened (rows up to `open - 1` are complete).
     open: usize,
-    out: Vec<Corner>,
+    out: &'a mut Vec<Corner>,
 }
 
-impl Nms {
+impl<'a> Nms<'a> {
     /// Suppression of rows of `width` pixels from row `first` on (the row above it counts
-    /// as empty), its corners appended to `out`.
-    pub(super) fn new(width: usize, first: usize, out: Vec<Corner>) -> Self {
+    /// as empty), its corners appended to `out`, in `scratch`'s rows (emptied here).
+    pub(super) fn new(
+        width: usize,
+        first: usize,
+        scratch: &'a mut FastScratch,
+        out: &'a mut Vec<Corner>,
+    ) -> Self {
+        let FastScratch { scores, xs } = scratch;
+        for (row, xs) in scores.iter_mut().zip(xs.iter_mut()) {
+            // A ring left by an earlier scan holds scores at its x-lists only.
+            for &x in xs.iter() {
+                row[x] = 0;
+            }
+            xs.clear();
+            row.resize(width, 0);
+        }
         Nms {
-            scores: [vec![0u8; width], vec![0u8; width], vec![0u8; width]],
-            xs: [Vec::new(), Vec::new(), Vec::new()],
+            scores,
+            xs,
             first,
             open: first - 1,
             out,
@@ -37,11 +60,10 @@ impl Nms {
         self.xs[y % 3].push(x);
     }
 
-    /// The kept corners, once every row before `end` was scanned: two more (empty) rows
-    /// let the last one go through the suppression.
-    pub(super) fn finish(mut self, end: usize) -> Vec<Corner> {
+    /// Appends the kept corners, once every row before `end` was scanned: two more (empty)
+    /// rows let the last one go through the suppression.
+    pub(super) fn finish(mut self, end: usize) {
         self.open_to(end + 1);
-        self.out
     }
 
     /// Opens rows `open + 1 ..= to`. Opening row r means r - 1 is complete, so row r - 2 is

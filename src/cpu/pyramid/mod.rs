@@ -22,6 +22,9 @@ use crate::image::{AsGray, Gray, GrayImage};
 
 pub use crate::levels::{level_scale, level_size, Scales};
 
+mod taps;
+use taps::HTaps;
+
 /// Fills `levels[1..n]` from `levels[0]` (grows/shrinks the vector, reusing buffers).
 pub fn build(
     levels: &mut Vec<GrayImage>,
@@ -277,7 +280,8 @@ fn resize_checked(src: Gray<'_>, dst: &mut GrayImage, t: &ResizeTables, h: &HTap
         });
 }
 
-/// Destination rows `rows` into `out` (those rows, `dw` wide), at the process's SIMD level.
+/// Destination rows `rows` into `out` (those rows, `dw` wide), at the process's SIMD level,
+/// in this thread's [`Bufs`].
 fn resize_band(
     src: Gray<'_>,
     out: &mut [u8],
@@ -286,86 +290,33 @@ fn resize_band(
     t: &ResizeTables,
     h: &HTaps,
 ) {
+    BUFS.with_borrow_mut(|b| {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::level() >= super::simd::Level::Avx2 {
+            // SAFETY: the CPU supports AVX2 (simd::level never exceeds what it has).
+            return unsafe { resize_rows_avx2(src, out, dw, rows, t, h, b) };
+        }
+        resize_versions(src, out, dw, rows, t, h, b)
+    })
+}
+
+/// A band's work rows: the horizontal sums of two source rows and the AVX2 path's padded
+/// last source row. One set per thread, kept, so that resizing allocates nothing once they
+/// have grown (a band's resize calls nothing that could resize on the same thread).
+#[derive(Default)]
+struct Bufs {
+    sums: [Vec<u16>; 2],
     #[cfg(target_arch = "x86_64")]
-    if super::simd::level() >= super::simd::Level::Avx2 {
-        // SAFETY: the CPU supports AVX2 (simd::level never exceeds what it has).
-        return unsafe { resize_rows_avx2(src, out, dw, rows, t, h) };
-    }
-    resize_versions(src, out, dw, rows, t, h)
+    tail: Vec<u8>,
+}
+
+thread_local! {
+    static BUFS: std::cell::RefCell<Bufs> = std::cell::RefCell::default();
 }
 
 super::simd::versions! {
     /// [`resize_rows`] at the process's SIMD level (below AVX2, whose copy has gathers).
-    fn resize_versions(src: Gray<'_>, out: &mut [u8], dw: usize, rows: Range<usize>, t: &ResizeTables, h: &HTaps) = resize_rows;
-}
-
-/// The horizontal taps in a form the inner loop can use without clamping: every pair reads
-/// `row[ofs[d]]` and `row[ofs[d] + 1]`, with `ofs[d] + 1 < src width`. A tap on the last
-/// sample (whose second sample is clamped to itself) becomes the pair ending there with
-/// weights `(0, w0 + w1)`: the same products, so the same sums. A 1-pixel-wide source has
-/// no pairs; it is read as `(row[0], row[0])`, which is exact for the same reason.
-struct HTaps {
-    ofs: Vec<u32>,
-    w0: Vec<u32>,
-    w1: Vec<u32>,
-    /// `w0 | w1 << 16`, for `pmaddwd`.
-    wpack: Vec<u32>,
-    /// The source is a single column (`ofs` are all 0 and `w1` all 0).
-    single: bool,
-    /// Per group of 8 outputs: the first source byte of a 16-byte window holding all its
-    /// pairs, or `u32::MAX` when they span more (or the window would pass the row's end).
-    win: Vec<u32>,
-    /// Per group: the `pshufb` indices that spread its pairs from the window (the same
-    /// 16 bytes in both 128-bit lanes) to `(p0, 0, p1, 0)` per output.
-    spread: Vec<[u8; 32]>,
-}
-
-impl HTaps {
-    fn new(t: &AxisTable, sw: usize) -> Self {
-        // (An empty source has no taps: `check_tables` allows it only for an empty output.)
-        let last = (sw as u32).saturating_sub(1);
-        let single = sw == 1;
-        let n = t.offsets.len();
-        let mut h = HTaps {
-            ofs: Vec::with_capacity(n),
-            w0: Vec::with_capacity(n),
-            w1: Vec::with_capacity(n),
-            wpack: Vec::new(),
-            single,
-            win: Vec::new(),
-            spread: Vec::new(),
-        };
-        for (&o, &[a0, a1]) in t.offsets.iter().zip(&t.weights) {
-            let (a0, a1) = (a0 as u32, a1 as u32);
-            if single {
-                h.ofs.push(0);
-                h.w0.push(a0 + a1);
-                h.w1.push(0);
-            } else if o >= last {
-                h.ofs.push(last - 1);
-                h.w0.push(0);
-                h.w1.push(a0 + a1);
-            } else {
-                h.ofs.push(o);
-                h.w0.push(a0);
-                h.w1.push(a1);
-            }
-        }
-        h.wpack = h.w0.iter().zip(&h.w1).map(|(&a, &b)| a | b << 16).collect();
-        // Rows are read with 2 bytes past the source width (`resize_rows_avx2`).
-        for g in h.ofs.chunks_exact(8) {
-            let base = g[0];
-            let fits = !single && g[7] + 2 - base <= 16 && base as usize + 16 <= sw + 2;
-            let mut m = [0x80u8; 32];
-            for (i, &o) in g.iter().enumerate() {
-                m[4 * i] = (o - base) as u8;
-                m[4 * i + 2] = (o - base + 1) as u8;
-            }
-            h.win.push(if fits { base } else { u32::MAX });
-            h.spread.push(m);
-        }
-        h
-    }
+    fn resize_versions(src: Gray<'_>, out: &mut [u8], dw: usize, rows: Range<usize>, t: &ResizeTables, h: &HTaps, b: &mut Bufs) = resize_rows;
 }
 
 /// Horizontal pass of one source row: `p0 * w0 + p1 * w1`, shifted right by `SHIFT`
@@ -470,22 +421,26 @@ unsafe fn resize_rows_avx2(
     rows: Range<usize>,
     t: &ResizeTables,
     h: &HTaps,
+    b: &mut Bufs,
 ) {
     if h.single {
-        return resize_rows(src, out, dw, rows, t, h);
+        return resize_rows(src, out, dw, rows, t, h, b);
     }
     // The last source row with 2 readable bytes after it (gathers read 4 bytes per pair).
     let sw = src.width;
-    let mut tail = vec![0u8; sw + 2];
-    tail[..sw].copy_from_slice(src.row(src.height - 1));
+    let Bufs { sums, tail } = b;
+    tail.clear();
+    tail.extend_from_slice(src.row(src.height - 1));
+    tail.extend_from_slice(&[0, 0]);
+    let tail = &tail[..];
     let rowx = |y: usize| -> &[u8] {
         if y + 1 < src.height {
             &src.data[y * sw..(y + 1) * sw + 2]
         } else {
-            &tail
+            tail
         }
     };
-    let band = (out, dw, rows, src.height - 1);
+    let band = (out, dw, rows, src.height - 1, sums);
     // The source row two below a pass's second row, prefetched as the pass goes along
     // (empty past the last row): `bench` opencv_orb one thread, alternating, pyramid 1080p
     // 1.24-1.25 -> 1.18-1.20 ms, 4K 7.1 -> 5.8-6.1 (2026-12-07; 720p the same).
@@ -512,8 +467,9 @@ fn resize_rows(
     rows: Range<usize>,
     t: &ResizeTables,
     h: &HTaps,
+    b: &mut Bufs,
 ) {
-    let band = (out, dw, rows, src.height - 1);
+    let band = (out, dw, rows, src.height - 1, &mut b.sums);
     match t.interpolation {
         Interpolation::Linear => resize_rows_k(band, t, vpass_linear, |y0, y1, a, b| {
             hrows::<4>(src, h, y0, y1, a, b)
@@ -539,18 +495,30 @@ fn hrows<const SHIFT: u32>(
     }
 }
 
+/// [`resize_rows_k`]'s destination rows, their width, the rows to make, the last source row,
+/// and the two rows of horizontal sums.
+type Band<'a> = (
+    &'a mut [u8],
+    usize,
+    Range<usize>,
+    usize,
+    &'a mut [Vec<u16>; 2],
+);
+
 /// The row loop: `hrow(y0, y1, a, b)` fills `a` with the horizontal pass of source row
 /// `y0`, and `b` (when given) with that of row `y1`.
 #[inline(always)]
 fn resize_rows_k(
-    (out, dw, rows, last_row): (&mut [u8], usize, Range<usize>, usize),
+    (out, dw, rows, last_row, buf): Band,
     t: &ResizeTables,
     vpass: impl Fn(&[u16], &[u16], u16, u16, &mut [u8]),
     mut hrow: impl FnMut(usize, usize, &mut [u16], Option<&mut [u16]>),
 ) {
     // Horizontal sums of the two source rows the current destination row needs; rows are
     // shared between consecutive destination rows, so keep the last two.
-    let mut buf = [vec![0u16; dw], vec![0u16; dw]];
+    for row in buf.iter_mut() {
+        row.resize(dw, 0);
+    }
     let mut have = [usize::MAX; 2];
     for dy in rows.clone() {
         let y0 = t.y.offsets[dy] as usize;
@@ -560,7 +528,7 @@ fn resize_rows_k(
             buf.swap(0, 1);
             have.swap(0, 1);
         }
-        let [ra, rb] = &mut buf;
+        let [ra, rb] = &mut *buf;
         match (have[0] != y0, have[1] != y1) {
             (true, true) => hrow(y0, y1, ra, Some(rb)),
             (true, false) => hrow(y0, y0, ra, None),

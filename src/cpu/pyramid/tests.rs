@@ -93,6 +93,7 @@ fn portable_path_matches_dispatched() {
                     0..dh,
                     &t,
                     &HTaps::new(&t.x, sw),
+                    &mut Bufs::default(),
                 );
                 assert_eq!(a, b, "{interp:?} {sw}x{sh} -> {dw}x{dh}");
                 for bands in [2, 3, 50] {
