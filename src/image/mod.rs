@@ -109,6 +109,13 @@ impl<'a> Gray<'a> {
     pub fn row(&self, y: usize) -> &'a [u8] {
         &self.data[y * self.width..(y + 1) * self.width]
     }
+
+    /// Rows `y` to the last as one slice, empty when `y` is past the last row: what a row
+    /// scan prefetches ahead of itself (`cpu::simd::prefetch`).
+    #[inline]
+    pub fn rows_from(&self, y: usize) -> &'a [u8] {
+        self.data.get(y * self.width..).unwrap_or(&[])
+    }
 }
 
 /// What the CPU stages' public functions take: a [`GrayImage`] (by reference) or a [`Gray`].

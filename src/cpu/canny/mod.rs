@@ -335,7 +335,7 @@ fn sobel_into_ring(img: Gray<'_>, l2: bool, g: &mut Gradients, y: usize) {
         img.row(y.saturating_sub(1)),
         img.row(y),
         img.row((y + 1).min(h - 1)),
-        img.data.get((y + 3) * w..).unwrap_or(&[]),
+        img.rows_from(y + 3),
     ];
     let (slot, half) = (y % 3, y % 2);
     sobel_row(

@@ -53,7 +53,7 @@ pub(super) fn sobel_magnitude_impl(img: Gray<'_>, l2: bool, g: &mut Gradients) {
         let mid = img.row(y);
         let down = img.row((y + 1).min(h - 1));
         let mrow = &mut mag[(y + 1) * pw + 1..(y + 1) * pw + 1 + w];
-        let ahead = img.data.get((y + 3) * w..).unwrap_or(&[]);
+        let ahead = img.rows_from(y + 3);
         sobel_row(
             [up, mid, down, ahead],
             l2,

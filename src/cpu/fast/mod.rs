@@ -433,7 +433,7 @@ fn scan_image(
 ) {
     for y in ys {
         // Row y + 4, the one the next row's window adds (empty past the last row).
-        let ahead = img.data.get((y + 4) * img.width..).unwrap_or(&[]);
+        let ahead = img.rows_from(y + 4);
         let rows: Rows = [
             img.row(y - 3),
             img.row(y - 2),

@@ -444,7 +444,7 @@ unsafe fn resize_rows_avx2(
     // The source row two below a pass's second row, prefetched as the pass goes along
     // (empty past the last row): `bench` opencv_orb one thread, alternating, pyramid 1080p
     // 1.24-1.25 -> 1.18-1.20 ms, 4K 7.1 -> 5.8-6.1 (2026-12-07; 720p the same).
-    let ahead = |y: usize| src.data.get((y + 2) * sw..).unwrap_or(&[]);
+    let ahead = |y: usize| src.rows_from(y + 2);
     // SAFETY (both arms): AVX2 is enabled here; `rowx` rows have 2 readable bytes past `sw`.
     match t.interpolation {
         Interpolation::Linear => resize_rows_k(band, t, vpass_linear, |y0, y1, a, b| unsafe {
