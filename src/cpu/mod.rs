@@ -341,9 +341,7 @@ pub fn detect_keypoints_into(cfg: &Config, levels: &[Gray<'_>], out: &mut Vec<Ke
 pub struct DetectScratch {
     fast: fast::FastScratch,
     corners: Vec<Corner>,
-    /// Budget, levels, scale factor's bits.
-    budgets_for: Option<(usize, usize, u32)>,
-    budgets: Vec<usize>,
+    budgets: select::LevelBudgets,
     umax_for: Option<u32>,
     umax: Vec<i32>,
 }
@@ -358,12 +356,6 @@ pub fn detect_keypoints_with(
 ) {
     out.clear();
     let budget = cfg.select.max_keypoints as usize;
-    let f = cfg.pyramid.scale_factor;
-    let key = (budget, levels.len(), f.to_bits());
-    if scratch.budgets_for != Some(key) {
-        scratch.budgets = select::features_per_level(budget, levels.len(), f);
-        scratch.budgets_for = Some(key);
-    }
     let half = cfg.orient.patch_size / 2;
     if scratch.umax_for != Some(half) {
         scratch.umax = orient::circle_extents(half);
@@ -376,6 +368,7 @@ pub fn detect_keypoints_with(
         umax,
         ..
     } = scratch;
+    let budgets = budgets.get(cfg, levels.len());
     for (level, img) in levels.iter().enumerate() {
         let work = (&mut *fast, &mut *corners);
         level_keypoints(cfg, level, *img, budget, budgets, umax, work, out);

@@ -33,9 +33,8 @@ pub struct Selector {
     /// The kept records (four words each, as the candidates').
     kp: DevBuf<[u32; 4]>,
     kp_header: DevBuf<u32>,
-    /// `features_per_level` of the last config: (budget, levels, scale bits) -> per level.
-    per_level_key: (usize, usize, u32),
-    per_level: Vec<usize>,
+    /// `features_per_level` of the last config.
+    budgets: select::LevelBudgets,
 }
 
 impl Selector {
@@ -52,25 +51,18 @@ impl Selector {
             kept: DevBuf::new(c, nlev.max(1))?,
             kp: DevBuf::new(c, cap)?,
             kp_header: DevBuf::new(c, 1 + 2 * nlev)?,
-            per_level_key: (usize::MAX, 0, 0),
-            per_level: Vec::new(),
+            budgets: select::LevelBudgets::default(),
         })
     }
 
     /// ORB's per-level budget for `cfg` (cached: recomputed only when the config changes).
     pub fn per_level(&mut self, cfg: &Config, nlev: usize) -> &[usize] {
-        let budget = cfg.select.max_keypoints as usize;
-        let key = (budget, nlev, cfg.pyramid.scale_factor.to_bits());
-        if key != self.per_level_key {
-            self.per_level = select::features_per_level(budget, nlev, cfg.pyramid.scale_factor);
-            self.per_level_key = key;
-        }
-        &self.per_level
+        self.budgets.get(cfg, nlev)
     }
 
     /// The most records the selection can produce (the sum of the per-level budgets).
     pub fn max_kept(&self) -> usize {
-        self.per_level.iter().sum()
+        self.budgets.last().iter().sum()
     }
 
     pub fn header_ptr(&self) -> DevPtr<u32> {
@@ -95,7 +87,7 @@ impl Selector {
         let mut p = SelParams {
             n: [0; SEL_MAX_LEVELS],
         };
-        for (d, &n) in p.n.iter_mut().zip(&self.per_level) {
+        for (d, &n) in p.n.iter_mut().zip(self.budgets.last()) {
             *d = n.min(u32::MAX as usize / 2) as u32;
         }
         let precut = (cfg.detector.method == DetectorMethod::Fast
@@ -120,7 +112,7 @@ impl Selector {
         }?;
         // One warp per kept corner (its orientation), 8 per block.
         let warps = 8usize;
-        let most = self.per_level.iter().copied().max().unwrap_or(0);
+        let most = self.budgets.last().iter().copied().max().unwrap_or(0);
         let blocks_y = most.div_ceil(warps).clamp(1, 65535) as u32;
         let (pyr_p, descs) = (pyr.buf.ptr(), det.descs_ptr());
         let orient = orient as i32;

@@ -55,6 +55,33 @@ pub fn features_per_level(total: usize, levels: usize, scale_factor: f32) -> Vec
     out
 }
 
+/// [`features_per_level`] for the settings last asked for (budget, levels, scale factor),
+/// made again only when they change: a frame that asks again allocates nothing. The CPU
+/// detection and the GPU selection each keep one.
+#[derive(Default)]
+pub struct LevelBudgets {
+    made_for: Option<(usize, usize, u32)>,
+    per_level: Vec<usize>,
+}
+
+impl LevelBudgets {
+    /// The per-level budgets of `cfg` over `levels` levels.
+    pub fn get(&mut self, cfg: &Config, levels: usize) -> &[usize] {
+        let (budget, f) = (cfg.select.max_keypoints as usize, cfg.pyramid.scale_factor);
+        let key = (budget, levels, f.to_bits());
+        if self.made_for != Some(key) {
+            self.per_level = features_per_level(budget, levels, f);
+            self.made_for = Some(key);
+        }
+        &self.per_level
+    }
+
+    /// The budgets [`LevelBudgets::get`] gave last (empty before the first call).
+    pub fn last(&self) -> &[usize] {
+        &self.per_level
+    }
+}
+
 /// Best first: response descending, then `(y, x)` ascending.
 pub(crate) fn by_rank(a: &Corner, b: &Corner) -> Ordering {
     b.response
@@ -264,6 +291,20 @@ mod tests {
 
     fn is_subset(kept: &[Corner], all: &[Corner]) -> bool {
         kept.iter().all(|k| all.contains(k))
+    }
+
+    #[test]
+    fn level_budgets_follow_the_settings() {
+        let mut b = LevelBudgets::default();
+        assert!(b.last().is_empty());
+        let mut cfg = Config::default();
+        for (budget, levels, f) in [(2000, 8, 1.2), (2000, 8, 1.2), (500, 8, 1.2), (500, 4, 1.5)] {
+            cfg.select.max_keypoints = budget;
+            cfg.pyramid.scale_factor = f;
+            let want = features_per_level(budget as usize, levels, f);
+            assert_eq!(b.get(&cfg, levels), want.as_slice());
+            assert_eq!(b.last(), want.as_slice());
+        }
     }
 
     #[test]
