@@ -1599,29 +1599,3 @@ fn the_host_quadtree_allocates_nothing_once_warm() {
         }
     }
 }
-
-#[test]
-fn the_cpu_pipeline_allocates_nothing_per_frame_once_warm() {
-    // One thread (a small robot's CPU, or the tracker's setting beside a GPU): after the
-    // first frames of a resolution a frame reuses every buffer of every stage, for the
-    // FAST-based presets and Canny. (The dense-Harris and per-cell detectors, and the
-    // threaded stages, still make vectors per level.)
-    let frames = sequence();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for preset in ["default", "opencv_orb", "opencv_fast", "opencv_canny"] {
-        let mut cfg = Config::from_file(&root.join(format!("config/{preset}.yaml"))).unwrap();
-        cfg.cpu.threads = 1;
-        let mut cpu = gpu_features::cpu::CpuPipeline::new();
-        let mut out = Features::default();
-        for pass in 0..2 {
-            for (k, img) in frames.iter().enumerate() {
-                let view = ImageView::mono8(&img.data, img.width, img.height).unwrap();
-                let ((), n) = count_allocs(|| cpu.process_into(&cfg, &view, &mut out));
-                assert!(!out.keypoints.is_empty() || out.edges.is_some(), "{preset}");
-                if pass > 0 {
-                    assert_eq!(n, 0, "{preset}: frame {k} allocated {n} times");
-                }
-            }
-        }
-    }
-}

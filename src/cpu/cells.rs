@@ -75,35 +75,101 @@ pub fn fast_in_cells(
     cell_size: u32,
     border: u32,
 ) -> Vec<Corner> {
+    let mut out = Vec::new();
+    let settings = CellSettings {
+        threshold,
+        min_threshold,
+        nonmax_suppression,
+        cell_size,
+        border,
+    };
+    fast_in_cells_into(img, settings, &mut CellScratch::default(), &mut out);
+    out
+}
+
+/// The settings of [`fast_in_cells`].
+#[derive(Clone, Copy, Debug)]
+pub struct CellSettings {
+    pub threshold: u8,
+    pub min_threshold: u8,
+    pub nonmax_suppression: bool,
+    pub cell_size: u32,
+    pub border: u32,
+}
+
+/// The buffers of [`fast_in_cells_into`], kept between calls: the cell grid (remade when
+/// the image size, the cell size or the border changes), the per-cell flags and the
+/// suppression's rows. Once they have grown, a call allocates nothing.
+#[derive(Default)]
+pub struct CellScratch {
+    /// The grid and the `(width, height, cell_size, border)` it was made for.
+    grid: Option<((usize, usize, u32, u32), CellGrid)>,
+    reached: Vec<bool>,
+    todo: Vec<bool>,
+    cols: Vec<usize>,
+    ring: NmsRing,
+}
+
+/// [`fast_in_cells`] into `out` (cleared first), in `scratch`'s buffers.
+pub fn fast_in_cells_into(
+    img: impl AsGray,
+    settings: CellSettings,
+    scratch: &mut CellScratch,
+    out: &mut Vec<Corner>,
+) {
     let img = img.gray();
-    let Some(grid) = CellGrid::new(img.width, img.height, cell_size, border) else {
-        return Vec::new();
+    out.clear();
+    let CellSettings {
+        threshold,
+        min_threshold,
+        nonmax_suppression,
+        cell_size,
+        border,
+    } = settings;
+    let key = (img.width, img.height, cell_size, border);
+    if scratch.grid.as_ref().map(|g| g.0) != Some(key) {
+        scratch.grid = CellGrid::new(img.width, img.height, cell_size, border).map(|g| (key, g));
+        if scratch.grid.is_none() {
+            return;
+        }
+    }
+    let CellScratch {
+        grid,
+        reached,
+        todo,
+        cols,
+        ring,
+    } = scratch;
+    let Some((_, grid)) = grid.as_ref() else {
+        return;
     };
     // No retry when min_threshold >= threshold: every cell uses `threshold` = lo.
     let lo = threshold.min(min_threshold);
     let retry = lo < threshold;
-    let mut reached = vec![false; grid.cells];
-    let mut out = Vec::new();
+    reached.clear();
+    reached.resize(grid.cells, false);
     let ys = grid.area_y.clone();
     if nonmax_suppression {
         // ORB-SLAM3's first FAST per window, every cell at `threshold`.
-        let mut nms = CellNms::new(img.width, &grid, threshold, &mut reached, &mut out);
+        let mut nms = CellNms::new(img.width, grid, threshold, ring, reached, out);
         fast::scan_corners(img, threshold, ys.clone(), &mut |x, y, s| nms.add(x, y, s));
         nms.open_to(ys.end + 1);
         if retry {
             // Again at `min_threshold`, in the cells where that kept nothing: row by row,
             // each such cell's columns, so the NMS ring still sees raster order.
-            let todo: Vec<bool> = reached.iter().map(|r| !r).collect();
+            todo.clear();
+            todo.extend(reached.iter().map(|r| !r));
             let first = out.len();
             let ncols = grid.col_spans.len();
-            let mut nms = CellNms::new(img.width, &grid, threshold, &mut reached, &mut out);
+            let mut nms = CellNms::new(img.width, grid, threshold, ring, reached, out);
             for (r, rows) in grid.row_spans.iter().enumerate() {
-                let cols: Vec<usize> = (0..ncols).filter(|&c| todo[r * ncols + c]).collect();
+                cols.clear();
+                cols.extend((0..ncols).filter(|&c| todo[r * ncols + c]));
                 if cols.is_empty() {
                     continue;
                 }
                 for y in rows.clone() {
-                    for &c in &cols {
+                    for &c in cols.iter() {
                         let xs = grid.col_spans[c].clone();
                         fast::scan_corners_in(img, lo, y..y + 1, xs, &mut |x, y, s| {
                             nms.add(x, y, s)
@@ -117,23 +183,22 @@ pub fn fast_in_cells(
                 out.sort_unstable_by_key(|k| (k.y, k.x));
             }
         }
-        return out;
-    } else {
-        fast::scan_corners(img, lo, ys, &mut |x, y, s| {
-            let c = grid.col[x];
-            if c != NO_CELL {
-                if s >= threshold {
-                    reached[grid.row[y] as usize + c as usize] = true;
-                }
-                out.push(Corner {
-                    x: x as u32,
-                    y: y as u32,
-                    fast_score: s,
-                    response: s as f32,
-                });
-            }
-        });
+        return;
     }
+    fast::scan_corners(img, lo, ys, &mut |x, y, s| {
+        let c = grid.col[x];
+        if c != NO_CELL {
+            if s >= threshold {
+                reached[grid.row[y] as usize + c as usize] = true;
+            }
+            out.push(Corner {
+                x: x as u32,
+                y: y as u32,
+                fast_score: s,
+                response: s as f32,
+            });
+        }
+    });
     if retry {
         // Cells whose first pass found something keep only the corners at `threshold`.
         out.retain(|k| {
@@ -141,7 +206,6 @@ pub fn fast_in_cells(
                 || !reached[grid.row[k.y as usize] as usize + grid.col[k.x as usize] as usize]
         });
     }
-    out
 }
 
 /// Marks a column or row outside the detectable area in [`CellGrid`].
@@ -222,12 +286,19 @@ impl CellGrid {
     }
 }
 
+/// The 3 score rows and x-lists of [`CellNms`], kept between passes and calls.
+#[derive(Default)]
+struct NmsRing {
+    scores: [Vec<u8>; 3],
+    xs: [Vec<u32>; 3],
+}
+
 /// Non-maximum suppression within cells over a ring of 3 score rows (`fast::detect`'s ring,
 /// with neighbours in other cells counting as 0): slot `y % 3` holds row y's scores
 /// (0 = no corner) and the x of its corners.
 struct CellNms<'a> {
-    scores: [Vec<u8>; 3],
-    xs: [Vec<u32>; 3],
+    scores: &'a mut [Vec<u8>; 3],
+    xs: &'a mut [Vec<u32>; 3],
     /// The last row opened (rows up to `open - 1` are complete).
     open: usize,
     grid: &'a CellGrid,
@@ -238,16 +309,27 @@ struct CellNms<'a> {
 }
 
 impl<'a> CellNms<'a> {
+    /// The suppression of `grid`'s area in `ring`'s rows (emptied here).
     fn new(
         width: usize,
         grid: &'a CellGrid,
         threshold: u8,
+        ring: &'a mut NmsRing,
         reached: &'a mut [bool],
         out: &'a mut Vec<Corner>,
     ) -> Self {
+        let NmsRing { scores, xs } = ring;
+        for (row, xs) in scores.iter_mut().zip(xs.iter_mut()) {
+            // A ring left by an earlier pass holds scores at its x-lists only.
+            for &x in xs.iter() {
+                row[x as usize] = 0;
+            }
+            xs.clear();
+            row.resize(width, 0);
+        }
         CellNms {
-            scores: [vec![0u8; width], vec![0u8; width], vec![0u8; width]],
-            xs: [Vec::new(), Vec::new(), Vec::new()],
+            scores,
+            xs,
             open: grid.area_y.start - 1,
             grid,
             threshold,

@@ -11,6 +11,7 @@ pub mod cells;
 pub mod clahe;
 pub mod decode;
 pub mod describe;
+mod detect;
 pub mod fast;
 pub mod fma;
 pub mod gftt;
@@ -28,9 +29,12 @@ mod test_util;
 use std::time::Instant;
 
 use crate::config::{Config, DetectorMethod};
-use crate::features::{Features, Keypoint, StageTiming};
-use crate::image::{AsGray, Gray, GrayImage, ImageView};
-use crate::select::{self, select_level, to_keypoint, Corner};
+use crate::features::{Features, StageTiming};
+use crate::image::{Gray, GrayImage, ImageView};
+pub use detect::{
+    detect_keypoints, detect_keypoints_into, detect_keypoints_parallel, detect_keypoints_with,
+    level_candidates, DetectScratch,
+};
 
 /// Buffers of the CPU path, reused from frame to frame.
 #[derive(Default)]
@@ -47,8 +51,6 @@ pub struct CpuPipeline {
     describe: describe::DescribeScratch,
     /// `cpu.threads` > 1: the pool and its size (made on the first such frame).
     pool: Option<(usize, rayon::ThreadPool)>,
-    /// Each level's keypoints while the levels run in parallel.
-    per_level: Vec<Vec<Keypoint>>,
 }
 
 impl CpuPipeline {
@@ -94,7 +96,6 @@ impl CpuPipeline {
             canny: canny_scratch,
             describe: describe_scratch,
             pool,
-            per_level,
         } = self;
         let pool = pool.as_ref().filter(|_| threads > 1).map(|p| &p.1);
         let in_pool = |f: &mut (dyn FnMut() + Send)| match pool {
@@ -137,7 +138,7 @@ impl CpuPipeline {
         let levels = &views[..n];
 
         if let Some(pool) = pool {
-            let scratch = (canny_scratch, describe_scratch, per_level);
+            let scratch = (canny_scratch, describe_scratch, detect_scratch);
             stages_threaded(cfg, levels, threads, pool, scratch, out);
         } else {
             detect_keypoints_with(cfg, levels, detect_scratch, &mut out.keypoints);
@@ -184,12 +185,11 @@ impl CpuPipeline {
     }
 }
 
-/// The buffers [`stages_threaded`] works in: Canny's, the descriptors', each level's
-/// keypoints.
+/// The buffers [`stages_threaded`] works in: Canny's, the descriptors', the detection's.
 type ThreadedScratch<'s> = (
     &'s mut canny::CannyScratch,
     &'s mut describe::DescribeScratch,
-    &'s mut Vec<Vec<Keypoint>>,
+    &'s mut DetectScratch,
 );
 
 /// Detection, descriptors and Canny on `threads` threads of `pool`, the same outputs as one
@@ -202,7 +202,7 @@ fn stages_threaded(
     levels: &[Gray<'_>],
     threads: usize,
     pool: &rayon::ThreadPool,
-    (canny_scratch, describe_scratch, per_level): ThreadedScratch,
+    (canny_scratch, describe_scratch, detect_scratch): ThreadedScratch,
     out: &mut Features,
 ) {
     let Features {
@@ -216,7 +216,7 @@ fn stages_threaded(
         rayon::join(
             || {
                 let t0 = Instant::now();
-                detect_levels_parallel(cfg, levels, per_level, keypoints);
+                detect_keypoints_parallel(cfg, levels, detect_scratch, keypoints);
                 let t1 = Instant::now();
                 if cfg.describe.enabled {
                     describe::describe_into_threaded(
@@ -262,182 +262,6 @@ fn stages_threaded(
         ms: ms(t_canny),
         overlapped: true,
     });
-}
-
-/// Corners of one level, before selection: FAST (with the optional per-cell low-threshold
-/// retry) or dense Harris, border-filtered, with their ranking response. With `cpu.threads`
-/// above 1, FAST runs in bands of rows on the current rayon pool (the same corners).
-pub fn level_candidates(cfg: &Config, img: Gray<'_>) -> Vec<Corner> {
-    let mut corners = Vec::new();
-    level_candidates_into(cfg, img, &mut fast::FastScratch::default(), &mut corners);
-    corners
-}
-
-/// [`level_candidates`] into `corners` (replaced). One-thread FAST reuses `fast` and
-/// `corners` (no allocation once they have grown); dense Harris, the per-cell retry and FAST
-/// in bands make new vectors.
-fn level_candidates_into(
-    cfg: &Config,
-    img: Gray<'_>,
-    fast: &mut fast::FastScratch,
-    corners: &mut Vec<Corner>,
-) {
-    let d = &cfg.detector;
-    match d.method {
-        DetectorMethod::None => return corners.clear(),
-        DetectorMethod::Harris => {
-            *corners = harris::dense_corners(
-                img,
-                d.dense_block_size,
-                d.dense_ksize,
-                d.harris_k,
-                d.dense_quality,
-            )
-        }
-        DetectorMethod::Fast if d.low_threshold_retry => {
-            *corners = cells::fast_in_cells(
-                img,
-                d.fast_threshold as u8,
-                d.min_fast_threshold as u8,
-                d.nonmax_suppression,
-                cfg.select.cell_size,
-                d.border,
-            )
-        }
-        DetectorMethod::Fast => {
-            let (t, nms) = (d.fast_threshold as u8, d.nonmax_suppression);
-            match cfg.cpu.threads_for(false) {
-                // Bands of at least ~64 rows; on the pool this runs in (the pipeline's).
-                n if n > 1 && img.height >= 128 => {
-                    *corners = fast::detect_banded(img, t, nms, n.min(img.height / 64))
-                }
-                _ => fast::detect_into(img, t, nms, fast, corners),
-            }
-        }
-    }
-    let b = d.border;
-    let (w, h) = (img.width as u32, img.height as u32);
-    corners.retain(|c| c.x >= b && c.y >= b && c.x + b < w && c.y + b < h);
-}
-
-/// ORB's level loop: candidates, budget, Harris score, spread, orientation, level-0 coords.
-/// Allocates; takes owned levels or views.
-pub fn detect_keypoints(cfg: &Config, levels: &[impl AsGray]) -> Vec<Keypoint> {
-    let views: Vec<Gray> = levels.iter().map(AsGray::gray).collect();
-    let mut out = Vec::new();
-    detect_keypoints_into(cfg, &views, &mut out);
-    out
-}
-
-/// [`detect_keypoints`] into `out` (cleared first, capacity kept).
-pub fn detect_keypoints_into(cfg: &Config, levels: &[Gray<'_>], out: &mut Vec<Keypoint>) {
-    detect_keypoints_with(cfg, levels, &mut DetectScratch::default(), out)
-}
-
-/// The buffers of [`detect_keypoints_with`], kept from frame to frame: FAST's
-/// suppression rows, a level's candidates, and the per-level budgets and ORB's `umax`
-/// for the settings they were made for.
-#[derive(Default)]
-pub struct DetectScratch {
-    fast: fast::FastScratch,
-    corners: Vec<Corner>,
-    budgets: select::LevelBudgets,
-    umax_for: Option<u32>,
-    umax: Vec<i32>,
-}
-
-/// [`detect_keypoints_into`] in `scratch`'s buffers: with the FAST detector on one thread
-/// a frame allocates nothing once they have grown.
-pub fn detect_keypoints_with(
-    cfg: &Config,
-    levels: &[Gray<'_>],
-    scratch: &mut DetectScratch,
-    out: &mut Vec<Keypoint>,
-) {
-    out.clear();
-    let budget = cfg.select.max_keypoints as usize;
-    let half = cfg.orient.patch_size / 2;
-    if scratch.umax_for != Some(half) {
-        scratch.umax = orient::circle_extents(half);
-        scratch.umax_for = Some(half);
-    }
-    let DetectScratch {
-        fast,
-        corners,
-        budgets,
-        umax,
-        ..
-    } = scratch;
-    let budgets = budgets.get(cfg, levels.len());
-    for (level, img) in levels.iter().enumerate() {
-        let work = (&mut *fast, &mut *corners);
-        level_keypoints(cfg, level, *img, budget, budgets, umax, work, out);
-    }
-}
-
-/// One level of [`detect_keypoints_into`]: its keypoints appended to `out`; `work`: FAST's
-/// rows and the candidates' vector.
-#[allow(clippy::too_many_arguments)]
-fn level_keypoints(
-    cfg: &Config,
-    level: usize,
-    img: Gray<'_>,
-    budget: usize,
-    per_level: &[usize],
-    umax: &[i32],
-    (fast, corners): (&mut fast::FastScratch, &mut Vec<Corner>),
-    out: &mut Vec<Keypoint>,
-) {
-    level_candidates_into(cfg, img, fast, corners);
-    let n = (budget > 0).then_some(per_level[level]);
-    let (bs, k) = (cfg.detector.harris_block_size, cfg.detector.harris_k);
-    select_level(cfg, corners, n, img.width, img.height, |c| {
-        harris::orb_score(img, c.x, c.y, bs, k)
-    });
-    for c in corners.iter() {
-        let angle = if cfg.orient.enabled {
-            orient::ic_angle(img, c.x, c.y, umax)
-        } else {
-            -1.0
-        };
-        out.push(to_keypoint(cfg, level, c, angle));
-    }
-}
-
-/// [`detect_keypoints_into`] with the levels on the current rayon pool: each level's
-/// keypoints into `per_level[level]` (buffers reused), then joined in level order.
-fn detect_levels_parallel(
-    cfg: &Config,
-    levels: &[Gray<'_>],
-    per_level: &mut Vec<Vec<Keypoint>>,
-    out: &mut Vec<Keypoint>,
-) {
-    use rayon::prelude::*;
-    let budget = cfg.select.max_keypoints as usize;
-    let budgets = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
-    let umax = orient::circle_extents(cfg.orient.patch_size / 2);
-    per_level.resize_with(levels.len(), Vec::new);
-    per_level[..levels.len()]
-        .par_iter_mut()
-        .enumerate()
-        .for_each(|(level, kps)| {
-            kps.clear();
-            let work = (&mut fast::FastScratch::default(), &mut Vec::new());
-            level_keypoints(
-                cfg,
-                level,
-                levels[level],
-                budget,
-                &budgets,
-                &umax,
-                work,
-                kps,
-            );
-        });
-    out.clear();
-    for kps in &per_level[..levels.len()] {
-        out.extend_from_slice(kps);
-    }
 }
 
 #[cfg(test)]

@@ -215,7 +215,11 @@ fn arrival_order(
         let key = |c: &Corner| (at(c.y, ch, rows) * cols + at(c.x, cw, cols)) as usize;
         let n = (rows * cols) as usize;
         bucket_stable(corners, n, key, &mut t.scratch, &mut t.counts, &mut t.at);
-        std::mem::swap(corners, &mut t.scratch);
+        // Copied back, not swapped: each buffer keeps its own capacity (a swap moved the
+        // caller's capacity into this thread's tree and back in another order, so a
+        // level's buffer could grow again on a later frame).
+        corners.clear();
+        corners.extend_from_slice(&t.scratch);
     }
 }
 

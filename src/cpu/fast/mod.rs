@@ -29,6 +29,8 @@ use super::simd::prefetch;
 use crate::image::{AsGray, Gray};
 use crate::select::Corner;
 
+mod banded;
+pub use banded::{detect_banded, detect_banded_into, BandScratch};
 mod nms;
 pub use nms::FastScratch;
 use nms::Nms;
@@ -525,37 +527,6 @@ pub fn detect_into(
     }
     let ys = BORDER..h - BORDER;
     detect_rows(img, threshold, nonmax_suppression, ys, scratch, out)
-}
-
-/// [`detect`] on the current rayon pool in `bands` bands of rows, the same corners in the
-/// same order: each band scans one row more on each side for its suppression and keeps its
-/// own rows' corners, and the bands are joined in order.
-pub fn detect_banded(
-    img: impl AsGray,
-    threshold: u8,
-    nonmax_suppression: bool,
-    bands: usize,
-) -> Vec<Corner> {
-    let img = img.gray();
-    use rayon::prelude::*;
-    let (w, h) = (img.width, img.height);
-    if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
-        return Vec::new();
-    }
-    let rows = h - 2 * BORDER;
-    let per = rows.div_ceil(bands.clamp(1, rows));
-    let parts: Vec<Vec<Corner>> = (0..rows.div_ceil(per))
-        .into_par_iter()
-        .map(|b| {
-            let y0 = BORDER + b * per;
-            let mut out = Vec::new();
-            let ys = y0..(y0 + per).min(h - BORDER);
-            let scratch = &mut FastScratch::default();
-            detect_rows(img, threshold, nonmax_suppression, ys, scratch, &mut out);
-            out
-        })
-        .collect();
-    parts.concat()
 }
 
 /// The corners of rows `ys` (within `BORDER..h - BORDER`; the image at least 7x7),
