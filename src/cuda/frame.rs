@@ -333,11 +333,12 @@ fn host_outputs(
         .extend(st.pyr.levels.iter().map(|l| (l.w, l.h)));
     out.keypoints.clear();
     out.descriptors.clear();
-    if let Some(det) = &st.det {
+    // The selector exists with the detector (`State::new`).
+    if let (Some(det), Some(sel)) = (&st.det, st.sel.as_mut()) {
         if gpu_select || budget == 0 {
             select::push_keypoints(cfg, det, &st.scales, records, &mut out.keypoints);
         } else {
-            select::assemble(cfg, det, &out.level_sizes, records, &mut out.keypoints);
+            sel.assemble(cfg, det, &out.level_sizes, records, &mut out.keypoints);
         }
     }
     if let Some(d) = st.describe.as_mut() {

@@ -13,7 +13,7 @@
 //!   data-dependent procedures (round-robin over cells; ORB-SLAM3's quadtree splitting) that
 //!   need every candidate with its response, so every candidate is downloaded (with its angle,
 //!   computed on the GPU, to avoid a second round trip) and the CPU reference's own
-//!   `select::select_level` runs on them ([`assemble`]).
+//!   `select::select_level` runs on them ([`Selector::assemble`]).
 
 use super::driver::buffers::DevBuf;
 use super::driver::{DevPtr, Launch};
@@ -35,6 +35,8 @@ pub struct Selector {
     kp_header: DevBuf<u32>,
     /// `features_per_level` of the last config.
     budgets: select::LevelBudgets,
+    /// The host selection's buffers ([`Selector::assemble`]).
+    host: HostScratch,
 }
 
 impl Selector {
@@ -52,6 +54,7 @@ impl Selector {
             kp: DevBuf::new(c, cap)?,
             kp_header: DevBuf::new(c, 1 + 2 * nlev)?,
             budgets: select::LevelBudgets::default(),
+            host: HostScratch::default(),
         })
     }
 
@@ -193,44 +196,59 @@ pub fn push_keypoints(
     }
 }
 
-/// The host selection for the spread modes: every candidate was downloaded (raster order,
-/// FAST score, response, angle); runs the CPU reference's `select_level` on them, in the
-/// CPU's level loop order, so the selected set is the CPU's by construction.
-pub fn assemble(
-    cfg: &Config,
-    det: &Detector,
-    levels: &[(usize, usize)],
-    records: usize,
-    out: &mut Vec<Keypoint>,
-) {
-    let budget = cfg.select.max_keypoints as usize;
-    let per_level = select::features_per_level(budget, levels.len(), cfg.pyramid.scale_factor);
-    for (level, &(w, h)) in levels.iter().enumerate() {
-        let (count, base) = det.level_range(level, records);
-        let lc: Vec<Candidate> = (base..base + count).map(|i| det.record(i)).collect();
-        let mut corners: Vec<Corner> = lc
-            .iter()
-            .map(|c| Corner {
+/// The host selection's buffers (one level's downloaded candidates and their corners), kept
+/// by [`Selector`] from frame to frame.
+#[derive(Default)]
+pub struct HostScratch {
+    candidates: Vec<Candidate>,
+    corners: Vec<Corner>,
+}
+
+impl Selector {
+    /// The host selection for the spread modes: every candidate was downloaded (raster
+    /// order, FAST score, response, angle); runs the CPU reference's `select_level` on them,
+    /// in the CPU's level loop order, so the selected set is the CPU's by construction. In
+    /// the selector's buffers: no allocation once they have grown.
+    pub fn assemble(
+        &mut self,
+        cfg: &Config,
+        det: &Detector,
+        levels: &[(usize, usize)],
+        records: usize,
+        out: &mut Vec<Keypoint>,
+    ) {
+        let budget = cfg.select.max_keypoints as usize;
+        let per_level = self.budgets.get(cfg, levels.len());
+        let HostScratch {
+            candidates: lc,
+            corners,
+        } = &mut self.host;
+        for (level, &(w, h)) in levels.iter().enumerate() {
+            let (count, base) = det.level_range(level, records);
+            lc.clear();
+            lc.extend((base..base + count).map(|i| det.record(i)));
+            corners.clear();
+            corners.extend(lc.iter().map(|c| Corner {
                 x: c.x(),
                 y: c.y(),
                 fast_score: c.fast_score as u8,
                 response: c.fast_score as f32,
-            })
-            .collect();
-        // Candidates are in raster order, so (y, x) keys are sorted: binary search.
-        let find = |c: &Corner| {
-            let key = c.x | c.y << 16;
-            &lc[lc.binary_search_by_key(&key, |k| k.xy).expect("candidate")]
-        };
-        let n = (budget > 0).then_some(per_level[level]);
-        select::select_level(cfg, &mut corners, n, w, h, |c| find(c).response);
-        for c in corners {
-            let angle = if cfg.orient.enabled {
-                find(&c).angle
-            } else {
-                -1.0
+            }));
+            // Candidates are in raster order, so (y, x) keys are sorted: binary search.
+            let find = |c: &Corner| {
+                let key = c.x | c.y << 16;
+                &lc[lc.binary_search_by_key(&key, |k| k.xy).expect("candidate")]
             };
-            out.push(select::to_keypoint(cfg, level, &c, angle));
+            let n = (budget > 0).then_some(per_level[level]);
+            select::select_level(cfg, corners, n, w, h, |c| find(c).response);
+            for c in corners.iter() {
+                let angle = if cfg.orient.enabled {
+                    find(c).angle
+                } else {
+                    -1.0
+                };
+                out.push(select::to_keypoint(cfg, level, c, angle));
+            }
         }
     }
 }
