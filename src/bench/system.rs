@@ -45,7 +45,8 @@ pub(super) fn cpu_model() -> String {
     let n = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    format!("{model}, {n} logical CPUs")
+    let simd = crate::cpu::simd::level().name();
+    format!("{model}, {n} logical CPUs, the CPU stages at SIMD level {simd}")
 }
 
 /// GPU name, driver and CUDA version from nvidia-smi, when it is there.
