@@ -90,10 +90,14 @@ pub fn fast_in_cells(
 /// The settings of [`fast_in_cells`].
 #[derive(Clone, Copy, Debug)]
 pub struct CellSettings {
+    /// FAST's threshold of the first pass (ORB-SLAM3's `iniThFAST`).
     pub threshold: u8,
+    /// The retry's threshold in cells the first pass left empty (`minThFAST`).
     pub min_threshold: u8,
     pub nonmax_suppression: bool,
+    /// The cell side before the span is divided evenly (ORB-SLAM3's `W`, 30).
     pub cell_size: u32,
+    /// The distance to the image edge within which nothing is detected (`EDGE_THRESHOLD`).
     pub border: u32,
 }
 
@@ -129,9 +133,6 @@ pub fn fast_in_cells_into(
     let key = (img.width, img.height, cell_size, border);
     if scratch.grid.as_ref().map(|g| g.0) != Some(key) {
         scratch.grid = CellGrid::new(img.width, img.height, cell_size, border).map(|g| (key, g));
-        if scratch.grid.is_none() {
-            return;
-        }
     }
     let CellScratch {
         grid,
@@ -141,7 +142,7 @@ pub fn fast_in_cells_into(
         ring,
     } = scratch;
     let Some((_, grid)) = grid.as_ref() else {
-        return;
+        return; // no cell fits
     };
     // No retry when min_threshold >= threshold: every cell uses `threshold` = lo.
     let lo = threshold.min(min_threshold);
@@ -562,5 +563,46 @@ mod tests {
             }
         }
         assert!(retried > 5 && kept > 5, "retried {retried}, kept {kept}");
+    }
+
+    #[test]
+    fn one_scratch_serves_every_size_and_setting() {
+        // The kept grid, flags and suppression rows must not leak from one call into the
+        // next: a scratch reused over sizes (shrinking and growing, as a pyramid's levels
+        // and a changed camera give) and settings gives what a fresh one gives.
+        let mut scratch = CellScratch::default();
+        let mut out = Vec::new();
+        let mut seen = 0;
+        for (w, h) in [
+            (320, 200),
+            (200, 140),
+            (320, 200),
+            (330, 210),
+            (40, 40),
+            (320, 200),
+        ] {
+            let img = noise(w, h);
+            for (t, lo, nms, cell, border) in [
+                (20, 7, true, 30, 19),
+                (60, 7, false, 30, 19),
+                (20, 7, true, 25, 3),
+            ] {
+                let settings = CellSettings {
+                    threshold: t,
+                    min_threshold: lo,
+                    nonmax_suppression: nms,
+                    cell_size: cell,
+                    border,
+                };
+                fast_in_cells_into(&img, settings, &mut scratch, &mut out);
+                assert_eq!(
+                    out,
+                    fast_in_cells(&img, t, lo, nms, cell, border),
+                    "{w}x{h}"
+                );
+                seen += out.len();
+            }
+        }
+        assert!(seen > 1000, "{seen}");
     }
 }

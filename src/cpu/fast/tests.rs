@@ -13,16 +13,27 @@ fn arc9_matches_a_loop_over_all_masks() {
 
 #[test]
 fn bands_give_the_whole_images_corners() {
+    // Also through one set of kept buffers over every size and band count (growing and
+    // shrinking): nothing of an earlier call may leak into a later one.
+    let (mut one, mut bands_kept, mut out) =
+        (FastScratch::default(), BandScratch::default(), vec![]);
     let mut seed = 5u64;
-    for (w, h) in [(64, 48), (97, 31), (40, 7), (200, 150)] {
+    for (w, h) in [(64, 48), (97, 31), (40, 7), (200, 150), (64, 48)] {
         let img =
             crate::cpu::test_util::xorshift_image(w, h, &mut seed, |r| ((r >> 56) as u8 / 64) * 60);
         for nms in [true, false] {
             let whole = detect(&img, 20, nms);
             assert!(!whole.is_empty() || h < 10, "{w}x{h}");
+            detect_into(&img, 20, nms, &mut one, &mut out);
+            assert!(out == whole, "{w}x{h} nms {nms}, kept rows");
             for bands in [1, 2, 3, 7, 64, 1000] {
                 let banded = detect_banded(&img, 20, nms, bands);
                 assert!(banded == whole, "{w}x{h} nms {nms} bands {bands}");
+                detect_banded_into(&img, 20, nms, bands, &mut bands_kept, &mut out);
+                assert!(
+                    out == whole,
+                    "{w}x{h} nms {nms} bands {bands}, kept buffers"
+                );
             }
         }
     }
