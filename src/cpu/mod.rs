@@ -179,6 +179,9 @@ impl CpuPipeline {
                 .thread_name(|i| format!("gf-cpu-{i}"))
                 .build()
                 .expect("the CPU stages' thread pool");
+            // Every worker has started (and made its thread's own allocations) before the
+            // first frame's work: not during a later frame, however late the OS runs it.
+            pool.broadcast(|_| ());
             self.pool = Some((threads, pool));
         }
         &self.pool.as_ref().expect("made above").1

@@ -54,10 +54,15 @@ pub fn build_in(
 }
 
 /// Each level's [`ResizeTables`] and the horizontal taps made from them, checked and kept
-/// from frame to frame while the sizes stay: making the tables took 0.08 / 0.12 / 0.23 ms
-/// per frame of 8 levels at 720p / 1080p / 4K (2026-12-07).
+/// from frame to frame while the sizes stay (making the tables took 0.08 / 0.12 / 0.23 ms
+/// per frame of 8 levels at 720p / 1080p / 4K, 2026-12-07), and each band's row buffers:
+/// owned here, not by the threads, so that they have grown after one frame whichever
+/// thread runs which band.
 #[derive(Default)]
-pub struct TableCache(Vec<(TableKey, ResizeTables, HTaps)>);
+pub struct TableCache {
+    levels: Vec<(TableKey, ResizeTables, HTaps)>,
+    bands: Vec<Bufs>,
+}
 
 /// Source width and height, destination width and height, interpolation.
 type TableKey = (usize, usize, usize, usize, Interpolation);
@@ -65,7 +70,13 @@ type TableKey = (usize, usize, usize, usize, Interpolation);
 impl TableCache {
     /// Level `i`'s tables and taps (index `i` of the cache; levels are asked for in order)
     /// for `key`, made when they are missing or were made for other sizes.
-    fn get(&mut self, i: usize, key: TableKey) -> (&ResizeTables, &HTaps) {
+    /// With the buffers of `bands` bands.
+    fn get(
+        &mut self,
+        i: usize,
+        key: TableKey,
+        bands: usize,
+    ) -> (&ResizeTables, &HTaps, &mut [Bufs]) {
         let make = || {
             let (sw, sh, dw, dh, interp) = key;
             let t = ResizeTables::new(sw, sh, dw, dh, interp);
@@ -73,12 +84,16 @@ impl TableCache {
             let h = HTaps::new(&t.x, sw);
             (key, t, h)
         };
-        if self.0.len() <= i {
-            self.0.push(make());
-        } else if self.0[i].0 != key {
-            self.0[i] = make();
+        let levels = &mut self.levels;
+        if levels.len() <= i {
+            levels.push(make());
+        } else if levels[i].0 != key {
+            levels[i] = make();
         }
-        (&self.0[i].1, &self.0[i].2)
+        if self.bands.len() < bands {
+            self.bands.resize_with(bands, Bufs::default);
+        }
+        (&levels[i].1, &levels[i].2, &mut self.bands[..bands])
     }
 }
 
@@ -100,9 +115,10 @@ pub fn build_above(
         let (done, rest) = above.split_at_mut(i);
         let src = done.last().map_or(base, GrayImage::view);
         rest[0].reshape(w, h);
-        let (t, taps) = tables.get(i, (src.width, src.height, w, h, interpolation));
         // Bands of at least 32 rows.
-        resize_checked(src, &mut rest[0], t, taps, bands.min(h / 32).max(1));
+        let bands = bands.min(h / 32).max(1);
+        let (t, taps, bufs) = tables.get(i, (src.width, src.height, w, h, interpolation), bands);
+        resize_checked(src, &mut rest[0], t, taps, Bands::Kept(bufs));
     }
 }
 
@@ -226,7 +242,7 @@ pub fn resize_with_tables_in(
     let src = src.gray();
     check_tables(tables, src.width, src.height, dst.width, dst.height);
     let h = HTaps::new(&tables.x, src.width);
-    resize_checked(src, dst, tables, &h, bands);
+    resize_checked(src, dst, tables, &h, Bands::PerThread(bands));
 }
 
 /// Panics unless `tables` resize `sw x sh` to `dw x dh` with every offset inside the source
@@ -259,29 +275,50 @@ fn check_tables(tables: &ResizeTables, sw: usize, sh: usize, dw: usize, dh: usiz
     );
 }
 
+/// How [`resize_checked`] cuts the destination and where each band's row buffers are.
+enum Bands<'b> {
+    /// One band per buffer, the buffers the caller keeps.
+    Kept(&'b mut [Bufs]),
+    /// This many bands, each in the buffers of the thread that runs it.
+    PerThread(usize),
+}
+
 /// The resize with tables that passed [`check_tables`] for these sizes (not empty) and
-/// their taps, in `bands` bands of destination rows.
-fn resize_checked(src: Gray<'_>, dst: &mut GrayImage, t: &ResizeTables, h: &HTaps, bands: usize) {
+/// their taps, in bands of destination rows on the current rayon pool.
+fn resize_checked(src: Gray<'_>, dst: &mut GrayImage, t: &ResizeTables, h: &HTaps, bands: Bands) {
     let (dw, dh) = (dst.width, dst.height);
     if dw == 0 || dh == 0 {
         return;
     }
-    if bands <= 1 {
-        return resize_band(src, &mut dst.data, dw, 0..dh, t, h);
-    }
+    let n = match &bands {
+        Bands::Kept(b) => b.len(),
+        Bands::PerThread(n) => *n,
+    };
+    let rows = dh.div_ceil(n.max(1));
+    let band = |k: usize, out: &mut [u8], b: &mut Bufs| {
+        let y0 = k * rows;
+        resize_band(src, out, dw, y0..(y0 + rows).min(dh), t, h, b)
+    };
     use rayon::prelude::*;
-    let rows = dh.div_ceil(bands);
-    dst.data
-        .par_chunks_mut(rows * dw)
-        .enumerate()
-        .for_each(|(k, out)| {
-            let y0 = k * rows;
-            resize_band(src, out, dw, y0..(y0 + rows).min(dh), t, h)
-        });
+    match bands {
+        Bands::Kept([b]) => band(0, &mut dst.data, b),
+        Bands::Kept(bufs) => dst
+            .data
+            .par_chunks_mut(rows * dw)
+            .zip(bufs)
+            .enumerate()
+            .for_each(|(k, (out, b))| band(k, out, b)),
+        Bands::PerThread(n) if n <= 1 => BUFS.with_borrow_mut(|b| band(0, &mut dst.data, b)),
+        Bands::PerThread(_) => dst
+            .data
+            .par_chunks_mut(rows * dw)
+            .enumerate()
+            .for_each(|(k, out)| BUFS.with_borrow_mut(|b| band(k, out, b))),
+    }
 }
 
 /// Destination rows `rows` into `out` (those rows, `dw` wide), at the process's SIMD level,
-/// in this thread's [`Bufs`].
+/// in the row buffers `b`.
 fn resize_band(
     src: Gray<'_>,
     out: &mut [u8],
@@ -289,20 +326,20 @@ fn resize_band(
     rows: Range<usize>,
     t: &ResizeTables,
     h: &HTaps,
+    b: &mut Bufs,
 ) {
-    BUFS.with_borrow_mut(|b| {
-        #[cfg(target_arch = "x86_64")]
-        if super::simd::level() >= super::simd::Level::Avx2 {
-            // SAFETY: the CPU supports AVX2 (simd::level never exceeds what it has).
-            return unsafe { resize_rows_avx2(src, out, dw, rows, t, h, b) };
-        }
-        resize_versions(src, out, dw, rows, t, h, b)
-    })
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::level() >= super::simd::Level::Avx2 {
+        // SAFETY: the CPU supports AVX2 (simd::level never exceeds what it has).
+        return unsafe { resize_rows_avx2(src, out, dw, rows, t, h, b) };
+    }
+    resize_versions(src, out, dw, rows, t, h, b)
 }
 
 /// A band's work rows: the horizontal sums of two source rows and the AVX2 path's padded
-/// last source row. One set per thread, kept, so that resizing allocates nothing once they
-/// have grown (a band's resize calls nothing that could resize on the same thread).
+/// last source row. Kept by [`TableCache`] per band, or (the resizes without a cache) one
+/// set per thread, so that resizing allocates nothing once they have grown (a band's resize
+/// calls nothing that could resize on the same thread).
 #[derive(Default)]
 struct Bufs {
     sums: [Vec<u16>; 2],
