@@ -20,6 +20,22 @@ use crate::cpu::describe::{blur_kernel, center, DescribeSettings};
 use crate::error::{Error, Result};
 use crate::features::{Descriptor, Keypoint};
 
+/// The descriptor blur's first four taps (the 7-tap kernel is symmetric) and 1 when they
+/// are ORB-SLAM3's fixed-point ones, as the kernel takes them: made once per [`Describer`]
+/// (ORB-SLAM3's kernel is built in vectors; per frame it made 3 allocations).
+fn blur_taps(blur: DescriptorBlur) -> ([f32; 4], i32) {
+    match blur {
+        DescriptorBlur::Orb => {
+            let k = blur_kernel();
+            ([k[0], k[1], k[2], k[3]], 0)
+        }
+        DescriptorBlur::OrbSlam3 => {
+            let k = gaussian_kernel_fixed(7, 2.0);
+            ([k[0] as f32, k[1] as f32, k[2] as f32, k[3] as f32], 1)
+        }
+    }
+}
+
 /// Where [`Describer::describe_records`] takes each keypoint's angle from.
 #[derive(Clone, Copy, Debug)]
 pub enum Angles {
@@ -41,6 +57,8 @@ pub const MAX_FUSED_HALF: i32 = 20;
 pub struct Describer {
     /// The level geometry and the blur (`describe.blur`).
     set: DescribeSettings,
+    /// The blur's first four taps and whether they are fixed-point ([`blur_taps`]).
+    taps: ([f32; 4], i32),
     levels: DescLevels,
     nlev: usize,
     /// Capacity in keypoints (the detector's record capacity).
@@ -81,6 +99,7 @@ impl Describer {
         let hdr = 1 + 2 * nlev;
         Ok(Describer {
             set,
+            taps: blur_taps(set.blur),
             levels,
             nlev,
             cap,
@@ -111,17 +130,7 @@ impl Describer {
         let n = max_records.min(self.cap);
         let (src, lv, out) = (pyr.buf.ptr(), self.levels, self.desc.ptr().cast::<u32>());
         let nlev = self.nlev as i32;
-        // The kernel takes the first four taps (the 7-tap kernel is symmetric).
-        let (k, fixed) = match self.set.blur {
-            DescriptorBlur::Orb => {
-                let k = blur_kernel();
-                ([k[0], k[1], k[2], k[3]], 0)
-            }
-            DescriptorBlur::OrbSlam3 => {
-                let k = gaussian_kernel_fixed(7, 2.0);
-                ([k[0] as f32, k[1] as f32, k[2] as f32, k[3] as f32], 1)
-            }
-        };
+        let (k, fixed) = self.taps;
         let flags = fixed | (self.set.fma as i32) << 1;
         let (mode, half, umax) = match angles {
             Angles::None => (0, 0, DevPtr::NULL),
