@@ -39,17 +39,6 @@ unsafe impl GlobalAlloc for CountingAlloc {
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-/// The real sequence of tests/data/seq.
-fn sequence() -> Vec<GrayImage> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/seq");
-    let names = shared::png_files(&dir);
-    assert!(names.len() >= 8, "{dir:?}");
-    names
-        .iter()
-        .map(|p| gpu_features::cpu::decode::load_gray(p).unwrap())
-        .collect()
-}
-
 fn preset(name: &str) -> Config {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     Config::from_file(&root.join(format!("config/{name}.yaml"))).unwrap()
@@ -86,7 +75,7 @@ fn per_frame(
 
 #[test]
 fn the_pipelines_allocate_nothing_per_frame_once_warm() {
-    let frames = sequence();
+    let frames = shared::sequence();
     the_cpu_pipeline_allocates_nothing_per_frame_once_warm(&frames);
     the_cuda_pipeline_allocates_nothing_on_the_host_per_frame_once_warm(&frames);
 }

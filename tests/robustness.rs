@@ -1526,20 +1526,10 @@ fn regression_mcap_attachment_without_crc() {
 // fundamental-matrix test on (config/default.yaml's `track.ransac_threshold: 1.0`) and
 // stereo.
 
-fn sequence() -> Vec<gpu_features::GrayImage> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/seq");
-    let names = shared::png_files(&dir);
-    assert!(names.len() >= 8, "{dir:?}");
-    names
-        .iter()
-        .map(|p| gpu_features::cpu::decode::load_gray(p).unwrap())
-        .collect()
-}
-
 #[test]
 fn the_tracker_allocates_nothing_per_frame_after_the_first_two() {
     use gpu_features::track::{TrackParams, Tracker};
-    let frames = sequence();
+    let frames = shared::sequence();
     let mut mono = Tracker::new(TrackParams {
         ransac_threshold: 1.0,
         ..Default::default()
@@ -1573,7 +1563,7 @@ fn the_host_quadtree_allocates_nothing_once_warm() {
     // `select.spread: quadtree`): its buffers are kept per thread, so after the first
     // frames a call allocates nothing, at both of ORB-SLAM3's budgets.
     use gpu_features::select::{quadtree, QuadtreeArea};
-    let frames = sequence();
+    let frames = shared::sequence();
     let candidates: Vec<_> = frames
         .iter()
         .map(|img| gpu_features::cpu::fast::detect(img, 7, false))

@@ -40,6 +40,14 @@ pub fn png_files(dir: &Path) -> Vec<PathBuf> {
     names
 }
 
+/// The real sequence of tests/data/seq (at least 8 frames), in name order.
+pub fn sequence() -> Vec<GrayImage> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/seq");
+    let names = png_files(&dir);
+    assert!(names.len() >= 8, "{dir:?}");
+    names.iter().map(|p| load_gray(p).unwrap()).collect()
+}
+
 /// The fixture's gray image as OpenCV converted it.
 pub fn gray(stem: &str) -> GrayImage {
     load_gray(&golden(stem, "gray.png")).unwrap()
