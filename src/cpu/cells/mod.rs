@@ -1,7 +1,7 @@
 //! ORB-SLAM3's per-cell FAST with the low-threshold retry (`detector.low_threshold_retry`;
 //! CPU reference for `fast_cells` + `cell_filter` in `kernels/fast_harris.cu`).
 
-use super::fast;
+use super::fast::{self, ScoreRing};
 use crate::image::AsGray;
 use crate::select::Corner;
 
@@ -111,7 +111,7 @@ pub struct CellScratch {
     reached: Vec<bool>,
     todo: Vec<bool>,
     cols: Vec<usize>,
-    ring: NmsRing,
+    ring: ScoreRing,
 }
 
 /// [`fast_in_cells`] into `out` (cleared first), in `scratch`'s buffers.
@@ -287,21 +287,10 @@ impl CellGrid {
     }
 }
 
-/// The 3 score rows and x-lists of [`CellNms`], kept between passes and calls.
-#[derive(Default)]
-struct NmsRing {
-    scores: [Vec<u8>; 3],
-    xs: [Vec<u32>; 3],
-}
-
-/// Non-maximum suppression within cells over a ring of 3 score rows (`fast::detect`'s ring,
-/// with neighbours in other cells counting as 0): slot `y % 3` holds row y's scores
-/// (0 = no corner) and the x of its corners.
+/// Non-maximum suppression within cells over FAST's [`ScoreRing`], with neighbours in
+/// other cells counting as 0.
 struct CellNms<'a> {
-    scores: &'a mut [Vec<u8>; 3],
-    xs: &'a mut [Vec<u32>; 3],
-    /// The last row opened (rows up to `open - 1` are complete).
-    open: usize,
+    ring: &'a mut ScoreRing,
     grid: &'a CellGrid,
     threshold: u8,
     /// Per cell: a survivor reaches `threshold`.
@@ -315,23 +304,13 @@ impl<'a> CellNms<'a> {
         width: usize,
         grid: &'a CellGrid,
         threshold: u8,
-        ring: &'a mut NmsRing,
+        ring: &'a mut ScoreRing,
         reached: &'a mut [bool],
         out: &'a mut Vec<Corner>,
     ) -> Self {
-        let NmsRing { scores, xs } = ring;
-        for (row, xs) in scores.iter_mut().zip(xs.iter_mut()) {
-            // A ring left by an earlier pass holds scores at its x-lists only.
-            for &x in xs.iter() {
-                row[x as usize] = 0;
-            }
-            xs.clear();
-            row.resize(width, 0);
-        }
+        ring.start(width, grid.area_y.start);
         CellNms {
-            scores,
-            xs,
-            open: grid.area_y.start - 1,
+            ring,
             grid,
             threshold,
             reached,
@@ -342,79 +321,86 @@ impl<'a> CellNms<'a> {
     /// A corner of the area (raster order), kept for the NMS of its row.
     fn add(&mut self, x: usize, y: usize, s: u8) {
         if self.grid.col[x] != NO_CELL {
-            self.open_to(y);
-            self.scores[y % 3][x] = s;
-            self.xs[y % 3].push(x as u32);
+            let CellNms {
+                ring,
+                grid,
+                threshold,
+                reached,
+                out,
+            } = self;
+            ring.push(x, y, s, |ring, y| {
+                suppress(ring, y, grid, *threshold, reached, out)
+            });
         }
     }
 
-    /// Opens rows `open + 1 ..= to`: suppresses row r - 2 then clears r's slot.
+    /// Opens rows up to `to`: every row before `to - 1` goes through the suppression.
     fn open_to(&mut self, to: usize) {
-        while self.open < to {
-            self.open += 1;
-            let r = self.open;
-            if r >= self.grid.area_y.start + 2 {
-                self.suppress(r - 2);
-            }
-            let slot = r % 3;
-            for &x in &self.xs[slot] {
-                self.scores[slot][x as usize] = 0;
-            }
-            self.xs[slot].clear();
-        }
+        let CellNms {
+            ring,
+            grid,
+            threshold,
+            reached,
+            out,
+        } = self;
+        ring.open_to(to, |ring, y| {
+            suppress(ring, y, grid, *threshold, reached, out)
+        });
     }
+}
 
-    /// Keeps the corners of row y (an area row) strictly above 0 and above their same-cell
-    /// neighbours.
-    fn suppress(&mut self, y: usize) {
-        let g = self.grid;
-        let (above, mid, below) = (
-            &self.scores[(y + 2) % 3],
-            &self.scores[y % 3],
-            &self.scores[(y + 1) % 3],
-        );
-        let rc = g.row[y];
-        let (up, down) = (g.row[y - 1] == rc, g.row[y + 1] == rc);
-        for &x in &self.xs[y % 3] {
-            let x = x as usize;
-            let s = mid[x];
-            let c = g.col[x];
-            let (l, r) = (g.col[x - 1] == c, g.col[x + 1] == c);
-            // The 3 neighbours of row `n` in this cell (0 for the others).
-            let row_max = |n: &[u8]| {
-                let mut m = n[x];
-                if l {
-                    m = m.max(n[x - 1]);
-                }
-                if r {
-                    m = m.max(n[x + 1]);
-                }
-                m
-            };
-            let mut m = 0u8;
+/// Keeps the corners of row y (an area row) strictly above 0 and above their same-cell
+/// neighbours; marks the cells of those that reach `threshold` in `reached`.
+fn suppress(
+    ring: &ScoreRing,
+    y: usize,
+    g: &CellGrid,
+    threshold: u8,
+    reached: &mut [bool],
+    out: &mut Vec<Corner>,
+) {
+    let (xs, [above, mid, below]) = ring.around(y);
+    let rc = g.row[y];
+    let (up, down) = (g.row[y - 1] == rc, g.row[y + 1] == rc);
+    for &x in xs {
+        let x = x as usize;
+        let s = mid[x];
+        let c = g.col[x];
+        let (l, r) = (g.col[x - 1] == c, g.col[x + 1] == c);
+        // The 3 neighbours of row `n` in this cell (0 for the others).
+        let row_max = |n: &[u8]| {
+            let mut m = n[x];
             if l {
-                m = m.max(mid[x - 1]);
+                m = m.max(n[x - 1]);
             }
             if r {
-                m = m.max(mid[x + 1]);
+                m = m.max(n[x + 1]);
             }
-            if up {
-                m = m.max(row_max(above));
+            m
+        };
+        let mut m = 0u8;
+        if l {
+            m = m.max(mid[x - 1]);
+        }
+        if r {
+            m = m.max(mid[x + 1]);
+        }
+        if up {
+            m = m.max(row_max(above));
+        }
+        if down {
+            m = m.max(row_max(below));
+        }
+        if s > m {
+            if s >= threshold {
+                reached[rc as usize + c as usize] = true;
             }
-            if down {
-                m = m.max(row_max(below));
-            }
-            if s > m {
-                if s >= self.threshold {
-                    self.reached[rc as usize + c as usize] = true;
-                }
-                self.out.push(Corner {
-                    x: x as u32,
-                    y: y as u32,
-                    fast_score: s,
-                    response: s as f32,
-                });
-            }
+            out.push(Corner {
+                x: x as u32,
+                y: y as u32,
+                fast_score: s,
+                response: s as f32,
+            });
         }
     }
 }

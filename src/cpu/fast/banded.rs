@@ -1,7 +1,7 @@
 //! FAST in bands of rows on the current rayon pool: the same corners in the same order as
 //! one pass (`detect`), each band's buffers kept between calls.
 
-use super::{detect_rows, FastScratch, BORDER};
+use super::{detect_rows, tested_rows, FastScratch};
 use crate::image::AsGray;
 use crate::select::Corner;
 
@@ -39,11 +39,10 @@ pub fn detect_banded_into(
     use rayon::prelude::*;
     let img = img.gray();
     out.clear();
-    let (w, h) = (img.width, img.height);
-    if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
+    let Some(tested) = tested_rows(img) else {
         return;
-    }
-    let rows = h - 2 * BORDER;
+    };
+    let rows = tested.len();
     let per = rows.div_ceil(bands.clamp(1, rows));
     let n = rows.div_ceil(per);
     if scratch.bands.len() < n {
@@ -53,9 +52,9 @@ pub fn detect_banded_into(
         .par_iter_mut()
         .enumerate()
         .for_each(|(b, (fast, corners))| {
-            let y0 = BORDER + b * per;
+            let y0 = tested.start + b * per;
             corners.clear();
-            let ys = y0..(y0 + per).min(h - BORDER);
+            let ys = y0..(y0 + per).min(tested.end);
             detect_rows(img, threshold, nonmax_suppression, ys, fast, corners);
         });
     for (_, corners) in &scratch.bands[..n] {

@@ -34,6 +34,7 @@ pub use banded::{detect_banded, detect_banded_into, BandScratch};
 mod nms;
 pub use nms::FastScratch;
 use nms::Nms;
+pub(crate) use nms::ScoreRing;
 mod score;
 use score::score_lanes;
 
@@ -459,6 +460,13 @@ fn scan(img: Gray<'_>, threshold: u8, ys: Range<usize>, found: &mut dyn FnMut(us
     scan_versions(img, threshold, ys, BORDER..img.width - BORDER, found);
 }
 
+/// The rows FAST tests (at least [`BORDER`] inside), or `None` when the image is too small
+/// to hold one tested pixel (7 pixels either way).
+fn tested_rows(img: Gray<'_>) -> Option<Range<usize>> {
+    let (w, h) = (img.width, img.height);
+    (w > 2 * BORDER && h > 2 * BORDER).then(|| BORDER..h - BORDER)
+}
+
 /// The corners of [`detect`] without NMS, restricted to rows `ys` (clipped to the tested
 /// rows), as `found(x, y, score)` in raster order: the same vectorised scanner, no
 /// allocation. For callers that run their own suppression (`select::fast_in_cells`).
@@ -468,11 +476,10 @@ pub(crate) fn scan_corners(
     ys: Range<usize>,
     found: &mut dyn FnMut(usize, usize, u8),
 ) {
-    let (w, h) = (img.width, img.height);
-    if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
+    let Some(tested) = tested_rows(img) else {
         return;
-    }
-    let ys = ys.start.max(BORDER)..ys.end.min(h - BORDER);
+    };
+    let ys = ys.start.max(tested.start)..ys.end.min(tested.end);
     if !ys.is_empty() {
         scan(img, threshold, ys, found);
     }
@@ -486,12 +493,11 @@ pub(crate) fn scan_corners_in(
     xs: Range<usize>,
     found: &mut dyn FnMut(usize, usize, u8),
 ) {
-    let (w, h) = (img.width, img.height);
-    if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
+    let Some(tested) = tested_rows(img) else {
         return;
-    }
-    let ys = ys.start.max(BORDER)..ys.end.min(h - BORDER);
-    let xs = xs.start.max(BORDER)..xs.end.min(w - BORDER);
+    };
+    let ys = ys.start.max(tested.start)..ys.end.min(tested.end);
+    let xs = xs.start.max(BORDER)..xs.end.min(img.width - BORDER);
     if !ys.is_empty() && !xs.is_empty() {
         scan_versions(img, threshold, ys, xs, found);
     }
@@ -521,12 +527,9 @@ pub fn detect_into(
 ) {
     let img = img.gray();
     out.clear();
-    let (w, h) = (img.width, img.height);
-    if w < 2 * BORDER + 1 || h < 2 * BORDER + 1 {
-        return;
+    if let Some(ys) = tested_rows(img) {
+        detect_rows(img, threshold, nonmax_suppression, ys, scratch, out)
     }
-    let ys = BORDER..h - BORDER;
-    detect_rows(img, threshold, nonmax_suppression, ys, scratch, out)
 }
 
 /// The corners of rows `ys` (within `BORDER..h - BORDER`; the image at least 7x7),
